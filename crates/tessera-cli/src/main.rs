@@ -1,0 +1,2 @@
+//! The `tessera` command-line tool.
+fn main() {}

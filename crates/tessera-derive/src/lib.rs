@@ -1,0 +1,1 @@
+//! Derive macro for Tessera topic types (to be written).

@@ -1,0 +1,2 @@
+//! # Tessera — DDS over RTPS (to be written)
+pub use tessera_rtps as rtps;
