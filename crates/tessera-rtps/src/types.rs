@@ -275,6 +275,78 @@ impl fmt::Debug for Locator {
     }
 }
 
+/// A small set of locators held inline (no allocation); used for transmit destinations.
+/// Holds at most [`Locators::CAPACITY`] entries; further pushes are ignored and reported.
+#[derive(Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Locators {
+    len: u8,
+    items: [Locator; Locators::CAPACITY],
+}
+
+impl Locators {
+    /// Maximum number of locators held.
+    pub const CAPACITY: usize = 4;
+
+    /// The empty set.
+    pub const fn new() -> Self {
+        const NONE: Locator = Locator {
+            kind: locator_kind::INVALID,
+            port: 0,
+            address: [0; 16],
+        };
+        Locators {
+            len: 0,
+            items: [NONE; Locators::CAPACITY],
+        }
+    }
+
+    /// Adds a locator unless present; returns false when full.
+    pub fn push(&mut self, l: Locator) -> bool {
+        if self.as_slice().contains(&l) {
+            return true;
+        }
+        if (self.len as usize) < Self::CAPACITY {
+            self.items[self.len as usize] = l;
+            self.len += 1;
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The locators.
+    pub fn as_slice(&self) -> &[Locator] {
+        &self.items[..self.len as usize]
+    }
+
+    /// Whether the set is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl Default for Locators {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl fmt::Debug for Locators {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.as_slice()).finish()
+    }
+}
+
+impl FromIterator<Locator> for Locators {
+    fn from_iter<I: IntoIterator<Item = Locator>>(iter: I) -> Self {
+        let mut s = Locators::new();
+        for l in iter {
+            s.push(l);
+        }
+        s
+    }
+}
+
 /// RTPS time: seconds and 2^-32 fractions since the Unix epoch.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct Timestamp {

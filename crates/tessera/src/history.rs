@@ -1,0 +1,1 @@
+//! Reader-side history cache (to be written).

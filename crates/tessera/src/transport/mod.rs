@@ -1,0 +1,1 @@
+//! Transports (to be written).
