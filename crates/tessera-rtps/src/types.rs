@@ -368,7 +368,7 @@ impl Timestamp {
     pub fn from_nanos(ns: i64) -> Timestamp {
         let seconds = ns.div_euclid(1_000_000_000);
         let rem = ns.rem_euclid(1_000_000_000) as u64;
-        let fraction = ((rem << 32) + 999_999_999) / 1_000_000_000;
+        let fraction = (rem << 32).div_ceil(1_000_000_000);
         Timestamp {
             seconds: seconds as i32,
             fraction: fraction as u32,

@@ -2,5 +2,8 @@
 
 pub use tessera_rtps as rtps;
 
+pub mod condition;
+pub mod error;
 pub mod history;
+pub mod status;
 pub mod transport;

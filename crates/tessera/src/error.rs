@@ -1,0 +1,46 @@
+//! Errors of the DCPS API.
+//!
+//! Every error says whose fault it is: the caller ([`Error::BadParameter`],
+//! [`Error::InconsistentPolicy`], [`Error::PreconditionNotMet`], [`Error::AlreadyDeleted`]),
+//! a resource ([`Error::OutOfResources`], [`Error::Timeout`], [`Error::Io`]), or the state of the
+//! system ([`Error::NotEnabled`]). Peers' mistakes never surface here: malformed network input is
+//! counted and dropped inside the runtime.
+
+use std::io;
+
+/// The result type of the DCPS API.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Errors returned by DCPS operations.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An argument was out of range or malformed.
+    #[error("bad parameter: {0}")]
+    BadParameter(String),
+    /// A QoS is inconsistent with itself (e.g. keep-last depth above max_samples_per_instance).
+    #[error("inconsistent QoS: {0}")]
+    InconsistentPolicy(String),
+    /// The operation is not allowed in the entity's current state (e.g. deleting a topic
+    /// that still has readers, or writing an unregistered instance).
+    #[error("precondition not met: {0}")]
+    PreconditionNotMet(String),
+    /// A resource limit was hit (history full after max_blocking_time, too many instances).
+    #[error("out of resources: {0}")]
+    OutOfResources(String),
+    /// A blocking operation did not complete in time.
+    #[error("timeout")]
+    Timeout,
+    /// The entity was already deleted or its participant is gone.
+    #[error("entity already deleted")]
+    AlreadyDeleted,
+    /// The instance handle is unknown to this entity.
+    #[error("unknown instance")]
+    UnknownInstance,
+    /// No data was available (non-blocking take/read on an empty reader).
+    #[error("no data")]
+    NoData,
+    /// A socket or other operating-system operation failed.
+    #[error("I/O error: {0}")]
+    Io(#[from] io::Error),
+}
