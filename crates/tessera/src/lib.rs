@@ -1,9 +1,75 @@
-//! # Tessera — DDS over RTPS (to be written)
+//! # Tessera — DDS over RTPS, in Rust
+//!
+//! Tessera implements the OMG Data Distribution Service (DCPS) on the RTPS wire protocol, so its
+//! participants discover and exchange data with Cyclone DDS, Fast DDS and any other RTPS
+//! implementation.
+//!
+//! ```no_run
+//! use tessera::{DomainParticipant, TopicType};
+//! use tessera::qos::{DataReaderQos, DataWriterQos, Reliability, TopicQos};
+//!
+//! #[derive(TopicType, Debug, Clone, PartialEq)]
+//! struct Reading {
+//!     #[key]
+//!     sensor: u32,
+//!     celsius: f64,
+//! }
+//!
+//! # fn main() -> tessera::Result<()> {
+//! let participant = DomainParticipant::new(0)?;
+//! let topic = participant.create_topic::<Reading>("Temperature", TopicQos::default())?;
+//! let writer = participant
+//!     .create_publisher(Default::default())?
+//!     .create_datawriter(&topic, DataWriterQos::default())?;
+//! let reader = participant
+//!     .create_subscriber(Default::default())?
+//!     .create_datareader(&topic, DataReaderQos::default().with_reliability(Reliability::reliable()))?;
+//! writer.write(&Reading { sensor: 7, celsius: 21.5 })?;
+//! for sample in reader.take(16)? {
+//!     println!("{:?} {:?}", sample.data, sample.info.instance_state);
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! ## Layers
+//! - [`tessera_rtps`] (re-exported as [`rtps`]): the sans-IO protocol core — wire codec,
+//!   CDR, QoS matching, discovery data, reliability state machines.
+//! - this crate: the runtime (sockets, threads, timers) and the DCPS API:
+//!   [`DomainParticipant`] → [`Topic`], [`Publisher`] → [`DataWriter`],
+//!   [`Subscriber`] → [`DataReader`], with listeners, [`WaitSet`]s and polling.
+//!
+//! ## Threads
+//! Per participant: one receive thread per socket, which decodes datagrams and delivers samples
+//! into reader histories itself; one event thread for timers. `write` sends from the caller's
+//! thread. See `ARCHITECTURE.md` in the repository for how a sample travels.
 
 pub use tessera_rtps as rtps;
 
 pub mod condition;
+mod discovery_rt;
+mod endpoint;
 pub mod error;
 pub mod history;
+mod outbox;
+mod participant;
+mod publication;
 pub mod status;
+mod subscription;
+mod topic;
 pub mod transport;
+
+/// QoS policies (re-exported from the protocol core, where matching happens).
+pub mod qos {
+    pub use tessera_rtps::qos::*;
+}
+
+pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
+pub use error::{Error, Result};
+pub use history::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState};
+pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig};
+pub use publication::{DataWriter, DataWriterListener, Publisher};
+pub use status::StatusMask;
+pub use subscription::{DataReader, DataReaderListener, Subscriber};
+pub use topic::Topic;
+pub use tessera_derive::TopicType;
+pub use tessera_rtps::cdr::TopicType;

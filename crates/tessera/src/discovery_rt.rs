@@ -1,0 +1,449 @@
+//! The runtime side of discovery: SPDP announcements, the SEDP built-in endpoints, and turning
+//! the discovery database's decisions into actions on local endpoints.
+//!
+//! The decisions themselves (who matches whom, lease expiry) are made by the sans-IO
+//! [`DiscoveryDb`]; this module moves its inputs and outputs over the network. It runs under the
+//! participant's discovery lock, never on the per-sample data path.
+
+use crate::endpoint::{send_datagram, with_send_buf, RemoteEndpoint};
+use crate::outbox;
+use crate::participant::ParticipantShared;
+use crate::qos::{DataReaderQos, DataWriterQos, DomainParticipantQos, PublisherQos, SubscriberQos};
+use crate::topic::Topic;
+use crate::transport::udp::UdpTransport;
+use crate::TopicType;
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use tessera_rtps::discovery::{
+    builtin_endpoint, DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEvent, LocalEndpointInfo,
+    RemoteEndpointInfo, SpdpParticipantData,
+};
+use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
+use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locators, Timestamp};
+use tessera_rtps::wire::{Data, MessageBuilder, PayloadKind, ReceivedSubmessage, Submessage};
+use tessera_rtps::writer::{WriterConfig, WriterCore};
+
+/// What a local endpoint must do because of discovery.
+#[derive(Debug, Clone)]
+pub(crate) enum MatchAction {
+    MatchWriter { local: Guid, remote: RemoteEndpoint },
+    UnmatchWriter { local: Guid, remote: Guid },
+    MatchReader { local: Guid, remote: RemoteEndpoint },
+    UnmatchReader { local: Guid, remote: Guid, lost: bool },
+    WriterIncompatible { local: Guid, policies: Vec<u32> },
+    ReaderIncompatible { local: Guid, policies: Vec<u32> },
+}
+
+/// How often SPDP is announced in steady state, and the lease we announce.
+const SPDP_PERIOD: Duration = Duration::from_secs(3);
+const LEASE: Duration = Duration::from_secs(10);
+/// Quick re-announcements right after start, so peers that started at the same moment (and
+/// missed the first one) find us within tens of milliseconds rather than a period.
+const STARTUP_ANNOUNCEMENTS: [Duration; 4] =
+    [Duration::from_millis(20), Duration::from_millis(100), Duration::from_millis(300), Duration::from_secs(1)];
+
+pub(crate) struct DiscoveryRuntime {
+    prefix: GuidPrefix,
+    db: DiscoveryDb,
+    /// Our SPDP payload (serialized once; our data does not change).
+    spdp_payload: Arc<[u8]>,
+    spdp_seq: i64,
+    spdp_destinations: Locators,
+    started: Instant,
+    next_announce: Instant,
+    startup_step: usize,
+    sedp_pub_writer: WriterCore,
+    sedp_sub_writer: WriterCore,
+    sedp_pub_reader: ReaderCore,
+    sedp_sub_reader: ReaderCore,
+    /// Remote participants' metatraffic locators, for SEDP.
+    participants: HashMap<GuidPrefix, Locators>,
+}
+
+impl DiscoveryRuntime {
+    pub fn new(prefix: GuidPrefix, domain_id: u32, qos: &DomainParticipantQos, transport: &UdpTransport, now: Instant) -> Self {
+        let data = SpdpParticipantData {
+            guid_prefix: prefix,
+            domain_id: Some(domain_id),
+            default_unicast_locators: transport.default_unicast_locators(),
+            default_multicast_locators: transport.default_multicast_locators(),
+            metatraffic_unicast_locators: transport.metatraffic_unicast_locators(),
+            metatraffic_multicast_locators: transport.metatraffic_multicast_locators(),
+            lease_duration: LEASE,
+            builtin_endpoints: builtin_endpoint::PARTICIPANT_ANNOUNCER
+                | builtin_endpoint::PARTICIPANT_DETECTOR
+                | builtin_endpoint::PUBLICATIONS_ANNOUNCER
+                | builtin_endpoint::PUBLICATIONS_DETECTOR
+                | builtin_endpoint::SUBSCRIPTIONS_ANNOUNCER
+                | builtin_endpoint::SUBSCRIPTIONS_DETECTOR,
+            user_data: qos.user_data.0.clone(),
+            ..SpdpParticipantData::new(prefix)
+        };
+        let mut payload = Vec::new();
+        data.encode(&mut payload);
+        let sedp_writer = |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
+        let sedp_reader = |id| ReaderCore::new(outbox::builtin_reader_config(Guid::new(prefix, id)));
+        DiscoveryRuntime {
+            prefix,
+            db: DiscoveryDb::new(prefix),
+            spdp_payload: payload.into(),
+            spdp_seq: 0,
+            spdp_destinations: transport.spdp_destinations(),
+            started: now,
+            next_announce: now,
+            startup_step: 0,
+            sedp_pub_writer: sedp_writer(EntityId::SEDP_PUBLICATIONS_WRITER),
+            sedp_sub_writer: sedp_writer(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
+            sedp_pub_reader: sedp_reader(EntityId::SEDP_PUBLICATIONS_READER),
+            sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
+            participants: HashMap::new(),
+        }
+    }
+
+    pub fn participants(&self) -> Vec<GuidPrefix> {
+        self.participants.keys().copied().collect()
+    }
+
+    /// Sends our SPDP sample to `dests` now.
+    fn send_spdp(&mut self, p: &ParticipantShared, dests: &Locators) {
+        self.spdp_seq += 1;
+        let data = Data {
+            reader_id: EntityId::SPDP_READER,
+            writer_id: EntityId::SPDP_WRITER,
+            writer_sn: self.spdp_seq,
+            inline_qos: None,
+            payload_kind: PayloadKind::Data,
+            payload: &self.spdp_payload,
+        };
+        with_send_buf(|buf| {
+            let mut m = MessageBuilder::new(buf, self.prefix);
+            m.info_ts(Some(Timestamp::from_nanos(crate::publication::now_nanos())));
+            m.submessage(&Submessage::Data(data));
+            send_datagram(p, buf, dests);
+        });
+    }
+
+    pub fn announce_now(&mut self, p: &ParticipantShared, now: Instant) {
+        let dests = self.spdp_destinations;
+        self.send_spdp(p, &dests);
+        self.schedule_next_announce(now);
+    }
+
+    fn schedule_next_announce(&mut self, now: Instant) {
+        self.next_announce = match STARTUP_ANNOUNCEMENTS.get(self.startup_step) {
+            Some(d) => {
+                self.startup_step += 1;
+                self.started + *d
+            }
+            None => now + SPDP_PERIOD,
+        };
+    }
+
+    /// Tells peers we are leaving (SPDP dispose), so they unmatch at once rather than after
+    /// the lease.
+    pub fn announce_leaving(&mut self, p: &ParticipantShared) {
+        let mut payload = Vec::new();
+        SpdpParticipantData::encode_dispose(self.prefix, &mut payload);
+        self.spdp_seq += 1;
+        let mut dests = self.spdp_destinations;
+        for l in self.participants.values() {
+            for x in l.as_slice() {
+                dests.push(*x);
+            }
+        }
+        with_send_buf(|buf| {
+            let qos = SpdpParticipantData::dispose_inline_qos(self.prefix);
+            let mut m = MessageBuilder::new(buf, self.prefix);
+            m.submessage(&Submessage::Data(Data {
+                reader_id: EntityId::SPDP_READER,
+                writer_id: EntityId::SPDP_WRITER,
+                writer_sn: self.spdp_seq,
+                inline_qos: Some(qos.as_list()),
+                payload_kind: PayloadKind::Key,
+                payload: &payload,
+            }));
+            send_datagram(p, buf, &dests);
+        });
+    }
+
+    pub fn next_deadline(&self) -> Option<Instant> {
+        let mut d = Some(self.next_announce);
+        for t in [
+            self.db.poll_timeout(),
+            self.sedp_pub_writer.poll_timeout(),
+            self.sedp_sub_writer.poll_timeout(),
+            self.sedp_pub_reader.poll_timeout(),
+            self.sedp_sub_reader.poll_timeout(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            d = Some(d.map_or(t, |x: Instant| x.min(t)));
+        }
+        d
+    }
+
+    pub fn on_timeout(&mut self, p: &ParticipantShared, now: Instant) -> Vec<MatchAction> {
+        if now >= self.next_announce {
+            self.announce_now(p, now);
+        }
+        self.db.handle_timeout(now);
+        for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
+            core.handle_timeout(now);
+            outbox::flush_writer(p, core, now);
+        }
+        for core in [&mut self.sedp_pub_reader, &mut self.sedp_sub_reader] {
+            core.handle_timeout(now);
+            outbox::flush_reader(p, core, now);
+        }
+        self.drain_events(p, now)
+    }
+
+    /// A submessage from or to a built-in endpoint.
+    pub fn handle(&mut self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) -> Vec<MatchAction> {
+        self.db.on_participant_alive(rs.source_prefix, now);
+        match &rs.submessage {
+            Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => self.on_spdp(p, d, now),
+            Submessage::AckNack(a) => {
+                let core = match a.writer_id {
+                    EntityId::SEDP_PUBLICATIONS_WRITER => &mut self.sedp_pub_writer,
+                    EntityId::SEDP_SUBSCRIPTIONS_WRITER => &mut self.sedp_sub_writer,
+                    _ => return Vec::new(),
+                };
+                core.on_acknack(rs.source_prefix, a, now);
+                outbox::flush_writer(p, core, now);
+            }
+            Submessage::NackFrag(n) => {
+                let core = match n.writer_id {
+                    EntityId::SEDP_PUBLICATIONS_WRITER => &mut self.sedp_pub_writer,
+                    EntityId::SEDP_SUBSCRIPTIONS_WRITER => &mut self.sedp_sub_writer,
+                    _ => return Vec::new(),
+                };
+                core.on_nackfrag(rs.source_prefix, n, now);
+                outbox::flush_writer(p, core, now);
+            }
+            sm => {
+                let writer_id = match sm {
+                    Submessage::Data(d) => d.writer_id,
+                    Submessage::DataFrag(d) => d.writer_id,
+                    Submessage::Heartbeat(h) => h.writer_id,
+                    Submessage::HeartbeatFrag(h) => h.writer_id,
+                    Submessage::Gap(g) => g.writer_id,
+                    _ => return Vec::new(),
+                };
+                let publications = match writer_id {
+                    EntityId::SEDP_PUBLICATIONS_WRITER => true,
+                    EntityId::SEDP_SUBSCRIPTIONS_WRITER => false,
+                    _ => return Vec::new(),
+                };
+                let mut received: Vec<(bool, Vec<u8>, bool, Option<[u8; 16]>)> = Vec::new();
+                let core = if publications { &mut self.sedp_pub_reader } else { &mut self.sedp_sub_reader };
+                let mut deliver = |d: Delivered<'_>| {
+                    let disposed = d.status_info & 0x3 != 0;
+                    received.push((publications, d.payload.to_vec(), disposed, d.key_hash));
+                };
+                match sm {
+                    Submessage::Data(d) => core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
+                    Submessage::DataFrag(d) => core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
+                    Submessage::Heartbeat(h) => core.on_heartbeat(rs.source_prefix, h, now, &mut deliver),
+                    Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(rs.source_prefix, h, now),
+                    Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
+                    _ => {}
+                }
+                outbox::flush_reader(p, core, now);
+                for (publications, payload, disposed, key_hash) in received {
+                    self.on_sedp(publications, &payload, disposed, key_hash, now);
+                }
+            }
+        }
+        self.drain_events(p, now)
+    }
+
+    fn on_spdp(&mut self, p: &ParticipantShared, d: &Data<'_>, now: Instant) {
+        let disposed = d.inline_qos.map(|q| tessera_rtps::discovery::status_info(&q) & 0x3 != 0).unwrap_or(false);
+        if disposed || d.payload_kind == PayloadKind::Key {
+            if let Some(prefix) = tessera_rtps::discovery::participant_from_dispose(d) {
+                self.forget_participant(prefix);
+                self.db.on_participant_disposed(prefix, now);
+            }
+            return;
+        }
+        let data = match SpdpParticipantData::decode(d.payload) {
+            Ok(data) => data,
+            Err(e) => {
+                tracing::debug!(error = %e, "dropped undecodable SPDP sample");
+                return;
+            }
+        };
+        if data.guid_prefix == self.prefix {
+            return;
+        }
+        if data.domain_id.is_some_and(|id| id != p.domain_id) {
+            return;
+        }
+        let is_new = !self.participants.contains_key(&data.guid_prefix);
+        let meta: Locators = if data.metatraffic_unicast_locators.is_empty() {
+            data.metatraffic_multicast_locators.iter().copied().collect()
+        } else {
+            data.metatraffic_unicast_locators.iter().copied().filter(|l| l.to_socket_addr_v4().is_some()).collect()
+        };
+        self.participants.insert(data.guid_prefix, meta);
+        if is_new {
+            tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
+            let prefix = data.guid_prefix;
+            let eps = data.builtin_endpoints;
+            if eps & builtin_endpoint::PUBLICATIONS_DETECTOR != 0 {
+                self.sedp_pub_writer.add_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), meta, true, true, now);
+            }
+            if eps & builtin_endpoint::SUBSCRIPTIONS_DETECTOR != 0 {
+                self.sedp_sub_writer.add_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), meta, true, true, now);
+            }
+            if eps & builtin_endpoint::PUBLICATIONS_ANNOUNCER != 0 {
+                self.sedp_pub_reader.add_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), meta, true, now);
+            }
+            if eps & builtin_endpoint::SUBSCRIPTIONS_ANNOUNCER != 0 {
+                self.sedp_sub_reader.add_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), meta, true, now);
+            }
+            // Answer at once so the peer need not wait for our next periodic announcement.
+            self.send_spdp(p, &meta);
+            for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
+                outbox::flush_writer(p, core, now);
+            }
+            for core in [&mut self.sedp_pub_reader, &mut self.sedp_sub_reader] {
+                outbox::flush_reader(p, core, now);
+            }
+        }
+        self.db.on_spdp(data, now);
+    }
+
+    fn forget_participant(&mut self, prefix: GuidPrefix) {
+        if self.participants.remove(&prefix).is_some() {
+            self.sedp_pub_writer.remove_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER));
+            self.sedp_sub_writer.remove_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER));
+            self.sedp_pub_reader.remove_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER));
+            self.sedp_sub_reader.remove_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER));
+        }
+    }
+
+    fn on_sedp(&mut self, publications: bool, payload: &[u8], disposed: bool, key_hash: Option<[u8; 16]>, _now: Instant) {
+        if disposed {
+            let guid = key_hash.map(Guid::from_bytes).or_else(|| tessera_rtps::discovery::endpoint_guid_from_key_payload(payload));
+            if let Some(g) = guid {
+                self.db.on_remote_endpoint_disposed(g);
+            }
+            return;
+        }
+        if publications {
+            match DiscoveredWriterData::decode(payload) {
+                Ok(w) => self.db.on_sedp_writer(w),
+                Err(e) => tracing::debug!(error = %e, "dropped undecodable SEDP publication"),
+            }
+        } else {
+            match DiscoveredReaderData::decode(payload) {
+                Ok(r) => self.db.on_sedp_reader(r),
+                Err(e) => tracing::debug!(error = %e, "dropped undecodable SEDP subscription"),
+            }
+        }
+    }
+
+    /// Turns database events into endpoint actions.
+    fn drain_events(&mut self, _p: &ParticipantShared, _now: Instant) -> Vec<MatchAction> {
+        let mut out = Vec::new();
+        while let Some(ev) = self.db.poll_event() {
+            match ev {
+                DiscoveryEvent::ParticipantLost { prefix } => {
+                    tracing::debug!(peer = ?prefix, "participant lease expired");
+                    self.forget_participant(prefix);
+                }
+                DiscoveryEvent::Matched { local, remote } => {
+                    let r = self.remote_endpoint(&remote);
+                    if local.entity_id.is_writer() {
+                        out.push(MatchAction::MatchWriter { local, remote: r });
+                    } else {
+                        out.push(MatchAction::MatchReader { local, remote: r });
+                    }
+                }
+                DiscoveryEvent::Unmatched { local, remote, lost } => {
+                    if local.entity_id.is_writer() {
+                        out.push(MatchAction::UnmatchWriter { local, remote });
+                    } else {
+                        out.push(MatchAction::UnmatchReader { local, remote, lost });
+                    }
+                }
+                DiscoveryEvent::IncompatibleQos { local, policies, .. } => {
+                    let ids = policies.iter().map(|p| *p as u32).collect();
+                    if local.entity_id.is_writer() {
+                        out.push(MatchAction::WriterIncompatible { local, policies: ids });
+                    } else {
+                        out.push(MatchAction::ReaderIncompatible { local, policies: ids });
+                    }
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    fn remote_endpoint(&self, info: &RemoteEndpointInfo) -> RemoteEndpoint {
+        let locators: Locators = info.unicast_locators().iter().copied().filter(|l| l.to_socket_addr_v4().is_some()).collect();
+        RemoteEndpoint { guid: info.guid(), reliable: info.is_reliable(), durable: info.is_durable(), locators }
+    }
+
+    /// Registers a local writer: announces it over SEDP and matches it with known readers.
+    pub fn add_local_writer<T: TopicType>(
+        &mut self,
+        p: &ParticipantShared,
+        guid: Guid,
+        topic: &Topic<T>,
+        pub_qos: &PublisherQos,
+        qos: &DataWriterQos,
+        now: Instant,
+    ) -> Vec<MatchAction> {
+        let info = LocalEndpointInfo::writer(guid, topic.name(), topic.type_name(), T::KEYED, pub_qos, topic.qos(), qos);
+        let data = DiscoveredWriterData::from_local(&info, p.transport.default_unicast_locators());
+        let mut payload = Vec::new();
+        data.encode(&mut payload);
+        let _ = self.sedp_pub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Timestamp::from_nanos(crate::publication::now_nanos()), now);
+        outbox::flush_writer(p, &mut self.sedp_pub_writer, now);
+        self.db.add_local_writer(info);
+        self.drain_events(p, now)
+    }
+
+    /// Registers a local reader: announces it over SEDP and matches it with known writers.
+    pub fn add_local_reader<T: TopicType>(
+        &mut self,
+        p: &ParticipantShared,
+        guid: Guid,
+        topic: &Topic<T>,
+        sub_qos: &SubscriberQos,
+        qos: &DataReaderQos,
+        now: Instant,
+    ) -> Vec<MatchAction> {
+        let info = LocalEndpointInfo::reader(guid, topic.name(), topic.type_name(), T::KEYED, sub_qos, topic.qos(), qos);
+        let data = DiscoveredReaderData::from_local(&info, p.transport.default_unicast_locators());
+        let mut payload = Vec::new();
+        data.encode(&mut payload);
+        let _ = self.sedp_sub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Timestamp::from_nanos(crate::publication::now_nanos()), now);
+        outbox::flush_writer(p, &mut self.sedp_sub_writer, now);
+        self.db.add_local_reader(info);
+        self.drain_events(p, now)
+    }
+
+    /// Unannounces a deleted local endpoint.
+    pub fn remove_local_endpoint(&mut self, p: &ParticipantShared, guid: Guid, now: Instant) {
+        let mut payload = Vec::new();
+        tessera_rtps::discovery::encode_endpoint_dispose_key(guid, &mut payload);
+        let core = if guid.entity_id.is_writer() { &mut self.sedp_pub_writer } else { &mut self.sedp_sub_writer };
+        let _ = core.write(payload.into(), Some(guid.to_bytes()), 3, true, Timestamp::from_nanos(crate::publication::now_nanos()), now);
+        outbox::flush_writer(p, core, now);
+        if guid.entity_id.is_writer() {
+            self.db.remove_local_writer(guid);
+        } else {
+            self.db.remove_local_reader(guid);
+        }
+    }
+}
+
+#[allow(dead_code)]
+fn _assert_send(_: &DiscoveryRuntime, _: ReaderConfig, _: WriterConfig) {}

@@ -1,0 +1,79 @@
+//! The runtime's view of local endpoints, erased over the topic type, and the send path shared by
+//! every endpoint.
+
+use crate::participant::ParticipantShared;
+use std::cell::RefCell;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+use tessera_rtps::types::{Guid, Locators};
+use tessera_rtps::wire::ReceivedSubmessage;
+
+/// What discovery knows of a matched remote endpoint, as a local endpoint needs it.
+#[derive(Debug, Clone)]
+pub(crate) struct RemoteEndpoint {
+    pub guid: Guid,
+    /// Whether the remote side asked for / offers reliable delivery.
+    pub reliable: bool,
+    /// Whether the remote reader wants the retained history (TRANSIENT_LOCAL or stronger).
+    pub durable: bool,
+    /// Where to send to it.
+    pub locators: Locators,
+}
+
+/// A local data writer as the receive and event threads see it.
+pub(crate) trait LocalWriter: Send + Sync {
+    /// The writer's GUID.
+    fn guid(&self) -> Guid;
+    /// An ACKNACK or NACK_FRAG for this writer.
+    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant);
+    /// Timers; returns the next deadline.
+    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant>;
+    /// A remote reader matched.
+    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant);
+    /// A remote reader went away.
+    fn unmatched(&self, remote: Guid);
+    /// A remote reader was found with incompatible QoS (DDS policy ids).
+    fn incompatible(&self, policies: &[u32]);
+}
+
+/// A local data reader as the receive and event threads see it.
+pub(crate) trait LocalReader: Send + Sync {
+    /// The reader's GUID.
+    fn guid(&self) -> Guid;
+    /// DATA, DATA_FRAG, HEARTBEAT, HEARTBEAT_FRAG or GAP from a matched writer.
+    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant);
+    /// Timers; returns the next deadline.
+    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant>;
+    /// A remote writer matched.
+    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant);
+    /// A remote writer went away; `lost` when its participant's lease expired (liveliness lost)
+    /// rather than it being deleted.
+    fn unmatched(&self, remote: Guid, lost: bool);
+    /// A remote writer was found with incompatible QoS (DDS policy ids).
+    fn incompatible(&self, policies: &[u32]);
+}
+
+thread_local! {
+    /// Each thread encodes outgoing datagrams into its own reusable buffer.
+    static SEND_BUF: RefCell<Vec<u8>> = RefCell::new(Vec::with_capacity(65536));
+}
+
+/// Runs `f` with this thread's send buffer.
+pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
+    SEND_BUF.with(|b| f(&mut b.borrow_mut()))
+}
+
+/// Sends one encoded datagram to every locator, counting what happens.
+pub(crate) fn send_datagram(p: &ParticipantShared, buf: &[u8], dests: &Locators) {
+    for l in dests.as_slice() {
+        match p.transport.send_to(buf, l) {
+            Ok(()) => {
+                p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
+            }
+            Err(e) => {
+                p.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(error = %e, dest = ?l, "send failed");
+            }
+        }
+    }
+}

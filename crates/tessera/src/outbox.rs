@@ -1,0 +1,76 @@
+//! The glue between the sans-IO reliability cores and the sockets: QoS → core configuration, and
+//! draining a core's transmits into datagrams.
+
+use crate::endpoint::{send_datagram, with_send_buf};
+use crate::history::HistoryConfig;
+use crate::participant::ParticipantShared;
+use crate::qos::{DataReaderQos, DataWriterQos};
+use std::cell::RefCell;
+use std::time::Instant;
+use tessera_rtps::reader::{ReaderConfig, ReaderCore};
+use tessera_rtps::types::Guid;
+use tessera_rtps::wire::{MessageBuilder, Submessage};
+use tessera_rtps::writer::{Transmit, WriterConfig, WriterCore};
+
+thread_local! {
+    static TRANSMIT: RefCell<(Transmit, Vec<u8>)> = RefCell::new((Transmit::new(), Vec::with_capacity(64)));
+}
+
+/// Encodes and sends everything `poll` yields, one datagram per transmit.
+fn drain(p: &ParticipantShared, mut poll: impl FnMut(&mut Transmit) -> bool) {
+    TRANSMIT.with(|cell| {
+        let (t, qos_scratch) = &mut *cell.borrow_mut();
+        while poll(t) {
+            with_send_buf(|buf| {
+                let mut m = MessageBuilder::new(buf, p.guid_prefix);
+                if let Some(dst) = t.dest.info_dst() {
+                    m.submessage(&Submessage::InfoDst(dst));
+                }
+                for sm in &t.submessages {
+                    m.submessage(&sm.as_submessage(qos_scratch));
+                }
+                send_datagram(p, buf, t.dest.locators());
+            });
+        }
+    });
+}
+
+/// Sends every datagram a writer core has ready.
+pub(crate) fn flush_writer(p: &ParticipantShared, core: &mut WriterCore, now: Instant) {
+    drain(p, |t| core.poll_transmit_into(now, t));
+}
+
+/// Sends every datagram (ACKNACK, NACK_FRAG) a reader core has ready.
+pub(crate) fn flush_reader(p: &ParticipantShared, core: &mut ReaderCore, now: Instant) {
+    drain(p, |t| core.poll_transmit_into(now, t));
+}
+
+/// The reliability core's configuration for a user writer with this QoS.
+pub(crate) fn writer_config(guid: Guid, qos: &DataWriterQos) -> WriterConfig {
+    WriterConfig::from_qos(guid, qos)
+}
+
+/// The reliability core's configuration for a user reader with this QoS.
+pub(crate) fn reader_config(guid: Guid, qos: &DataReaderQos) -> ReaderConfig {
+    ReaderConfig::from_qos(guid, qos)
+}
+
+/// SEDP writers: reliable, transient-local, keep-last 1 per endpoint (keyed by GUID).
+pub(crate) fn builtin_writer_config(guid: Guid) -> WriterConfig {
+    WriterConfig::sedp(guid)
+}
+
+/// SEDP readers: reliable.
+pub(crate) fn builtin_reader_config(guid: Guid) -> ReaderConfig {
+    ReaderConfig::sedp(guid)
+}
+
+/// The history cache configuration of a reader with this QoS.
+pub(crate) fn history_config(qos: &DataReaderQos) -> HistoryConfig {
+    HistoryConfig::from_qos(qos)
+}
+
+/// Whether a writer with this QoS serializes as XCDR2 (its first data representation).
+pub(crate) fn prefers_xcdr2(qos: &DataWriterQos) -> bool {
+    qos.representation.offered() == tessera_rtps::qos::data_representation::XCDR2
+}

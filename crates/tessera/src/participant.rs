@@ -1,0 +1,478 @@
+//! The domain participant: the entry point of the API and the owner of the runtime.
+//!
+//! A participant owns its sockets, two kinds of threads and the tables that route received
+//! submessages to local endpoints:
+//! - one **receive thread per socket** decodes each datagram and hands every submessage to the
+//!   endpoint it is for (a data reader, a data writer, or the built-in discovery endpoints),
+//!   under that endpoint's own lock;
+//! - one **event thread** runs the timers: SPDP announcements, lease expiry, heartbeats,
+//!   delayed ACKNACKs and retransmissions.
+//!
+//! Application threads send the first transmission of every sample themselves (see
+//! [`crate::publication`]); no queue sits between `write` and the socket.
+
+use crate::discovery_rt::DiscoveryRuntime;
+use crate::endpoint::{LocalReader, LocalWriter};
+use crate::error::{Error, Result};
+use crate::publication::Publisher;
+use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
+use crate::subscription::Subscriber;
+use crate::topic::{Topic, TopicInner};
+use crate::transport::udp::{UdpConfig, UdpTransport};
+use crate::TopicType;
+use parking_lot::{Condvar, Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix};
+use tessera_rtps::wire::{MessageReceiver, Submessage};
+
+/// Configuration of a participant that is not QoS: where it sends and listens.
+#[derive(Debug, Clone, Default)]
+pub struct ParticipantConfig {
+    /// Transport settings (interface, peers). Defaults come from the environment
+    /// (`TESSERA_INTERFACE`, `TESSERA_PEERS`).
+    pub udp: UdpConfig,
+}
+
+/// Counters of what the runtime dropped or repaired; read with
+/// [`DomainParticipant::counters`].
+#[derive(Debug, Default)]
+pub struct RuntimeCounters {
+    /// Datagrams whose header could not be decoded.
+    pub malformed_messages: AtomicU64,
+    /// Submessages that failed to decode (the rest of their datagram is dropped too).
+    pub malformed_submessages: AtomicU64,
+    /// Submessages for an entity this participant does not have.
+    pub unroutable_submessages: AtomicU64,
+    /// Datagrams received.
+    pub datagrams_received: AtomicU64,
+    /// Datagrams sent.
+    pub datagrams_sent: AtomicU64,
+    /// Send errors.
+    pub send_errors: AtomicU64,
+}
+
+/// A snapshot of [`RuntimeCounters`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CountersSnapshot {
+    /// Datagrams whose header could not be decoded.
+    pub malformed_messages: u64,
+    /// Submessages that failed to decode.
+    pub malformed_submessages: u64,
+    /// Submessages for an entity this participant does not have.
+    pub unroutable_submessages: u64,
+    /// Datagrams received.
+    pub datagrams_received: u64,
+    /// Datagrams sent.
+    pub datagrams_sent: u64,
+    /// Send errors.
+    pub send_errors: u64,
+}
+
+/// The local endpoints, by entity id, and which local readers each remote writer feeds.
+#[derive(Default)]
+pub(crate) struct Endpoints {
+    pub writers: HashMap<EntityId, Arc<dyn LocalWriter>>,
+    pub readers: HashMap<EntityId, Arc<dyn LocalReader>>,
+    /// Remote writer → the local readers matched with it.
+    pub readers_of_remote_writer: HashMap<Guid, Vec<Arc<dyn LocalReader>>>,
+}
+
+/// Wakes the event thread early when an endpoint's next deadline moved forward.
+#[derive(Debug)]
+pub(crate) struct EventKick {
+    epoch: Instant,
+    /// The event thread's current wake-up time, in ns since `epoch`.
+    scheduled: AtomicU64,
+    lock: Mutex<bool>,
+    cv: Condvar,
+}
+
+impl EventKick {
+    fn new() -> Self {
+        EventKick { epoch: Instant::now(), scheduled: AtomicU64::new(0), lock: Mutex::new(false), cv: Condvar::new() }
+    }
+
+    fn to_ns(&self, t: Instant) -> u64 {
+        t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// Makes sure the event thread wakes no later than `deadline`. One atomic load when the
+    /// thread is already due earlier (the common case on the write path).
+    pub fn ensure_by(&self, deadline: Option<Instant>) {
+        if let Some(d) = deadline {
+            if self.to_ns(d) < self.scheduled.load(Ordering::Acquire) {
+                *self.lock.lock() = true;
+                self.cv.notify_one();
+            }
+        }
+    }
+
+    fn sleep_until(&self, deadline: Instant) {
+        self.scheduled.store(self.to_ns(deadline), Ordering::Release);
+        let mut kicked = self.lock.lock();
+        if !*kicked {
+            let _ = self.cv.wait_until(&mut kicked, deadline);
+        }
+        *kicked = false;
+        self.scheduled.store(0, Ordering::Release);
+    }
+
+    fn kick(&self) {
+        *self.lock.lock() = true;
+        self.cv.notify_one();
+    }
+}
+
+/// Everything the participant's threads and entities share.
+pub(crate) struct ParticipantShared {
+    pub guid_prefix: GuidPrefix,
+    pub domain_id: u32,
+    pub qos: DomainParticipantQos,
+    pub transport: UdpTransport,
+    pub endpoints: RwLock<Endpoints>,
+    pub discovery: Mutex<DiscoveryRuntime>,
+    pub kick: EventKick,
+    pub counters: RuntimeCounters,
+    next_entity_key: AtomicU32,
+    shutdown: AtomicBool,
+}
+
+impl std::fmt::Debug for ParticipantShared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ParticipantShared").field("guid_prefix", &self.guid_prefix).field("domain_id", &self.domain_id).finish()
+    }
+}
+
+/// Owns the threads; dropping the last [`DomainParticipant`] handle stops them.
+struct ParticipantOwner {
+    shared: Arc<ParticipantShared>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl Drop for ParticipantOwner {
+    fn drop(&mut self) {
+        self.shared.discovery.lock().announce_leaving(&self.shared);
+        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.kick.kick();
+        self.shared.transport.shutdown();
+        for t in self.threads.lock().drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+/// A DDS domain participant: creates topics, publishers and subscribers in one domain.
+/// Cheap to clone; the runtime stops when the last clone (and every entity) is dropped.
+#[derive(Clone)]
+pub struct DomainParticipant {
+    owner: Arc<ParticipantOwner>,
+}
+
+impl std::fmt::Debug for DomainParticipant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DomainParticipant").field("guid_prefix", &self.owner.shared.guid_prefix).field("domain_id", &self.owner.shared.domain_id).finish()
+    }
+}
+
+impl DomainParticipant {
+    /// Creates a participant in `domain_id` with default QoS and configuration.
+    pub fn new(domain_id: u32) -> Result<DomainParticipant> {
+        Self::with_qos(domain_id, DomainParticipantQos::default(), ParticipantConfig::default())
+    }
+
+    /// Creates a participant with the given QoS and configuration.
+    pub fn with_qos(domain_id: u32, qos: DomainParticipantQos, config: ParticipantConfig) -> Result<DomainParticipant> {
+        if domain_id > 232 {
+            return Err(Error::BadParameter(format!("domain id {domain_id} is above 232 (port mapping limit)")));
+        }
+        let transport = UdpTransport::new(domain_id, &config.udp)?;
+        let guid_prefix = new_guid_prefix();
+        let now = Instant::now();
+        let discovery = DiscoveryRuntime::new(guid_prefix, domain_id, &qos, &transport, now);
+        let shared = Arc::new(ParticipantShared {
+            guid_prefix,
+            domain_id,
+            qos,
+            transport,
+            endpoints: RwLock::new(Endpoints::default()),
+            discovery: Mutex::new(discovery),
+            kick: EventKick::new(),
+            counters: RuntimeCounters::default(),
+            next_entity_key: AtomicU32::new(1),
+            shutdown: AtomicBool::new(false),
+        });
+        let mut threads = Vec::new();
+        for (i, socket) in shared.transport.receive_sockets().into_iter().enumerate() {
+            let s = shared.clone();
+            threads.push(
+                std::thread::Builder::new()
+                    .name(format!("tessera-rx{i}"))
+                    .spawn(move || s.transport.receive_loop(&socket, &|buf, _from| s.handle_datagram(buf)))
+                    .map_err(Error::Io)?,
+            );
+        }
+        let s = shared.clone();
+        threads.push(std::thread::Builder::new().name("tessera-events".into()).spawn(move || s.event_loop()).map_err(Error::Io)?);
+        // First announcement right away so peers discover us without waiting a period.
+        shared.discovery.lock().announce_now(&shared, now);
+        Ok(DomainParticipant { owner: Arc::new(ParticipantOwner { shared, threads: Mutex::new(threads) }) })
+    }
+
+    pub(crate) fn shared(&self) -> &Arc<ParticipantShared> {
+        &self.owner.shared
+    }
+
+    /// The domain id.
+    pub fn domain_id(&self) -> u32 {
+        self.owner.shared.domain_id
+    }
+
+    /// The participant's GUID.
+    pub fn guid(&self) -> Guid {
+        Guid::new(self.owner.shared.guid_prefix, EntityId::PARTICIPANT)
+    }
+
+    /// The participant QoS.
+    pub fn qos(&self) -> &DomainParticipantQos {
+        &self.owner.shared.qos
+    }
+
+    /// Creates a topic of type `T`. The QoS is checked for consistency.
+    pub fn create_topic<T: TopicType>(&self, name: &str, qos: TopicQos) -> Result<Topic<T>> {
+        if name.is_empty() || name.len() > 256 {
+            return Err(Error::BadParameter("topic name must be 1..=256 bytes".into()));
+        }
+        qos.check_consistency().map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        Ok(Topic::new(Arc::new(TopicInner {
+            name: name.to_string(),
+            type_name: T::TYPE_NAME.to_string(),
+            qos,
+            participant: self.clone(),
+        })))
+    }
+
+    /// Creates a publisher (its QoS carries the partitions of its writers).
+    pub fn create_publisher(&self, qos: PublisherQos) -> Result<Publisher> {
+        Ok(Publisher::new(self.clone(), qos))
+    }
+
+    /// Creates a subscriber (its QoS carries the partitions of its readers).
+    pub fn create_subscriber(&self, qos: SubscriberQos) -> Result<Subscriber> {
+        Ok(Subscriber::new(self.clone(), qos))
+    }
+
+    /// GUID prefixes of the remote participants currently discovered.
+    pub fn discovered_participants(&self) -> Vec<GuidPrefix> {
+        self.owner.shared.discovery.lock().participants()
+    }
+
+    /// A snapshot of the runtime's drop and traffic counters.
+    pub fn counters(&self) -> CountersSnapshot {
+        let c = &self.owner.shared.counters;
+        CountersSnapshot {
+            malformed_messages: c.malformed_messages.load(Ordering::Relaxed),
+            malformed_submessages: c.malformed_submessages.load(Ordering::Relaxed),
+            unroutable_submessages: c.unroutable_submessages.load(Ordering::Relaxed),
+            datagrams_received: c.datagrams_received.load(Ordering::Relaxed),
+            datagrams_sent: c.datagrams_sent.load(Ordering::Relaxed),
+            send_errors: c.send_errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl ParticipantShared {
+    /// A new entity id for a user endpoint.
+    pub fn new_entity_id(&self, writer: bool, keyed: bool) -> EntityId {
+        let key = self.next_entity_key.fetch_add(1, Ordering::Relaxed);
+        let kind = match (writer, keyed) {
+            (true, true) => entity_kind::USER_WRITER_WITH_KEY,
+            (true, false) => entity_kind::USER_WRITER_NO_KEY,
+            (false, true) => entity_kind::USER_READER_WITH_KEY,
+            (false, false) => entity_kind::USER_READER_NO_KEY,
+        };
+        EntityId::new(key, kind)
+    }
+
+    /// Decodes one datagram and routes its submessages. Runs on a receive thread.
+    fn handle_datagram(&self, buf: &[u8]) {
+        self.counters.datagrams_received.fetch_add(1, Ordering::Relaxed);
+        let rx = match MessageReceiver::new(buf) {
+            Ok(rx) => rx,
+            Err(e) => {
+                self.counters.malformed_messages.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(error = %e, len = buf.len(), "dropped malformed RTPS message");
+                return;
+            }
+        };
+        if rx.header().guid_prefix == self.guid_prefix {
+            return; // our own multicast, looped back
+        }
+        let now = Instant::now();
+        for item in rx {
+            let rs = match item {
+                Ok(rs) => rs,
+                Err(e) => {
+                    self.counters.malformed_submessages.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!(error = %e, "dropped malformed submessage and the rest of its message");
+                    break;
+                }
+            };
+            if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != self.guid_prefix {
+                continue;
+            }
+            let (writer_side, entity) = match &rs.submessage {
+                Submessage::Data(d) => (false, d.writer_id),
+                Submessage::DataFrag(d) => (false, d.writer_id),
+                Submessage::Heartbeat(h) => (false, h.writer_id),
+                Submessage::HeartbeatFrag(h) => (false, h.writer_id),
+                Submessage::Gap(g) => (false, g.writer_id),
+                Submessage::AckNack(a) => (true, a.writer_id),
+                Submessage::NackFrag(n) => (true, n.writer_id),
+                _ => continue,
+            };
+            if entity.is_builtin() {
+                let events = self.discovery.lock().handle(self, &rs, now);
+                self.apply_discovery_events(events, now);
+                continue;
+            }
+            if writer_side {
+                let w = self.endpoints.read().writers.get(&entity).cloned();
+                match w {
+                    Some(w) => w.handle(self, &rs, now),
+                    None => {
+                        self.counters.unroutable_submessages.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            } else {
+                let remote = Guid::new(rs.source_prefix, entity);
+                let eps = self.endpoints.read();
+                match eps.readers_of_remote_writer.get(&remote) {
+                    Some(readers) => {
+                        for r in readers {
+                            r.handle(self, &rs, now);
+                        }
+                    }
+                    None => {
+                        self.counters.unroutable_submessages.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Applies what discovery decided (matches, unmatches, incompatibilities) to endpoints.
+    pub fn apply_discovery_events(&self, events: Vec<crate::discovery_rt::MatchAction>, now: Instant) {
+        use crate::discovery_rt::MatchAction;
+        for ev in events {
+            match ev {
+                MatchAction::MatchWriter { local, remote } => {
+                    let w = self.endpoints.read().writers.get(&local.entity_id).cloned();
+                    if let Some(w) = w {
+                        w.matched(self, &remote, now);
+                    }
+                }
+                MatchAction::UnmatchWriter { local, remote } => {
+                    let w = self.endpoints.read().writers.get(&local.entity_id).cloned();
+                    if let Some(w) = w {
+                        w.unmatched(remote);
+                    }
+                }
+                MatchAction::MatchReader { local, remote } => {
+                    let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
+                    if let Some(r) = r {
+                        r.matched(self, &remote, now);
+                        let mut eps = self.endpoints.write();
+                        let list = eps.readers_of_remote_writer.entry(remote.guid).or_default();
+                        if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
+                            list.push(r);
+                        }
+                    }
+                }
+                MatchAction::UnmatchReader { local, remote, lost } => {
+                    let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
+                    if let Some(r) = r {
+                        let mut eps = self.endpoints.write();
+                        if let Some(list) = eps.readers_of_remote_writer.get_mut(&remote) {
+                            list.retain(|x| !Arc::ptr_eq(x, &r));
+                            if list.is_empty() {
+                                eps.readers_of_remote_writer.remove(&remote);
+                            }
+                        }
+                        drop(eps);
+                        r.unmatched(remote, lost);
+                    }
+                }
+                MatchAction::WriterIncompatible { local, policies } => {
+                    let w = self.endpoints.read().writers.get(&local.entity_id).cloned();
+                    if let Some(w) = w {
+                        w.incompatible(&policies);
+                    }
+                }
+                MatchAction::ReaderIncompatible { local, policies } => {
+                    let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
+                    if let Some(r) = r {
+                        r.incompatible(&policies);
+                    }
+                }
+            }
+        }
+        // A match may have queued transmissions (e.g. history for a late joiner).
+        self.kick.ensure_by(Some(now));
+    }
+
+    /// The event thread: timers of discovery and of every endpoint.
+    fn event_loop(self: Arc<Self>) {
+        const MAX_SLEEP: Duration = Duration::from_millis(100);
+        while !self.shutdown.load(Ordering::Acquire) {
+            let now = Instant::now();
+            let mut next = now + MAX_SLEEP;
+            let (events, d) = {
+                let mut disc = self.discovery.lock();
+                let ev = disc.on_timeout(&self, now);
+                (ev, disc.next_deadline())
+            };
+            self.apply_discovery_events(events, now);
+            if let Some(d) = d {
+                next = next.min(d);
+            }
+            let (writers, readers): (Vec<_>, Vec<_>) = {
+                let eps = self.endpoints.read();
+                (eps.writers.values().cloned().collect(), eps.readers.values().cloned().collect())
+            };
+            for w in &writers {
+                if let Some(d) = w.on_timeout(&self, now) {
+                    next = next.min(d);
+                }
+            }
+            for r in &readers {
+                if let Some(d) = r.on_timeout(&self, now) {
+                    next = next.min(d);
+                }
+            }
+            drop((writers, readers));
+            self.kick.sleep_until(next.max(now + Duration::from_micros(50)));
+        }
+    }
+}
+
+/// A GUID prefix unique to this process and participant: vendor id, host hash, process id,
+/// a per-process counter and a time-derived salt.
+fn new_guid_prefix() -> GuidPrefix {
+    use std::sync::atomic::AtomicU32;
+    static COUNTER: AtomicU32 = AtomicU32::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let host_hash = host.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+    let salt = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let mut p = [0u8; 12];
+    p[0..2].copy_from_slice(&tessera_rtps::types::VENDOR_TESSERA.0);
+    p[2..4].copy_from_slice(&(host_hash as u16 ^ (salt >> 16) as u16).to_be_bytes());
+    p[4..8].copy_from_slice(&pid.to_be_bytes());
+    p[8..12].copy_from_slice(&(n ^ (salt & 0xffff) << 16).to_be_bytes());
+    GuidPrefix(p)
+}

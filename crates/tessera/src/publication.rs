@@ -1,0 +1,394 @@
+//! Publishers and data writers.
+//!
+//! `DataWriter::write` serializes the sample in the calling thread, hands it to the writer's
+//! reliability core under the writer's own lock, and sends the first transmission from the same
+//! thread. Retransmissions and heartbeats run on the participant's event thread and on the
+//! receive thread (in answer to ACKNACKs).
+
+use crate::condition::{Condition, ConditionKind, Notifier};
+use crate::endpoint::{send_datagram, with_send_buf, LocalWriter, RemoteEndpoint};
+use crate::error::{Error, Result};
+use crate::outbox;
+use crate::participant::{DomainParticipant, ParticipantShared};
+use crate::qos::{DataWriterQos, PublisherQos};
+use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
+use crate::topic::Topic;
+use crate::TopicType;
+use parking_lot::{Condvar, Mutex};
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
+use tessera_rtps::cdr;
+use tessera_rtps::types::{EntityId, Guid, Timestamp};
+use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
+use tessera_rtps::writer::{WriteError, WriterConfig, WriterCore};
+
+/// A handle naming an instance (derived from its key hash).
+pub use crate::history::InstanceHandle;
+
+/// Creates data writers; its QoS gives them their partitions.
+#[derive(Debug, Clone)]
+pub struct Publisher {
+    participant: DomainParticipant,
+    qos: PublisherQos,
+}
+
+impl Publisher {
+    pub(crate) fn new(participant: DomainParticipant, qos: PublisherQos) -> Self {
+        Publisher { participant, qos }
+    }
+
+    /// The publisher QoS.
+    pub fn qos(&self) -> &PublisherQos {
+        &self.qos
+    }
+
+    /// The participant.
+    pub fn participant(&self) -> &DomainParticipant {
+        &self.participant
+    }
+
+    /// Creates a data writer for `topic`. Inconsistent QoS is refused with
+    /// [`Error::InconsistentPolicy`].
+    pub fn create_datawriter<T: TopicType>(&self, topic: &Topic<T>, qos: DataWriterQos) -> Result<DataWriter<T>> {
+        qos.check_consistency().map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
+            return Err(Error::BadParameter("topic belongs to another participant".into()));
+        }
+        let p = self.participant.shared().clone();
+        let entity_id = p.new_entity_id(true, T::KEYED);
+        let guid = Guid::new(p.guid_prefix, entity_id);
+        let config = outbox::writer_config(guid, &qos);
+        let ep = Arc::new_cyclic(|me| WriterEndpoint {
+            me: me.clone(),
+            guid,
+            participant: Arc::downgrade(&p),
+            core: Mutex::new(WriterCore::new(config)),
+            space: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            statuses: Mutex::new(WriterStatuses::default()),
+            notifier: Arc::new(Notifier::default()),
+            listener: Mutex::new(None),
+            max_blocking: qos.reliability.max_blocking_time,
+            xcdr2: outbox::prefers_xcdr2(&qos),
+            qos: qos.clone(),
+        });
+        p.endpoints.write().writers.insert(entity_id, ep.clone() as Arc<dyn LocalWriter>);
+        let actions = p.discovery.lock().add_local_writer(&p, guid, topic, &self.qos, &qos, Instant::now());
+        p.apply_discovery_events(actions, Instant::now());
+        let owner = Arc::new(WriterOwner { participant: self.participant.clone(), entity_id });
+        Ok(DataWriter { ep, owner: Some(owner), _type: PhantomData })
+    }
+}
+
+/// Listener for data-writer statuses; called from a runtime thread, so keep it short.
+pub trait DataWriterListener<T: TopicType>: Send + Sync {
+    /// A reader matched or unmatched.
+    fn on_publication_matched(&self, _writer: &DataWriter<T>, _status: PublicationMatchedStatus) {}
+    /// A reader with incompatible QoS was found.
+    fn on_offered_incompatible_qos(&self, _writer: &DataWriter<T>, _status: IncompatibleQosStatus) {}
+}
+
+type ErasedWriterListener = Box<dyn Fn(Arc<WriterEndpoint>, StatusMask) + Send + Sync>;
+
+/// The shared state of one data writer.
+pub(crate) struct WriterEndpoint {
+    me: Weak<WriterEndpoint>,
+    guid: Guid,
+    participant: Weak<ParticipantShared>,
+    core: Mutex<WriterCore>,
+    /// Signalled when acknowledgments free history space or complete.
+    space: Condvar,
+    waiting: AtomicUsize,
+    statuses: Mutex<WriterStatuses>,
+    notifier: Arc<Notifier>,
+    listener: Mutex<Option<Arc<ErasedWriterListener>>>,
+    max_blocking: Duration,
+    xcdr2: bool,
+    qos: DataWriterQos,
+}
+
+impl WriterEndpoint {
+    fn status_changed(&self, mask: StatusMask) {
+        self.statuses.lock().changes |= mask;
+        self.notifier.notify();
+        let l = self.listener.lock().clone();
+        if let (Some(l), Some(me)) = (l, self.me.upgrade()) {
+            l(me, mask);
+        }
+    }
+
+    fn wake_waiters(&self) {
+        if self.waiting.load(Ordering::Acquire) > 0 {
+            self.space.notify_all();
+        }
+    }
+}
+
+impl LocalWriter for WriterEndpoint {
+    fn guid(&self) -> Guid {
+        self.guid
+    }
+
+    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
+        let mut core = self.core.lock();
+        match &rs.submessage {
+            Submessage::AckNack(a) => core.on_acknack(rs.source_prefix, a, now),
+            Submessage::NackFrag(n) => core.on_nackfrag(rs.source_prefix, n, now),
+            _ => return,
+        }
+        outbox::flush_writer(p, &mut core, now);
+        let next = core.poll_timeout();
+        drop(core);
+        self.wake_waiters();
+        p.kick.ensure_by(next);
+    }
+
+    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+        let mut core = self.core.lock();
+        core.handle_timeout(now);
+        outbox::flush_writer(p, &mut core, now);
+        core.poll_timeout()
+    }
+
+    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
+        {
+            let mut core = self.core.lock();
+            core.add_reader(remote.guid, remote.locators, remote.reliable, remote.durable, now);
+            outbox::flush_writer(p, &mut core, now);
+        }
+        {
+            let mut s = self.statuses.lock();
+            let st = &mut s.publication_matched;
+            st.total_count += 1;
+            st.total_count_change += 1;
+            st.current_count += 1;
+            st.current_count_change += 1;
+            st.last_subscription_handle = Some(remote.guid);
+        }
+        self.status_changed(StatusMask::PUBLICATION_MATCHED);
+    }
+
+    fn unmatched(&self, remote: Guid) {
+        self.core.lock().remove_reader(remote);
+        self.wake_waiters();
+        {
+            let mut s = self.statuses.lock();
+            let st = &mut s.publication_matched;
+            st.current_count -= 1;
+            st.current_count_change -= 1;
+            st.last_subscription_handle = Some(remote);
+        }
+        self.status_changed(StatusMask::PUBLICATION_MATCHED);
+    }
+
+    fn incompatible(&self, policies: &[u32]) {
+        self.statuses.lock().offered_incompatible_qos.record(policies);
+        self.status_changed(StatusMask::OFFERED_INCOMPATIBLE_QOS);
+    }
+}
+
+/// Removes the writer from its participant when the last handle goes.
+struct WriterOwner {
+    participant: DomainParticipant,
+    entity_id: EntityId,
+}
+
+impl Drop for WriterOwner {
+    fn drop(&mut self) {
+        let p = self.participant.shared();
+        p.endpoints.write().writers.remove(&self.entity_id);
+        p.discovery.lock().remove_local_endpoint(p, Guid::new(p.guid_prefix, self.entity_id), Instant::now());
+    }
+}
+
+/// A typed data writer. Cheap to clone; the writer is deleted when the last clone is dropped.
+pub struct DataWriter<T: TopicType> {
+    ep: Arc<WriterEndpoint>,
+    owner: Option<Arc<WriterOwner>>,
+    _type: PhantomData<fn(&T)>,
+}
+
+impl<T: TopicType> Clone for DataWriter<T> {
+    fn clone(&self) -> Self {
+        DataWriter { ep: self.ep.clone(), owner: self.owner.clone(), _type: PhantomData }
+    }
+}
+
+impl<T: TopicType> std::fmt::Debug for DataWriter<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataWriter").field("guid", &self.ep.guid).finish()
+    }
+}
+
+/// Status-info bits of a DATA (RTPS PID_STATUS_INFO).
+const STATUS_DISPOSED: u32 = 1;
+const STATUS_UNREGISTERED: u32 = 2;
+
+thread_local! {
+    static SER_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(4096));
+}
+
+impl<T: TopicType> DataWriter<T> {
+    /// The writer's GUID.
+    pub fn guid(&self) -> Guid {
+        self.ep.guid
+    }
+
+    /// The writer's QoS.
+    pub fn qos(&self) -> &DataWriterQos {
+        &self.ep.qos
+    }
+
+    /// Publishes a sample stamped with the current time.
+    pub fn write(&self, sample: &T) -> Result<()> {
+        self.write_with_timestamp(sample, now_nanos())
+    }
+
+    /// Publishes a sample with an explicit source timestamp (ns since the Unix epoch).
+    pub fn write_with_timestamp(&self, sample: &T, source_ns: i64) -> Result<()> {
+        let payload: Arc<[u8]> = SER_BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            cdr::serialize_sample(sample, self.encoding(), &mut b);
+            Arc::from(&b[..])
+        });
+        let key_hash = if T::KEYED { Some(cdr::key_hash(sample)) } else { None };
+        self.submit(payload, key_hash, 0, false, source_ns)
+    }
+
+    /// Disposes the instance of `sample`'s key.
+    pub fn dispose(&self, sample: &T) -> Result<()> {
+        self.write_key_only(sample, STATUS_DISPOSED)
+    }
+
+    /// Unregisters the instance of `sample`'s key.
+    pub fn unregister_instance(&self, sample: &T) -> Result<()> {
+        self.write_key_only(sample, STATUS_UNREGISTERED)
+    }
+
+    /// Registers the instance of `sample`'s key and returns its handle (no data is sent).
+    pub fn register_instance(&self, sample: &T) -> Result<InstanceHandle> {
+        Ok(InstanceHandle::from_key_hash(if T::KEYED { cdr::key_hash(sample) } else { [0; 16] }))
+    }
+
+    fn write_key_only(&self, sample: &T, status: u32) -> Result<()> {
+        if !T::KEYED {
+            return Err(Error::PreconditionNotMet("dispose/unregister on a keyless topic".into()));
+        }
+        let payload: Arc<[u8]> = SER_BUF.with(|b| {
+            let mut b = b.borrow_mut();
+            b.clear();
+            cdr::serialize_key_only(sample, self.encoding(), &mut b);
+            Arc::from(&b[..])
+        });
+        self.submit(payload, Some(cdr::key_hash(sample)), status, true, now_nanos())
+    }
+
+    fn encoding(&self) -> cdr::Encoding {
+        if self.ep.xcdr2 {
+            cdr::Encoding::XCDR2_LE
+        } else {
+            cdr::Encoding::XCDR1_LE
+        }
+    }
+
+    fn submit(&self, payload: Arc<[u8]>, key_hash: Option<[u8; 16]>, status: u32, key_only: bool, source_ns: i64) -> Result<()> {
+        let p = self.ep.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
+        let ts = Timestamp::from_nanos(source_ns);
+        let mut now = Instant::now();
+        let deadline = now + self.ep.max_blocking;
+        let mut core = self.ep.core.lock();
+        loop {
+            match core.write(payload.clone(), key_hash, status, key_only, ts, now) {
+                Ok(_) => break,
+                Err(WriteError::HistoryFull) => {
+                    if now >= deadline {
+                        return Err(Error::Timeout);
+                    }
+                    // Let the event thread resend heartbeats so readers ack promptly.
+                    p.kick.ensure_by(Some(now));
+                    self.ep.waiting.fetch_add(1, Ordering::AcqRel);
+                    let _ = self.ep.space.wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
+                    self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
+                    now = Instant::now();
+                }
+                Err(e) => return Err(Error::OutOfResources(e.to_string())),
+            }
+        }
+        outbox::flush_writer(&p, &mut core, now);
+        let next = core.poll_timeout();
+        drop(core);
+        p.kick.ensure_by(next);
+        Ok(())
+    }
+
+    /// Blocks until every matched reliable reader acknowledged every sample written so far.
+    pub fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<()> {
+        let deadline = Instant::now() + timeout;
+        let mut core = self.ep.core.lock();
+        while !core.all_acked() {
+            if let Some(p) = self.ep.participant.upgrade() {
+                p.kick.ensure_by(Some(Instant::now()));
+            }
+            self.ep.waiting.fetch_add(1, Ordering::AcqRel);
+            let timed_out = self.ep.space.wait_until(&mut core, deadline.min(Instant::now() + Duration::from_millis(20))).timed_out();
+            self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
+            if timed_out && Instant::now() >= deadline && !core.all_acked() {
+                return Err(Error::Timeout);
+            }
+        }
+        Ok(())
+    }
+
+    /// PUBLICATION_MATCHED; reading it resets the change counts.
+    pub fn publication_matched_status(&self) -> PublicationMatchedStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.publication_matched;
+        s.publication_matched.total_count_change = 0;
+        s.publication_matched.current_count_change = 0;
+        s.changes.0 &= !StatusMask::PUBLICATION_MATCHED.0;
+        out
+    }
+
+    /// OFFERED_INCOMPATIBLE_QOS; reading it resets the change count.
+    pub fn offered_incompatible_qos_status(&self) -> IncompatibleQosStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.offered_incompatible_qos.clone();
+        s.offered_incompatible_qos.total_count_change = 0;
+        s.changes.0 &= !StatusMask::OFFERED_INCOMPATIBLE_QOS.0;
+        out
+    }
+
+    /// A condition that is true while any status in `mask` has changed and not been read.
+    pub fn status_condition(&self, mask: StatusMask) -> Condition {
+        let ep = Arc::downgrade(&self.ep);
+        Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
+            ep.upgrade().map(|e| e.statuses.lock().changes.intersects(mask)).unwrap_or(false)
+        })
+    }
+
+    /// Installs (or with `None` removes) a listener.
+    pub fn set_listener(&self, listener: Option<Arc<dyn DataWriterListener<T>>>) {
+        let erased: Option<Arc<ErasedWriterListener>> = listener.map(|l| {
+            let f: ErasedWriterListener = Box::new(move |ep: Arc<WriterEndpoint>, mask: StatusMask| {
+                let w = DataWriter::<T> { ep, owner: None, _type: PhantomData };
+                if mask.intersects(StatusMask::PUBLICATION_MATCHED) {
+                    l.on_publication_matched(&w, w.publication_matched_status());
+                }
+                if mask.intersects(StatusMask::OFFERED_INCOMPATIBLE_QOS) {
+                    l.on_offered_incompatible_qos(&w, w.offered_incompatible_qos_status());
+                }
+            });
+            Arc::new(f)
+        });
+        *self.ep.listener.lock() = erased;
+    }
+}
+
+/// Nanoseconds since the Unix epoch, made even: ddsperf treats an odd timestamp as a ping.
+pub(crate) fn now_nanos() -> i64 {
+    let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
+    ns & !1
+}

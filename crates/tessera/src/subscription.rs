@@ -1,0 +1,489 @@
+//! Subscribers and data readers.
+//!
+//! Samples are delivered on the receive thread: the reader's reliability core puts them in order,
+//! the payload is decoded straight from the receive buffer, inserted into the history cache under
+//! the history's own lock, and waiting threads (wait sets, listeners) are woken right there.
+
+use crate::condition::{Condition, ConditionKind, Notifier};
+use crate::endpoint::{LocalReader, RemoteEndpoint};
+use crate::error::{Error, Result};
+use crate::history::{HistoryCache, InsertOutcome, InstanceHandle, Sample, Selection, StateMasks};
+use crate::outbox;
+use crate::participant::{DomainParticipant, ParticipantShared};
+use crate::qos::{DataReaderQos, SubscriberQos};
+use crate::status::{
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus, SampleRejectedStatus,
+    StatusMask, SubscriptionMatchedStatus,
+};
+use crate::topic::Topic;
+use crate::TopicType;
+use parking_lot::Mutex;
+use std::marker::PhantomData;
+use std::sync::{Arc, Weak};
+use std::time::Instant;
+use tessera_rtps::cdr;
+use tessera_rtps::reader::{Delivered, ReaderCore};
+use tessera_rtps::types::{EntityId, Guid};
+use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
+
+/// Creates data readers; its QoS gives them their partitions.
+#[derive(Debug, Clone)]
+pub struct Subscriber {
+    participant: DomainParticipant,
+    qos: SubscriberQos,
+}
+
+impl Subscriber {
+    pub(crate) fn new(participant: DomainParticipant, qos: SubscriberQos) -> Self {
+        Subscriber { participant, qos }
+    }
+
+    /// The subscriber QoS.
+    pub fn qos(&self) -> &SubscriberQos {
+        &self.qos
+    }
+
+    /// The participant.
+    pub fn participant(&self) -> &DomainParticipant {
+        &self.participant
+    }
+
+    /// Creates a data reader for `topic`. Inconsistent QoS is refused with
+    /// [`Error::InconsistentPolicy`].
+    pub fn create_datareader<T: TopicType>(&self, topic: &Topic<T>, qos: DataReaderQos) -> Result<DataReader<T>> {
+        qos.check_consistency().map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
+            return Err(Error::BadParameter("topic belongs to another participant".into()));
+        }
+        let p = self.participant.shared().clone();
+        let entity_id = p.new_entity_id(false, T::KEYED);
+        let guid = Guid::new(p.guid_prefix, entity_id);
+        let ep = Arc::new_cyclic(|me| ReaderEndpoint::<T> {
+            me: me.clone(),
+            guid,
+            core: Mutex::new(ReaderCore::new(outbox::reader_config(guid, &qos))),
+            history: Mutex::new(HistoryCache::new(outbox::history_config(&qos))),
+            statuses: Mutex::new(ReaderStatuses::default()),
+            notifier: Arc::new(Notifier::default()),
+            listener: Mutex::new(None),
+            qos: qos.clone(),
+        });
+        p.endpoints.write().readers.insert(entity_id, ep.clone() as Arc<dyn LocalReader>);
+        let actions = p.discovery.lock().add_local_reader(&p, guid, topic, &self.qos, &qos, Instant::now());
+        p.apply_discovery_events(actions, Instant::now());
+        let owner = Arc::new(ReaderOwner { participant: self.participant.clone(), entity_id });
+        Ok(DataReader { ep, owner: Some(owner) })
+    }
+}
+
+/// Listener for data-reader statuses; called from a runtime thread (the receive thread for
+/// data), so keep it short.
+pub trait DataReaderListener<T: TopicType>: Send + Sync {
+    /// New data arrived.
+    fn on_data_available(&self, _reader: &DataReader<T>) {}
+    /// A writer matched or unmatched.
+    fn on_subscription_matched(&self, _reader: &DataReader<T>, _status: SubscriptionMatchedStatus) {}
+    /// A writer with incompatible QoS was found.
+    fn on_requested_incompatible_qos(&self, _reader: &DataReader<T>, _status: IncompatibleQosStatus) {}
+    /// A matched writer's liveliness changed.
+    fn on_liveliness_changed(&self, _reader: &DataReader<T>, _status: LivelinessChangedStatus) {}
+    /// Samples were lost.
+    fn on_sample_lost(&self, _reader: &DataReader<T>, _status: SampleLostStatus) {}
+    /// Samples were rejected by resource limits.
+    fn on_sample_rejected(&self, _reader: &DataReader<T>, _status: SampleRejectedStatus) {}
+}
+
+/// The shared state of one data reader.
+pub(crate) struct ReaderEndpoint<T: TopicType> {
+    me: Weak<ReaderEndpoint<T>>,
+    guid: Guid,
+    core: Mutex<ReaderCore>,
+    history: Mutex<HistoryCache<T>>,
+    statuses: Mutex<ReaderStatuses>,
+    notifier: Arc<Notifier>,
+    listener: Mutex<Option<Arc<dyn DataReaderListener<T>>>>,
+    qos: DataReaderQos,
+}
+
+impl<T: TopicType> ReaderEndpoint<T> {
+    fn status_changed(&self, mask: StatusMask) {
+        self.statuses.lock().changes |= mask;
+        self.notifier.notify();
+        let l = self.listener.lock().clone();
+        if let (Some(l), Some(ep)) = (l, self.me.upgrade()) {
+            let r = DataReader { ep, owner: None };
+            if mask.intersects(StatusMask::DATA_AVAILABLE) {
+                l.on_data_available(&r);
+            }
+            if mask.intersects(StatusMask::SUBSCRIPTION_MATCHED) {
+                l.on_subscription_matched(&r, r.subscription_matched_status());
+            }
+            if mask.intersects(StatusMask::REQUESTED_INCOMPATIBLE_QOS) {
+                l.on_requested_incompatible_qos(&r, r.requested_incompatible_qos_status());
+            }
+            if mask.intersects(StatusMask::LIVELINESS_CHANGED) {
+                l.on_liveliness_changed(&r, r.liveliness_changed_status());
+            }
+            if mask.intersects(StatusMask::SAMPLE_LOST) {
+                l.on_sample_lost(&r, r.sample_lost_status());
+            }
+        }
+    }
+
+    /// Decodes one delivered sample and puts it in the history. Returns whether the history
+    /// changed in a way readers should hear about.
+    fn accept(&self, d: &Delivered<'_>, history: &mut HistoryCache<T>, rejected: &mut u32) -> bool {
+        let writer = d.writer.to_bytes();
+        let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
+        let reception = crate::publication::now_nanos();
+        if d.status_info & 0x3 != 0 || d.key_only {
+            let key_hash = match d.key_hash {
+                Some(k) => k,
+                None if !T::KEYED => [0; 16],
+                None => match cdr::key_hash_from_key_payload::<T>(&d.payload) {
+                    Ok(k) => k,
+                    Err(_) => return false,
+                },
+            };
+            let mut changed = false;
+            if d.status_info & 1 != 0 {
+                changed |= history.dispose(key_hash, writer, ts).is_changed();
+            }
+            if d.status_info & 2 != 0 {
+                changed |= history.unregister(key_hash, writer, ts).is_changed();
+            }
+            return changed;
+        }
+        let sample: T = match cdr::deserialize_sample(&d.payload) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::debug!(error = %e, "dropped undecodable sample");
+                return false;
+            }
+        };
+        let key_hash = if T::KEYED { cdr::key_hash(&sample) } else { [0; 16] };
+        match history.insert(key_hash, writer, sample, ts, reception) {
+            InsertOutcome::Rejected { .. } => {
+                *rejected += 1;
+                false
+            }
+            _ => true,
+        }
+    }
+}
+
+impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
+    fn guid(&self) -> Guid {
+        self.guid
+    }
+
+    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
+        let mut available = false;
+        let mut rejected = 0u32;
+        let lost_before;
+        let lost_after;
+        {
+            let mut core = self.core.lock();
+            lost_before = core.lost_samples();
+            let mut history = self.history.lock();
+            let mut deliver = |d: Delivered<'_>| {
+                available |= self.accept(&d, &mut history, &mut rejected);
+            };
+            match &rs.submessage {
+                Submessage::Data(d) => core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
+                Submessage::DataFrag(d) => core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
+                Submessage::Heartbeat(h) => core.on_heartbeat(rs.source_prefix, h, now, &mut deliver),
+                Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(rs.source_prefix, h, now),
+                Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
+                _ => {}
+            }
+            drop(history);
+            lost_after = core.lost_samples();
+            outbox::flush_reader(p, &mut core, now);
+            p.kick.ensure_by(core.poll_timeout());
+        }
+        let mut mask = StatusMask::NONE;
+        if available {
+            mask |= StatusMask::DATA_AVAILABLE;
+        }
+        if lost_after > lost_before {
+            let mut s = self.statuses.lock();
+            let n = (lost_after - lost_before) as i32;
+            s.sample_lost.total_count += n;
+            s.sample_lost.total_count_change += n;
+            mask |= StatusMask::SAMPLE_LOST;
+        }
+        if rejected > 0 {
+            let mut s = self.statuses.lock();
+            s.sample_rejected.total_count += rejected as i32;
+            s.sample_rejected.total_count_change += rejected as i32;
+            mask |= StatusMask::SAMPLE_REJECTED;
+        }
+        if mask != StatusMask::NONE {
+            self.status_changed(mask);
+        }
+    }
+
+    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+        let mut core = self.core.lock();
+        core.handle_timeout(now);
+        outbox::flush_reader(p, &mut core, now);
+        core.poll_timeout()
+    }
+
+    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
+        {
+            let mut core = self.core.lock();
+            core.add_writer(remote.guid, remote.locators, remote.reliable, now);
+            outbox::flush_reader(p, &mut core, now);
+        }
+        {
+            let mut s = self.statuses.lock();
+            let st = &mut s.subscription_matched;
+            st.total_count += 1;
+            st.total_count_change += 1;
+            st.current_count += 1;
+            st.current_count_change += 1;
+            st.last_publication_handle = Some(remote.guid);
+            let l = &mut s.liveliness_changed;
+            l.alive_count += 1;
+            l.alive_count_change += 1;
+            l.last_publication_handle = Some(remote.guid);
+        }
+        self.status_changed(StatusMask::SUBSCRIPTION_MATCHED | StatusMask::LIVELINESS_CHANGED);
+    }
+
+    fn unmatched(&self, remote: Guid, lost: bool) {
+        self.core.lock().remove_writer(remote);
+        let data_changed = self.history.lock().writer_lost(remote.to_bytes());
+        {
+            let mut s = self.statuses.lock();
+            let st = &mut s.subscription_matched;
+            st.current_count -= 1;
+            st.current_count_change -= 1;
+            st.last_publication_handle = Some(remote);
+            let l = &mut s.liveliness_changed;
+            l.alive_count -= 1;
+            l.alive_count_change -= 1;
+            if lost {
+                l.not_alive_count += 1;
+                l.not_alive_count_change += 1;
+            }
+            l.last_publication_handle = Some(remote);
+        }
+        let mut mask = StatusMask::SUBSCRIPTION_MATCHED | StatusMask::LIVELINESS_CHANGED;
+        if data_changed {
+            mask |= StatusMask::DATA_AVAILABLE;
+        }
+        self.status_changed(mask);
+    }
+
+    fn incompatible(&self, policies: &[u32]) {
+        self.statuses.lock().requested_incompatible_qos.record(policies);
+        self.status_changed(StatusMask::REQUESTED_INCOMPATIBLE_QOS);
+    }
+}
+
+/// Removes the reader from its participant when the last handle goes.
+struct ReaderOwner {
+    participant: DomainParticipant,
+    entity_id: EntityId,
+}
+
+impl Drop for ReaderOwner {
+    fn drop(&mut self) {
+        let p = self.participant.shared();
+        let guid = Guid::new(p.guid_prefix, self.entity_id);
+        {
+            let mut eps = p.endpoints.write();
+            eps.readers.remove(&self.entity_id);
+            for list in eps.readers_of_remote_writer.values_mut() {
+                list.retain(|r| r.guid() != guid);
+            }
+            eps.readers_of_remote_writer.retain(|_, l| !l.is_empty());
+        }
+        p.discovery.lock().remove_local_endpoint(p, guid, Instant::now());
+    }
+}
+
+/// A typed data reader. Cheap to clone; the reader is deleted when the last clone is dropped.
+pub struct DataReader<T: TopicType> {
+    ep: Arc<ReaderEndpoint<T>>,
+    owner: Option<Arc<ReaderOwner>>,
+}
+
+impl<T: TopicType> Clone for DataReader<T> {
+    fn clone(&self) -> Self {
+        DataReader { ep: self.ep.clone(), owner: self.owner.clone() }
+    }
+}
+
+impl<T: TopicType> std::fmt::Debug for DataReader<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataReader").field("guid", &self.ep.guid).finish()
+    }
+}
+
+impl<T: TopicType> DataReader<T> {
+    /// The reader's GUID.
+    pub fn guid(&self) -> Guid {
+        self.ep.guid
+    }
+
+    /// The reader's QoS.
+    pub fn qos(&self) -> &DataReaderQos {
+        &self.ep.qos
+    }
+
+    fn after_access(&self) {
+        let mut s = self.ep.statuses.lock();
+        s.changes.0 &= !StatusMask::DATA_AVAILABLE.0;
+    }
+
+    /// Reads up to `max` samples in any state, leaving them in the reader (marked READ).
+    pub fn read(&self, max: usize) -> Result<Vec<Sample<T>>>
+    where
+        T: Clone,
+    {
+        self.read_with(max, StateMasks::ANY)
+    }
+
+    /// Takes up to `max` samples in any state, removing them from the reader.
+    pub fn take(&self, max: usize) -> Result<Vec<Sample<T>>> {
+        self.take_with(max, StateMasks::ANY)
+    }
+
+    /// Reads samples whose states match `masks`.
+    pub fn read_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>>
+    where
+        T: Clone,
+    {
+        let out = self.ep.history.lock().read(max, masks, Selection::All)?;
+        self.after_access();
+        Ok(out)
+    }
+
+    /// Takes samples whose states match `masks`.
+    pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
+        let out = self.ep.history.lock().take(max, masks, Selection::All)?;
+        self.after_access();
+        Ok(out)
+    }
+
+    /// Takes up to `max` samples into `out` (appending); returns how many. No allocation when
+    /// `out` has room: the fast path for high-rate readers.
+    pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
+        let n = self.ep.history.lock().take_into(out, max);
+        self.after_access();
+        n
+    }
+
+    /// Reads the samples of one instance.
+    pub fn read_instance(&self, handle: InstanceHandle, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>>
+    where
+        T: Clone,
+    {
+        let out = self.ep.history.lock().read(max, masks, Selection::Instance(handle))?;
+        self.after_access();
+        Ok(out)
+    }
+
+    /// Takes the samples of one instance.
+    pub fn take_instance(&self, handle: InstanceHandle, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
+        let out = self.ep.history.lock().take(max, masks, Selection::Instance(handle))?;
+        self.after_access();
+        Ok(out)
+    }
+
+    /// Reads the samples of the next instance after `previous` (by handle order).
+    pub fn read_next_instance(&self, previous: Option<InstanceHandle>, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>>
+    where
+        T: Clone,
+    {
+        let out = self.ep.history.lock().read(max, masks, Selection::NextInstance(previous))?;
+        self.after_access();
+        Ok(out)
+    }
+
+    /// Takes the samples of the next instance after `previous` (by handle order).
+    pub fn take_next_instance(&self, previous: Option<InstanceHandle>, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
+        let out = self.ep.history.lock().take(max, masks, Selection::NextInstance(previous))?;
+        self.after_access();
+        Ok(out)
+    }
+
+    /// The handle of the instance with `sample`'s key, if the reader knows it.
+    pub fn lookup_instance(&self, sample: &T) -> Option<InstanceHandle> {
+        let kh = if T::KEYED { cdr::key_hash(sample) } else { [0; 16] };
+        self.ep.history.lock().lookup_instance(&kh)
+    }
+
+    /// A condition that is true while the reader holds samples matching `masks`.
+    pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
+        let ep = Arc::downgrade(&self.ep);
+        Condition::new(ConditionKind::Read, self.ep.notifier.clone(), move || {
+            ep.upgrade().map(|e| e.history.lock().has_matching(masks)).unwrap_or(false)
+        })
+    }
+
+    /// A condition that is true while any status in `mask` has changed and not been read
+    /// (DATA_AVAILABLE is reset by read/take).
+    pub fn status_condition(&self, mask: StatusMask) -> Condition {
+        let ep = Arc::downgrade(&self.ep);
+        Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
+            ep.upgrade().map(|e| e.statuses.lock().changes.intersects(mask)).unwrap_or(false)
+        })
+    }
+
+    /// Installs (or with `None` removes) a listener.
+    pub fn set_listener(&self, listener: Option<Arc<dyn DataReaderListener<T>>>) {
+        *self.ep.listener.lock() = listener;
+    }
+
+    /// SUBSCRIPTION_MATCHED; reading it resets the change counts.
+    pub fn subscription_matched_status(&self) -> SubscriptionMatchedStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.subscription_matched;
+        s.subscription_matched.total_count_change = 0;
+        s.subscription_matched.current_count_change = 0;
+        s.changes.0 &= !StatusMask::SUBSCRIPTION_MATCHED.0;
+        out
+    }
+
+    /// REQUESTED_INCOMPATIBLE_QOS; reading it resets the change count.
+    pub fn requested_incompatible_qos_status(&self) -> IncompatibleQosStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.requested_incompatible_qos.clone();
+        s.requested_incompatible_qos.total_count_change = 0;
+        s.changes.0 &= !StatusMask::REQUESTED_INCOMPATIBLE_QOS.0;
+        out
+    }
+
+    /// LIVELINESS_CHANGED; reading it resets the change counts.
+    pub fn liveliness_changed_status(&self) -> LivelinessChangedStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.liveliness_changed;
+        s.liveliness_changed.alive_count_change = 0;
+        s.liveliness_changed.not_alive_count_change = 0;
+        s.changes.0 &= !StatusMask::LIVELINESS_CHANGED.0;
+        out
+    }
+
+    /// SAMPLE_LOST; reading it resets the change count.
+    pub fn sample_lost_status(&self) -> SampleLostStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.sample_lost;
+        s.sample_lost.total_count_change = 0;
+        s.changes.0 &= !StatusMask::SAMPLE_LOST.0;
+        out
+    }
+
+    /// SAMPLE_REJECTED; reading it resets the change count.
+    pub fn sample_rejected_status(&self) -> SampleRejectedStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.sample_rejected;
+        s.sample_rejected.total_count_change = 0;
+        s.changes.0 &= !StatusMask::SAMPLE_REJECTED.0;
+        out
+    }
+}
