@@ -12,7 +12,7 @@ pub(super) const NONE: Slot = Slot::MAX;
 
 /// The writers registered with an instance. One writer per instance is by far the common case,
 /// so it is kept inline without allocation.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub(super) enum WriterSet {
     #[default]
     Empty,
@@ -81,7 +81,7 @@ impl WriterSet {
 }
 
 /// A stored sample. `data == None` marks an invalid sample (a state-change notification).
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Stored<T> {
     pub(super) data: Option<T>,
     pub(super) source_ts: i64,
@@ -106,7 +106,7 @@ impl<T> Stored<T> {
 /// `valid_len` counts the others; `not_read` counts samples (valid or not) with `read == false`;
 /// an alive instance has at least one registered writer; the instance is on the cache's list of
 /// non-empty instances (`linked`) exactly when `samples` is not empty.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub(super) struct Instance<T> {
     pub(super) key: KeyHash,
     pub(super) handle: InstanceHandle,

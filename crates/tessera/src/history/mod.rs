@@ -72,6 +72,7 @@ impl<T> Clone for Mode<T> {
 impl<T> Copy for Mode<T> {}
 
 /// The history cache of one DataReader; see the [module documentation](self).
+#[derive(Clone)]
 pub struct History<T> {
     config: HistoryConfig,
     slots: Vec<Option<Instance<T>>>,
@@ -169,6 +170,11 @@ impl<T> History<T> {
             .get(&handle)
             .and_then(|&s| self.inst(s))
             .map(|i| i.key)
+    }
+
+    /// The handles of all instances held, in increasing order.
+    pub fn instance_handles(&self) -> impl Iterator<Item = InstanceHandle> + '_ {
+        self.by_handle.keys().copied()
     }
 
     /// The current state of an instance.
