@@ -1,1 +1,0 @@
-//! Reader-side history cache (to be written).
