@@ -7,6 +7,13 @@
 //! (no hand-off to another thread, see `docs/performance.md`), and gets a call to
 //! [`DatagramHandler::on_batch_end`] after every batch so it can flush coalesced replies.
 //!
+//! Measured (`measure_recv_batching`, loopback, 2-core VM shared with other work): the receive
+//! thread spends ≈1.7–2.0 µs CPU per datagram with or without `recvmmsg`, for 64 B and 1 KiB,
+//! with single sends or `sendmmsg` bursts of 16 — the receiver keeps up, so batches average
+//! only 2–4 datagrams and the wake-up dominates. `recvmmsg` costs nothing when idle (same
+//! latency thanks to `MSG_WAITFORONE`) and amortises the syscall once the thread falls behind,
+//! so it stays on (batch 16) by default; `UdpConfig::recv_batch = 1` switches it off.
+//!
 //! Shutdown: [`Receivers::stop`] (or drop) raises a flag and calls `shutdown(SHUT_RD)` on each
 //! socket, which on Linux wakes a thread blocked in `recvmmsg` at once, even on an unconnected
 //! UDP socket. A receive timeout (`SO_RCVTIMEO`, [`WAKE_INTERVAL`]) bounds the wait should that

@@ -311,45 +311,70 @@ fn oversized_and_burst_delivery() {
     }
 }
 
-/// Measures receive throughput with and without recvmmsg (run with `--ignored --nocapture`
-/// inside a namespace).
+/// Measures the receive thread's CPU time per datagram with and without recvmmsg (run with
+/// `--ignored --nocapture` inside a namespace). CPU time, not wall time: the sender is the
+/// bottleneck on loopback and the machine is shared.
 #[test]
 #[ignore]
 fn measure_recv_batching() {
     if !in_netns("measure_recv_batching") {
         return;
     }
-    const N: u64 = 400_000;
-    for size in [64usize, 1024] {
+    struct Meter {
+        count: AtomicU64,
+        cpu_ns: AtomicU64,
+    }
+    fn thread_cpu_ns() -> u64 {
+        // SAFETY: all-zero timespec is valid; clock_gettime writes it.
+        let mut ts: libc::timespec = unsafe { std::mem::zeroed() };
+        // SAFETY: valid clock id and out-pointer.
+        unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+        ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    }
+    impl DatagramHandler for Meter {
+        fn on_datagram(&self, _: &[u8], _: SocketAddrV4, _: Channel) {
+            self.count.fetch_add(1, Ordering::Relaxed);
+        }
+        fn on_batch_end(&self, _: Channel) {
+            self.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        }
+    }
+    const N: u64 = 200_000;
+    for (size, burst) in [(64usize, 1usize), (64, 16), (1024, 1), (1024, 16)] {
         for batch in [1usize, 4, 16, 32] {
             let a = UdpTransport::new(lo_config(25)).unwrap();
             let mut c = lo_config(25);
             c.recv_batch = batch;
             let b = UdpTransport::new(c).unwrap();
-            let count = Arc::new(AtomicU64::new(0));
-            let cnt = count.clone();
-            let h = move |_: &[u8], _: SocketAddrV4, _: Channel| {
-                cnt.fetch_add(1, Ordering::Relaxed);
-            };
-            let _r = b.start(Arc::new(h)).unwrap();
+            let m = Arc::new(Meter {
+                count: AtomicU64::new(0),
+                cpu_ns: AtomicU64::new(0),
+            });
+            let r = b.start(m.clone()).unwrap();
             let dst = b.locators().default_unicast;
             let buf = vec![0u8; size];
-            let t0 = Instant::now();
-            let mut sent = 0u64;
-            while sent < N {
-                a.send_to(&buf, &dst).unwrap();
-                sent += 1;
+            // Warm-up datagram: the receive thread's CPU time before the run.
+            a.send_to(&buf, &dst).unwrap();
+            while m.count.load(Ordering::Relaxed) == 0 {
+                std::thread::yield_now();
             }
-            std::thread::sleep(Duration::from_millis(200));
-            let el = t0.elapsed().as_secs_f64() - 0.2;
-            let got = count.load(Ordering::Relaxed);
+            let cpu0 = m.cpu_ns.load(Ordering::Relaxed);
+            // Bursts of `burst` datagrams sent by one sendmmsg call.
+            let dsts = vec![dst; burst];
+            for _ in 0..N / burst as u64 {
+                a.send_to_many(&buf, &dsts).unwrap();
+            }
+            std::thread::sleep(Duration::from_millis(300));
+            drop(r);
+            let got = m.count.load(Ordering::Relaxed) - 1;
+            let n = N / burst as u64 * burst as u64;
+            let cpu = m.cpu_ns.load(Ordering::Relaxed) - cpu0;
             let st = &b.stats().recv;
             let batches = st.batches.load(Ordering::Relaxed).max(1);
             eprintln!(
-                "size {size:5} batch {batch:2}: sent {sent} in {el:.3}s ({:.0} k/s), received {got} ({:.1}% lost), mean batch {:.2}",
-                sent as f64 / el / 1e3,
-                100.0 * (sent - got) as f64 / sent as f64,
-                got as f64 / batches as f64,
+                "size {size:5} sender burst {burst:2} recv batch {batch:2}: received {got}/{n}, receive thread {:.0} ns CPU per datagram, mean batch {:.2}",
+                cpu as f64 / got.max(1) as f64,
+                (got + 1) as f64 / batches as f64,
             );
         }
     }
