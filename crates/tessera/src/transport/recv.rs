@@ -98,6 +98,8 @@ pub struct ReceiveStats {
     pub bad_source: AtomicU64,
     /// Receive errors other than timeouts and interrupts.
     pub errors: AtomicU64,
+    /// Handler calls that panicked (the datagram is lost, reception goes on).
+    pub handler_panics: AtomicU64,
 }
 
 /// A set of running receive threads. Dropping it stops and joins them.
@@ -226,7 +228,15 @@ impl RecvLoop {
         self.stats
             .bytes
             .fetch_add(data.len() as u64, Ordering::Relaxed);
-        self.handler.on_datagram(data, from, self.channel);
+        // A panicking handler is a bug, but it must not silently end reception for the whole
+        // participant: count it, log it and go on with the next datagram.
+        let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.handler.on_datagram(data, from, self.channel)
+        }));
+        if r.is_err() {
+            self.stats.handler_panics.fetch_add(1, Ordering::Relaxed);
+            tracing::error!(channel = self.channel.name(), %from, "datagram handler panicked");
+        }
     }
 
     fn run_single(self) {

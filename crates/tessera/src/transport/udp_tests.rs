@@ -379,3 +379,32 @@ fn measure_recv_batching() {
         }
     }
 }
+
+#[test]
+fn transport_is_shareable_across_threads() {
+    fn assert_send_sync<T: Send + Sync>() {}
+    assert_send_sync::<UdpTransport>();
+    assert_send_sync::<Receivers>();
+}
+
+#[test]
+fn handler_panic_does_not_stop_reception() {
+    if !in_netns("handler_panic_does_not_stop_reception") {
+        return;
+    }
+    let a = UdpTransport::new(lo_config(26)).unwrap();
+    let b = UdpTransport::new(lo_config(26)).unwrap();
+    let (tx, rx) = unbounded();
+    let h = move |d: &[u8], _: SocketAddrV4, _: Channel| {
+        if d == b"boom" {
+            panic!("test panic");
+        }
+        let _ = tx.send(d.to_vec());
+    };
+    let _r = b.start(Arc::new(h)).unwrap();
+    let dst = b.locators().default_unicast;
+    a.send_to(b"boom", &dst).unwrap();
+    a.send_to(b"after", &dst).unwrap();
+    assert_eq!(rx.recv_timeout(Duration::from_secs(3)).unwrap(), b"after");
+    assert_eq!(b.stats().recv.handler_panics.load(Ordering::Relaxed), 1);
+}
