@@ -1,0 +1,189 @@
+//! IPv4 network interface enumeration and selection.
+//!
+//! Uses `getifaddrs(3)`; one [`Interface`] per IPv4 address. Selection order when nothing is
+//! configured: the first interface that is up, not loopback and multicast-capable; then the
+//! first that is up and not loopback; then loopback. That is also what Cyclone DDS does, so a
+//! Tessera process and a Cyclone process on the same host pick the same interface.
+
+use std::ffi::CStr;
+use std::io;
+use std::net::Ipv4Addr;
+
+/// One IPv4 address of a network interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface {
+    /// Interface name (`eth0`, `lo`).
+    pub name: String,
+    /// Kernel interface index (0 if unknown).
+    pub index: u32,
+    /// The interface's IPv4 address.
+    pub addr: Ipv4Addr,
+    /// Netmask of that address.
+    pub netmask: Ipv4Addr,
+    /// `IFF_UP`.
+    pub up: bool,
+    /// `IFF_LOOPBACK`.
+    pub loopback: bool,
+    /// `IFF_MULTICAST`: whether IP multicast can be used on it.
+    pub multicast: bool,
+    /// `IFF_POINTOPOINT`.
+    pub point_to_point: bool,
+}
+
+/// Why an interface could not be selected.
+#[derive(Debug, thiserror::Error)]
+pub enum InterfaceError {
+    /// `getifaddrs` failed.
+    #[error("cannot list network interfaces: {0}")]
+    List(#[source] io::Error),
+    /// The configured name or address matches no up IPv4 interface.
+    #[error("no up IPv4 interface matches {0:?}")]
+    NotFound(String),
+    /// The host has no up IPv4 interface at all.
+    #[error("no up IPv4 interface")]
+    NoneUp,
+}
+
+/// Lists the IPv4 addresses of all interfaces (up or not), in the kernel's order.
+pub fn list_ipv4() -> Result<Vec<Interface>, InterfaceError> {
+    let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
+    // SAFETY: `head` is a valid out-pointer; on success the list is freed below.
+    if unsafe { libc::getifaddrs(&mut head) } != 0 {
+        return Err(InterfaceError::List(io::Error::last_os_error()));
+    }
+    let mut out = Vec::new();
+    let mut cur = head;
+    while !cur.is_null() {
+        // SAFETY: `cur` is a node of the list returned by getifaddrs, alive until freeifaddrs.
+        let ifa = unsafe { &*cur };
+        cur = ifa.ifa_next;
+        if ifa.ifa_addr.is_null() || ifa.ifa_name.is_null() {
+            continue;
+        }
+        // SAFETY: ifa_addr is non-null and points to a sockaddr of at least sa_family's size.
+        let family = unsafe { (*ifa.ifa_addr).sa_family };
+        if i32::from(family) != libc::AF_INET {
+            continue;
+        }
+        // SAFETY: family is AF_INET, so the address is a sockaddr_in.
+        let addr = unsafe { sockaddr_in_to_ip(ifa.ifa_addr) };
+        let netmask = if ifa.ifa_netmask.is_null() {
+            Ipv4Addr::UNSPECIFIED
+        } else {
+            // SAFETY: the netmask of an AF_INET entry is a sockaddr_in.
+            unsafe { sockaddr_in_to_ip(ifa.ifa_netmask) }
+        };
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let cname = unsafe { CStr::from_ptr(ifa.ifa_name) };
+        // SAFETY: cname is a valid NUL-terminated string.
+        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        let flags = ifa.ifa_flags;
+        out.push(Interface {
+            name: cname.to_string_lossy().into_owned(),
+            index,
+            addr,
+            netmask,
+            up: flags & libc::IFF_UP as u32 != 0,
+            loopback: flags & libc::IFF_LOOPBACK as u32 != 0,
+            multicast: flags & libc::IFF_MULTICAST as u32 != 0,
+            point_to_point: flags & libc::IFF_POINTOPOINT as u32 != 0,
+        });
+    }
+    // SAFETY: `head` came from a successful getifaddrs and is freed exactly once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(out)
+}
+
+/// # Safety
+/// `sa` must point to a valid `sockaddr_in`.
+unsafe fn sockaddr_in_to_ip(sa: *const libc::sockaddr) -> Ipv4Addr {
+    // SAFETY: guaranteed by the caller; read_unaligned because getifaddrs gives no alignment
+    // promise for the embedded structures.
+    let sin = unsafe { std::ptr::read_unaligned(sa as *const libc::sockaddr_in) };
+    Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr))
+}
+
+/// Picks an interface from `list`.
+///
+/// `wanted` is an interface name or an IPv4 address; when given, the first up interface with
+/// that name or address is returned. Otherwise see the module docs for the order.
+pub fn select(list: &[Interface], wanted: Option<&str>) -> Result<Interface, InterfaceError> {
+    let up = || list.iter().filter(|i| i.up);
+    if let Some(w) = wanted.map(str::trim).filter(|w| !w.is_empty()) {
+        let ip: Option<Ipv4Addr> = w.parse().ok();
+        return up()
+            .find(|i| i.name == w || Some(i.addr) == ip)
+            .cloned()
+            .ok_or_else(|| InterfaceError::NotFound(w.to_string()));
+    }
+    up().find(|i| !i.loopback && i.multicast)
+        .or_else(|| up().find(|i| !i.loopback))
+        .or_else(|| up().find(|i| i.loopback))
+        .cloned()
+        .ok_or(InterfaceError::NoneUp)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn itf(name: &str, addr: [u8; 4], up: bool, lo: bool, mc: bool) -> Interface {
+        Interface {
+            name: name.into(),
+            index: 1,
+            addr: Ipv4Addr::from(addr),
+            netmask: Ipv4Addr::new(255, 0, 0, 0),
+            up,
+            loopback: lo,
+            multicast: mc,
+            point_to_point: false,
+        }
+    }
+
+    #[test]
+    fn listing_works_and_has_loopback() {
+        let l = list_ipv4().unwrap();
+        // Every Linux network namespace has `lo` with 127.0.0.1 once it is up; it may be down
+        // in a fresh namespace, but it is listed as long as it has an address.
+        assert!(l.iter().all(|i| !i.name.is_empty()));
+    }
+
+    #[test]
+    fn prefers_multicast_non_loopback() {
+        let l = vec![
+            itf("lo", [127, 0, 0, 1], true, true, true),
+            itf("tun0", [10, 8, 0, 2], true, false, false),
+            itf("eth1", [10, 0, 0, 2], false, false, true),
+            itf("eth0", [192, 168, 1, 5], true, false, true),
+        ];
+        assert_eq!(select(&l, None).unwrap().name, "eth0");
+        assert_eq!(select(&l[..2], None).unwrap().name, "tun0");
+        assert_eq!(select(&l[..1], None).unwrap().name, "lo");
+        assert!(matches!(
+            select(&l[2..3], None),
+            Err(InterfaceError::NoneUp)
+        ));
+    }
+
+    #[test]
+    fn explicit_by_name_or_address() {
+        let l = vec![
+            itf("lo", [127, 0, 0, 1], true, true, true),
+            itf("eth0", [192, 168, 1, 5], true, false, true),
+            itf("eth1", [10, 0, 0, 2], false, false, true),
+        ];
+        assert_eq!(select(&l, Some("lo")).unwrap().name, "lo");
+        assert_eq!(select(&l, Some("192.168.1.5")).unwrap().name, "eth0");
+        assert_eq!(select(&l, Some(" eth0 ")).unwrap().name, "eth0");
+        assert!(matches!(
+            select(&l, Some("eth1")),
+            Err(InterfaceError::NotFound(_))
+        ));
+        assert!(matches!(
+            select(&l, Some("wlan0")),
+            Err(InterfaceError::NotFound(_))
+        ));
+        // An empty setting means "automatic".
+        assert_eq!(select(&l, Some("")).unwrap().name, "eth0");
+    }
+}
