@@ -26,7 +26,7 @@ pub const HARD_MAX_SAMPLE_SIZE: u32 = 64 << 20;
 pub struct FragLimits {
     /// Largest sample accepted (clamped to [`HARD_MAX_SAMPLE_SIZE`]). Default 64 MiB.
     pub max_sample_size: u32,
-    /// Partial samples per writer. Default 4.
+    /// Partial samples per writer. Default 16.
     pub max_partial: usize,
     /// Bytes of partial samples per reader, all writers together. Default 128 MiB.
     pub max_total_bytes: usize,
@@ -38,7 +38,7 @@ impl Default for FragLimits {
     fn default() -> Self {
         FragLimits {
             max_sample_size: HARD_MAX_SAMPLE_SIZE,
-            max_partial: 4,
+            max_partial: 16,
             max_total_bytes: 128 << 20,
             timeout: Duration::from_secs(10),
         }

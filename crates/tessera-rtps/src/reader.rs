@@ -231,17 +231,18 @@ impl Shared {
     }
 
     /// Moves `next` up to `target`: buffered samples below it are delivered (`deliver_below`)
-    /// or dropped, missing ones are counted as lost.
+    /// or dropped; missing ones are counted as lost if `count_lost`.
     fn skip_to<F: FnMut(Delivered<'_>)>(
         &mut self,
         w: &mut WriterProxy,
         target: SequenceNumber,
         deliver_below: bool,
+        count_lost: bool,
         deliver: &mut F,
     ) {
         while w.next < target {
             let Some(slot) = w.slots.pop_front() else {
-                if deliver_below {
+                if count_lost {
                     self.counters.lost += (target - w.next) as u64;
                 }
                 w.next = target;
@@ -255,7 +256,7 @@ impl Shared {
                         self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver);
                     }
                 }
-                Slot::Empty if deliver_below => self.counters.lost += 1,
+                Slot::Empty if count_lost => self.counters.lost += 1,
                 _ => {}
             }
             w.next += 1;
@@ -553,10 +554,13 @@ impl ReaderCore {
             sh.counters.invalid += 1;
             return;
         }
+        // The first HEARTBEAT tells where this reader's stream starts: skipping up to it is
+        // not a loss (a volatile late joiner never was meant to get the earlier samples).
+        let first_hb = w.last_hb_count.is_none();
         w.last_hb_count = Some(hb.count);
         w.highest_known = w.highest_known.max(hb.last_sn);
         if hb.first_sn > w.next {
-            sh.skip_to(w, hb.first_sn, true, deliver);
+            sh.skip_to(w, hb.first_sn, true, !first_hb, deliver);
         }
         let missing = w.next <= w.highest_known;
         let due = if missing {
@@ -626,7 +630,7 @@ impl ReaderCore {
         // [gap_start, list.base) first.
         if gap.gap_start <= w.next {
             if list.base > w.next {
-                sh.skip_to(w, list.base, false, deliver);
+                sh.skip_to(w, list.base, false, false, deliver);
             }
         } else {
             Self::mark_irrelevant(sh, w, gap.gap_start, list.base);
@@ -635,7 +639,7 @@ impl ReaderCore {
         for sn in list.iter() {
             hi = sn;
             if sn == w.next {
-                sh.skip_to(w, sn + 1, false, deliver);
+                sh.skip_to(w, sn + 1, false, false, deliver);
             } else {
                 Self::mark_irrelevant(sh, w, sn, sn + 1);
             }
