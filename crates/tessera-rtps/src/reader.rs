@@ -119,8 +119,11 @@ pub struct ReaderCounters {
     pub fragment_expired: u64,
     /// Sequence numbers skipped because the writer no longer has them.
     pub lost: u64,
-    /// Malformed HEARTBEAT/GAP/DATA (e.g. sequence number 0), or old HEARTBEAT counts.
+    /// Malformed HEARTBEAT/GAP/DATA (e.g. sequence number 0 or above 2^62).
     pub invalid: u64,
+    /// HEARTBEAT/HEARTBEAT_FRAG with a count not above the last one (duplicated or
+    /// reordered datagrams).
+    pub stale_heartbeats: u64,
     /// ACKNACKs sent.
     pub acknacks_sent: u64,
     /// NACK_FRAGs sent.
@@ -546,12 +549,12 @@ impl ReaderCore {
         if !w.reliable {
             return;
         }
-        if !valid_sn(hb.first_sn)
-            || hb.last_sn < hb.first_sn - 1
-            || hb.last_sn > MAX_SN
-            || w.last_hb_count.is_some_and(|c| hb.count <= c)
-        {
+        if !valid_sn(hb.first_sn) || hb.last_sn < hb.first_sn - 1 || hb.last_sn > MAX_SN {
             sh.counters.invalid += 1;
+            return;
+        }
+        if w.last_hb_count.is_some_and(|c| hb.count <= c) {
+            sh.counters.stale_heartbeats += 1;
             return;
         }
         // The first HEARTBEAT tells where this reader's stream starts: skipping up to it is
@@ -589,8 +592,12 @@ impl ReaderCore {
         if !w.reliable {
             return;
         }
-        if !valid_sn(hb.writer_sn) || w.last_hbfrag_count.is_some_and(|c| hb.count <= c) {
+        if !valid_sn(hb.writer_sn) {
             sh.counters.invalid += 1;
+            return;
+        }
+        if w.last_hbfrag_count.is_some_and(|c| hb.count <= c) {
+            sh.counters.stale_heartbeats += 1;
             return;
         }
         w.last_hbfrag_count = Some(hb.count);

@@ -340,3 +340,38 @@ fn tiny_reader_window_still_converges() {
     assert!(sim.run_until_quiescent(Duration::from_secs(60)));
     assert_exact(&sim, 0, 1000, 16);
 }
+
+#[test]
+fn many_seeds_mixed_sizes() {
+    for seed in 1..=24u64 {
+        let loss = 0.05 + (seed % 8) as f64 * 0.05;
+        let net = NetConfig {
+            duplicate: 0.1,
+            reorder: 0.2,
+            ..lossy(seed * 7919, loss)
+        };
+        let mut sim = Sim::new(keep_all(200), net);
+        sim.add_reader(true, false);
+        sim.add_reader(true, false);
+        let size = |i: u64| if i % 50 == 0 { 5000 } else { 24 };
+        for i in 1..=500u64 {
+            sim.write_blocking(&payload(i, size(i)), Duration::from_secs(10))
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+            sim.run_for(Duration::from_micros(30));
+        }
+        assert!(
+            sim.run_until_quiescent(Duration::from_secs(60)),
+            "seed {seed}"
+        );
+        for r in 0..2 {
+            let got = &sim.readers[r].received;
+            assert_eq!(got.len(), 500, "seed {seed} reader {r}");
+            for (k, s) in got.iter().enumerate() {
+                assert_eq!(s.seq, k as i64 + 1, "seed {seed}");
+                assert_eq!(s.payload, payload(s.seq as u64, size(s.seq as u64)));
+            }
+        }
+        assert!(sim.writer.all_acked(), "seed {seed}");
+        assert_eq!(sim.stats.oversize, 0);
+    }
+}

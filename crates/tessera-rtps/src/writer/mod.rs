@@ -27,8 +27,7 @@
 //!   every `heartbeat_period`.
 //!
 //! # Repairs
-//! ACKNACK bitmaps replace the reader's repair queue (the newest ACKNACK is authoritative);
-//! requests are served after `nack_response_delay` as DATA/DATA_FRAG, or GAP when the sample is
+//! ACKNACK bitmaps are merged into the reader's repair queue (bounded); requests are served after `nack_response_delay` as DATA/DATA_FRAG, or GAP when the sample is
 //! gone (replaced under KEEP_LAST). NACK_FRAG resends only the named fragments. ACKNACKs with
 //! an old count, and Fast DDS's pre-emptive ACKNACK (base 0), request nothing.
 
@@ -143,6 +142,8 @@ pub struct WriterCounters {
 
 /// Most NACK_FRAG requests queued per reader; more are dropped (the reader will ask again).
 const MAX_FRAG_REPAIRS: usize = 16;
+/// Most whole-sample repairs queued per reader.
+const MAX_REPAIRS: usize = 1024;
 /// Room kept in every datagram for a trailing HEARTBEAT.
 const HB_LEN: usize = 32;
 /// Worst-case bytes around one DATA_FRAG's fragments: INFO_TS, header, inline QoS.
@@ -832,14 +833,24 @@ impl WriterCore {
             r.unsent = r.acked;
             r.unsent_frag = 0;
         }
+        // Merge with what is already queued: readers suppress re-requests of repairs in
+        // flight, so a newer ACKNACK that omits a number does not cancel it.
         let keep_front = r.repair.front().copied();
-        r.repair.clear();
+        let acked = r.acked;
+        r.repair.retain(|&sn| sn >= acked);
+        let queued = r.repair.len();
         if set.base <= last + 1 && set.num_bits <= 256 {
             for sn in set.iter() {
-                if sn >= r.acked && sn < r.unsent {
+                if sn >= r.acked && sn < r.unsent && r.repair.len() < MAX_REPAIRS {
                     r.repair.push_back(sn);
                 }
             }
+        }
+        if r.repair.len() > queued && queued > 0 {
+            let v = r.repair.make_contiguous();
+            v.sort_unstable();
+            let mut prev = None;
+            r.repair.retain(|&sn| prev.replace(sn) != Some(sn));
         }
         if r.repair.front().copied() != keep_front {
             r.repair_frag = 0;
