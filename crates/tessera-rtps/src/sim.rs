@@ -1,1 +1,528 @@
-//! (to be written)
+//! A deterministic simulated network for the reliability state machines.
+//!
+//! [`Sim`] connects one [`WriterCore`] to any number of [`ReaderCore`]s. Datagrams are the
+//! cores' [`Transmit`]s (owned submessages, no bytes), delayed, lost, duplicated and reordered
+//! by a seeded [`XorShift`] on a virtual clock that starts at a fixed [`epoch`]. Everything is
+//! reproducible from the seed; a failing seed is a test case.
+//!
+//! The harness plays the runtime's part: it polls transmits after every input, routes them by
+//! destination GUID, applies INFO_TS while walking a datagram, and calls `handle_timeout` when
+//! a core's `poll_timeout` expires. It also enforces the MTU: datagrams larger than
+//! [`NetConfig::mtu`] are counted in [`NetStats::oversize`] and dropped.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use crate::reader::{Delivered, ReaderConfig, ReaderCore};
+use crate::types::{
+    entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators, SequenceNumber, Timestamp,
+};
+use crate::wire::{PayloadKind, Submessage};
+use crate::writer::{OutSubmessage, Transmit, WriteError, WriterConfig, WriterCore};
+
+/// The fixed origin of virtual time (captured once per process).
+pub fn epoch() -> Instant {
+    static EPOCH: OnceLock<Instant> = OnceLock::new();
+    *EPOCH.get_or_init(Instant::now)
+}
+
+/// A tiny xorshift64* generator: deterministic, no dependencies, good enough for fault
+/// injection.
+#[derive(Debug, Clone)]
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// Seeds the generator (any seed; 0 is remapped).
+    pub fn new(seed: u64) -> Self {
+        XorShift(seed ^ 0x9e37_79b9_7f4a_7c15 | 1)
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 12;
+        x ^= x << 25;
+        x ^= x >> 27;
+        self.0 = x;
+        x.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+
+    /// A uniform value in `[0, 1)`.
+    pub fn unit(&mut self) -> f64 {
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// True with probability `p`.
+    pub fn chance(&mut self, p: f64) -> bool {
+        p > 0.0 && self.unit() < p
+    }
+
+    /// A uniform value in `[0, n)` (0 when `n` is 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        if n == 0 {
+            0
+        } else {
+            self.next_u64() % n
+        }
+    }
+}
+
+/// Fault model of the simulated network (applied per datagram, both directions).
+#[derive(Debug, Clone)]
+pub struct NetConfig {
+    /// Seed of the fault generator.
+    pub seed: u64,
+    /// Probability a datagram is lost.
+    pub loss: f64,
+    /// Probability a datagram is delivered twice.
+    pub duplicate: f64,
+    /// Probability a datagram is delayed by up to `reorder_delay` extra.
+    pub reorder: f64,
+    /// One-way latency.
+    pub latency: Duration,
+    /// Maximum extra delay of a reordered datagram.
+    pub reorder_delay: Duration,
+    /// Largest datagram carried; larger ones are dropped and counted.
+    pub mtu: usize,
+}
+
+impl Default for NetConfig {
+    fn default() -> Self {
+        NetConfig {
+            seed: 1,
+            loss: 0.0,
+            duplicate: 0.0,
+            reorder: 0.0,
+            latency: Duration::from_micros(50),
+            reorder_delay: Duration::from_micros(500),
+            mtu: 65507,
+        }
+    }
+}
+
+/// What the simulated network did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct NetStats {
+    /// Datagrams handed to the network.
+    pub sent: u64,
+    /// Datagrams lost.
+    pub lost: u64,
+    /// Extra copies delivered.
+    pub duplicated: u64,
+    /// Datagrams delayed out of order.
+    pub reordered: u64,
+    /// Datagrams over the MTU (dropped).
+    pub oversize: u64,
+    /// Datagrams delivered.
+    pub delivered: u64,
+    /// Datagrams to an endpoint the network does not know.
+    pub misrouted: u64,
+}
+
+/// A sample as a simulated reader received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Received {
+    /// Sequence number.
+    pub seq: SequenceNumber,
+    /// Payload kind.
+    pub kind: PayloadKind,
+    /// Payload bytes.
+    pub payload: Vec<u8>,
+    /// Status info.
+    pub status_info: u32,
+    /// Source timestamp.
+    pub source_timestamp: Option<Timestamp>,
+}
+
+/// A reader attached to the simulation, with everything it delivered.
+#[derive(Debug)]
+pub struct SimReader {
+    /// The state machine.
+    pub core: ReaderCore,
+    /// Delivered samples in delivery order.
+    pub received: Vec<Received>,
+    /// Whether the simulation still routes datagrams to it (false: "crashed"/silent).
+    pub connected: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum To {
+    Writer,
+    Reader(usize),
+}
+
+#[derive(Debug)]
+struct InFlight {
+    at: Instant,
+    order: u64,
+    to: To,
+    from: GuidPrefix,
+    subs: Vec<OutSubmessage>,
+}
+
+impl PartialEq for InFlight {
+    fn eq(&self, o: &Self) -> bool {
+        (self.at, self.order) == (o.at, o.order)
+    }
+}
+impl Eq for InFlight {}
+impl PartialOrd for InFlight {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for InFlight {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.at, self.order).cmp(&(o.at, o.order))
+    }
+}
+
+/// One writer, N readers, a faulty network and a virtual clock.
+#[derive(Debug)]
+pub struct Sim {
+    /// Current virtual time.
+    pub now: Instant,
+    /// The writer.
+    pub writer: WriterCore,
+    /// The readers, by index.
+    pub readers: Vec<SimReader>,
+    /// Network statistics.
+    pub stats: NetStats,
+    net: NetConfig,
+    rng: XorShift,
+    in_flight: BinaryHeap<Reverse<InFlight>>,
+    order: u64,
+    tx: Transmit,
+}
+
+/// GUID prefix of the simulated writer's participant.
+pub const WRITER_PREFIX: GuidPrefix = GuidPrefix([1; 12]);
+
+/// A writer GUID for simulations.
+pub fn writer_guid() -> Guid {
+    Guid::new(
+        WRITER_PREFIX,
+        EntityId::new(1, entity_kind::USER_WRITER_WITH_KEY),
+    )
+}
+
+/// The GUID [`Sim::add_reader`] gives reader number `i`.
+pub fn reader_guid(i: usize) -> Guid {
+    let mut p = [0u8; 12];
+    p[..8].copy_from_slice(&(i as u64 + 2).to_be_bytes());
+    Guid::new(
+        GuidPrefix(p),
+        EntityId::new(7, entity_kind::USER_READER_WITH_KEY),
+    )
+}
+
+fn locators(port: u16) -> Locators {
+    std::iter::once(Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, port)).collect()
+}
+
+impl Sim {
+    /// A simulation of `writer` (its GUID should be [`writer_guid`]) on `net`.
+    pub fn new(writer: WriterConfig, net: NetConfig) -> Self {
+        Sim {
+            now: epoch(),
+            writer: WriterCore::new(writer),
+            readers: Vec::new(),
+            stats: NetStats::default(),
+            rng: XorShift::new(net.seed),
+            net,
+            in_flight: BinaryHeap::new(),
+            order: 0,
+            tx: Transmit::new(),
+        }
+    }
+
+    /// Writer defaults for simulations: `WriterConfig::new(writer_guid())`.
+    pub fn writer_config() -> WriterConfig {
+        WriterConfig::new(writer_guid())
+    }
+
+    /// Adds and matches a reader (`reliable`, `durable` as in `WriterCore::add_reader`);
+    /// returns its index. Its GUID is [`reader_guid`]`(index)`.
+    pub fn add_reader(&mut self, reliable: bool, durable: bool) -> usize {
+        let i = self.readers.len();
+        self.add_reader_with(ReaderConfig::new(reader_guid(i)), reliable, durable)
+    }
+
+    /// Like [`Sim::add_reader`] with a custom configuration (its GUID must be
+    /// [`reader_guid`]`(index)`).
+    pub fn add_reader_with(&mut self, cfg: ReaderConfig, reliable: bool, durable: bool) -> usize {
+        let i = self.readers.len();
+        let guid = cfg.guid;
+        let mut core = ReaderCore::new(cfg);
+        core.add_writer(self.writer.guid(), locators(7410), reliable, self.now);
+        self.writer
+            .add_reader(guid, locators(7411 + i as u16), reliable, durable, self.now);
+        self.readers.push(SimReader {
+            core,
+            received: Vec::new(),
+            connected: true,
+        });
+        self.flush();
+        i
+    }
+
+    /// Writes a data sample with a source timestamp derived from the virtual clock.
+    pub fn write(&mut self, payload: &[u8]) -> Result<SequenceNumber, WriteError> {
+        self.write_keyed(payload, None)
+    }
+
+    /// Writes a sample of the instance with key hash `key`.
+    pub fn write_keyed(
+        &mut self,
+        payload: &[u8],
+        key: Option<[u8; 16]>,
+    ) -> Result<SequenceNumber, WriteError> {
+        let ts = Timestamp::from_nanos(self.now.duration_since(epoch()).as_nanos() as i64);
+        let r = self
+            .writer
+            .write(Arc::from(payload), key, 0, false, Some(ts), self.now);
+        self.flush();
+        r
+    }
+
+    /// Writes, running the network while the history is full, for up to `timeout`
+    /// (like a DDS writer blocking up to max_blocking_time).
+    pub fn write_blocking(
+        &mut self,
+        payload: &[u8],
+        timeout: Duration,
+    ) -> Result<SequenceNumber, WriteError> {
+        let end = self.now + timeout;
+        loop {
+            match self.write(payload) {
+                Err(WriteError::HistoryFull) if self.now < end => {
+                    if !self.step_until(end) {
+                        self.now = end;
+                    }
+                }
+                r => return r,
+            }
+        }
+    }
+
+    fn send(&mut self, from: GuidPrefix, to: To) {
+        self.stats.sent += 1;
+        if self.tx.wire_len() > self.net.mtu {
+            self.stats.oversize += 1;
+            return;
+        }
+        if self.rng.chance(self.net.loss) {
+            self.stats.lost += 1;
+            return;
+        }
+        let copies = if self.rng.chance(self.net.duplicate) {
+            self.stats.duplicated += 1;
+            2
+        } else {
+            1
+        };
+        for _ in 0..copies {
+            let mut at = self.now + self.net.latency;
+            if self.rng.chance(self.net.reorder) {
+                self.stats.reordered += 1;
+                at += Duration::from_nanos(
+                    self.rng.below(self.net.reorder_delay.as_nanos() as u64 + 1),
+                );
+            }
+            self.order += 1;
+            self.in_flight.push(Reverse(InFlight {
+                at,
+                order: self.order,
+                to,
+                from,
+                subs: self.tx.submessages.clone(),
+            }));
+        }
+    }
+
+    /// Collects every transmit the cores have now and puts it on the network.
+    pub fn flush(&mut self) {
+        let now = self.now;
+        loop {
+            let mut tx = std::mem::take(&mut self.tx);
+            let more = self.writer.poll_transmit_into(now, &mut tx);
+            self.tx = tx;
+            if !more {
+                break;
+            }
+            let to = self.tx.dest.guid().and_then(|g| {
+                self.readers
+                    .iter()
+                    .position(|r| r.core.guid() == g && r.connected)
+            });
+            match to {
+                Some(i) => self.send(WRITER_PREFIX, To::Reader(i)),
+                None => self.stats.misrouted += 1,
+            }
+        }
+        for i in 0..self.readers.len() {
+            loop {
+                let mut tx = std::mem::take(&mut self.tx);
+                let more = self.readers[i].core.poll_transmit_into(now, &mut tx);
+                self.tx = tx;
+                if !more {
+                    break;
+                }
+                if !self.readers[i].connected {
+                    continue;
+                }
+                if self.tx.dest.guid() == Some(self.writer.guid()) {
+                    let from = self.readers[i].core.guid().prefix;
+                    self.send(from, To::Writer);
+                } else {
+                    self.stats.misrouted += 1;
+                }
+            }
+        }
+    }
+
+    fn deliver(&mut self, d: InFlight) {
+        self.stats.delivered += 1;
+        let now = self.now;
+        let mut scratch = Vec::new();
+        let mut ts = None;
+        match d.to {
+            To::Writer => {
+                for sm in &d.subs {
+                    match sm.as_submessage(&mut scratch) {
+                        Submessage::AckNack(a) => {
+                            self.writer.on_acknack(d.from, &a, now);
+                        }
+                        Submessage::NackFrag(n) => self.writer.on_nack_frag(d.from, &n, now),
+                        _ => {}
+                    }
+                }
+            }
+            To::Reader(i) => {
+                let SimReader {
+                    core,
+                    received,
+                    connected,
+                } = &mut self.readers[i];
+                if !*connected {
+                    return;
+                }
+                let mut cb = |s: Delivered<'_>| {
+                    received.push(Received {
+                        seq: s.seq,
+                        kind: s.kind,
+                        payload: s.payload.into_owned(),
+                        status_info: s.status_info,
+                        source_timestamp: s.source_timestamp,
+                    })
+                };
+                for sm in &d.subs {
+                    match sm.as_submessage(&mut scratch) {
+                        Submessage::InfoTs(t) => ts = t,
+                        Submessage::Data(x) => core.on_data(d.from, &x, ts, now, &mut cb),
+                        Submessage::DataFrag(x) => core.on_data_frag(d.from, &x, ts, now, &mut cb),
+                        Submessage::Heartbeat(x) => core.on_heartbeat(d.from, &x, now, &mut cb),
+                        Submessage::HeartbeatFrag(x) => core.on_heartbeat_frag(d.from, &x, now),
+                        Submessage::Gap(x) => core.on_gap(d.from, &x, now, &mut cb),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    }
+
+    fn next_event(&self) -> Option<Instant> {
+        let net = self.in_flight.peek().map(|r| r.0.at);
+        let w = self.writer.poll_timeout();
+        let r = self
+            .readers
+            .iter()
+            .filter_map(|r| r.core.poll_timeout())
+            .min();
+        [net, w, r].into_iter().flatten().min()
+    }
+
+    /// Processes the next event if it is due no later than `limit`; false when there is none.
+    pub fn step_until(&mut self, limit: Instant) -> bool {
+        self.flush();
+        let Some(t) = self.next_event() else {
+            return false;
+        };
+        if t > limit {
+            return false;
+        }
+        self.now = self.now.max(t);
+        let now = self.now;
+        while self.in_flight.peek().is_some_and(|r| r.0.at <= now) {
+            if let Some(Reverse(d)) = self.in_flight.pop() {
+                self.deliver(d);
+                self.flush();
+            }
+        }
+        if self.writer.poll_timeout().is_some_and(|t| t <= now) {
+            self.writer.handle_timeout(now);
+        }
+        for r in &mut self.readers {
+            if r.core.poll_timeout().is_some_and(|t| t <= now) {
+                r.core.handle_timeout(now);
+            }
+        }
+        self.flush();
+        true
+    }
+
+    /// Runs for `d` of virtual time.
+    pub fn run_for(&mut self, d: Duration) {
+        let end = self.now + d;
+        while self.step_until(end) {}
+        self.now = self.now.max(end);
+    }
+
+    /// Runs until nothing is in flight and no timer is pending, or `limit` of virtual time
+    /// passed; true when quiescent.
+    pub fn run_until_quiescent(&mut self, limit: Duration) -> bool {
+        let end = self.now + limit;
+        while self.step_until(end) {}
+        self.next_event().is_none()
+    }
+
+    /// Sequence numbers reader `i` received, in delivery order.
+    pub fn seqs(&self, i: usize) -> Vec<SequenceNumber> {
+        self.readers[i].received.iter().map(|r| r.seq).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn xorshift_is_deterministic_and_roughly_uniform() {
+        let mut a = XorShift::new(7);
+        let mut b = XorShift::new(7);
+        let mut hits = 0;
+        for _ in 0..10_000 {
+            assert_eq!(a.next_u64(), b.next_u64());
+            if a.chance(0.3) {
+                hits += 1;
+            }
+            b.chance(0.3);
+        }
+        assert!((2700..3300).contains(&hits), "{hits}");
+    }
+
+    #[test]
+    fn lossless_reliable_delivery() {
+        let mut sim = Sim::new(Sim::writer_config(), NetConfig::default());
+        sim.add_reader(true, false);
+        for i in 0..10u8 {
+            sim.write(&[0, 1, 0, 0, i]).unwrap();
+        }
+        assert!(sim.run_until_quiescent(Duration::from_secs(5)));
+        assert_eq!(sim.seqs(0), (1..=10).collect::<Vec<_>>());
+        assert!(sim.writer.all_acked());
+        assert_eq!(sim.stats.oversize, 0);
+    }
+}

@@ -1,0 +1,228 @@
+//! The writer's history cache: samples by sequence number, in a ring.
+//!
+//! Sequence numbers are assigned consecutively, so the history is a `VecDeque` sorted by
+//! sequence number: appending is O(1) and lookups are a binary search (O(1) for the common
+//! case of the newest sample). A sample replaced under KEEP_LAST stays as a tombstone (its
+//! payload dropped) until it reaches the front or tombstones outnumber live samples, when the
+//! ring is compacted; readers that still want a tombstoned number get a GAP.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+use crate::types::{SequenceNumber, Timestamp};
+
+/// One sample as the writer keeps it.
+#[derive(Debug, Clone)]
+pub(crate) struct Sample {
+    pub payload: Arc<[u8]>,
+    pub key_hash: Option<[u8; 16]>,
+    pub status_info: u32,
+    pub key_flag: bool,
+    pub timestamp: Option<Timestamp>,
+}
+
+#[derive(Debug)]
+struct Slot {
+    seq: SequenceNumber,
+    sample: Option<Sample>,
+}
+
+/// Key used for instance bookkeeping of keyless topics.
+const NO_KEY: [u8; 16] = [0; 16];
+
+#[derive(Debug)]
+pub(crate) struct History {
+    slots: VecDeque<Slot>,
+    live: usize,
+    tombstones: usize,
+    /// KEEP_LAST depth per instance; `None` for KEEP_ALL (no instance bookkeeping).
+    depth: Option<usize>,
+    /// Sequence numbers of each instance's live samples, oldest first (KEEP_LAST only).
+    instances: HashMap<[u8; 16], VecDeque<SequenceNumber>>,
+}
+
+impl History {
+    pub fn new(depth: Option<usize>) -> Self {
+        History {
+            slots: VecDeque::new(),
+            live: 0,
+            tombstones: 0,
+            depth,
+            instances: HashMap::new(),
+        }
+    }
+
+    /// Number of live samples.
+    pub fn len(&self) -> usize {
+        self.live
+    }
+
+    /// Sequence number of the oldest live sample.
+    pub fn first_seq(&self) -> Option<SequenceNumber> {
+        // The front slot is always live: tombstones at the front are popped eagerly.
+        self.slots.front().map(|s| s.seq)
+    }
+
+    fn index_of(&self, seq: SequenceNumber) -> usize {
+        // Fast path: no compaction since the front, so the index is the distance.
+        if let Some(front) = self.slots.front() {
+            if seq >= front.seq {
+                let guess = usize::try_from(seq.wrapping_sub(front.seq)).unwrap_or(usize::MAX);
+                if self.slots.get(guess).is_some_and(|s| s.seq == seq) {
+                    return guess;
+                }
+            }
+        }
+        self.slots.partition_point(|s| s.seq < seq)
+    }
+
+    /// The live sample with this number.
+    pub fn get(&self, seq: SequenceNumber) -> Option<&Sample> {
+        let i = self.index_of(seq);
+        match self.slots.get(i) {
+            Some(s) if s.seq == seq => s.sample.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The first live sample with number ≥ `seq`.
+    pub fn next_from(&self, seq: SequenceNumber) -> Option<(SequenceNumber, &Sample)> {
+        let mut i = self.index_of(seq);
+        while let Some(s) = self.slots.get(i) {
+            if let Some(x) = &s.sample {
+                return Some((s.seq, x));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The instance whose oldest sample `write` of `key` would replace, if it is at depth.
+    pub fn keep_last_victim(&self, key: Option<[u8; 16]>) -> Option<SequenceNumber> {
+        let depth = self.depth?;
+        let q = self.instances.get(&key.unwrap_or(NO_KEY))?;
+        if q.len() >= depth {
+            q.front().copied()
+        } else {
+            None
+        }
+    }
+
+    /// Appends a sample; `seq` must be greater than every number held.
+    pub fn push(&mut self, seq: SequenceNumber, sample: Sample) {
+        if self.depth.is_some() {
+            let key = sample.key_hash.unwrap_or(NO_KEY);
+            self.instances.entry(key).or_default().push_back(seq);
+        }
+        self.slots.push_back(Slot {
+            seq,
+            sample: Some(sample),
+        });
+        self.live += 1;
+    }
+
+    /// Drops the sample with this number (tombstone); returns whether it was live.
+    pub fn remove(&mut self, seq: SequenceNumber) -> bool {
+        let i = self.index_of(seq);
+        let Some(slot) = self.slots.get_mut(i) else {
+            return false;
+        };
+        if slot.seq != seq {
+            return false;
+        }
+        let Some(sample) = slot.sample.take() else {
+            return false;
+        };
+        self.live -= 1;
+        self.tombstones += 1;
+        self.forget_instance(seq, &sample);
+        self.trim_front();
+        if self.tombstones > 64 && self.tombstones > self.live {
+            self.slots.retain(|s| s.sample.is_some());
+            self.tombstones = 0;
+        }
+        true
+    }
+
+    /// Drops every sample with a number below `seq`; returns how many live samples went.
+    pub fn remove_below(&mut self, seq: SequenceNumber) -> usize {
+        let mut n = 0;
+        while let Some(front) = self.slots.front() {
+            if front.seq >= seq {
+                break;
+            }
+            if let Some(slot) = self.slots.pop_front() {
+                if let Some(sample) = slot.sample {
+                    self.live -= 1;
+                    n += 1;
+                    self.forget_instance(slot.seq, &sample);
+                } else {
+                    self.tombstones -= 1;
+                }
+            }
+        }
+        self.trim_front();
+        n
+    }
+
+    fn trim_front(&mut self) {
+        while self.slots.front().is_some_and(|s| s.sample.is_none()) {
+            self.slots.pop_front();
+            self.tombstones -= 1;
+        }
+    }
+
+    fn forget_instance(&mut self, seq: SequenceNumber, sample: &Sample) {
+        if self.depth.is_none() {
+            return;
+        }
+        let key = sample.key_hash.unwrap_or(NO_KEY);
+        if let Some(q) = self.instances.get_mut(&key) {
+            if q.front() == Some(&seq) {
+                q.pop_front();
+            } else if let Some(p) = q.iter().position(|&s| s == seq) {
+                q.remove(p);
+            }
+        }
+        // Empty instances are kept (no allocation churn for a keyless topic) until they
+        // clearly outnumber the live samples.
+        if self.instances.len() > 2 * self.live + 64 {
+            self.instances.retain(|_, q| !q.is_empty());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(key: u8) -> Sample {
+        Sample {
+            payload: Arc::from(&[key][..]),
+            key_hash: Some([key; 16]),
+            status_info: 0,
+            key_flag: false,
+            timestamp: None,
+        }
+    }
+
+    #[test]
+    fn keep_last_tombstones_and_compaction() {
+        let mut h = History::new(Some(1));
+        h.push(1, s(1));
+        for seq in 2..1000 {
+            let victim = h.keep_last_victim(Some([2; 16]));
+            if let Some(v) = victim {
+                assert!(h.remove(v));
+            }
+            h.push(seq, s(2));
+        }
+        assert_eq!(h.len(), 2);
+        assert!(h.slots.len() < 200, "compacted: {}", h.slots.len());
+        assert_eq!(h.first_seq(), Some(1));
+        assert_eq!(h.next_from(2).map(|x| x.0), Some(999));
+        assert!(h.get(500).is_none());
+        assert_eq!(h.remove_below(999), 1);
+        assert_eq!(h.first_seq(), Some(999));
+    }
+}

@@ -1,0 +1,988 @@
+//! The RTPS writer state machine ([`WriterCore`]): history, matched readers, push, heartbeats,
+//! repairs.
+//!
+//! # Model
+//! One `WriterCore` per local writer (user or built-in). The runtime keeps it behind its own
+//! lock and drives it with:
+//! - [`WriterCore::write`] from the application thread (cheap: a ring append),
+//! - [`WriterCore::on_acknack`] / [`WriterCore::on_nack_frag`] from the receive thread,
+//! - [`WriterCore::handle_timeout`] when [`WriterCore::poll_timeout`] expires,
+//! - [`WriterCore::poll_transmit_into`] after each of those, until it returns `false`.
+//!
+//! Each matched reader has a *proxy* with three cursors: `acked` (everything below was
+//! acknowledged), `unsent` (next sample to push) and a repair queue filled by ACKNACK and
+//! NACK_FRAG. Every transmit is addressed to one reader (unicast + INFO_DST); the payload is
+//! shared (`Arc`) between readers, so fan-out costs no copies. Readers sharing a multicast
+//! locator can later be grouped into one [`Destination::Locators`] transmit without changing
+//! the proxies.
+//!
+//! # Heartbeats (modelled on Cyclone DDS)
+//! - The first transmit to a new reliable reader carries a HEARTBEAT telling it where its
+//!   stream starts (volatile readers start after the last sample written before they matched).
+//! - A HEARTBEAT is piggybacked at the end of every burst of new data and at the end of every
+//!   repair. It is *final* (no answer needed unless something is missing) except every
+//!   `ack_every` samples, after a repair, or when the history is full, when it asks for an
+//!   ACKNACK so that acknowledged samples can be released.
+//! - While any reliable reader has unacknowledged samples, a non-final HEARTBEAT goes to it
+//!   every `heartbeat_period`.
+//!
+//! # Repairs
+//! ACKNACK bitmaps are merged into the reader's repair queue (bounded); requests are served after `nack_response_delay` as DATA/DATA_FRAG, or GAP when the sample is
+//! gone (replaced under KEEP_LAST). NACK_FRAG resends only the named fragments. ACKNACKs with
+//! an old count, and Fast DDS's pre-emptive ACKNACK (base 0), request nothing.
+
+mod history;
+pub mod transmit;
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::types::{EntityId, Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
+use crate::wire::{
+    AckNack, FragmentNumberSet, Gap, Heartbeat, NackFrag, PayloadKind, SequenceNumberSet,
+};
+use history::{History, Sample};
+pub use transmit::{
+    Destination, InlineQos, OutData, OutDataFrag, OutSubmessage, Transmit, DATAGRAM_OVERHEAD,
+};
+
+/// The HISTORY QoS of a writer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum HistoryKind {
+    /// Keep the last `n` samples of every instance (`n` ≥ 1).
+    KeepLast(u32),
+    /// Keep every sample until all reliable readers acknowledged it (bounded by
+    /// [`WriterConfig::max_samples`]).
+    KeepAll,
+}
+
+/// Configuration of a [`WriterCore`].
+#[derive(Debug, Clone)]
+pub struct WriterConfig {
+    /// The writer's GUID.
+    pub guid: Guid,
+    /// RELIABLE (true) or BEST_EFFORT.
+    pub reliable: bool,
+    /// TRANSIENT_LOCAL (true: late-joining durable readers get the retained history) or VOLATILE.
+    pub transient_local: bool,
+    /// History kind and depth.
+    pub history: HistoryKind,
+    /// RESOURCE_LIMITS max_samples: live samples held at most (`usize::MAX`: unlimited).
+    pub max_samples: usize,
+    /// Period of heartbeats while readers have unacknowledged data. Default 100 ms.
+    pub heartbeat_period: Duration,
+    /// Delay before answering an ACKNACK/NACK_FRAG (coalesces requests). Default 0.
+    pub nack_response_delay: Duration,
+    /// DATA_FRAG fragment size; larger samples are fragmented. Default 1344 (Cyclone's).
+    pub fragment_size: usize,
+    /// Largest datagram the writer asks for, RTPS header included. Default 14720.
+    pub max_message_size: usize,
+    /// Send new samples at once (true, default) or only announce them by HEARTBEAT.
+    pub push_mode: bool,
+    /// Attach PID_KEY_HASH to samples that have one. Default true.
+    pub send_key_hash: bool,
+}
+
+impl WriterConfig {
+    /// DDS defaults: reliable, volatile, KEEP_LAST 1, unlimited resources, 100 ms heartbeat.
+    pub fn new(guid: Guid) -> Self {
+        WriterConfig {
+            guid,
+            reliable: true,
+            transient_local: false,
+            history: HistoryKind::KeepLast(1),
+            max_samples: usize::MAX,
+            heartbeat_period: Duration::from_millis(100),
+            nack_response_delay: Duration::ZERO,
+            fragment_size: 1344,
+            max_message_size: 14720,
+            push_mode: true,
+            send_key_hash: true,
+        }
+    }
+}
+
+/// Why [`WriterCore::write`] refused a sample. Both are resource conditions, not peer faults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum WriteError {
+    /// The history holds `max_samples` samples that readers still need; wait for
+    /// acknowledgements ([`WriterCore::can_accept`]) and retry.
+    #[error("writer history full of unacknowledged samples")]
+    HistoryFull,
+    /// The payload exceeds what RTPS can carry (4 GiB).
+    #[error("payload too large")]
+    PayloadTooLarge,
+}
+
+/// Statistics of a [`WriterCore`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriterCounters {
+    /// Samples accepted by `write`.
+    pub samples_written: u64,
+    /// DATA submessages sent (first transmissions and repairs).
+    pub data_sent: u64,
+    /// DATA_FRAG submessages sent.
+    pub data_frag_sent: u64,
+    /// Samples or fragment runs sent again because a reader asked.
+    pub retransmits: u64,
+    /// GAP submessages sent.
+    pub gaps_sent: u64,
+    /// HEARTBEAT submessages sent.
+    pub heartbeats_sent: u64,
+    /// ACKNACKs received (all).
+    pub acknacks_received: u64,
+    /// ACKNACKs/NACK_FRAGs ignored: old count, best-effort reader.
+    pub acknacks_ignored: u64,
+    /// NACK_FRAGs received.
+    pub nack_frags_received: u64,
+    /// ACKNACK/NACK_FRAG from readers that are not matched.
+    pub unknown_reader: u64,
+}
+
+/// Most NACK_FRAG requests queued per reader; more are dropped (the reader will ask again).
+const MAX_FRAG_REPAIRS: usize = 16;
+/// Most whole-sample repairs queued per reader.
+const MAX_REPAIRS: usize = 1024;
+/// Room kept in every datagram for a trailing HEARTBEAT.
+const HB_LEN: usize = 32;
+/// Worst-case bytes around one DATA_FRAG's fragments: INFO_TS, header, inline QoS.
+const FRAG_OVERHEAD: usize = 12 + 36 + 32;
+
+#[derive(Debug)]
+struct ReaderProxy {
+    guid: Guid,
+    locators: Locators,
+    reliable: bool,
+    /// First sample this reader is meant to get.
+    start: SequenceNumber,
+    /// Everything below is acknowledged (best effort: sent).
+    acked: SequenceNumber,
+    /// Next sample to push.
+    unsent: SequenceNumber,
+    /// Fragments of `unsent` already pushed.
+    unsent_frag: u32,
+    /// Whole samples to resend, ascending.
+    repair: VecDeque<SequenceNumber>,
+    /// Fragments of `repair.front()` already resent.
+    repair_frag: u32,
+    /// Fragment requests (NACK_FRAG).
+    frag_repairs: Vec<(SequenceNumber, FragmentNumberSet)>,
+    /// When queued repairs become due.
+    repair_at: Option<Instant>,
+    /// A heartbeat to send (the value is its final flag).
+    hb_due: Option<bool>,
+    /// Last sequence number for which an acknowledgement was requested.
+    ack_req_seq: SequenceNumber,
+    last_acknack_count: Option<i32>,
+    last_nackfrag_count: Option<i32>,
+}
+
+impl ReaderProxy {
+    fn has_work(&self, now: Instant, last_seq: SequenceNumber, push: bool) -> bool {
+        (self.unsent <= last_seq && (push || !self.reliable))
+            || self.hb_due.is_some()
+            || self.repair_at.is_some_and(|t| t <= now)
+    }
+
+    fn want_hb(&mut self, final_flag: bool) {
+        self.hb_due = Some(self.hb_due.unwrap_or(true) && final_flag);
+    }
+}
+
+/// Writer state shared by all proxies (split from the proxies for borrowing).
+#[derive(Debug)]
+struct Shared {
+    cfg: WriterConfig,
+    history: History,
+    last_seq: SequenceNumber,
+    hb_count: i32,
+    counters: WriterCounters,
+    /// Bytes of submessages per datagram (after header, INFO_DST and a trailing HEARTBEAT).
+    budget: usize,
+    frag_size: usize,
+    frags_per_sub: u32,
+    ack_every: i64,
+    gc_needed: bool,
+}
+
+/// The state machine of one RTPS writer. See the [module docs](self).
+#[derive(Debug)]
+pub struct WriterCore {
+    sh: Shared,
+    readers: Vec<ReaderProxy>,
+    rr: usize,
+    next_hb: Option<Instant>,
+}
+
+/// Where emitting into a datagram stopped.
+struct Cursor {
+    used: usize,
+    ts: Option<Timestamp>,
+}
+
+impl Shared {
+    fn room(&self, c: &Cursor, out: &[OutSubmessage], need: usize) -> bool {
+        out.is_empty() || c.used + need <= self.budget
+    }
+
+    fn first_available(&self, from: SequenceNumber) -> SequenceNumber {
+        self.history
+            .next_from(from)
+            .map(|x| x.0)
+            .unwrap_or(self.last_seq + 1)
+    }
+
+    fn push_ts(&self, c: &mut Cursor, out: &mut Vec<OutSubmessage>, ts: Option<Timestamp>) {
+        if c.ts != ts {
+            let sm = OutSubmessage::InfoTs(ts);
+            c.used += sm.wire_len();
+            out.push(sm);
+            c.ts = ts;
+        }
+    }
+
+    fn inline_qos(&self, s: &Sample) -> InlineQos {
+        InlineQos {
+            key_hash: if self.cfg.send_key_hash {
+                s.key_hash
+            } else {
+                None
+            },
+            status_info: s.status_info,
+        }
+    }
+
+    fn is_fragmented(&self, s: &Sample) -> bool {
+        s.payload.len() > self.frag_size
+    }
+
+    fn total_frags(&self, s: &Sample) -> u32 {
+        s.payload.len().div_ceil(self.frag_size) as u32
+    }
+
+    /// Emits a whole unfragmented sample; false when there is no room.
+    fn emit_data(
+        &mut self,
+        reader_id: EntityId,
+        seq: SequenceNumber,
+        s: &Sample,
+        c: &mut Cursor,
+        out: &mut Vec<OutSubmessage>,
+    ) -> bool {
+        let ts_len = if c.ts != s.timestamp { 12 } else { 0 };
+        let d = OutData {
+            reader_id,
+            writer_id: self.cfg.guid.entity_id,
+            writer_sn: seq,
+            inline_qos: self.inline_qos(s),
+            payload_kind: if s.payload.is_empty() {
+                PayloadKind::None
+            } else if s.key_flag {
+                PayloadKind::Key
+            } else {
+                PayloadKind::Data
+            },
+            payload: s.payload.clone(),
+        };
+        let sm = OutSubmessage::Data(d);
+        let need = sm.wire_len() + ts_len;
+        if !self.room(c, out, need) {
+            return false;
+        }
+        self.push_ts(c, out, s.timestamp);
+        c.used += sm.wire_len();
+        out.push(sm);
+        self.counters.data_sent += 1;
+        true
+    }
+
+    /// Emits fragments `from..to` (0-based) of a fragmented sample in chunks as room allows;
+    /// returns the first fragment not emitted.
+    #[allow(clippy::too_many_arguments)]
+    fn emit_frags(
+        &mut self,
+        reader_id: EntityId,
+        seq: SequenceNumber,
+        s: &Sample,
+        from: u32,
+        to: u32,
+        c: &mut Cursor,
+        out: &mut Vec<OutSubmessage>,
+    ) -> u32 {
+        let total = self.total_frags(s);
+        let to = to.min(total);
+        let mut f = from;
+        while f < to {
+            let n = (to - f).min(self.frags_per_sub);
+            let start = f as usize * self.frag_size;
+            let end = ((f + n) as usize * self.frag_size).min(s.payload.len());
+            let sm = OutSubmessage::DataFrag(OutDataFrag {
+                reader_id,
+                writer_id: self.cfg.guid.entity_id,
+                writer_sn: seq,
+                fragment_starting_num: f + 1,
+                fragments_in_submessage: n as u16,
+                fragment_size: self.frag_size as u16,
+                sample_size: s.payload.len() as u32,
+                inline_qos: self.inline_qos(s),
+                key_flag: s.key_flag,
+                payload: s.payload.clone(),
+                range: start..end,
+            });
+            let ts_len = if c.ts != s.timestamp { 12 } else { 0 };
+            if !self.room(c, out, sm.wire_len() + ts_len) {
+                break;
+            }
+            self.push_ts(c, out, s.timestamp);
+            c.used += sm.wire_len();
+            out.push(sm);
+            self.counters.data_frag_sent += 1;
+            f += n;
+        }
+        f
+    }
+
+    fn emit_gap(
+        &mut self,
+        reader_id: EntityId,
+        from: SequenceNumber,
+        to: SequenceNumber,
+        c: &mut Cursor,
+        out: &mut Vec<OutSubmessage>,
+    ) -> bool {
+        let sm = OutSubmessage::Gap(Gap {
+            reader_id,
+            writer_id: self.cfg.guid.entity_id,
+            gap_start: from,
+            gap_list: SequenceNumberSet::empty(to),
+        });
+        if !self.room(c, out, sm.wire_len()) {
+            return false;
+        }
+        c.used += sm.wire_len();
+        out.push(sm);
+        self.counters.gaps_sent += 1;
+        true
+    }
+
+    fn heartbeat(&mut self, r: &ReaderProxy, final_flag: bool) -> Heartbeat {
+        self.hb_count = self.hb_count.wrapping_add(1);
+        self.counters.heartbeats_sent += 1;
+        let first = r
+            .start
+            .max(self.history.first_seq().unwrap_or(self.last_seq + 1))
+            .min(self.last_seq + 1);
+        Heartbeat {
+            reader_id: r.guid.entity_id,
+            writer_id: self.cfg.guid.entity_id,
+            first_sn: first,
+            last_sn: self.last_seq,
+            count: self.hb_count,
+            final_flag,
+            liveliness_flag: false,
+        }
+    }
+
+    fn can_accept(&self, min_needed: SequenceNumber) -> bool {
+        self.history.len() < self.cfg.max_samples
+            || self.history.first_seq().is_some_and(|f| f < min_needed)
+    }
+
+    /// Fills `out` with what reader `r` needs now; false if nothing.
+    fn fill(
+        &mut self,
+        r: &mut ReaderProxy,
+        now: Instant,
+        full_history: bool,
+        out: &mut Transmit,
+    ) -> bool {
+        out.dest = Destination::Endpoint {
+            guid: r.guid,
+            locators: r.locators,
+        };
+        let subs = &mut out.submessages;
+        subs.clear();
+        let mut c = Cursor { used: 0, ts: None };
+        let rid = r.guid.entity_id;
+        let mut full = false;
+
+        // 1. Repairs.
+        if r.reliable && r.repair_at.is_some_and(|t| t <= now) {
+            while !full && !r.frag_repairs.is_empty() {
+                let (seq, mut set) = r.frag_repairs[0];
+                if seq < r.acked || seq >= r.unsent {
+                    r.frag_repairs.remove(0);
+                    continue;
+                }
+                let Some(sample) = self.history.get(seq).cloned() else {
+                    r.frag_repairs.remove(0);
+                    if !r.repair.contains(&seq) {
+                        let p = r.repair.partition_point(|&x| x < seq);
+                        r.repair.insert(p, seq);
+                    }
+                    continue;
+                };
+                let total = if self.is_fragmented(&sample) {
+                    self.total_frags(&sample)
+                } else {
+                    1
+                };
+                // Serve the set run by run.
+                loop {
+                    let first = set.iter().find(|&n| n >= 1 && n <= total);
+                    let Some(a) = first else { break };
+                    let mut b = a;
+                    while b < total && set.contains(b + 1) {
+                        b += 1;
+                    }
+                    let next = if self.is_fragmented(&sample) {
+                        self.emit_frags(rid, seq, &sample, a - 1, b, &mut c, subs) + 1
+                    } else if self.emit_data(rid, seq, &sample, &mut c, subs) {
+                        b + 1
+                    } else {
+                        a
+                    };
+                    if next > a {
+                        self.counters.retransmits += 1;
+                    }
+                    for n in a..next {
+                        fns_remove(&mut set, n);
+                    }
+                    if next <= b {
+                        full = true;
+                        break;
+                    }
+                }
+                if full {
+                    r.frag_repairs[0].1 = set;
+                } else {
+                    r.frag_repairs.remove(0);
+                }
+            }
+            while !full {
+                let Some(&seq) = r.repair.front() else { break };
+                if seq < r.acked || seq >= r.unsent {
+                    r.repair.pop_front();
+                    r.repair_frag = 0;
+                    continue;
+                }
+                match self.history.get(seq).cloned() {
+                    None => {
+                        let end = self.first_available(seq).min(r.unsent);
+                        if !self.emit_gap(rid, seq, end, &mut c, subs) {
+                            full = true;
+                            break;
+                        }
+                        while r.repair.front().is_some_and(|&x| x < end) {
+                            r.repair.pop_front();
+                        }
+                        r.repair_frag = 0;
+                    }
+                    Some(sample) if self.is_fragmented(&sample) => {
+                        let total = self.total_frags(&sample);
+                        let next =
+                            self.emit_frags(rid, seq, &sample, r.repair_frag, total, &mut c, subs);
+                        if next > r.repair_frag && r.repair_frag == 0 {
+                            self.counters.retransmits += 1;
+                        }
+                        if next < total {
+                            r.repair_frag = next;
+                            full = true;
+                        } else {
+                            r.repair.pop_front();
+                            r.repair_frag = 0;
+                        }
+                    }
+                    Some(sample) => {
+                        if !self.emit_data(rid, seq, &sample, &mut c, subs) {
+                            full = true;
+                        } else {
+                            self.counters.retransmits += 1;
+                            r.repair.pop_front();
+                        }
+                    }
+                }
+            }
+            if r.repair.is_empty() && r.frag_repairs.is_empty() {
+                r.repair_at = None;
+                // Ask the reader what is still missing.
+                r.want_hb(false);
+            }
+        }
+
+        // 2. New samples.
+        if !full && (self.cfg.push_mode || !r.reliable) && r.unsent <= self.last_seq {
+            while r.unsent <= self.last_seq {
+                let seq = r.unsent;
+                let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
+                match next {
+                    Some((s, sample)) if s == seq => {
+                        if self.is_fragmented(&sample) {
+                            let total = self.total_frags(&sample);
+                            let f = self.emit_frags(
+                                rid,
+                                seq,
+                                &sample,
+                                r.unsent_frag,
+                                total,
+                                &mut c,
+                                subs,
+                            );
+                            if f < total {
+                                r.unsent_frag = f;
+                                break;
+                            }
+                        } else if !self.emit_data(rid, seq, &sample, &mut c, subs) {
+                            break;
+                        }
+                        r.unsent = seq + 1;
+                        r.unsent_frag = 0;
+                    }
+                    other => {
+                        let end = other.map(|x| x.0).unwrap_or(self.last_seq + 1);
+                        if r.reliable && !self.emit_gap(rid, seq, end, &mut c, subs) {
+                            break;
+                        }
+                        r.unsent = end;
+                        r.unsent_frag = 0;
+                    }
+                }
+            }
+            if !r.reliable {
+                r.acked = r.unsent;
+                self.gc_needed = true;
+            } else if r.unsent > self.last_seq {
+                let want_ack = self.last_seq - r.ack_req_seq >= self.ack_every || full_history;
+                r.want_hb(!want_ack);
+            }
+        }
+
+        // 3. Heartbeat (room for it is always reserved).
+        if r.reliable {
+            if let Some(final_flag) = r.hb_due.take() {
+                let hb = self.heartbeat(r, final_flag);
+                if !final_flag {
+                    r.ack_req_seq = self.last_seq;
+                }
+                subs.push(OutSubmessage::Heartbeat(hb));
+            }
+        } else {
+            r.hb_due = None;
+        }
+        !subs.is_empty()
+    }
+}
+
+fn fns_remove(set: &mut FragmentNumberSet, n: u32) {
+    if n < set.base || n - set.base >= set.num_bits {
+        return;
+    }
+    let off = (n - set.base) as usize;
+    if let Some(w) = set.bitmap.get_mut(off / 32) {
+        *w &= !(1u32 << (31 - off % 32));
+    }
+}
+
+impl WriterCore {
+    /// A writer with no matched readers and an empty history.
+    pub fn new(cfg: WriterConfig) -> Self {
+        let budget = cfg
+            .max_message_size
+            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
+            .max(512);
+        let max_frag = (budget - FRAG_OVERHEAD).min(u16::MAX as usize) & !3;
+        let frag_size = cfg.fragment_size.clamp(4, max_frag) & !3;
+        let frags_per_sub =
+            ((budget - FRAG_OVERHEAD) / frag_size).clamp(1, u16::MAX as usize) as u32;
+        let depth = match cfg.history {
+            HistoryKind::KeepLast(n) => Some(n.max(1) as usize),
+            HistoryKind::KeepAll => None,
+        };
+        let ack_every = match cfg.history {
+            HistoryKind::KeepAll => (cfg.max_samples / 8).clamp(1, 128) as i64,
+            HistoryKind::KeepLast(_) => 128,
+        };
+        WriterCore {
+            sh: Shared {
+                history: History::new(depth),
+                last_seq: 0,
+                hb_count: 0,
+                counters: WriterCounters::default(),
+                budget,
+                frag_size,
+                frags_per_sub,
+                ack_every,
+                gc_needed: false,
+                cfg,
+            },
+            readers: Vec::new(),
+            rr: 0,
+            next_hb: None,
+        }
+    }
+
+    /// The writer's GUID.
+    pub fn guid(&self) -> Guid {
+        self.sh.cfg.guid
+    }
+
+    /// The configuration.
+    pub fn config(&self) -> &WriterConfig {
+        &self.sh.cfg
+    }
+
+    /// Sequence number of the last sample written (0 before the first).
+    pub fn last_seq(&self) -> SequenceNumber {
+        self.sh.last_seq
+    }
+
+    /// Number of samples held in the history.
+    pub fn history_len(&self) -> usize {
+        self.sh.history.len()
+    }
+
+    /// Statistics.
+    pub fn counters(&self) -> WriterCounters {
+        self.sh.counters
+    }
+
+    /// The fragment size in use (the configured one, clamped to fit a datagram).
+    pub fn fragment_size(&self) -> usize {
+        self.sh.frag_size
+    }
+
+    /// Number of matched readers.
+    pub fn matched_readers(&self) -> usize {
+        self.readers.len()
+    }
+
+    /// Whether `guid` is a matched reader.
+    pub fn has_reader(&self, guid: Guid) -> bool {
+        self.readers.iter().any(|r| r.guid == guid)
+    }
+
+    /// Matches a reader. `reliable` is the reader's reliability (a best-effort writer treats
+    /// every reader as best effort); `durable` says whether it wants the retained history
+    /// (reader durability ≥ TRANSIENT_LOCAL; only meaningful for a transient-local writer).
+    /// Matching an already matched reader updates its locators.
+    pub fn add_reader(
+        &mut self,
+        guid: Guid,
+        locators: Locators,
+        reliable: bool,
+        durable: bool,
+        now: Instant,
+    ) {
+        if let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) {
+            r.locators = locators;
+            return;
+        }
+        let reliable = reliable && self.sh.cfg.reliable;
+        let last = self.sh.last_seq;
+        let start = if self.sh.cfg.transient_local && durable {
+            self.sh.history.first_seq().unwrap_or(last + 1)
+        } else {
+            last + 1
+        };
+        self.readers.push(ReaderProxy {
+            guid,
+            locators,
+            reliable,
+            start,
+            acked: start,
+            unsent: start,
+            unsent_frag: 0,
+            repair: VecDeque::new(),
+            repair_frag: 0,
+            frag_repairs: Vec::new(),
+            repair_at: None,
+            hb_due: reliable.then_some(false),
+            ack_req_seq: start - 1,
+            last_acknack_count: None,
+            last_nackfrag_count: None,
+        });
+        if reliable && self.next_hb.is_none() {
+            self.next_hb = Some(now + self.sh.cfg.heartbeat_period);
+        }
+    }
+
+    /// Unmatches a reader; returns whether it was matched. Samples only it still needed may
+    /// be released.
+    pub fn remove_reader(&mut self, guid: Guid) -> bool {
+        let Some(i) = self.readers.iter().position(|r| r.guid == guid) else {
+            return false;
+        };
+        self.readers.swap_remove(i);
+        self.gc();
+        true
+    }
+
+    fn min_needed(&self) -> SequenceNumber {
+        self.readers
+            .iter()
+            .map(|r| if r.reliable { r.acked } else { r.unsent })
+            .min()
+            .unwrap_or(self.sh.last_seq + 1)
+    }
+
+    fn gc(&mut self) {
+        self.sh.gc_needed = false;
+        if !self.sh.cfg.transient_local {
+            let m = self.min_needed();
+            self.sh.history.remove_below(m);
+        }
+    }
+
+    /// Whether a `write` would currently find room (KEEP_ALL/resource limits). A blocked
+    /// writer re-checks this after each [`WriterCore::on_acknack`] that returned true.
+    pub fn can_accept(&self) -> bool {
+        self.sh.can_accept(self.min_needed())
+    }
+
+    /// Adds a sample to the history and returns its sequence number; the sample goes out on
+    /// the next [`WriterCore::poll_transmit_into`].
+    ///
+    /// `payload` is the serialized sample (encapsulation header included) or, with `key_flag`,
+    /// the serialized key; it may be empty for a dispose/unregister identified by `key_hash`.
+    /// `status_info` is 0, or 1 (disposed) | 2 (unregistered).
+    pub fn write(
+        &mut self,
+        payload: Arc<[u8]>,
+        key_hash: Option<[u8; 16]>,
+        status_info: u32,
+        key_flag: bool,
+        source_timestamp: Option<Timestamp>,
+        now: Instant,
+    ) -> Result<SequenceNumber, WriteError> {
+        if payload.len() > u32::MAX as usize {
+            return Err(WriteError::PayloadTooLarge);
+        }
+        let keep = self.sh.cfg.transient_local || !self.readers.is_empty();
+        if keep {
+            if self.sh.history.len() >= self.sh.cfg.max_samples
+                && self.sh.history.keep_last_victim(key_hash).is_none()
+            {
+                let m = self.min_needed();
+                match self.sh.history.first_seq() {
+                    Some(f) if f < m => {
+                        self.sh.history.remove_below(f + 1);
+                    }
+                    _ => return Err(WriteError::HistoryFull),
+                }
+            }
+            if let Some(victim) = self.sh.history.keep_last_victim(key_hash) {
+                self.sh.history.remove(victim);
+            }
+        }
+        let seq = self.sh.last_seq + 1;
+        self.sh.last_seq = seq;
+        self.sh.counters.samples_written += 1;
+        if keep {
+            self.sh.history.push(
+                seq,
+                Sample {
+                    payload,
+                    key_hash,
+                    status_info,
+                    key_flag,
+                    timestamp: source_timestamp,
+                },
+            );
+        }
+        if !self.sh.cfg.push_mode {
+            for r in self.readers.iter_mut().filter(|r| r.reliable) {
+                r.unsent = seq + 1;
+            }
+        }
+        if self.next_hb.is_none() && self.readers.iter().any(|r| r.reliable) {
+            self.next_hb = Some(now + self.sh.cfg.heartbeat_period);
+        }
+        Ok(seq)
+    }
+
+    /// Handles an ACKNACK from reader `(src, an.reader_id)`. Returns true when the
+    /// acknowledged state advanced (history space may have been freed, `all_acked` may have
+    /// become true).
+    pub fn on_acknack(&mut self, src: GuidPrefix, an: &AckNack, now: Instant) -> bool {
+        self.sh.counters.acknacks_received += 1;
+        let guid = Guid::new(src, an.reader_id);
+        let last = self.sh.last_seq;
+        let delay = self.sh.cfg.nack_response_delay;
+        let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) else {
+            self.sh.counters.unknown_reader += 1;
+            return false;
+        };
+        if !r.reliable || r.last_acknack_count.is_some_and(|c| an.count <= c) {
+            self.sh.counters.acknacks_ignored += 1;
+            return false;
+        }
+        r.last_acknack_count = Some(an.count);
+        let set = &an.reader_sn_state;
+        if set.base <= 0 {
+            // Pre-emptive ACKNACK (Fast DDS, Connext): "tell me what you have".
+            r.want_hb(false);
+            return false;
+        }
+        let base = set.base.min(last + 1);
+        let progressed = base > r.acked;
+        if progressed {
+            r.acked = base;
+        }
+        if r.unsent < r.acked {
+            r.unsent = r.acked;
+            r.unsent_frag = 0;
+        }
+        // Merge with what is already queued: readers suppress re-requests of repairs in
+        // flight, so a newer ACKNACK that omits a number does not cancel it.
+        let keep_front = r.repair.front().copied();
+        let acked = r.acked;
+        r.repair.retain(|&sn| sn >= acked);
+        let queued = r.repair.len();
+        if set.base <= last + 1 && set.num_bits <= 256 {
+            for sn in set.iter() {
+                if sn >= r.acked && sn < r.unsent && r.repair.len() < MAX_REPAIRS {
+                    r.repair.push_back(sn);
+                }
+            }
+        }
+        if r.repair.len() > queued && queued > 0 {
+            let v = r.repair.make_contiguous();
+            v.sort_unstable();
+            let mut prev = None;
+            r.repair.retain(|&sn| prev.replace(sn) != Some(sn));
+        }
+        if r.repair.front().copied() != keep_front {
+            r.repair_frag = 0;
+        }
+        if !r.repair.is_empty() {
+            let due = now + delay;
+            r.repair_at = Some(r.repair_at.map_or(due, |t| t.min(due)));
+        } else if r.frag_repairs.is_empty() {
+            r.repair_at = None;
+            if !an.final_flag && r.acked <= last {
+                r.want_hb(false);
+            }
+        }
+        if progressed {
+            self.gc();
+        }
+        progressed
+    }
+
+    /// Handles a NACK_FRAG: queues the named fragments for resending.
+    pub fn on_nack_frag(&mut self, src: GuidPrefix, nf: &NackFrag, now: Instant) {
+        self.sh.counters.nack_frags_received += 1;
+        let guid = Guid::new(src, nf.reader_id);
+        let delay = self.sh.cfg.nack_response_delay;
+        let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) else {
+            self.sh.counters.unknown_reader += 1;
+            return;
+        };
+        if !r.reliable || r.last_nackfrag_count.is_some_and(|c| nf.count <= c) {
+            self.sh.counters.acknacks_ignored += 1;
+            return;
+        }
+        r.last_nackfrag_count = Some(nf.count);
+        let seq = nf.writer_sn;
+        let set = nf.fragment_number_state;
+        if seq < r.acked
+            || seq >= r.unsent
+            || set.num_bits == 0
+            || set.num_bits > 256
+            || set.base == 0
+            || set.base > u32::MAX - 256
+        {
+            return;
+        }
+        if let Some(e) = r
+            .frag_repairs
+            .iter_mut()
+            .find(|e| e.0 == seq && e.1.base == set.base)
+        {
+            e.1 = set;
+        } else if r.frag_repairs.len() < MAX_FRAG_REPAIRS {
+            r.frag_repairs.push((seq, set));
+        } else {
+            return;
+        }
+        let due = now + delay;
+        r.repair_at = Some(r.repair_at.map_or(due, |t| t.min(due)));
+    }
+
+    /// Builds the next datagram into `out` (reusing its allocation); false when there is
+    /// nothing to send now. Call until it returns false after every input.
+    pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Transmit) -> bool {
+        let n = self.readers.len();
+        let last = self.sh.last_seq;
+        let push = self.sh.cfg.push_mode;
+        let mut full_history = None;
+        for k in 0..n {
+            let i = (self.rr + k) % n;
+            if !self.readers[i].has_work(now, last, push) {
+                continue;
+            }
+            let fh = *full_history.get_or_insert_with(|| !self.can_accept());
+            if self.sh.fill(&mut self.readers[i], now, fh, out) {
+                self.rr = (i + 1) % n;
+                if self.sh.gc_needed {
+                    self.gc();
+                }
+                return true;
+            }
+        }
+        if self.sh.gc_needed {
+            self.gc();
+        }
+        false
+    }
+
+    /// Like [`WriterCore::poll_transmit_into`], allocating a new [`Transmit`].
+    pub fn poll_transmit(&mut self, now: Instant) -> Option<Transmit> {
+        let mut t = Transmit::new();
+        self.poll_transmit_into(now, &mut t).then_some(t)
+    }
+
+    /// The next instant [`WriterCore::handle_timeout`] (or a repair in `poll_transmit`) is due.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        self.readers
+            .iter()
+            .filter_map(|r| r.repair_at)
+            .chain(self.next_hb)
+            .min()
+    }
+
+    /// Runs timers: the periodic heartbeat to readers with unacknowledged samples.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        let Some(t) = self.next_hb else { return };
+        if t > now {
+            return;
+        }
+        let last = self.sh.last_seq;
+        let mut any = false;
+        for r in self.readers.iter_mut().filter(|r| r.reliable) {
+            if r.acked <= last {
+                r.want_hb(false);
+                any = true;
+            }
+        }
+        self.next_hb = any.then(|| now + self.sh.cfg.heartbeat_period);
+    }
+
+    /// Whether every matched reliable reader acknowledged `seq`.
+    pub fn is_acked_by_all(&self, seq: SequenceNumber) -> bool {
+        self.readers
+            .iter()
+            .filter(|r| r.reliable)
+            .all(|r| r.acked > seq)
+    }
+
+    /// Whether every sample written so far is acknowledged by every reliable reader
+    /// (`wait_for_acknowledgments`).
+    pub fn all_acked(&self) -> bool {
+        self.is_acked_by_all(self.sh.last_seq)
+    }
+}
+
+#[cfg(test)]
+mod tests;

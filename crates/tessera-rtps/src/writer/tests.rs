@@ -1,0 +1,249 @@
+use super::*;
+use crate::types::{entity_kind, GuidPrefix};
+
+fn t0() -> Instant {
+    crate::sim::epoch()
+}
+
+fn wguid() -> Guid {
+    Guid::new(
+        GuidPrefix([1; 12]),
+        EntityId::new(1, entity_kind::USER_WRITER_NO_KEY),
+    )
+}
+
+fn rguid() -> Guid {
+    Guid::new(
+        GuidPrefix([2; 12]),
+        EntityId::new(1, entity_kind::USER_READER_NO_KEY),
+    )
+}
+
+fn writer(cfg: impl FnOnce(&mut WriterConfig)) -> WriterCore {
+    let mut c = WriterConfig::new(wguid());
+    c.history = HistoryKind::KeepAll;
+    cfg(&mut c);
+    WriterCore::new(c)
+}
+
+fn drain(w: &mut WriterCore, now: Instant) -> Vec<Transmit> {
+    std::iter::from_fn(|| w.poll_transmit(now)).collect()
+}
+
+fn acknack(base: i64, missing: &[i64], count: i32) -> AckNack {
+    let mut set = SequenceNumberSet::empty(base);
+    for &m in missing {
+        set.insert(m);
+    }
+    AckNack {
+        reader_id: rguid().entity_id,
+        writer_id: wguid().entity_id,
+        reader_sn_state: set,
+        count,
+        final_flag: false,
+    }
+}
+
+fn kinds(t: &Transmit) -> Vec<&'static str> {
+    t.submessages
+        .iter()
+        .map(|s| match s {
+            OutSubmessage::InfoTs(_) => "ts",
+            OutSubmessage::Data(_) => "data",
+            OutSubmessage::DataFrag(_) => "frag",
+            OutSubmessage::Heartbeat(_) => "hb",
+            OutSubmessage::HeartbeatFrag(_) => "hbf",
+            OutSubmessage::AckNack(_) => "acknack",
+            OutSubmessage::NackFrag(_) => "nackfrag",
+            OutSubmessage::Gap(_) => "gap",
+        })
+        .collect()
+}
+
+fn pl(n: usize) -> Arc<[u8]> {
+    (0..n).map(|i| i as u8).collect::<Vec<_>>().into()
+}
+
+#[test]
+fn new_reader_gets_a_heartbeat_then_data_with_piggybacked_heartbeat() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    let t = drain(&mut w, now);
+    assert_eq!(t.len(), 1);
+    assert_eq!(kinds(&t[0]), ["hb"]);
+    match &t[0].submessages[0] {
+        // Volatile late joiner: its stream starts after sample 1.
+        OutSubmessage::Heartbeat(h) => assert_eq!((h.first_sn, h.last_sn), (2, 1)),
+        _ => unreachable!(),
+    }
+    assert_eq!(t[0].dest.info_dst(), Some(rguid().prefix));
+    w.write(pl(8), None, 0, false, Some(Timestamp::from_nanos(2)), now)
+        .unwrap();
+    let t = drain(&mut w, now);
+    assert_eq!(t.len(), 1);
+    assert_eq!(kinds(&t[0]), ["ts", "data", "hb"]);
+    assert!(!w.all_acked());
+    assert!(w.on_acknack(rguid().prefix, &acknack(3, &[], 1), now));
+    assert!(w.all_acked());
+    assert_eq!(w.history_len(), 0);
+}
+
+#[test]
+fn acknack_counts_and_preemptive_base_zero() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    drain(&mut w, now);
+    for _ in 0..3 {
+        w.write(pl(8), None, 0, false, None, now).unwrap();
+    }
+    drain(&mut w, now);
+    // Base 0: a request for a heartbeat, not a nack.
+    assert!(!w.on_acknack(rguid().prefix, &acknack(0, &[], 1), now));
+    let t = drain(&mut w, now);
+    assert_eq!(kinds(&t[0]), ["hb"]);
+    // NACK 2.
+    w.on_acknack(rguid().prefix, &acknack(2, &[2], 2), now);
+    let t = drain(&mut w, now);
+    assert_eq!(kinds(&t[0]), ["data", "hb"]);
+    // Same count again: ignored.
+    w.on_acknack(rguid().prefix, &acknack(2, &[2], 2), now);
+    assert!(drain(&mut w, now).is_empty());
+    assert_eq!(w.counters().acknacks_ignored, 1);
+    // Unknown reader.
+    w.on_acknack(GuidPrefix([3; 12]), &acknack(2, &[2], 9), now);
+    assert_eq!(w.counters().unknown_reader, 1);
+    // Acks beyond what was written are clamped.
+    assert!(w.on_acknack(rguid().prefix, &acknack(1000, &[], 3), now));
+    assert!(w.all_acked());
+    assert_eq!(w.history_len(), 0);
+}
+
+#[test]
+fn replaced_keep_last_samples_are_answered_with_gap() {
+    let mut w = writer(|c| c.history = HistoryKind::KeepLast(1));
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    drain(&mut w, now);
+    for _ in 0..5 {
+        w.write(pl(8), None, 0, false, None, now).unwrap();
+        drain(&mut w, now);
+    }
+    assert_eq!(w.history_len(), 1);
+    w.on_acknack(rguid().prefix, &acknack(1, &[1, 2, 3, 4, 5], 1), now);
+    let t = drain(&mut w, now);
+    assert_eq!(kinds(&t[0]), ["gap", "data", "hb"]);
+    match &t[0].submessages[0] {
+        OutSubmessage::Gap(g) => assert_eq!((g.gap_start, g.gap_list.base), (1, 5)),
+        _ => unreachable!(),
+    }
+}
+
+#[test]
+fn large_samples_are_fragmented_within_the_message_size() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    drain(&mut w, now);
+    w.write(pl(100_000), None, 0, false, None, now).unwrap();
+    let t = drain(&mut w, now);
+    let frags: u32 = t
+        .iter()
+        .flat_map(|t| &t.submessages)
+        .map(|s| match s {
+            OutSubmessage::DataFrag(f) => {
+                assert_eq!(f.fragment_size, 1344);
+                f.fragments_in_submessage as u32
+            }
+            _ => 0,
+        })
+        .sum();
+    assert_eq!(frags, 100_000u32.div_ceil(1344));
+    for x in &t {
+        assert!(x.wire_len() <= 14720, "{}", x.wire_len());
+    }
+    assert_eq!(t.len(), 8, "10 fragments per datagram");
+    // NACK_FRAG of fragments 2 and 40: only those are resent.
+    let mut set = FragmentNumberSet::empty(2);
+    set.insert(2);
+    set.insert(40);
+    let nf = NackFrag {
+        reader_id: rguid().entity_id,
+        writer_id: wguid().entity_id,
+        writer_sn: 1,
+        fragment_number_state: set,
+        count: 1,
+    };
+    w.on_nack_frag(rguid().prefix, &nf, now);
+    let t = drain(&mut w, now);
+    let resent: Vec<(u32, u16)> = t
+        .iter()
+        .flat_map(|t| &t.submessages)
+        .filter_map(|s| match s {
+            OutSubmessage::DataFrag(f) => {
+                Some((f.fragment_starting_num, f.fragments_in_submessage))
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(resent, vec![(2, 1), (40, 1)]);
+}
+
+#[test]
+fn best_effort_readers_get_data_once_and_no_heartbeats() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), false, false, now);
+    assert!(drain(&mut w, now).is_empty());
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    let t = drain(&mut w, now);
+    assert_eq!(kinds(&t[0]), ["data"]);
+    assert_eq!(w.history_len(), 0);
+    assert!(w.poll_timeout().is_none());
+    assert!(w.all_acked());
+}
+
+#[test]
+fn periodic_heartbeat_while_unacknowledged() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    drain(&mut w, now);
+    let t = w.poll_timeout().expect("heartbeat timer");
+    assert_eq!(t, now + Duration::from_millis(100));
+    w.handle_timeout(t);
+    let x = drain(&mut w, t);
+    assert_eq!(kinds(&x[0]), ["hb"]);
+    match &x[0].submessages[0] {
+        OutSubmessage::Heartbeat(h) => assert!(!h.final_flag),
+        _ => unreachable!(),
+    }
+    w.on_acknack(rguid().prefix, &acknack(2, &[], 1), t);
+    let t2 = w.poll_timeout().unwrap();
+    w.handle_timeout(t2);
+    assert!(drain(&mut w, t2).is_empty());
+    assert!(
+        w.poll_timeout().is_none(),
+        "no timer once everything is acked"
+    );
+}
+
+#[test]
+fn status_info_and_key_hash_travel_as_inline_qos() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), false, false, now);
+    w.write(pl(8), Some([5; 16]), 3, true, None, now).unwrap();
+    let t = drain(&mut w, now);
+    match &t[0].submessages[0] {
+        OutSubmessage::Data(d) => {
+            assert_eq!(d.payload_kind, PayloadKind::Key);
+            assert_eq!(d.inline_qos.status_info, 3);
+            assert_eq!(d.inline_qos.key_hash, Some([5; 16]));
+        }
+        other => panic!("{other:?}"),
+    }
+}

@@ -1,0 +1,359 @@
+//! Owned output of the reliability state machines: what to send, and to whom.
+//!
+//! [`crate::writer::WriterCore`] and [`crate::reader::ReaderCore`] never touch bytes on the
+//! send side. They hand out a [`Transmit`]: one datagram's worth of [`OutSubmessage`]s plus a
+//! [`Destination`]. The runtime encodes it straight into a reused send buffer:
+//!
+//! ```ignore
+//! let mut b = MessageBuilder::new(&mut buf, local_prefix);
+//! if let Some(p) = t.dest.info_dst() { b.submessage(&Submessage::InfoDst(p)); }
+//! for sm in &t.submessages { b.submessage(&sm.as_submessage(&mut qos_scratch)); }
+//! ```
+//!
+//! Payloads are `Arc<[u8]>` shared with the writer's history, so building a transmit never
+//! copies sample bytes; fragments are byte ranges of the same `Arc`.
+
+use std::ops::Range;
+use std::sync::Arc;
+
+use crate::types::{EntityId, Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
+use crate::wire::{
+    pid, AckNack, Data, DataFrag, Gap, Heartbeat, HeartbeatFrag, NackFrag, ParameterList,
+    ParameterListBuilder, PayloadKind, Submessage,
+};
+
+/// Size of the RTPS header plus an INFO_DST submessage: the fixed cost of every datagram the
+/// state machines ask for.
+pub const DATAGRAM_OVERHEAD: usize = crate::wire::HEADER_LEN + 16;
+
+/// Where a [`Transmit`] goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Destination {
+    /// One remote endpoint: send to its locators and precede the submessages with
+    /// INFO_DST(guid.prefix).
+    Endpoint {
+        /// The remote reader or writer.
+        guid: Guid,
+        /// Its (unicast) locators.
+        locators: Locators,
+    },
+    /// Locators shared by several endpoints (e.g. a multicast group); no INFO_DST.
+    Locators(Locators),
+}
+
+impl Destination {
+    /// The locators to send to.
+    pub fn locators(&self) -> &Locators {
+        match self {
+            Destination::Endpoint { locators, .. } | Destination::Locators(locators) => locators,
+        }
+    }
+
+    /// The prefix for INFO_DST, if the destination is a single participant.
+    pub fn info_dst(&self) -> Option<GuidPrefix> {
+        match self {
+            Destination::Endpoint { guid, .. } => Some(guid.prefix),
+            Destination::Locators(_) => None,
+        }
+    }
+
+    /// The remote endpoint, if the destination is a single one.
+    pub fn guid(&self) -> Option<Guid> {
+        match self {
+            Destination::Endpoint { guid, .. } => Some(*guid),
+            Destination::Locators(_) => None,
+        }
+    }
+}
+
+impl Default for Destination {
+    fn default() -> Self {
+        Destination::Locators(Locators::new())
+    }
+}
+
+/// The inline QoS a writer attaches to a sample: PID_KEY_HASH and PID_STATUS_INFO.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct InlineQos {
+    /// Key hash to send (None: not sent).
+    pub key_hash: Option<[u8; 16]>,
+    /// Status info flags (1 = disposed, 2 = unregistered); 0 is not sent.
+    pub status_info: u32,
+}
+
+impl InlineQos {
+    /// Whether nothing would be sent (no Q flag).
+    pub fn is_empty(&self) -> bool {
+        self.key_hash.is_none() && self.status_info == 0
+    }
+
+    /// Encoded length of the parameter list (0 when empty).
+    pub fn wire_len(&self) -> usize {
+        if self.is_empty() {
+            return 0;
+        }
+        4 + if self.key_hash.is_some() { 20 } else { 0 } + if self.status_info != 0 { 8 } else { 0 }
+    }
+
+    /// Appends the parameter list (little-endian) to `out`; nothing when empty.
+    pub fn encode(&self, out: &mut Vec<u8>) {
+        if self.is_empty() {
+            return;
+        }
+        let mut b = ParameterListBuilder::new(out);
+        if let Some(k) = &self.key_hash {
+            b.param(pid::KEY_HASH, k);
+        }
+        if self.status_info != 0 {
+            // StatusInfo_t is four octets with the flags in the last one (big-endian).
+            b.param(pid::STATUS_INFO, &self.status_info.to_be_bytes());
+        }
+        b.finish();
+    }
+
+    /// Reads key hash and status info from a received inline QoS list.
+    pub fn parse(pl: Option<&ParameterList<'_>>) -> InlineQos {
+        let mut q = InlineQos::default();
+        let Some(pl) = pl else { return q };
+        for (p, v) in pl.iter() {
+            match p {
+                pid::KEY_HASH => {
+                    if let Some(k) = v.get(..16) {
+                        let mut a = [0u8; 16];
+                        a.copy_from_slice(k);
+                        q.key_hash = Some(a);
+                    }
+                }
+                pid::STATUS_INFO => {
+                    if let Some(s) = v.get(..4) {
+                        q.status_info = u32::from_be_bytes([s[0], s[1], s[2], s[3]]);
+                    }
+                }
+                _ => {}
+            }
+        }
+        q
+    }
+}
+
+/// An owned DATA submessage.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutData {
+    /// Destination reader (`EntityId::UNKNOWN` for all readers on the locator).
+    pub reader_id: EntityId,
+    /// Sending writer.
+    pub writer_id: EntityId,
+    /// Sequence number.
+    pub writer_sn: SequenceNumber,
+    /// Inline QoS.
+    pub inline_qos: InlineQos,
+    /// Whether the payload is a full sample or a key only.
+    pub payload_kind: PayloadKind,
+    /// The serialized payload (encapsulation header included); ignored for `PayloadKind::None`.
+    pub payload: Arc<[u8]>,
+}
+
+/// An owned DATA_FRAG submessage: consecutive fragments of one sample.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutDataFrag {
+    /// Destination reader.
+    pub reader_id: EntityId,
+    /// Sending writer.
+    pub writer_id: EntityId,
+    /// Sequence number.
+    pub writer_sn: SequenceNumber,
+    /// First fragment (1-based).
+    pub fragment_starting_num: u32,
+    /// Number of fragments in this submessage.
+    pub fragments_in_submessage: u16,
+    /// Fragment size.
+    pub fragment_size: u16,
+    /// Whole sample size.
+    pub sample_size: u32,
+    /// Inline QoS.
+    pub inline_qos: InlineQos,
+    /// Whether the sample is key-only.
+    pub key_flag: bool,
+    /// The whole sample.
+    pub payload: Arc<[u8]>,
+    /// The bytes of `payload` this submessage carries.
+    pub range: Range<usize>,
+}
+
+/// A submessage owned by a [`Transmit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum OutSubmessage {
+    /// INFO_TS for the following DATA/DATA_FRAG (`None`: invalidate).
+    InfoTs(Option<Timestamp>),
+    /// DATA.
+    Data(OutData),
+    /// DATA_FRAG.
+    DataFrag(OutDataFrag),
+    /// HEARTBEAT.
+    Heartbeat(Heartbeat),
+    /// HEARTBEAT_FRAG.
+    HeartbeatFrag(HeartbeatFrag),
+    /// ACKNACK.
+    AckNack(AckNack),
+    /// NACK_FRAG.
+    NackFrag(NackFrag),
+    /// GAP.
+    Gap(Gap),
+}
+
+fn pad4(n: usize) -> usize {
+    (n + 3) & !3
+}
+
+fn set_len(num_bits: u32) -> usize {
+    12 + 4 * num_bits.div_ceil(32) as usize
+}
+
+impl OutSubmessage {
+    /// Encoded length in bytes, submessage header included (exact for Tessera's encoder,
+    /// payloads padded to 4).
+    pub fn wire_len(&self) -> usize {
+        match self {
+            OutSubmessage::InfoTs(Some(_)) => 12,
+            OutSubmessage::InfoTs(None) => 4,
+            OutSubmessage::Data(d) => {
+                let p = match d.payload_kind {
+                    PayloadKind::None => 0,
+                    _ => pad4(d.payload.len()),
+                };
+                24 + d.inline_qos.wire_len() + p
+            }
+            OutSubmessage::DataFrag(d) => 36 + d.inline_qos.wire_len() + pad4(d.range.len()),
+            OutSubmessage::Heartbeat(_) => 32,
+            OutSubmessage::HeartbeatFrag(_) => 28,
+            OutSubmessage::AckNack(a) => 4 + 8 + set_len(a.reader_sn_state.num_bits) + 4,
+            OutSubmessage::NackFrag(n) => {
+                4 + 8 + 8 + 4 + 4 * n.fragment_number_state.num_bits.div_ceil(32) as usize + 4 + 4
+            }
+            OutSubmessage::Gap(g) => 4 + 8 + 8 + set_len(g.gap_list.num_bits),
+        }
+    }
+
+    /// The borrowed wire representation, ready for `MessageBuilder::submessage`. Inline QoS is
+    /// encoded into `qos_scratch` (cleared first), which the result borrows.
+    pub fn as_submessage<'a>(&'a self, qos_scratch: &'a mut Vec<u8>) -> Submessage<'a> {
+        qos_scratch.clear();
+        let qos = |q: &InlineQos, scratch: &'a mut Vec<u8>| -> Option<ParameterList<'a>> {
+            if q.is_empty() {
+                return None;
+            }
+            q.encode(scratch);
+            let scratch: &'a Vec<u8> = scratch;
+            ParameterList::parse(scratch, true).ok()
+        };
+        match self {
+            OutSubmessage::InfoTs(t) => Submessage::InfoTs(*t),
+            OutSubmessage::Data(d) => Submessage::Data(Data {
+                reader_id: d.reader_id,
+                writer_id: d.writer_id,
+                writer_sn: d.writer_sn,
+                inline_qos: qos(&d.inline_qos, qos_scratch),
+                payload_kind: d.payload_kind,
+                payload: match d.payload_kind {
+                    PayloadKind::None => &[],
+                    _ => &d.payload,
+                },
+            }),
+            OutSubmessage::DataFrag(d) => Submessage::DataFrag(DataFrag {
+                reader_id: d.reader_id,
+                writer_id: d.writer_id,
+                writer_sn: d.writer_sn,
+                fragment_starting_num: d.fragment_starting_num,
+                fragments_in_submessage: d.fragments_in_submessage,
+                fragment_size: d.fragment_size,
+                sample_size: d.sample_size,
+                inline_qos: qos(&d.inline_qos, qos_scratch),
+                key_flag: d.key_flag,
+                payload: d.payload.get(d.range.clone()).unwrap_or(&[]),
+            }),
+            OutSubmessage::Heartbeat(h) => Submessage::Heartbeat(*h),
+            OutSubmessage::HeartbeatFrag(h) => Submessage::HeartbeatFrag(*h),
+            OutSubmessage::AckNack(a) => Submessage::AckNack(*a),
+            OutSubmessage::NackFrag(n) => Submessage::NackFrag(*n),
+            OutSubmessage::Gap(g) => Submessage::Gap(*g),
+        }
+    }
+}
+
+/// One datagram to send: a destination and the submessages, in order.
+///
+/// Reuse one `Transmit` with `poll_transmit_into` to avoid allocating per datagram.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Transmit {
+    /// Where to send it.
+    pub dest: Destination,
+    /// What to send (INFO_DST is *not* included; see [`Destination::info_dst`]).
+    pub submessages: Vec<OutSubmessage>,
+}
+
+impl Transmit {
+    /// An empty transmit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Empties the submessage list, keeping its allocation.
+    pub fn clear(&mut self) {
+        self.submessages.clear();
+        self.dest = Destination::default();
+    }
+
+    /// Encoded size of the datagram: RTPS header, INFO_DST if any, and the submessages.
+    pub fn wire_len(&self) -> usize {
+        crate::wire::HEADER_LEN
+            + if self.dest.info_dst().is_some() {
+                16
+            } else {
+                0
+            }
+            + self.submessages.iter().map(|s| s.wire_len()).sum::<usize>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inline_qos_round_trips_through_parameter_list() {
+        let q = InlineQos {
+            key_hash: Some([7; 16]),
+            status_info: 3,
+        };
+        let mut v = Vec::new();
+        q.encode(&mut v);
+        assert_eq!(v.len(), q.wire_len());
+        let pl = ParameterList::parse(&v, true).unwrap();
+        assert_eq!(InlineQos::parse(Some(&pl)), q);
+        assert_eq!(InlineQos::default().wire_len(), 0);
+    }
+
+    #[test]
+    fn data_frag_borrows_its_range() {
+        let payload: Arc<[u8]> = (0..100u8).collect::<Vec<_>>().into();
+        let sm = OutSubmessage::DataFrag(OutDataFrag {
+            reader_id: EntityId::UNKNOWN,
+            writer_id: EntityId::UNKNOWN,
+            writer_sn: 1,
+            fragment_starting_num: 2,
+            fragments_in_submessage: 1,
+            fragment_size: 40,
+            sample_size: 100,
+            inline_qos: InlineQos::default(),
+            key_flag: false,
+            payload: payload.clone(),
+            range: 40..80,
+        });
+        let mut s = Vec::new();
+        match sm.as_submessage(&mut s) {
+            Submessage::DataFrag(d) => assert_eq!(d.payload, &payload[40..80]),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(sm.wire_len(), 36 + 40);
+    }
+}
