@@ -10,7 +10,7 @@ use crate::outbox;
 use crate::participant::ParticipantShared;
 use crate::qos::{DataReaderQos, DataWriterQos, DomainParticipantQos, PublisherQos, SubscriberQos};
 use crate::topic::Topic;
-use crate::transport::udp::UdpTransport;
+use crate::transport::UdpTransport;
 use crate::TopicType;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -66,10 +66,10 @@ impl DiscoveryRuntime {
         let data = SpdpParticipantData {
             guid_prefix: prefix,
             domain_id: Some(domain_id),
-            default_unicast_locators: transport.default_unicast_locators(),
-            default_multicast_locators: transport.default_multicast_locators(),
-            metatraffic_unicast_locators: transport.metatraffic_unicast_locators(),
-            metatraffic_multicast_locators: transport.metatraffic_multicast_locators(),
+            default_unicast_locators: vec![transport.locators().default_unicast],
+            default_multicast_locators: transport.locators().default_multicast.into_iter().collect(),
+            metatraffic_unicast_locators: vec![transport.locators().metatraffic_unicast],
+            metatraffic_multicast_locators: transport.locators().metatraffic_multicast.into_iter().collect(),
             lease_duration: LEASE,
             builtin_endpoints: builtin_endpoint::PARTICIPANT_ANNOUNCER
                 | builtin_endpoint::PARTICIPANT_DETECTOR
@@ -89,7 +89,7 @@ impl DiscoveryRuntime {
             db: DiscoveryDb::new(prefix),
             spdp_payload: payload.into(),
             spdp_seq: 0,
-            spdp_destinations: transport.spdp_destinations(),
+            spdp_destinations: transport.spdp_destinations().iter().copied().collect(),
             started: now,
             next_announce: now,
             startup_step: 0,
@@ -401,7 +401,7 @@ impl DiscoveryRuntime {
         now: Instant,
     ) -> Vec<MatchAction> {
         let info = LocalEndpointInfo::writer(guid, topic.name(), topic.type_name(), T::KEYED, pub_qos, topic.qos(), qos);
-        let data = DiscoveredWriterData::from_local(&info, p.transport.default_unicast_locators());
+        let data = DiscoveredWriterData::from_local(&info, vec![p.transport.locators().default_unicast]);
         let mut payload = Vec::new();
         data.encode(&mut payload);
         let _ = self.sedp_pub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Timestamp::from_nanos(crate::publication::now_nanos()), now);
@@ -421,7 +421,7 @@ impl DiscoveryRuntime {
         now: Instant,
     ) -> Vec<MatchAction> {
         let info = LocalEndpointInfo::reader(guid, topic.name(), topic.type_name(), T::KEYED, sub_qos, topic.qos(), qos);
-        let data = DiscoveredReaderData::from_local(&info, p.transport.default_unicast_locators());
+        let data = DiscoveredReaderData::from_local(&info, vec![p.transport.locators().default_unicast]);
         let mut payload = Vec::new();
         data.encode(&mut payload);
         let _ = self.sedp_sub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Timestamp::from_nanos(crate::publication::now_nanos()), now);

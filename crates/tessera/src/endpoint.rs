@@ -5,7 +5,7 @@ use crate::participant::ParticipantShared;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
-use tessera_rtps::types::{Guid, Locators};
+use tessera_rtps::types::{Guid, Locator, Locators};
 use tessera_rtps::wire::ReceivedSubmessage;
 
 /// What discovery knows of a matched remote endpoint, as a local endpoint needs it.
@@ -64,8 +64,8 @@ pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 }
 
 /// Sends one encoded datagram to every locator, counting what happens.
-pub(crate) fn send_datagram(p: &ParticipantShared, buf: &[u8], dests: &Locators) {
-    for l in dests.as_slice() {
+pub(crate) fn send_datagram(p: &ParticipantShared, buf: &[u8], dests: &[Locator]) {
+    for l in dests {
         match p.transport.send_to(buf, l) {
             Ok(()) => {
                 p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);

@@ -40,6 +40,9 @@ pub enum Error {
     /// No data was available (non-blocking take/read on an empty reader).
     #[error("no data")]
     NoData,
+    /// The transport could not be set up (no usable interface, no free port, bad config).
+    #[error("transport: {0}")]
+    Transport(#[from] crate::transport::TransportError),
     /// A socket or other operating-system operation failed.
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),

@@ -29,7 +29,7 @@ fn drain(p: &ParticipantShared, mut poll: impl FnMut(&mut Transmit) -> bool) {
                 for sm in &t.submessages {
                     m.submessage(&sm.as_submessage(qos_scratch));
                 }
-                send_datagram(p, buf, t.dest.locators());
+                send_datagram(p, buf, t.dest.locators().as_slice());
             });
         }
     });

@@ -18,7 +18,7 @@ use crate::publication::Publisher;
 use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
-use crate::transport::udp::{UdpConfig, UdpTransport};
+use crate::transport::{Channel, Receivers, UdpConfig, UdpTransport};
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::collections::HashMap;
@@ -32,9 +32,9 @@ use tessera_rtps::wire::{MessageReceiver, Submessage};
 /// Configuration of a participant that is not QoS: where it sends and listens.
 #[derive(Debug, Clone, Default)]
 pub struct ParticipantConfig {
-    /// Transport settings (interface, peers). Defaults come from the environment
-    /// (`TESSERA_INTERFACE`, `TESSERA_PEERS`).
-    pub udp: UdpConfig,
+    /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
+    /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
+    pub udp: Option<UdpConfig>,
 }
 
 /// Counters of what the runtime dropped or repaired; read with
@@ -150,7 +150,8 @@ impl std::fmt::Debug for ParticipantShared {
 /// Owns the threads; dropping the last [`DomainParticipant`] handle stops them.
 struct ParticipantOwner {
     shared: Arc<ParticipantShared>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
+    receivers: Mutex<Option<Receivers>>,
+    events: Mutex<Option<JoinHandle<()>>>,
 }
 
 impl Drop for ParticipantOwner {
@@ -158,8 +159,8 @@ impl Drop for ParticipantOwner {
         self.shared.discovery.lock().announce_leaving(&self.shared);
         self.shared.shutdown.store(true, Ordering::Release);
         self.shared.kick.kick();
-        self.shared.transport.shutdown();
-        for t in self.threads.lock().drain(..) {
+        drop(self.receivers.lock().take());
+        if let Some(t) = self.events.lock().take() {
             let _ = t.join();
         }
     }
@@ -189,7 +190,14 @@ impl DomainParticipant {
         if domain_id > 232 {
             return Err(Error::BadParameter(format!("domain id {domain_id} is above 232 (port mapping limit)")));
         }
-        let transport = UdpTransport::new(domain_id, &config.udp)?;
+        let udp = match config.udp {
+            Some(c) => c,
+            None => UdpConfig::new(domain_id)?,
+        };
+        if udp.domain_id != domain_id {
+            return Err(Error::BadParameter("transport configuration is for another domain".into()));
+        }
+        let transport = UdpTransport::new(udp)?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
         let discovery = DiscoveryRuntime::new(guid_prefix, domain_id, &qos, &transport, now);
@@ -205,21 +213,25 @@ impl DomainParticipant {
             next_entity_key: AtomicU32::new(1),
             shutdown: AtomicBool::new(false),
         });
-        let mut threads = Vec::new();
-        for (i, socket) in shared.transport.receive_sockets().into_iter().enumerate() {
-            let s = shared.clone();
-            threads.push(
-                std::thread::Builder::new()
-                    .name(format!("tessera-rx{i}"))
-                    .spawn(move || s.transport.receive_loop(&socket, &|buf, _from| s.handle_datagram(buf)))
-                    .map_err(Error::Io)?,
-            );
-        }
+        // The receive threads hold the participant weakly so that dropping it stops them.
+        let weak = Arc::downgrade(&shared);
+        let handler = move |buf: &[u8], _from: std::net::SocketAddrV4, _channel: Channel| {
+            if let Some(s) = weak.upgrade() {
+                s.handle_datagram(buf);
+            }
+        };
+        let receivers = shared.transport.start(Arc::new(handler))?;
         let s = shared.clone();
-        threads.push(std::thread::Builder::new().name("tessera-events".into()).spawn(move || s.event_loop()).map_err(Error::Io)?);
+        let events = std::thread::Builder::new().name("tessera-events".into()).spawn(move || s.event_loop()).map_err(Error::Io)?;
         // First announcement right away so peers discover us without waiting a period.
         shared.discovery.lock().announce_now(&shared, now);
-        Ok(DomainParticipant { owner: Arc::new(ParticipantOwner { shared, threads: Mutex::new(threads) }) })
+        Ok(DomainParticipant {
+            owner: Arc::new(ParticipantOwner {
+                shared,
+                receivers: Mutex::new(Some(receivers)),
+                events: Mutex::new(Some(events)),
+            }),
+        })
     }
 
     pub(crate) fn shared(&self) -> &Arc<ParticipantShared> {

@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
 use tessera_rtps::types::{EntityId, Guid, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
-use tessera_rtps::writer::{WriteError, WriterConfig, WriterCore};
+use tessera_rtps::writer::{WriteError, WriterCore};
 
 /// A handle naming an instance (derived from its key hash).
 pub use crate::history::InstanceHandle;
@@ -134,8 +134,10 @@ impl LocalWriter for WriterEndpoint {
     fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut core = self.core.lock();
         match &rs.submessage {
-            Submessage::AckNack(a) => core.on_acknack(rs.source_prefix, a, now),
-            Submessage::NackFrag(n) => core.on_nackfrag(rs.source_prefix, n, now),
+            Submessage::AckNack(a) => {
+                core.on_acknack(rs.source_prefix, a, now);
+            }
+            Submessage::NackFrag(n) => core.on_nack_frag(rs.source_prefix, n, now),
             _ => return,
         }
         outbox::flush_writer(p, &mut core, now);
@@ -270,7 +272,10 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Registers the instance of `sample`'s key and returns its handle (no data is sent).
     pub fn register_instance(&self, sample: &T) -> Result<InstanceHandle> {
-        Ok(InstanceHandle::from_key_hash(if T::KEYED { cdr::key_hash(sample) } else { [0; 16] }))
+        let kh = if T::KEYED { cdr::key_hash(sample) } else { [0; 16] };
+        let mut raw = [0u8; 8];
+        raw.copy_from_slice(&kh[..8]);
+        Ok(InstanceHandle::from_raw(u64::from_be_bytes(raw) | 1))
     }
 
     fn write_key_only(&self, sample: &T, status: u32) -> Result<()> {
@@ -301,7 +306,7 @@ impl<T: TopicType> DataWriter<T> {
         let deadline = now + self.ep.max_blocking;
         let mut core = self.ep.core.lock();
         loop {
-            match core.write(payload.clone(), key_hash, status, key_only, ts, now) {
+            match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
                 Ok(_) => break,
                 Err(WriteError::HistoryFull) => {
                     if now >= deadline {

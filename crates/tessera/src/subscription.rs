@@ -7,7 +7,7 @@
 use crate::condition::{Condition, ConditionKind, Notifier};
 use crate::endpoint::{LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
-use crate::history::{HistoryCache, InsertOutcome, InstanceHandle, Sample, Selection, StateMasks};
+use crate::history::{History, InsertOutcome, InstanceHandle, Sample, StateMasks};
 use crate::outbox;
 use crate::participant::{DomainParticipant, ParticipantShared};
 use crate::qos::{DataReaderQos, SubscriberQos};
@@ -24,7 +24,7 @@ use std::time::Instant;
 use tessera_rtps::cdr;
 use tessera_rtps::reader::{Delivered, ReaderCore};
 use tessera_rtps::types::{EntityId, Guid};
-use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
+use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 
 /// Creates data readers; its QoS gives them their partitions.
 #[derive(Debug, Clone)]
@@ -62,7 +62,7 @@ impl Subscriber {
             me: me.clone(),
             guid,
             core: Mutex::new(ReaderCore::new(outbox::reader_config(guid, &qos))),
-            history: Mutex::new(HistoryCache::new(outbox::history_config(&qos))),
+            history: Mutex::new(History::new(outbox::history_config(&qos))),
             statuses: Mutex::new(ReaderStatuses::default()),
             notifier: Arc::new(Notifier::default()),
             listener: Mutex::new(None),
@@ -98,7 +98,7 @@ pub(crate) struct ReaderEndpoint<T: TopicType> {
     me: Weak<ReaderEndpoint<T>>,
     guid: Guid,
     core: Mutex<ReaderCore>,
-    history: Mutex<HistoryCache<T>>,
+    history: Mutex<History<T>>,
     statuses: Mutex<ReaderStatuses>,
     notifier: Arc<Notifier>,
     listener: Mutex<Option<Arc<dyn DataReaderListener<T>>>>,
@@ -132,11 +132,11 @@ impl<T: TopicType> ReaderEndpoint<T> {
 
     /// Decodes one delivered sample and puts it in the history. Returns whether the history
     /// changed in a way readers should hear about.
-    fn accept(&self, d: &Delivered<'_>, history: &mut HistoryCache<T>, rejected: &mut u32) -> bool {
+    fn accept(&self, d: &Delivered<'_>, history: &mut History<T>, rejected: &mut u32) -> bool {
         let writer = d.writer.to_bytes();
         let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
         let reception = crate::publication::now_nanos();
-        if d.status_info & 0x3 != 0 || d.key_only {
+        if d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key {
             let key_hash = match d.key_hash {
                 Some(k) => k,
                 None if !T::KEYED => [0; 16],
@@ -163,7 +163,7 @@ impl<T: TopicType> ReaderEndpoint<T> {
         };
         let key_hash = if T::KEYED { cdr::key_hash(&sample) } else { [0; 16] };
         match history.insert(key_hash, writer, sample, ts, reception) {
-            InsertOutcome::Rejected { .. } => {
+            InsertOutcome::Rejected(_) => {
                 *rejected += 1;
                 false
             }
@@ -184,7 +184,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
         let lost_after;
         {
             let mut core = self.core.lock();
-            lost_before = core.lost_samples();
+            lost_before = core.counters().lost;
             let mut history = self.history.lock();
             let mut deliver = |d: Delivered<'_>| {
                 available |= self.accept(&d, &mut history, &mut rejected);
@@ -198,7 +198,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
                 _ => {}
             }
             drop(history);
-            lost_after = core.lost_samples();
+            lost_after = core.counters().lost;
             outbox::flush_reader(p, &mut core, now);
             p.kick.ensure_by(core.poll_timeout());
         }
@@ -255,7 +255,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 
     fn unmatched(&self, remote: Guid, lost: bool) {
         self.core.lock().remove_writer(remote);
-        let data_changed = self.history.lock().writer_lost(remote.to_bytes());
+        let data_changed = self.history.lock().writer_lost(remote.to_bytes(), crate::publication::now_nanos()) > 0;
         {
             let mut s = self.statuses.lock();
             let st = &mut s.subscription_matched;
@@ -358,14 +358,14 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read(max, masks, Selection::All)?;
+        let out = self.ep.history.lock().read(max, masks);
         self.after_access();
         Ok(out)
     }
 
     /// Takes samples whose states match `masks`.
     pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take(max, masks, Selection::All)?;
+        let out = self.ep.history.lock().take(max, masks);
         self.after_access();
         Ok(out)
     }
@@ -383,14 +383,14 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read(max, masks, Selection::Instance(handle))?;
+        let out = self.ep.history.lock().read_instance(handle, max, masks).map_err(|_| Error::UnknownInstance)?;
         self.after_access();
         Ok(out)
     }
 
     /// Takes the samples of one instance.
     pub fn take_instance(&self, handle: InstanceHandle, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take(max, masks, Selection::Instance(handle))?;
+        let out = self.ep.history.lock().take_instance(handle, max, masks).map_err(|_| Error::UnknownInstance)?;
         self.after_access();
         Ok(out)
     }
@@ -400,14 +400,14 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read(max, masks, Selection::NextInstance(previous))?;
+        let out = self.ep.history.lock().read_next_instance(previous, max, masks);
         self.after_access();
         Ok(out)
     }
 
     /// Takes the samples of the next instance after `previous` (by handle order).
     pub fn take_next_instance(&self, previous: Option<InstanceHandle>, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take(max, masks, Selection::NextInstance(previous))?;
+        let out = self.ep.history.lock().take_next_instance(previous, max, masks);
         self.after_access();
         Ok(out)
     }
