@@ -16,13 +16,15 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tessera_rtps::discovery::{
-    builtin_endpoint, DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEvent, LocalEndpointInfo,
-    RemoteEndpointInfo, SpdpParticipantData,
+    decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinEndpointSet, BuiltinTopicKind,
+    DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEvent, LostReason, RemoteEndpointInfo,
+    SpdpParticipantData, StatusInfo,
 };
-use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
-use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locators, Timestamp};
-use tessera_rtps::wire::{Data, MessageBuilder, PayloadKind, ReceivedSubmessage, Submessage};
-use tessera_rtps::writer::{WriterConfig, WriterCore};
+use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
+use tessera_rtps::reader::{Delivered, ReaderCore};
+use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators, Timestamp};
+use tessera_rtps::wire::{Data, MessageBuilder, ParameterList, PayloadKind, ReceivedSubmessage, Submessage};
+use tessera_rtps::writer::WriterCore;
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
@@ -49,7 +51,7 @@ pub(crate) struct DiscoveryRuntime {
     /// Our SPDP payload (serialized once; our data does not change).
     spdp_payload: Arc<[u8]>,
     spdp_seq: i64,
-    spdp_destinations: Locators,
+    spdp_destinations: Vec<Locator>,
     started: Instant,
     next_announce: Instant,
     startup_step: usize,
@@ -63,30 +65,31 @@ pub(crate) struct DiscoveryRuntime {
 
 impl DiscoveryRuntime {
     pub fn new(prefix: GuidPrefix, domain_id: u32, qos: &DomainParticipantQos, transport: &UdpTransport, now: Instant) -> Self {
-        let data = SpdpParticipantData {
-            guid_prefix: prefix,
-            domain_id: Some(domain_id),
-            default_unicast_locators: vec![transport.locators().default_unicast],
-            default_multicast_locators: transport.locators().default_multicast.into_iter().collect(),
-            metatraffic_unicast_locators: vec![transport.locators().metatraffic_unicast],
-            metatraffic_multicast_locators: transport.locators().metatraffic_multicast.into_iter().collect(),
-            lease_duration: LEASE,
-            builtin_endpoints: builtin_endpoint::PARTICIPANT_ANNOUNCER
-                | builtin_endpoint::PARTICIPANT_DETECTOR
-                | builtin_endpoint::PUBLICATIONS_ANNOUNCER
-                | builtin_endpoint::PUBLICATIONS_DETECTOR
-                | builtin_endpoint::SUBSCRIPTIONS_ANNOUNCER
-                | builtin_endpoint::SUBSCRIPTIONS_DETECTOR,
-            user_data: qos.user_data.0.clone(),
-            ..SpdpParticipantData::new(prefix)
-        };
+        let l = transport.locators();
+        let mut data = SpdpParticipantData::new(prefix);
+        data.domain_id = Some(domain_id);
+        data.default_unicast_locators = vec![l.default_unicast];
+        data.default_multicast_locators = l.default_multicast.into_iter().collect();
+        data.metatraffic_unicast_locators = vec![l.metatraffic_unicast];
+        data.metatraffic_multicast_locators = l.metatraffic_multicast.into_iter().collect();
+        data.lease_duration = LEASE;
+        // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
+        data.builtin_endpoints = BuiltinEndpointSet(
+            BuiltinEndpointSet::PARTICIPANT_ANNOUNCER
+                | BuiltinEndpointSet::PARTICIPANT_DETECTOR
+                | BuiltinEndpointSet::PUBLICATIONS_ANNOUNCER
+                | BuiltinEndpointSet::PUBLICATIONS_DETECTOR
+                | BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER
+                | BuiltinEndpointSet::SUBSCRIPTIONS_DETECTOR,
+        );
+        data.user_data = qos.user_data.0.clone();
         let mut payload = Vec::new();
         data.encode(&mut payload);
         let sedp_writer = |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
         let sedp_reader = |id| ReaderCore::new(outbox::builtin_reader_config(Guid::new(prefix, id)));
         DiscoveryRuntime {
             prefix,
-            db: DiscoveryDb::new(prefix),
+            db: DiscoveryDb::new(prefix, domain_id),
             spdp_payload: payload.into(),
             spdp_seq: 0,
             spdp_destinations: transport.spdp_destinations().iter().copied().collect(),
@@ -106,7 +109,7 @@ impl DiscoveryRuntime {
     }
 
     /// Sends our SPDP sample to `dests` now.
-    fn send_spdp(&mut self, p: &ParticipantShared, dests: &Locators) {
+    fn send_spdp(&mut self, p: &ParticipantShared, dests: &[Locator]) {
         self.spdp_seq += 1;
         let data = Data {
             reader_id: EntityId::SPDP_READER,
@@ -125,8 +128,9 @@ impl DiscoveryRuntime {
     }
 
     pub fn announce_now(&mut self, p: &ParticipantShared, now: Instant) {
-        let dests = self.spdp_destinations;
+        let dests = std::mem::take(&mut self.spdp_destinations);
         self.send_spdp(p, &dests);
+        self.spdp_destinations = dests;
         self.schedule_next_announce(now);
     }
 
@@ -143,23 +147,23 @@ impl DiscoveryRuntime {
     /// Tells peers we are leaving (SPDP dispose), so they unmatch at once rather than after
     /// the lease.
     pub fn announce_leaving(&mut self, p: &ParticipantShared) {
+        let guid = Guid::new(self.prefix, EntityId::PARTICIPANT);
         let mut payload = Vec::new();
-        SpdpParticipantData::encode_dispose(self.prefix, &mut payload);
+        encode_dispose_key_payload(BuiltinTopicKind::Participant, guid, &mut payload);
+        let mut qos = Vec::new();
+        encode_dispose_inline_qos(guid, StatusInfo(3), &mut qos);
         self.spdp_seq += 1;
-        let mut dests = self.spdp_destinations;
+        let mut dests = self.spdp_destinations.clone();
         for l in self.participants.values() {
-            for x in l.as_slice() {
-                dests.push(*x);
-            }
+            dests.extend_from_slice(l.as_slice());
         }
         with_send_buf(|buf| {
-            let qos = SpdpParticipantData::dispose_inline_qos(self.prefix);
             let mut m = MessageBuilder::new(buf, self.prefix);
             m.submessage(&Submessage::Data(Data {
                 reader_id: EntityId::SPDP_READER,
                 writer_id: EntityId::SPDP_WRITER,
                 writer_sn: self.spdp_seq,
-                inline_qos: Some(qos.as_list()),
+                inline_qos: ParameterList::parse(&qos, true).ok(),
                 payload_kind: PayloadKind::Key,
                 payload: &payload,
             }));
@@ -220,7 +224,7 @@ impl DiscoveryRuntime {
                     EntityId::SEDP_SUBSCRIPTIONS_WRITER => &mut self.sedp_sub_writer,
                     _ => return Vec::new(),
                 };
-                core.on_nackfrag(rs.source_prefix, n, now);
+                core.on_nack_frag(rs.source_prefix, n, now);
                 outbox::flush_writer(p, core, now);
             }
             sm => {
@@ -237,11 +241,10 @@ impl DiscoveryRuntime {
                     EntityId::SEDP_SUBSCRIPTIONS_WRITER => false,
                     _ => return Vec::new(),
                 };
-                let mut received: Vec<(bool, Vec<u8>, bool, Option<[u8; 16]>)> = Vec::new();
+                let mut received: Vec<(bool, Vec<u8>, u32, Option<[u8; 16]>)> = Vec::new();
                 let core = if publications { &mut self.sedp_pub_reader } else { &mut self.sedp_sub_reader };
                 let mut deliver = |d: Delivered<'_>| {
-                    let disposed = d.status_info & 0x3 != 0;
-                    received.push((publications, d.payload.to_vec(), disposed, d.key_hash));
+                    received.push((publications, d.payload.to_vec(), d.status_info, d.key_hash));
                 };
                 match sm {
                     Submessage::Data(d) => core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
@@ -252,8 +255,8 @@ impl DiscoveryRuntime {
                     _ => {}
                 }
                 outbox::flush_reader(p, core, now);
-                for (publications, payload, disposed, key_hash) in received {
-                    self.on_sedp(publications, &payload, disposed, key_hash, now);
+                for (publications, payload, status, key_hash) in received {
+                    self.on_sedp(publications, &payload, status, key_hash);
                 }
             }
         }
@@ -261,11 +264,11 @@ impl DiscoveryRuntime {
     }
 
     fn on_spdp(&mut self, p: &ParticipantShared, d: &Data<'_>, now: Instant) {
-        let disposed = d.inline_qos.map(|q| tessera_rtps::discovery::status_info(&q) & 0x3 != 0).unwrap_or(false);
-        if disposed || d.payload_kind == PayloadKind::Key {
-            if let Some(prefix) = tessera_rtps::discovery::participant_from_dispose(d) {
-                self.forget_participant(prefix);
-                self.db.on_participant_disposed(prefix, now);
+        let status = d.inline_qos.as_ref().and_then(|q| StatusInfo::from_inline_qos(q).ok()).unwrap_or(StatusInfo(0));
+        if status.ends_instance() || d.payload_kind == PayloadKind::Key {
+            if let Ok((guid, _)) = decode_dispose(BuiltinTopicKind::Participant, d.inline_qos.as_ref(), d.payload) {
+                self.forget_participant(guid.prefix);
+                self.db.on_participant_disposed(guid.prefix);
             }
             return;
         }
@@ -293,20 +296,20 @@ impl DiscoveryRuntime {
             tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
             let prefix = data.guid_prefix;
             let eps = data.builtin_endpoints;
-            if eps & builtin_endpoint::PUBLICATIONS_DETECTOR != 0 {
+            if eps.contains(BuiltinEndpointSet::PUBLICATIONS_DETECTOR) {
                 self.sedp_pub_writer.add_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), meta, true, true, now);
             }
-            if eps & builtin_endpoint::SUBSCRIPTIONS_DETECTOR != 0 {
+            if eps.contains(BuiltinEndpointSet::SUBSCRIPTIONS_DETECTOR) {
                 self.sedp_sub_writer.add_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), meta, true, true, now);
             }
-            if eps & builtin_endpoint::PUBLICATIONS_ANNOUNCER != 0 {
+            if eps.contains(BuiltinEndpointSet::PUBLICATIONS_ANNOUNCER) {
                 self.sedp_pub_reader.add_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), meta, true, now);
             }
-            if eps & builtin_endpoint::SUBSCRIPTIONS_ANNOUNCER != 0 {
+            if eps.contains(BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER) {
                 self.sedp_sub_reader.add_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), meta, true, now);
             }
             // Answer at once so the peer need not wait for our next periodic announcement.
-            self.send_spdp(p, &meta);
+            self.send_spdp(p, meta.as_slice());
             for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
                 outbox::flush_writer(p, core, now);
             }
@@ -326,9 +329,12 @@ impl DiscoveryRuntime {
         }
     }
 
-    fn on_sedp(&mut self, publications: bool, payload: &[u8], disposed: bool, key_hash: Option<[u8; 16]>, _now: Instant) {
-        if disposed {
-            let guid = key_hash.map(Guid::from_bytes).or_else(|| tessera_rtps::discovery::endpoint_guid_from_key_payload(payload));
+    fn on_sedp(&mut self, publications: bool, payload: &[u8], status: u32, key_hash: Option<[u8; 16]>) {
+        if StatusInfo(status).ends_instance() {
+            let guid = decode_dispose(BuiltinTopicKind::Endpoint, None, payload)
+                .ok()
+                .map(|(g, _)| g)
+                .or_else(|| key_hash.map(Guid::from_bytes));
             if let Some(g) = guid {
                 self.db.on_remote_endpoint_disposed(g);
             }
@@ -349,30 +355,44 @@ impl DiscoveryRuntime {
 
     /// Turns database events into endpoint actions.
     fn drain_events(&mut self, _p: &ParticipantShared, _now: Instant) -> Vec<MatchAction> {
-        let mut out = Vec::new();
+        let mut events = Vec::new();
         while let Some(ev) = self.db.poll_event() {
+            events.push(ev);
+        }
+        // The database reports a lost participant after unmatching its endpoints; those
+        // unmatches are liveliness losses rather than deletions.
+        let expired: Vec<GuidPrefix> = events
+            .iter()
+            .filter_map(|e| match e {
+                DiscoveryEvent::ParticipantLost { prefix, reason: LostReason::LeaseExpired } => Some(*prefix),
+                _ => None,
+            })
+            .collect();
+        let mut out = Vec::new();
+        for ev in events {
             match ev {
-                DiscoveryEvent::ParticipantLost { prefix } => {
-                    tracing::debug!(peer = ?prefix, "participant lease expired");
+                DiscoveryEvent::ParticipantLost { prefix, reason } => {
+                    tracing::debug!(peer = ?prefix, ?reason, "participant lost");
                     self.forget_participant(prefix);
                 }
-                DiscoveryEvent::Matched { local, remote } => {
-                    let r = self.remote_endpoint(&remote);
+                DiscoveryEvent::Matched { local, remote } | DiscoveryEvent::MatchUpdated { local, remote } => {
+                    let r = remote_endpoint(&remote);
                     if local.entity_id.is_writer() {
                         out.push(MatchAction::MatchWriter { local, remote: r });
                     } else {
                         out.push(MatchAction::MatchReader { local, remote: r });
                     }
                 }
-                DiscoveryEvent::Unmatched { local, remote, lost } => {
+                DiscoveryEvent::Unmatched { local, remote } => {
                     if local.entity_id.is_writer() {
                         out.push(MatchAction::UnmatchWriter { local, remote });
                     } else {
+                        let lost = expired.contains(&remote.prefix);
                         out.push(MatchAction::UnmatchReader { local, remote, lost });
                     }
                 }
                 DiscoveryEvent::IncompatibleQos { local, policies, .. } => {
-                    let ids = policies.iter().map(|p| *p as u32).collect();
+                    let ids = policies.iter().map(|p| p.id()).collect();
                     if local.entity_id.is_writer() {
                         out.push(MatchAction::WriterIncompatible { local, policies: ids });
                     } else {
@@ -385,11 +405,6 @@ impl DiscoveryRuntime {
         out
     }
 
-    fn remote_endpoint(&self, info: &RemoteEndpointInfo) -> RemoteEndpoint {
-        let locators: Locators = info.unicast_locators().iter().copied().filter(|l| l.to_socket_addr_v4().is_some()).collect();
-        RemoteEndpoint { guid: info.guid(), reliable: info.is_reliable(), durable: info.is_durable(), locators }
-    }
-
     /// Registers a local writer: announces it over SEDP and matches it with known readers.
     pub fn add_local_writer<T: TopicType>(
         &mut self,
@@ -400,13 +415,13 @@ impl DiscoveryRuntime {
         qos: &DataWriterQos,
         now: Instant,
     ) -> Vec<MatchAction> {
-        let info = LocalEndpointInfo::writer(guid, topic.name(), topic.type_name(), T::KEYED, pub_qos, topic.qos(), qos);
-        let data = DiscoveredWriterData::from_local(&info, vec![p.transport.locators().default_unicast]);
-        let mut payload = Vec::new();
-        data.encode(&mut payload);
-        let _ = self.sedp_pub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Timestamp::from_nanos(crate::publication::now_nanos()), now);
+        let mut data = DiscoveredWriterData::new(guid, topic.name(), topic.type_name())
+            .with_qos(WriterSideQos::new(topic.qos(), pub_qos, qos));
+        data.unicast_locators = vec![p.transport.locators().default_unicast];
+        let payload = data.to_payload();
+        let _ = self.sedp_pub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Some(now_ts()), now);
         outbox::flush_writer(p, &mut self.sedp_pub_writer, now);
-        self.db.add_local_writer(info);
+        self.db.add_local_writer(data);
         self.drain_events(p, now)
     }
 
@@ -420,22 +435,22 @@ impl DiscoveryRuntime {
         qos: &DataReaderQos,
         now: Instant,
     ) -> Vec<MatchAction> {
-        let info = LocalEndpointInfo::reader(guid, topic.name(), topic.type_name(), T::KEYED, sub_qos, topic.qos(), qos);
-        let data = DiscoveredReaderData::from_local(&info, vec![p.transport.locators().default_unicast]);
-        let mut payload = Vec::new();
-        data.encode(&mut payload);
-        let _ = self.sedp_sub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Timestamp::from_nanos(crate::publication::now_nanos()), now);
+        let mut data = DiscoveredReaderData::new(guid, topic.name(), topic.type_name())
+            .with_qos(ReaderSideQos::new(topic.qos(), sub_qos, qos));
+        data.unicast_locators = vec![p.transport.locators().default_unicast];
+        let payload = data.to_payload();
+        let _ = self.sedp_sub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Some(now_ts()), now);
         outbox::flush_writer(p, &mut self.sedp_sub_writer, now);
-        self.db.add_local_reader(info);
+        self.db.add_local_reader(data);
         self.drain_events(p, now)
     }
 
     /// Unannounces a deleted local endpoint.
     pub fn remove_local_endpoint(&mut self, p: &ParticipantShared, guid: Guid, now: Instant) {
         let mut payload = Vec::new();
-        tessera_rtps::discovery::encode_endpoint_dispose_key(guid, &mut payload);
+        encode_dispose_key_payload(BuiltinTopicKind::Endpoint, guid, &mut payload);
         let core = if guid.entity_id.is_writer() { &mut self.sedp_pub_writer } else { &mut self.sedp_sub_writer };
-        let _ = core.write(payload.into(), Some(guid.to_bytes()), 3, true, Timestamp::from_nanos(crate::publication::now_nanos()), now);
+        let _ = core.write(payload.into(), Some(guid.to_bytes()), 3, true, Some(now_ts()), now);
         outbox::flush_writer(p, core, now);
         if guid.entity_id.is_writer() {
             self.db.remove_local_writer(guid);
@@ -445,5 +460,16 @@ impl DiscoveryRuntime {
     }
 }
 
-#[allow(dead_code)]
-fn _assert_send(_: &DiscoveryRuntime, _: ReaderConfig, _: WriterConfig) {}
+fn now_ts() -> Timestamp {
+    Timestamp::from_nanos(crate::publication::now_nanos())
+}
+
+/// What a local endpoint needs to know of a matched remote one.
+fn remote_endpoint(info: &RemoteEndpointInfo) -> RemoteEndpoint {
+    let locators: Locators = info.unicast_locators().iter().copied().filter(|l| l.to_socket_addr_v4().is_some()).collect();
+    let (reliable, durable) = match info {
+        RemoteEndpointInfo::Writer(w) => (w.qos.reliability.kind == ReliabilityKind::Reliable, w.qos.durability != Durability::Volatile),
+        RemoteEndpointInfo::Reader(r) => (r.qos.reliability.kind == ReliabilityKind::Reliable, r.qos.durability != Durability::Volatile),
+    };
+    RemoteEndpoint { guid: info.guid(), reliable, durable, locators }
+}

@@ -10,7 +10,8 @@ use std::time::Instant;
 use tessera_rtps::reader::{ReaderConfig, ReaderCore};
 use tessera_rtps::types::Guid;
 use tessera_rtps::wire::{MessageBuilder, Submessage};
-use tessera_rtps::writer::{Transmit, WriterConfig, WriterCore};
+use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
+use tessera_rtps::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
 
 thread_local! {
     static TRANSMIT: RefCell<(Transmit, Vec<u8>)> = RefCell::new((Transmit::new(), Vec::with_capacity(64)));
@@ -47,30 +48,59 @@ pub(crate) fn flush_reader(p: &ParticipantShared, core: &mut ReaderCore, now: In
 
 /// The reliability core's configuration for a user writer with this QoS.
 pub(crate) fn writer_config(guid: Guid, qos: &DataWriterQos) -> WriterConfig {
-    WriterConfig::from_qos(guid, qos)
+    let mut c = WriterConfig::new(guid);
+    c.reliable = qos.reliability.kind == ReliabilityKind::Reliable;
+    c.transient_local = qos.durability != Durability::Volatile;
+    c.history = match qos.history {
+        History::KeepLast(n) => HistoryKind::KeepLast(n.max(1)),
+        History::KeepAll => HistoryKind::KeepAll,
+    };
+    if let Some(max) = qos.resource_limits.max_samples {
+        c.max_samples = max as usize;
+    }
+    c
 }
 
 /// The reliability core's configuration for a user reader with this QoS.
-pub(crate) fn reader_config(guid: Guid, qos: &DataReaderQos) -> ReaderConfig {
-    ReaderConfig::from_qos(guid, qos)
+pub(crate) fn reader_config(guid: Guid, _qos: &DataReaderQos) -> ReaderConfig {
+    ReaderConfig::new(guid)
 }
 
 /// SEDP writers: reliable, transient-local, keep-last 1 per endpoint (keyed by GUID).
 pub(crate) fn builtin_writer_config(guid: Guid) -> WriterConfig {
-    WriterConfig::sedp(guid)
+    let mut c = WriterConfig::new(guid);
+    c.reliable = true;
+    c.transient_local = true;
+    c.history = HistoryKind::KeepLast(1);
+    c
 }
 
 /// SEDP readers: reliable.
 pub(crate) fn builtin_reader_config(guid: Guid) -> ReaderConfig {
-    ReaderConfig::sedp(guid)
+    ReaderConfig::new(guid)
 }
 
 /// The history cache configuration of a reader with this QoS.
 pub(crate) fn history_config(qos: &DataReaderQos) -> HistoryConfig {
-    HistoryConfig::from_qos(qos)
+    let limit = |v: Option<u32>| v.map(|n| n as usize);
+    HistoryConfig {
+        history: match qos.history {
+            History::KeepLast(n) => crate::history::HistoryKind::KeepLast(n),
+            History::KeepAll => crate::history::HistoryKind::KeepAll,
+        },
+        limits: crate::history::ResourceLimits {
+            max_samples: limit(qos.resource_limits.max_samples),
+            max_instances: limit(qos.resource_limits.max_instances),
+            max_samples_per_instance: limit(qos.resource_limits.max_samples_per_instance),
+        },
+        destination_order: match qos.destination_order {
+            DestinationOrder::BySourceTimestamp => crate::history::DestinationOrder::BySourceTimestamp,
+            _ => crate::history::DestinationOrder::ByReceptionTimestamp,
+        },
+    }
 }
 
 /// Whether a writer with this QoS serializes as XCDR2 (its first data representation).
 pub(crate) fn prefers_xcdr2(qos: &DataWriterQos) -> bool {
-    qos.representation.offered() == tessera_rtps::qos::data_representation::XCDR2
+    qos.data_representation.offered() == tessera_rtps::qos::data_representation::XCDR2
 }

@@ -303,7 +303,7 @@ impl<T: TopicType> DataWriter<T> {
         let p = self.ep.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
-        let deadline = now + self.ep.max_blocking;
+        let deadline = far_deadline(now, self.ep.max_blocking);
         let mut core = self.ep.core.lock();
         loop {
             match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
@@ -331,7 +331,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Blocks until every matched reliable reader acknowledged every sample written so far.
     pub fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<()> {
-        let deadline = Instant::now() + timeout;
+        let deadline = far_deadline(Instant::now(), timeout);
         let mut core = self.ep.core.lock();
         while !core.all_acked() {
             if let Some(p) = self.ep.participant.upgrade() {
@@ -396,4 +396,9 @@ impl<T: TopicType> DataWriter<T> {
 pub(crate) fn now_nanos() -> i64 {
     let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
     ns & !1
+}
+
+/// `now + d`, saturating at a year for "infinite" durations.
+pub(crate) fn far_deadline(now: Instant, d: Duration) -> Instant {
+    now.checked_add(d.min(Duration::from_secs(365 * 86_400))).unwrap_or(now)
 }
