@@ -490,6 +490,23 @@ fn number_sets() {
         Ok(Submessage::AckNack(a)) => assert_eq!(a.reader_sn_state, SequenceNumberSet::empty(0)),
         other => panic!("{other:?}"),
     }
+    // Sets whose last member would overflow.
+    match first(&one(smid::ACKNACK, 0x01, &acknack_body(i64::MAX - 3, 3, 1))) {
+        Ok(Submessage::AckNack(a)) => assert_eq!(a.reader_sn_state.iter().count(), 3),
+        other => panic!("{other:?}"),
+    }
+    let m = one(smid::ACKNACK, 0x01, &acknack_body(i64::MAX - 2, 3, 1));
+    assert_eq!(first(&m), Err(DecodeError::InvalidNumberSet));
+    let mut nf = vec![0u8; 8];
+    nf.extend_from_slice(&sn_le(1));
+    nf.extend_from_slice(&(u32::MAX - 1).to_le_bytes());
+    nf.extend_from_slice(&2u32.to_le_bytes());
+    nf.extend_from_slice(&[0xff; 4]);
+    nf.extend_from_slice(&[0; 4]);
+    assert_eq!(
+        first(&one(smid::NACK_FRAG, 0x01, &nf)),
+        Err(DecodeError::InvalidNumberSet)
+    );
     for (base, bits) in [(0i64, 1u32), (-1, 0), (i64::MIN, 0)] {
         let m = one(smid::ACKNACK, 0x01, &acknack_body(base, bits, 1));
         assert_eq!(

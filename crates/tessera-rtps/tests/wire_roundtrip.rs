@@ -192,15 +192,21 @@ fn masked(num_bits: u32, mut bitmap: [u32; 8]) -> [u32; 8] {
 }
 
 fn sn_set() -> impl Strategy<Value = SequenceNumberSet> {
-    (sn(), 0u32..=256, any::<[u32; 8]>()).prop_map(|(base, num_bits, bitmap)| SequenceNumberSet {
-        base,
-        num_bits,
-        bitmap: masked(num_bits, bitmap),
-    })
+    // `base + numBits` must not overflow.
+    (
+        prop_oneof![1i64..1000, 1i64..=i64::MAX - 256],
+        0u32..=256,
+        any::<[u32; 8]>(),
+    )
+        .prop_map(|(base, num_bits, bitmap)| SequenceNumberSet {
+            base,
+            num_bits,
+            bitmap: masked(num_bits, bitmap),
+        })
 }
 
 fn frag_set() -> impl Strategy<Value = FragmentNumberSet> {
-    (1u32..=u32::MAX, 0u32..=256, any::<[u32; 8]>()).prop_map(|(base, num_bits, bitmap)| {
+    (1u32..=u32::MAX - 256, 0u32..=256, any::<[u32; 8]>()).prop_map(|(base, num_bits, bitmap)| {
         FragmentNumberSet {
             base,
             num_bits,

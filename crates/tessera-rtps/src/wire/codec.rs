@@ -142,9 +142,14 @@ impl<'a> Reader<'a> {
         Ok((num_bits, bitmap))
     }
 
+    /// A sequence-number set; `base + numBits` must not overflow (so that
+    /// [`SequenceNumberSet::iter`] cannot).
     fn sn_set(&mut self) -> Result<SequenceNumberSet, DecodeError> {
         let base = self.sn()?;
         let (num_bits, bitmap) = self.bitmap()?;
+        if base.checked_add(num_bits as i64).is_none() {
+            return Err(DecodeError::InvalidNumberSet);
+        }
         Ok(SequenceNumberSet {
             base,
             num_bits,
@@ -152,9 +157,13 @@ impl<'a> Reader<'a> {
         })
     }
 
+    /// A fragment-number set; `base + numBits` must not overflow.
     fn frag_set(&mut self) -> Result<FragmentNumberSet, DecodeError> {
         let base = self.u32()?;
         let (num_bits, bitmap) = self.bitmap()?;
+        if base.checked_add(num_bits).is_none() {
+            return Err(DecodeError::InvalidNumberSet);
+        }
         Ok(FragmentNumberSet {
             base,
             num_bits,
@@ -537,6 +546,8 @@ pub struct ReceivedSubmessage<'a> {
 #[derive(Debug, Clone)]
 pub struct MessageReceiver<'a> {
     header: Header,
+    /// The source in force: the header's, or the last INFO_SRC's.
+    source: Header,
     inner: SubmessageIter<'a>,
     dest_prefix: GuidPrefix,
     timestamp: Option<Timestamp>,
@@ -548,15 +559,21 @@ impl<'a> MessageReceiver<'a> {
         let (header, inner) = SubmessageIter::parse(buf)?;
         Ok(MessageReceiver {
             header,
+            source: header,
             inner,
             dest_prefix: GuidPrefix::UNKNOWN,
             timestamp: None,
         })
     }
 
-    /// The message header, with version, vendor and prefix replaced by the last INFO_SRC seen.
+    /// The message header as received.
     pub fn header(&self) -> &Header {
         &self.header
+    }
+
+    /// The source in force at this point: the header's, or the last INFO_SRC's.
+    pub fn source(&self) -> &Header {
+        &self.source
     }
 }
 
@@ -578,7 +595,7 @@ impl<'a> Iterator for MessageReceiver<'a> {
                     guid_prefix,
                 } => {
                     // RTPS 8.3.7.9.4: a new source also invalidates the timestamp.
-                    self.header = Header {
+                    self.source = Header {
                         version,
                         vendor,
                         guid_prefix,
@@ -588,8 +605,8 @@ impl<'a> Iterator for MessageReceiver<'a> {
                 Submessage::Pad => {}
                 submessage => {
                     return Some(Ok(ReceivedSubmessage {
-                        source_prefix: self.header.guid_prefix,
-                        source_vendor: self.header.vendor,
+                        source_prefix: self.source.guid_prefix,
+                        source_vendor: self.source.vendor,
                         dest_prefix: self.dest_prefix,
                         timestamp: self.timestamp,
                         submessage,
