@@ -843,6 +843,8 @@ impl<'b> MessageBuilder<'b> {
     /// `little_endian`'s byte order.
     pub fn submessage_in(&mut self, sm: &Submessage<'_>, little_endian: bool) -> &mut Self {
         let e = if little_endian { flag::E } else { 0 };
+        // One growth check instead of one per field.
+        self.out.reserve(sm.encoded_len());
         match sm {
             Submessage::Data(d) => {
                 let mut flags = e;
@@ -1057,6 +1059,11 @@ impl<'b> MessageBuilder<'b> {
             flags |= flag::Q;
         }
         let le = flags & flag::E != 0;
+        let payload_len = payload_parts.iter().map(|p| p.len()).sum();
+        self.out.reserve(Self::data_encoded_len(
+            inline_qos.map_or(0, |q| q.len()),
+            payload_len,
+        ));
         let start = self.begin(smid::DATA, flags);
         let mut w = Writer { out: self.out, le };
         w.u16(0);
