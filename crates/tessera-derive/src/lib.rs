@@ -84,14 +84,16 @@ fn is_key(field: &syn::Field) -> syn::Result<bool> {
     let mut key = false;
     for attr in &field.attrs {
         if attr.path().is_ident("key") {
-            attr.meta.require_path_only()?;
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                return Err(syn::Error::new_spanned(attr, "#[key] takes no arguments"));
+            }
             if key {
-                return Err(syn::Error::new(attr.span(), "duplicate #[key]"));
+                return Err(syn::Error::new_spanned(attr, "duplicate #[key]"));
             }
             key = true;
         } else if attr.path().is_ident("topic") {
-            return Err(syn::Error::new(
-                attr.span(),
+            return Err(syn::Error::new_spanned(
+                attr,
                 "#[topic(...)] belongs on the struct; mark key members with #[key]",
             ));
         }

@@ -62,7 +62,12 @@ fn type_names_and_keys() {
     assert_eq!(Keyed32::TYPE_NAME, "Keyed32");
     assert_eq!(KeyedSeq::TYPE_NAME, "KeyedSeq");
     assert_eq!(Mixed::TYPE_NAME, "test::Mixed");
-    let keyed = [OneULong::KEYED, Keyed32::KEYED, KeyedSeq::KEYED, Mixed::KEYED];
+    let keyed = [
+        OneULong::KEYED,
+        Keyed32::KEYED,
+        KeyedSeq::KEYED,
+        Mixed::KEYED,
+    ];
     assert_eq!(keyed, [false, true, true, false]);
     assert_eq!(OneULong::KEY_MAX_SIZE, Some(0));
     assert_eq!(Keyed32::KEY_MAX_SIZE, Some(4));

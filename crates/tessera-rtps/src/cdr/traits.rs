@@ -91,6 +91,11 @@ pub const fn extent_repeat(e: KeyExtent, n: usize) -> KeyExtent {
 /// Structs are `@final`: members in declaration order, no DHEADER, alignment continuing from
 /// the enclosing value. The methods are named `*_cdr` so they do not collide with
 /// [`TopicType`]'s in method-call syntax.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a member of a topic type",
+    note = "supported member types: bool, u8, i8, i16, u16, i32, u32, i64, u64, f32, f64, char, \
+            String, Vec<T>, [T; N] and structs that derive TopicType"
+)]
 pub trait CdrType: Sized {
     /// A lower bound of the encoded size, used to reject sequence counts that the remaining
     /// bytes cannot hold before allocating.
@@ -161,6 +166,44 @@ pub trait CdrType: Sized {
 /// A type that can be published on a DDS topic: a struct with named members, `@final`,
 /// optionally keyed. Derive it with `#[derive(tessera::TopicType)]`; the provided methods
 /// follow from [`CdrType`] and need not be written by hand.
+///
+/// ```
+/// # use tessera_rtps::cdr::{key_hash, TopicType};
+/// // Through the `tessera` crate this is `#[derive(tessera::TopicType)]` with no `cdr_path`.
+/// #[derive(tessera_derive::TopicType)]
+/// #[topic(cdr_path = "tessera_rtps::cdr")]
+/// struct Keyed32 {
+///     seq: u32,
+///     #[key]
+///     keyval: u32,
+///     baggage: [u8; 24],
+/// }
+/// assert_eq!(Keyed32::TYPE_NAME, "Keyed32");
+/// assert_eq!(Keyed32::KEY_MAX_SIZE, Some(4));
+/// let s = Keyed32 { seq: 0, keyval: 1, baggage: [0; 24] };
+/// assert_eq!(key_hash(&s), [0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+/// ```
+///
+/// The derive rejects enums, tuple structs and generic structs with an error at the
+/// offending token:
+///
+/// ```compile_fail
+/// #[derive(tessera_derive::TopicType)]
+/// #[topic(cdr_path = "tessera_rtps::cdr")]
+/// enum Choice { A, B }
+/// ```
+///
+/// ```compile_fail
+/// #[derive(tessera_derive::TopicType)]
+/// #[topic(cdr_path = "tessera_rtps::cdr")]
+/// struct Pair(u32, u32);
+/// ```
+///
+/// ```compile_fail
+/// #[derive(tessera_derive::TopicType)]
+/// #[topic(cdr_path = "tessera_rtps::cdr")]
+/// struct Wrapper<T> { inner: T }
+/// ```
 pub trait TopicType: CdrType + Send + Sync + 'static {
     /// The registered type name (IDL-style, e.g. `"KeyedSeq"`), compared verbatim by peers.
     const TYPE_NAME: &'static str;
