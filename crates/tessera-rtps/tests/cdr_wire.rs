@@ -444,3 +444,77 @@ fn ddsperf_key_payload() {
     serialize_key(&v, Encoding::XCDR1_LE, &mut out);
     assert_eq!(out, kp);
 }
+
+// ---- XCDR2 DHEADERs in front of collections of non-primitive elements ----
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+#[topic(cdr_path = "::tessera_rtps::cdr")]
+struct T2 {
+    name: String,
+    u: i32,
+}
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+#[topic(cdr_path = "::tessera_rtps::cdr")]
+struct Dh {
+    a: Vec<u32>,
+    #[key]
+    b: Vec<String>,
+    c: [[u8; 2]; 2],
+    d: [T2; 1],
+}
+
+#[test]
+fn xcdr2_dheaders() {
+    let v = Dh {
+        a: vec![7],
+        b: vec!["x".into()],
+        c: [[1, 2], [3, 4]],
+        d: [T2 {
+            name: String::new(),
+            u: 9,
+        }],
+    };
+    #[rustfmt::skip]
+    let x2: &[u8] = &[
+        0, 7, 0, 0,
+        1, 0, 0, 0, 7, 0, 0, 0,             // sequence<unsigned long>: no DHEADER
+        10, 0, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, b'x', 0, // sequence<string>: DHEADER 10
+        1, 2, 3, 4,                         // octet c[2][2]: no DHEADER
+        0, 0, 12, 0, 0, 0,                  // pad, DHEADER of T2 d[1]
+        1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0,
+    ];
+    assert_eq!(ser(&v, Encoding::XCDR2_LE), x2);
+    #[rustfmt::skip]
+    let x1: &[u8] = &[
+        0, 1, 0, 0,
+        1, 0, 0, 0, 7, 0, 0, 0,
+        1, 0, 0, 0, 2, 0, 0, 0, b'x', 0,
+        1, 2, 3, 4,
+        0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 9, 0, 0, 0,
+    ];
+    assert_eq!(ser(&v, Encoding::XCDR1_LE), x1);
+    for e in ALL {
+        let bytes = ser(&v, e);
+        assert_eq!(deserialize_sample::<Dh>(&bytes), Ok(v.clone()));
+        assert_eq!(key_hash_from_sample_payload::<Dh>(&bytes), Ok(key_hash(&v)));
+        let mut kp = vec![];
+        serialize_key(&v, e, &mut kp);
+        assert_eq!(key_hash_from_key_payload::<Dh>(&kp), Ok(key_hash(&v)));
+    }
+    // Key hash input: XCDR2 BE with the DHEADER.
+    assert_eq!(
+        key_hash(&v),
+        md5::compute([0, 0, 0, 10, 0, 0, 0, 1, 0, 0, 0, 2, b'x', 0]).0
+    );
+    // A DHEADER shorter than its member is an error; a longer one is skipped over.
+    let mut bad = x2.to_vec();
+    bad[12] = 9;
+    assert_eq!(deserialize_sample::<Dh>(&bad), Err(CdrError::BadDheader));
+    let mut bad = x2.to_vec();
+    bad[12] = 200;
+    assert!(matches!(
+        deserialize_sample::<Dh>(&bad),
+        Err(CdrError::LengthTooLarge(200))
+    ));
+}

@@ -19,6 +19,9 @@ pub enum CdrError {
     /// A sequence or string length exceeds what the remaining bytes could hold.
     #[error("length {0} exceeds the remaining payload")]
     LengthTooLarge(u32),
+    /// A member was longer than the XCDR2 DHEADER in front of it announced.
+    #[error("member exceeds its DHEADER length")]
+    BadDheader,
     /// A boolean octet other than 0 or 1.
     #[error("invalid boolean value {0}")]
     InvalidBool(u8),

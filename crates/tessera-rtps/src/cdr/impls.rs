@@ -2,7 +2,7 @@
 
 use core::mem::MaybeUninit;
 
-use super::traits::{extent_primitive, extent_repeat, KeyExtent};
+use super::traits::{extent_primitive, extent_repeat, extent_then, KeyExtent};
 use super::{CdrError, CdrReader, CdrType, CdrWriter};
 
 macro_rules! impl_numeric {
@@ -10,6 +10,7 @@ macro_rules! impl_numeric {
         impl CdrType for $t {
             const MIN_SIZE: usize = $size;
             const KEY_EXTENT: KeyExtent = extent_primitive($size);
+            const IS_PRIMITIVE: bool = true;
             #[inline]
             fn write_cdr(&self, w: &mut CdrWriter<'_>) {
                 w.$w(*self)
@@ -46,6 +47,7 @@ impl_numeric! {
 impl CdrType for u8 {
     const MIN_SIZE: usize = 1;
     const KEY_EXTENT: KeyExtent = extent_primitive(1);
+    const IS_PRIMITIVE: bool = true;
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
         w.write_u8(*self)
@@ -101,80 +103,152 @@ impl CdrType for String {
     }
 }
 
-/// IDL `sequence<T>` (unbounded).
+/// Runs `f` inside an XCDR2 DHEADER if `needed` and the writer is XCDR2.
+#[inline]
+fn in_dheader_w<'a, R>(
+    w: &mut CdrWriter<'a>,
+    needed: bool,
+    f: impl FnOnce(&mut CdrWriter<'a>) -> R,
+) -> R {
+    if needed && w.is_xcdr2() {
+        let start = w.begin_dheader();
+        let out = f(w);
+        w.end_dheader(start);
+        out
+    } else {
+        f(w)
+    }
+}
+
+/// Runs `f` inside an XCDR2 DHEADER if `needed` and the reader is XCDR2.
+#[inline]
+fn in_dheader_r<'a, R>(
+    r: &mut CdrReader<'a>,
+    needed: bool,
+    f: impl FnOnce(&mut CdrReader<'a>) -> Result<R, CdrError>,
+) -> Result<R, CdrError> {
+    if needed && r.is_xcdr2() {
+        let end = r.read_dheader()?;
+        let out = f(r)?;
+        r.finish_dheader(end)?;
+        Ok(out)
+    } else {
+        f(r)
+    }
+}
+
+/// IDL `sequence<T>` (unbounded). In XCDR2 a DHEADER precedes it unless `T` is primitive.
 impl<T: CdrType> CdrType for Vec<T> {
     const MIN_SIZE: usize = 4;
     const KEY_EXTENT: KeyExtent = None;
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
-        w.write_len(self.len());
-        T::write_cdr_slice(self, w);
+        in_dheader_w(w, !T::IS_PRIMITIVE, |w| {
+            w.write_len(self.len());
+            T::write_cdr_slice(self, w);
+        })
     }
     #[inline]
     fn read_cdr(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        let n = r.read_len(T::MIN_SIZE)?;
-        T::read_cdr_vec(r, n)
+        in_dheader_r(r, !T::IS_PRIMITIVE, |r| {
+            let n = r.read_len(T::MIN_SIZE)?;
+            T::read_cdr_vec(r, n)
+        })
     }
     fn write_cdr_key(&self, w: &mut CdrWriter<'_>) {
-        w.write_len(self.len());
-        for x in self {
-            x.write_cdr_key(w);
-        }
+        in_dheader_w(w, !T::IS_PRIMITIVE, |w| {
+            w.write_len(self.len());
+            for x in self {
+                x.write_cdr_key(w);
+            }
+        })
     }
     fn transcode_cdr_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
         // The key form of an element may be empty, so only a count of one octet each is
         // checked; nothing is allocated here.
-        let n = r.read_len(1)?;
-        w.write_len(n);
-        for _ in 0..n {
-            T::transcode_cdr_key(r, w)?;
-        }
-        Ok(())
+        in_dheader_r(r, !T::IS_PRIMITIVE, |r| {
+            in_dheader_w(w, !T::IS_PRIMITIVE, |w| {
+                let n = r.read_len(1)?;
+                w.write_len(n);
+                for _ in 0..n {
+                    T::transcode_cdr_key(r, w)?;
+                }
+                Ok(())
+            })
+        })
     }
     fn extract_cdr_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
-        let n = r.read_len(T::MIN_SIZE)?;
-        w.write_len(n);
-        for _ in 0..n {
-            T::extract_cdr_key(r, w)?;
-        }
-        Ok(())
+        in_dheader_r(r, !T::IS_PRIMITIVE, |r| {
+            in_dheader_w(w, !T::IS_PRIMITIVE, |w| {
+                let n = r.read_len(T::MIN_SIZE)?;
+                w.write_len(n);
+                for _ in 0..n {
+                    T::extract_cdr_key(r, w)?;
+                }
+                Ok(())
+            })
+        })
     }
     fn skip_cdr(r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        if !T::IS_PRIMITIVE && r.is_xcdr2() {
+            let end = r.read_dheader()?;
+            return r.finish_dheader(end);
+        }
         let n = r.read_len(T::MIN_SIZE)?;
         T::skip_cdr_many(r, n)
     }
 }
 
-/// IDL arrays `T name[N]`: the elements, no length.
+/// IDL arrays `T name[N]`: the elements, no length. In XCDR2 a DHEADER precedes it unless
+/// the elements are (arrays of) primitives.
 impl<T: CdrType, const N: usize> CdrType for [T; N] {
     const MIN_SIZE: usize = T::MIN_SIZE.saturating_mul(N);
-    const KEY_EXTENT: KeyExtent = extent_repeat(T::KEY_EXTENT, N);
+    const KEY_EXTENT: KeyExtent = if T::IS_FLAT_PRIMITIVE {
+        extent_repeat(T::KEY_EXTENT, N)
+    } else {
+        extent_then(extent_primitive(4), extent_repeat(T::KEY_EXTENT, N))
+    };
+    const IS_FLAT_PRIMITIVE: bool = T::IS_FLAT_PRIMITIVE;
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
-        T::write_cdr_slice(self, w)
+        in_dheader_w(w, !T::IS_FLAT_PRIMITIVE, |w| T::write_cdr_slice(self, w))
     }
     #[inline]
     fn read_cdr(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
-        T::read_cdr_array::<N>(r)
+        in_dheader_r(r, !T::IS_FLAT_PRIMITIVE, |r| T::read_cdr_array::<N>(r))
     }
     fn write_cdr_key(&self, w: &mut CdrWriter<'_>) {
-        for x in self {
-            x.write_cdr_key(w);
-        }
+        in_dheader_w(w, !T::IS_FLAT_PRIMITIVE, |w| {
+            for x in self {
+                x.write_cdr_key(w);
+            }
+        })
     }
     fn transcode_cdr_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
-        for _ in 0..N {
-            T::transcode_cdr_key(r, w)?;
-        }
-        Ok(())
+        in_dheader_r(r, !T::IS_FLAT_PRIMITIVE, |r| {
+            in_dheader_w(w, !T::IS_FLAT_PRIMITIVE, |w| {
+                for _ in 0..N {
+                    T::transcode_cdr_key(r, w)?;
+                }
+                Ok(())
+            })
+        })
     }
     fn extract_cdr_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
-        for _ in 0..N {
-            T::extract_cdr_key(r, w)?;
-        }
-        Ok(())
+        in_dheader_r(r, !T::IS_FLAT_PRIMITIVE, |r| {
+            in_dheader_w(w, !T::IS_FLAT_PRIMITIVE, |w| {
+                for _ in 0..N {
+                    T::extract_cdr_key(r, w)?;
+                }
+                Ok(())
+            })
+        })
     }
     fn skip_cdr(r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        if !T::IS_FLAT_PRIMITIVE && r.is_xcdr2() {
+            let end = r.read_dheader()?;
+            return r.finish_dheader(end);
+        }
         T::skip_cdr_many(r, N)
     }
 }

@@ -19,7 +19,10 @@
 //! Other primitives align to their size. `boolean`, `octet`, `char` take one octet; strings
 //! are a `u32` length that counts the terminating NUL, the bytes, the NUL; sequences a `u32`
 //! count then the elements; arrays just the elements; nested `@final` structs their members
-//! (XCDR2 adds no DHEADER for `@final`).
+//! (no DHEADER for `@final` structs). In XCDR2 only, a sequence whose element type is not
+//! primitive (strings, structs, sequences, arrays), and an array whose elements are not
+//! primitives or arrays of them, is preceded by a DHEADER: a `u32` byte count of what
+//! follows (count included), as DDS-XTypes 1.3 §7.4.3.5 and Cyclone DDS do.
 //!
 //! # Pieces
 //! - [`CdrWriter`] appends to a caller-owned `Vec<u8>` (reused for every sample);

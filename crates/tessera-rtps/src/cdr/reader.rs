@@ -57,6 +57,34 @@ impl<'a> CdrReader<'a> {
         }
     }
 
+    /// Whether this is XCDR2 (where collections of non-primitive elements carry a DHEADER).
+    #[inline]
+    pub fn is_xcdr2(&self) -> bool {
+        self.max_align == 4
+    }
+
+    /// Reads an XCDR2 DHEADER and returns the position where the bytes it counts end, after
+    /// checking that they are present.
+    #[inline]
+    pub fn read_dheader(&mut self) -> Result<usize, CdrError> {
+        let n = self.read_u32()?;
+        if n as usize > self.remaining() {
+            return Err(CdrError::LengthTooLarge(n));
+        }
+        Ok(self.pos + n as usize)
+    }
+
+    /// Ends a member opened with [`read_dheader`](Self::read_dheader): fails if the member
+    /// ran past the DHEADER's end, else continues at that end.
+    #[inline]
+    pub fn finish_dheader(&mut self, end: usize) -> Result<(), CdrError> {
+        if self.pos > end {
+            return Err(CdrError::BadDheader);
+        }
+        self.pos = end;
+        Ok(())
+    }
+
     /// Bytes consumed so far.
     #[inline]
     pub fn position(&self) -> usize {

@@ -102,6 +102,13 @@ pub trait CdrType: Sized {
     const MIN_SIZE: usize;
     /// The XCDR2 extent of the key form of this type (see [`KeyExtent`]).
     const KEY_EXTENT: KeyExtent;
+    /// Whether this is a primitive type (boolean, octet, char, integers, floats). In XCDR2,
+    /// sequences of non-primitive elements are preceded by a DHEADER.
+    const IS_PRIMITIVE: bool = false;
+    /// Whether this is a primitive or an array of them at any depth: Rust's `[[T; M]; N]` is
+    /// IDL's multi-dimensional `T a[N][M]`, whose element type is `T`. In XCDR2, arrays whose
+    /// elements are not flat primitives are preceded by a DHEADER.
+    const IS_FLAT_PRIMITIVE: bool = Self::IS_PRIMITIVE;
 
     /// Appends the value.
     fn write_cdr(&self, w: &mut CdrWriter<'_>);

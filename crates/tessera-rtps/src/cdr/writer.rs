@@ -62,6 +62,36 @@ impl<'a> CdrWriter<'a> {
         }
     }
 
+    /// Whether this writer produces XCDR2 (where collections of non-primitive elements carry
+    /// a DHEADER).
+    #[inline]
+    pub fn is_xcdr2(&self) -> bool {
+        self.max_align == 4
+    }
+
+    /// Writes a placeholder XCDR2 DHEADER (a `u32` byte count) and returns where the counted
+    /// bytes start; pass it to [`end_dheader`](Self::end_dheader) once they are written.
+    #[inline]
+    pub fn begin_dheader(&mut self) -> usize {
+        self.write_u32(0);
+        self.buf.len()
+    }
+
+    /// Fills in the DHEADER opened by [`begin_dheader`](Self::begin_dheader) with the number
+    /// of bytes written since.
+    #[inline]
+    pub fn end_dheader(&mut self, start: usize) {
+        let n = u32::try_from(self.buf.len() - start).expect("CDR member larger than 4 GiB");
+        let bytes = if self.big_endian {
+            n.to_be_bytes()
+        } else {
+            n.to_le_bytes()
+        };
+        if let Some(slot) = self.buf.get_mut(start - 4..start) {
+            slot.copy_from_slice(&bytes);
+        }
+    }
+
     /// Bytes written since the origin.
     #[inline]
     pub fn position(&self) -> usize {
