@@ -171,3 +171,33 @@ fn usable_as_a_bound() {
     };
     assert_eq!(encoded_len(&v), 4 + 12 + 100);
 }
+
+/// XTypes allows empty structures; they encode to nothing. (A *sequence* of them is limited
+/// to as many elements as bytes remain, so a hostile count cannot spin the decoder.)
+#[derive(Debug, Clone, PartialEq, TopicType)]
+struct Empty {}
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+struct HoldsEmpty {
+    #[key]
+    e: Empty,
+    n: [Empty; 2],
+    tail: u32,
+}
+
+#[test]
+fn empty_structs() {
+    let v = HoldsEmpty {
+        e: Empty {},
+        n: [Empty {}, Empty {}],
+        tail: 3,
+    };
+    assert_eq!(Empty::KEY_MAX_SIZE, Some(0));
+    assert_eq!(HoldsEmpty::KEY_MAX_SIZE, Some(0));
+    assert_eq!([Empty::KEYED, HoldsEmpty::KEYED], [false, true]);
+    let mut out = vec![];
+    serialize_sample(&v, Encoding::XCDR1_LE, &mut out);
+    assert_eq!(out, [0, 1, 0, 0, 3, 0, 0, 0]);
+    assert_eq!(deserialize_sample::<HoldsEmpty>(&out), Ok(v.clone()));
+    assert_eq!(key_hash(&v), [0; 16]);
+}

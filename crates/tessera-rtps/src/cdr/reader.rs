@@ -101,7 +101,7 @@ impl<'a> CdrReader<'a> {
     /// of two.
     #[inline]
     pub fn align(&mut self, size: usize) -> Result<(), CdrError> {
-        let a = size.min(self.max_align);
+        let a = size.clamp(1, self.max_align);
         let pad = self.pos.wrapping_neg() & (a - 1);
         if pad > self.remaining() {
             return Err(CdrError::Truncated);
@@ -169,8 +169,10 @@ impl<'a> CdrReader<'a> {
         Ok(bytes)
     }
 
-    /// Reads a sequence count and checks that `count * min_elem_size` bytes remain (a zero
-    /// `min_elem_size` counts as 1), so a hostile count cannot drive an allocation.
+    /// Reads a sequence count and checks that `count * min_elem_size` bytes remain, so a
+    /// hostile count cannot drive an allocation. A zero `min_elem_size` counts as 1: a
+    /// sequence of empty structs is limited to as many elements as bytes remain, so that a
+    /// hostile count cannot spin the decoder either.
     #[inline]
     pub fn read_len(&mut self, min_elem_size: usize) -> Result<usize, CdrError> {
         let n = self.read_u32()?;

@@ -102,7 +102,7 @@ impl<'a> CdrWriter<'a> {
     /// `size` must be a power of two.
     #[inline]
     pub fn align(&mut self, size: usize) {
-        let a = size.min(self.max_align);
+        let a = size.clamp(1, self.max_align);
         let pad = self.origin.wrapping_sub(self.buf.len()) & (a - 1);
         if pad != 0 {
             self.buf.resize(self.buf.len() + pad, 0);
