@@ -43,7 +43,9 @@
 //! into reader histories itself; one event thread for timers. `write` sends from the caller's
 //! thread. See `ARCHITECTURE.md` in the repository for how a sample travels.
 
+pub use tessera_derive::TopicType;
 pub use tessera_rtps as rtps;
+pub use tessera_rtps::cdr::TopicType;
 
 pub mod condition;
 mod discovery_rt;

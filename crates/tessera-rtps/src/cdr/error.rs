@@ -1,0 +1,34 @@
+//! Errors of CDR decoding.
+
+/// Why a serialized payload could not be decoded. Every variant is the sender's fault: the
+/// bytes came from the network (or from a caller who passed bytes that are not a payload).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum CdrError {
+    /// The payload ended before the value did.
+    #[error("payload truncated")]
+    Truncated,
+    /// The payload is shorter than the 4-byte encapsulation header.
+    #[error("payload shorter than its encapsulation header")]
+    MissingHeader,
+    /// The encapsulation id is not one of CDR_LE/CDR_BE/CDR2_LE/CDR2_BE.
+    #[error("unsupported encapsulation id {0:#06x}")]
+    UnsupportedEncapsulation(u16),
+    /// The padding count of the encapsulation options exceeds the body.
+    #[error("encapsulation padding exceeds the payload")]
+    BadPadding,
+    /// A sequence or string length exceeds what the remaining bytes could hold.
+    #[error("length {0} exceeds the remaining payload")]
+    LengthTooLarge(u32),
+    /// A member was longer than the XCDR2 DHEADER in front of it announced.
+    #[error("member exceeds its DHEADER length")]
+    BadDheader,
+    /// A boolean octet other than 0 or 1.
+    #[error("invalid boolean value {0}")]
+    InvalidBool(u8),
+    /// A string without its terminating NUL.
+    #[error("string not NUL-terminated")]
+    UnterminatedString,
+    /// A string that is not valid UTF-8.
+    #[error("string is not valid UTF-8")]
+    InvalidUtf8,
+}
