@@ -16,25 +16,46 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tessera_rtps::discovery::{
-    decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinEndpointSet, BuiltinTopicKind,
-    DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEvent, LostReason, RemoteEndpointInfo,
-    SpdpParticipantData, StatusInfo,
+    decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinEndpointSet,
+    BuiltinTopicKind, DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEvent,
+    LostReason, RemoteEndpointInfo, SpdpParticipantData, StatusInfo,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::reader::{Delivered, ReaderCore};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators, Timestamp};
-use tessera_rtps::wire::{Data, MessageBuilder, ParameterList, PayloadKind, ReceivedSubmessage, Submessage};
+use tessera_rtps::wire::{
+    Data, MessageBuilder, ParameterList, PayloadKind, ReceivedSubmessage, Submessage,
+};
 use tessera_rtps::writer::WriterCore;
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
 pub(crate) enum MatchAction {
-    MatchWriter { local: Guid, remote: RemoteEndpoint },
-    UnmatchWriter { local: Guid, remote: Guid },
-    MatchReader { local: Guid, remote: RemoteEndpoint },
-    UnmatchReader { local: Guid, remote: Guid, lost: bool },
-    WriterIncompatible { local: Guid, policies: Vec<u32> },
-    ReaderIncompatible { local: Guid, policies: Vec<u32> },
+    MatchWriter {
+        local: Guid,
+        remote: RemoteEndpoint,
+    },
+    UnmatchWriter {
+        local: Guid,
+        remote: Guid,
+    },
+    MatchReader {
+        local: Guid,
+        remote: RemoteEndpoint,
+    },
+    UnmatchReader {
+        local: Guid,
+        remote: Guid,
+        lost: bool,
+    },
+    WriterIncompatible {
+        local: Guid,
+        policies: Vec<u32>,
+    },
+    ReaderIncompatible {
+        local: Guid,
+        policies: Vec<u32>,
+    },
 }
 
 /// How often SPDP is announced in steady state, and the lease we announce.
@@ -42,8 +63,12 @@ const SPDP_PERIOD: Duration = Duration::from_secs(3);
 const LEASE: Duration = Duration::from_secs(10);
 /// Quick re-announcements right after start, so peers that started at the same moment (and
 /// missed the first one) find us within tens of milliseconds rather than a period.
-const STARTUP_ANNOUNCEMENTS: [Duration; 4] =
-    [Duration::from_millis(20), Duration::from_millis(100), Duration::from_millis(300), Duration::from_secs(1)];
+const STARTUP_ANNOUNCEMENTS: [Duration; 4] = [
+    Duration::from_millis(20),
+    Duration::from_millis(100),
+    Duration::from_millis(300),
+    Duration::from_secs(1),
+];
 
 pub(crate) struct DiscoveryRuntime {
     prefix: GuidPrefix,
@@ -64,7 +89,13 @@ pub(crate) struct DiscoveryRuntime {
 }
 
 impl DiscoveryRuntime {
-    pub fn new(prefix: GuidPrefix, domain_id: u32, qos: &DomainParticipantQos, transport: &UdpTransport, now: Instant) -> Self {
+    pub fn new(
+        prefix: GuidPrefix,
+        domain_id: u32,
+        qos: &DomainParticipantQos,
+        transport: &UdpTransport,
+        now: Instant,
+    ) -> Self {
         let l = transport.locators();
         let mut data = SpdpParticipantData::new(prefix);
         data.domain_id = Some(domain_id);
@@ -85,8 +116,10 @@ impl DiscoveryRuntime {
         data.user_data = qos.user_data.0.clone();
         let mut payload = Vec::new();
         data.encode(&mut payload);
-        let sedp_writer = |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
-        let sedp_reader = |id| ReaderCore::new(outbox::builtin_reader_config(Guid::new(prefix, id)));
+        let sedp_writer =
+            |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
+        let sedp_reader =
+            |id| ReaderCore::new(outbox::builtin_reader_config(Guid::new(prefix, id)));
         DiscoveryRuntime {
             prefix,
             db: DiscoveryDb::new(prefix, domain_id),
@@ -205,7 +238,12 @@ impl DiscoveryRuntime {
     }
 
     /// A submessage from or to a built-in endpoint.
-    pub fn handle(&mut self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) -> Vec<MatchAction> {
+    pub fn handle(
+        &mut self,
+        p: &ParticipantShared,
+        rs: &ReceivedSubmessage<'_>,
+        now: Instant,
+    ) -> Vec<MatchAction> {
         self.db.on_participant_alive(rs.source_prefix, now);
         match &rs.submessage {
             Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => self.on_spdp(p, d, now),
@@ -242,15 +280,27 @@ impl DiscoveryRuntime {
                     _ => return Vec::new(),
                 };
                 let mut received: Vec<(bool, Vec<u8>, u32, Option<[u8; 16]>)> = Vec::new();
-                let core = if publications { &mut self.sedp_pub_reader } else { &mut self.sedp_sub_reader };
+                let core = if publications {
+                    &mut self.sedp_pub_reader
+                } else {
+                    &mut self.sedp_sub_reader
+                };
                 let mut deliver = |d: Delivered<'_>| {
                     received.push((publications, d.payload.to_vec(), d.status_info, d.key_hash));
                 };
                 match sm {
-                    Submessage::Data(d) => core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
-                    Submessage::DataFrag(d) => core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
-                    Submessage::Heartbeat(h) => core.on_heartbeat(rs.source_prefix, h, now, &mut deliver),
-                    Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(rs.source_prefix, h, now),
+                    Submessage::Data(d) => {
+                        core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                    }
+                    Submessage::DataFrag(d) => {
+                        core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                    }
+                    Submessage::Heartbeat(h) => {
+                        core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
+                    }
+                    Submessage::HeartbeatFrag(h) => {
+                        core.on_heartbeat_frag(rs.source_prefix, h, now)
+                    }
                     Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
                     _ => {}
                 }
@@ -264,9 +314,17 @@ impl DiscoveryRuntime {
     }
 
     fn on_spdp(&mut self, p: &ParticipantShared, d: &Data<'_>, now: Instant) {
-        let status = d.inline_qos.as_ref().and_then(|q| StatusInfo::from_inline_qos(q).ok()).unwrap_or(StatusInfo(0));
+        let status = d
+            .inline_qos
+            .as_ref()
+            .and_then(|q| StatusInfo::from_inline_qos(q).ok())
+            .unwrap_or(StatusInfo(0));
         if status.ends_instance() || d.payload_kind == PayloadKind::Key {
-            if let Ok((guid, _)) = decode_dispose(BuiltinTopicKind::Participant, d.inline_qos.as_ref(), d.payload) {
+            if let Ok((guid, _)) = decode_dispose(
+                BuiltinTopicKind::Participant,
+                d.inline_qos.as_ref(),
+                d.payload,
+            ) {
                 self.forget_participant(guid.prefix);
                 self.db.on_participant_disposed(guid.prefix);
             }
@@ -287,9 +345,16 @@ impl DiscoveryRuntime {
         }
         let is_new = !self.participants.contains_key(&data.guid_prefix);
         let meta: Locators = if data.metatraffic_unicast_locators.is_empty() {
-            data.metatraffic_multicast_locators.iter().copied().collect()
+            data.metatraffic_multicast_locators
+                .iter()
+                .copied()
+                .collect()
         } else {
-            data.metatraffic_unicast_locators.iter().copied().filter(|l| l.to_socket_addr_v4().is_some()).collect()
+            data.metatraffic_unicast_locators
+                .iter()
+                .copied()
+                .filter(|l| l.to_socket_addr_v4().is_some())
+                .collect()
         };
         self.participants.insert(data.guid_prefix, meta);
         if is_new {
@@ -297,16 +362,38 @@ impl DiscoveryRuntime {
             let prefix = data.guid_prefix;
             let eps = data.builtin_endpoints;
             if eps.contains(BuiltinEndpointSet::PUBLICATIONS_DETECTOR) {
-                self.sedp_pub_writer.add_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER), meta, true, true, now);
+                self.sedp_pub_writer.add_reader(
+                    Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER),
+                    meta,
+                    true,
+                    true,
+                    now,
+                );
             }
             if eps.contains(BuiltinEndpointSet::SUBSCRIPTIONS_DETECTOR) {
-                self.sedp_sub_writer.add_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER), meta, true, true, now);
+                self.sedp_sub_writer.add_reader(
+                    Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER),
+                    meta,
+                    true,
+                    true,
+                    now,
+                );
             }
             if eps.contains(BuiltinEndpointSet::PUBLICATIONS_ANNOUNCER) {
-                self.sedp_pub_reader.add_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER), meta, true, now);
+                self.sedp_pub_reader.add_writer(
+                    Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER),
+                    meta,
+                    true,
+                    now,
+                );
             }
             if eps.contains(BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER) {
-                self.sedp_sub_reader.add_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER), meta, true, now);
+                self.sedp_sub_reader.add_writer(
+                    Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
+                    meta,
+                    true,
+                    now,
+                );
             }
             // Answer at once so the peer need not wait for our next periodic announcement.
             self.send_spdp(p, meta.as_slice());
@@ -322,14 +409,24 @@ impl DiscoveryRuntime {
 
     fn forget_participant(&mut self, prefix: GuidPrefix) {
         if self.participants.remove(&prefix).is_some() {
-            self.sedp_pub_writer.remove_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER));
-            self.sedp_sub_writer.remove_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER));
-            self.sedp_pub_reader.remove_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER));
-            self.sedp_sub_reader.remove_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER));
+            self.sedp_pub_writer
+                .remove_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER));
+            self.sedp_sub_writer
+                .remove_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER));
+            self.sedp_pub_reader
+                .remove_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER));
+            self.sedp_sub_reader
+                .remove_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER));
         }
     }
 
-    fn on_sedp(&mut self, publications: bool, payload: &[u8], status: u32, key_hash: Option<[u8; 16]>) {
+    fn on_sedp(
+        &mut self,
+        publications: bool,
+        payload: &[u8],
+        status: u32,
+        key_hash: Option<[u8; 16]>,
+    ) {
         if StatusInfo(status).ends_instance() {
             let guid = decode_dispose(BuiltinTopicKind::Endpoint, None, payload)
                 .ok()
@@ -364,7 +461,10 @@ impl DiscoveryRuntime {
         let expired: Vec<GuidPrefix> = events
             .iter()
             .filter_map(|e| match e {
-                DiscoveryEvent::ParticipantLost { prefix, reason: LostReason::LeaseExpired } => Some(*prefix),
+                DiscoveryEvent::ParticipantLost {
+                    prefix,
+                    reason: LostReason::LeaseExpired,
+                } => Some(*prefix),
                 _ => None,
             })
             .collect();
@@ -375,7 +475,8 @@ impl DiscoveryRuntime {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
                     self.forget_participant(prefix);
                 }
-                DiscoveryEvent::Matched { local, remote } | DiscoveryEvent::MatchUpdated { local, remote } => {
+                DiscoveryEvent::Matched { local, remote }
+                | DiscoveryEvent::MatchUpdated { local, remote } => {
                     let r = remote_endpoint(&remote);
                     if local.entity_id.is_writer() {
                         out.push(MatchAction::MatchWriter { local, remote: r });
@@ -388,15 +489,27 @@ impl DiscoveryRuntime {
                         out.push(MatchAction::UnmatchWriter { local, remote });
                     } else {
                         let lost = expired.contains(&remote.prefix);
-                        out.push(MatchAction::UnmatchReader { local, remote, lost });
+                        out.push(MatchAction::UnmatchReader {
+                            local,
+                            remote,
+                            lost,
+                        });
                     }
                 }
-                DiscoveryEvent::IncompatibleQos { local, policies, .. } => {
+                DiscoveryEvent::IncompatibleQos {
+                    local, policies, ..
+                } => {
                     let ids = policies.iter().map(|p| p.id()).collect();
                     if local.entity_id.is_writer() {
-                        out.push(MatchAction::WriterIncompatible { local, policies: ids });
+                        out.push(MatchAction::WriterIncompatible {
+                            local,
+                            policies: ids,
+                        });
                     } else {
-                        out.push(MatchAction::ReaderIncompatible { local, policies: ids });
+                        out.push(MatchAction::ReaderIncompatible {
+                            local,
+                            policies: ids,
+                        });
                     }
                 }
                 _ => {}
@@ -419,7 +532,14 @@ impl DiscoveryRuntime {
             .with_qos(WriterSideQos::new(topic.qos(), pub_qos, qos));
         data.unicast_locators = vec![p.transport.locators().default_unicast];
         let payload = data.to_payload();
-        let _ = self.sedp_pub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Some(now_ts()), now);
+        let _ = self.sedp_pub_writer.write(
+            payload.into(),
+            Some(guid.to_bytes()),
+            0,
+            false,
+            Some(now_ts()),
+            now,
+        );
         outbox::flush_writer(p, &mut self.sedp_pub_writer, now);
         self.db.add_local_writer(data);
         self.drain_events(p, now)
@@ -439,7 +559,14 @@ impl DiscoveryRuntime {
             .with_qos(ReaderSideQos::new(topic.qos(), sub_qos, qos));
         data.unicast_locators = vec![p.transport.locators().default_unicast];
         let payload = data.to_payload();
-        let _ = self.sedp_sub_writer.write(payload.into(), Some(guid.to_bytes()), 0, false, Some(now_ts()), now);
+        let _ = self.sedp_sub_writer.write(
+            payload.into(),
+            Some(guid.to_bytes()),
+            0,
+            false,
+            Some(now_ts()),
+            now,
+        );
         outbox::flush_writer(p, &mut self.sedp_sub_writer, now);
         self.db.add_local_reader(data);
         self.drain_events(p, now)
@@ -449,8 +576,19 @@ impl DiscoveryRuntime {
     pub fn remove_local_endpoint(&mut self, p: &ParticipantShared, guid: Guid, now: Instant) {
         let mut payload = Vec::new();
         encode_dispose_key_payload(BuiltinTopicKind::Endpoint, guid, &mut payload);
-        let core = if guid.entity_id.is_writer() { &mut self.sedp_pub_writer } else { &mut self.sedp_sub_writer };
-        let _ = core.write(payload.into(), Some(guid.to_bytes()), 3, true, Some(now_ts()), now);
+        let core = if guid.entity_id.is_writer() {
+            &mut self.sedp_pub_writer
+        } else {
+            &mut self.sedp_sub_writer
+        };
+        let _ = core.write(
+            payload.into(),
+            Some(guid.to_bytes()),
+            3,
+            true,
+            Some(now_ts()),
+            now,
+        );
         outbox::flush_writer(p, core, now);
         if guid.entity_id.is_writer() {
             self.db.remove_local_writer(guid);
@@ -466,10 +604,26 @@ fn now_ts() -> Timestamp {
 
 /// What a local endpoint needs to know of a matched remote one.
 fn remote_endpoint(info: &RemoteEndpointInfo) -> RemoteEndpoint {
-    let locators: Locators = info.unicast_locators().iter().copied().filter(|l| l.to_socket_addr_v4().is_some()).collect();
+    let locators: Locators = info
+        .unicast_locators()
+        .iter()
+        .copied()
+        .filter(|l| l.to_socket_addr_v4().is_some())
+        .collect();
     let (reliable, durable) = match info {
-        RemoteEndpointInfo::Writer(w) => (w.qos.reliability.kind == ReliabilityKind::Reliable, w.qos.durability != Durability::Volatile),
-        RemoteEndpointInfo::Reader(r) => (r.qos.reliability.kind == ReliabilityKind::Reliable, r.qos.durability != Durability::Volatile),
+        RemoteEndpointInfo::Writer(w) => (
+            w.qos.reliability.kind == ReliabilityKind::Reliable,
+            w.qos.durability != Durability::Volatile,
+        ),
+        RemoteEndpointInfo::Reader(r) => (
+            r.qos.reliability.kind == ReliabilityKind::Reliable,
+            r.qos.durability != Durability::Volatile,
+        ),
     };
-    RemoteEndpoint { guid: info.guid(), reliable, durable, locators }
+    RemoteEndpoint {
+        guid: info.guid(),
+        reliable,
+        durable,
+        locators,
+    }
 }

@@ -67,11 +67,11 @@ pub mod qos {
 
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
 pub use error::{Error, Result};
-pub use history::{InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState};
+pub use history::{
+    InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
+};
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
 pub use status::StatusMask;
 pub use subscription::{DataReader, DataReaderListener, Subscriber};
 pub use topic::Topic;
-pub use tessera_derive::TopicType;
-pub use tessera_rtps::cdr::TopicType;

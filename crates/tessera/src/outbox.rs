@@ -7,10 +7,10 @@ use crate::participant::ParticipantShared;
 use crate::qos::{DataReaderQos, DataWriterQos};
 use std::cell::RefCell;
 use std::time::Instant;
+use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
 use tessera_rtps::reader::{ReaderConfig, ReaderCore};
 use tessera_rtps::types::Guid;
 use tessera_rtps::wire::{MessageBuilder, Submessage};
-use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
 use tessera_rtps::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
 
 thread_local! {
@@ -94,7 +94,9 @@ pub(crate) fn history_config(qos: &DataReaderQos) -> HistoryConfig {
             max_samples_per_instance: limit(qos.resource_limits.max_samples_per_instance),
         },
         destination_order: match qos.destination_order {
-            DestinationOrder::BySourceTimestamp => crate::history::DestinationOrder::BySourceTimestamp,
+            DestinationOrder::BySourceTimestamp => {
+                crate::history::DestinationOrder::BySourceTimestamp
+            }
             _ => crate::history::DestinationOrder::ByReceptionTimestamp,
         },
     }

@@ -93,7 +93,12 @@ pub(crate) struct EventKick {
 
 impl EventKick {
     fn new() -> Self {
-        EventKick { epoch: Instant::now(), scheduled: AtomicU64::new(0), lock: Mutex::new(false), cv: Condvar::new() }
+        EventKick {
+            epoch: Instant::now(),
+            scheduled: AtomicU64::new(0),
+            lock: Mutex::new(false),
+            cv: Condvar::new(),
+        }
     }
 
     fn to_ns(&self, t: Instant) -> u64 {
@@ -112,7 +117,8 @@ impl EventKick {
     }
 
     fn sleep_until(&self, deadline: Instant) {
-        self.scheduled.store(self.to_ns(deadline), Ordering::Release);
+        self.scheduled
+            .store(self.to_ns(deadline), Ordering::Release);
         let mut kicked = self.lock.lock();
         if !*kicked {
             let _ = self.cv.wait_until(&mut kicked, deadline);
@@ -143,7 +149,10 @@ pub(crate) struct ParticipantShared {
 
 impl std::fmt::Debug for ParticipantShared {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ParticipantShared").field("guid_prefix", &self.guid_prefix).field("domain_id", &self.domain_id).finish()
+        f.debug_struct("ParticipantShared")
+            .field("guid_prefix", &self.guid_prefix)
+            .field("domain_id", &self.domain_id)
+            .finish()
     }
 }
 
@@ -175,27 +184,42 @@ pub struct DomainParticipant {
 
 impl std::fmt::Debug for DomainParticipant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DomainParticipant").field("guid_prefix", &self.owner.shared.guid_prefix).field("domain_id", &self.owner.shared.domain_id).finish()
+        f.debug_struct("DomainParticipant")
+            .field("guid_prefix", &self.owner.shared.guid_prefix)
+            .field("domain_id", &self.owner.shared.domain_id)
+            .finish()
     }
 }
 
 impl DomainParticipant {
     /// Creates a participant in `domain_id` with default QoS and configuration.
     pub fn new(domain_id: u32) -> Result<DomainParticipant> {
-        Self::with_qos(domain_id, DomainParticipantQos::default(), ParticipantConfig::default())
+        Self::with_qos(
+            domain_id,
+            DomainParticipantQos::default(),
+            ParticipantConfig::default(),
+        )
     }
 
     /// Creates a participant with the given QoS and configuration.
-    pub fn with_qos(domain_id: u32, qos: DomainParticipantQos, config: ParticipantConfig) -> Result<DomainParticipant> {
+    pub fn with_qos(
+        domain_id: u32,
+        qos: DomainParticipantQos,
+        config: ParticipantConfig,
+    ) -> Result<DomainParticipant> {
         if domain_id > 232 {
-            return Err(Error::BadParameter(format!("domain id {domain_id} is above 232 (port mapping limit)")));
+            return Err(Error::BadParameter(format!(
+                "domain id {domain_id} is above 232 (port mapping limit)"
+            )));
         }
         let udp = match config.udp {
             Some(c) => c,
             None => UdpConfig::new(domain_id)?,
         };
         if udp.domain_id != domain_id {
-            return Err(Error::BadParameter("transport configuration is for another domain".into()));
+            return Err(Error::BadParameter(
+                "transport configuration is for another domain".into(),
+            ));
         }
         let transport = UdpTransport::new(udp)?;
         let guid_prefix = new_guid_prefix();
@@ -222,7 +246,10 @@ impl DomainParticipant {
         };
         let receivers = shared.transport.start(Arc::new(handler))?;
         let s = shared.clone();
-        let events = std::thread::Builder::new().name("tessera-events".into()).spawn(move || s.event_loop()).map_err(Error::Io)?;
+        let events = std::thread::Builder::new()
+            .name("tessera-events".into())
+            .spawn(move || s.event_loop())
+            .map_err(Error::Io)?;
         // First announcement right away so peers discover us without waiting a period.
         shared.discovery.lock().announce_now(&shared, now);
         Ok(DomainParticipant {
@@ -256,9 +283,12 @@ impl DomainParticipant {
     /// Creates a topic of type `T`. The QoS is checked for consistency.
     pub fn create_topic<T: TopicType>(&self, name: &str, qos: TopicQos) -> Result<Topic<T>> {
         if name.is_empty() || name.len() > 256 {
-            return Err(Error::BadParameter("topic name must be 1..=256 bytes".into()));
+            return Err(Error::BadParameter(
+                "topic name must be 1..=256 bytes".into(),
+            ));
         }
-        qos.check_consistency().map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         Ok(Topic::new(Arc::new(TopicInner {
             name: name.to_string(),
             type_name: T::TYPE_NAME.to_string(),
@@ -311,11 +341,15 @@ impl ParticipantShared {
 
     /// Decodes one datagram and routes its submessages. Runs on a receive thread.
     fn handle_datagram(&self, buf: &[u8]) {
-        self.counters.datagrams_received.fetch_add(1, Ordering::Relaxed);
+        self.counters
+            .datagrams_received
+            .fetch_add(1, Ordering::Relaxed);
         let rx = match MessageReceiver::new(buf) {
             Ok(rx) => rx,
             Err(e) => {
-                self.counters.malformed_messages.fetch_add(1, Ordering::Relaxed);
+                self.counters
+                    .malformed_messages
+                    .fetch_add(1, Ordering::Relaxed);
                 tracing::debug!(error = %e, len = buf.len(), "dropped malformed RTPS message");
                 return;
             }
@@ -328,7 +362,9 @@ impl ParticipantShared {
             let rs = match item {
                 Ok(rs) => rs,
                 Err(e) => {
-                    self.counters.malformed_submessages.fetch_add(1, Ordering::Relaxed);
+                    self.counters
+                        .malformed_submessages
+                        .fetch_add(1, Ordering::Relaxed);
                     tracing::debug!(error = %e, "dropped malformed submessage and the rest of its message");
                     break;
                 }
@@ -356,7 +392,9 @@ impl ParticipantShared {
                 match w {
                     Some(w) => w.handle(self, &rs, now),
                     None => {
-                        self.counters.unroutable_submessages.fetch_add(1, Ordering::Relaxed);
+                        self.counters
+                            .unroutable_submessages
+                            .fetch_add(1, Ordering::Relaxed);
                     }
                 }
             } else {
@@ -369,7 +407,9 @@ impl ParticipantShared {
                         }
                     }
                     None => {
-                        self.counters.unroutable_submessages.fetch_add(1, Ordering::Relaxed);
+                        self.counters
+                            .unroutable_submessages
+                            .fetch_add(1, Ordering::Relaxed);
                     }
                 }
             }
@@ -377,7 +417,11 @@ impl ParticipantShared {
     }
 
     /// Applies what discovery decided (matches, unmatches, incompatibilities) to endpoints.
-    pub fn apply_discovery_events(&self, events: Vec<crate::discovery_rt::MatchAction>, now: Instant) {
+    pub fn apply_discovery_events(
+        &self,
+        events: Vec<crate::discovery_rt::MatchAction>,
+        now: Instant,
+    ) {
         use crate::discovery_rt::MatchAction;
         for ev in events {
             match ev {
@@ -404,7 +448,11 @@ impl ParticipantShared {
                         }
                     }
                 }
-                MatchAction::UnmatchReader { local, remote, lost } => {
+                MatchAction::UnmatchReader {
+                    local,
+                    remote,
+                    lost,
+                } => {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         let mut eps = self.endpoints.write();
@@ -453,7 +501,10 @@ impl ParticipantShared {
             }
             let (writers, readers): (Vec<_>, Vec<_>) = {
                 let eps = self.endpoints.read();
-                (eps.writers.values().cloned().collect(), eps.readers.values().cloned().collect())
+                (
+                    eps.writers.values().cloned().collect(),
+                    eps.readers.values().cloned().collect(),
+                )
             };
             for w in &writers {
                 if let Some(d) = w.on_timeout(&self, now) {
@@ -466,7 +517,8 @@ impl ParticipantShared {
                 }
             }
             drop((writers, readers));
-            self.kick.sleep_until(next.max(now + Duration::from_micros(50)));
+            self.kick
+                .sleep_until(next.max(now + Duration::from_micros(50)));
         }
     }
 }
@@ -479,8 +531,13 @@ fn new_guid_prefix() -> GuidPrefix {
     let n = COUNTER.fetch_add(1, Ordering::Relaxed);
     let pid = std::process::id();
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
-    let host_hash = host.bytes().fold(0x811c_9dc5u32, |h, b| (h ^ b as u32).wrapping_mul(0x0100_0193));
-    let salt = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.subsec_nanos()).unwrap_or(0);
+    let host_hash = host.bytes().fold(0x811c_9dc5u32, |h, b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
+    let salt = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
     let mut p = [0u8; 12];
     p[0..2].copy_from_slice(&tessera_rtps::types::VENDOR_TESSERA.0);
     p[2..4].copy_from_slice(&(host_hash as u16 ^ (salt >> 16) as u16).to_be_bytes());

@@ -51,10 +51,17 @@ impl Publisher {
 
     /// Creates a data writer for `topic`. Inconsistent QoS is refused with
     /// [`Error::InconsistentPolicy`].
-    pub fn create_datawriter<T: TopicType>(&self, topic: &Topic<T>, qos: DataWriterQos) -> Result<DataWriter<T>> {
-        qos.check_consistency().map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+    pub fn create_datawriter<T: TopicType>(
+        &self,
+        topic: &Topic<T>,
+        qos: DataWriterQos,
+    ) -> Result<DataWriter<T>> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
-            return Err(Error::BadParameter("topic belongs to another participant".into()));
+            return Err(Error::BadParameter(
+                "topic belongs to another participant".into(),
+            ));
         }
         let p = self.participant.shared().clone();
         let entity_id = p.new_entity_id(true, T::KEYED);
@@ -74,11 +81,24 @@ impl Publisher {
             xcdr2: outbox::prefers_xcdr2(&qos),
             qos: qos.clone(),
         });
-        p.endpoints.write().writers.insert(entity_id, ep.clone() as Arc<dyn LocalWriter>);
-        let actions = p.discovery.lock().add_local_writer(&p, guid, topic, &self.qos, &qos, Instant::now());
+        p.endpoints
+            .write()
+            .writers
+            .insert(entity_id, ep.clone() as Arc<dyn LocalWriter>);
+        let actions =
+            p.discovery
+                .lock()
+                .add_local_writer(&p, guid, topic, &self.qos, &qos, Instant::now());
         p.apply_discovery_events(actions, Instant::now());
-        let owner = Arc::new(WriterOwner { participant: self.participant.clone(), entity_id });
-        Ok(DataWriter { ep, owner: Some(owner), _type: PhantomData })
+        let owner = Arc::new(WriterOwner {
+            participant: self.participant.clone(),
+            entity_id,
+        });
+        Ok(DataWriter {
+            ep,
+            owner: Some(owner),
+            _type: PhantomData,
+        })
     }
 }
 
@@ -87,7 +107,8 @@ pub trait DataWriterListener<T: TopicType>: Send + Sync {
     /// A reader matched or unmatched.
     fn on_publication_matched(&self, _writer: &DataWriter<T>, _status: PublicationMatchedStatus) {}
     /// A reader with incompatible QoS was found.
-    fn on_offered_incompatible_qos(&self, _writer: &DataWriter<T>, _status: IncompatibleQosStatus) {}
+    fn on_offered_incompatible_qos(&self, _writer: &DataWriter<T>, _status: IncompatibleQosStatus) {
+    }
 }
 
 type ErasedWriterListener = Box<dyn Fn(Arc<WriterEndpoint>, StatusMask) + Send + Sync>;
@@ -157,7 +178,13 @@ impl LocalWriter for WriterEndpoint {
     fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
         {
             let mut core = self.core.lock();
-            core.add_reader(remote.guid, remote.locators, remote.reliable, remote.durable, now);
+            core.add_reader(
+                remote.guid,
+                remote.locators,
+                remote.reliable,
+                remote.durable,
+                now,
+            );
             outbox::flush_writer(p, &mut core, now);
         }
         {
@@ -186,7 +213,10 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn incompatible(&self, policies: &[u32]) {
-        self.statuses.lock().offered_incompatible_qos.record(policies);
+        self.statuses
+            .lock()
+            .offered_incompatible_qos
+            .record(policies);
         self.status_changed(StatusMask::OFFERED_INCOMPATIBLE_QOS);
     }
 }
@@ -201,7 +231,11 @@ impl Drop for WriterOwner {
     fn drop(&mut self) {
         let p = self.participant.shared();
         p.endpoints.write().writers.remove(&self.entity_id);
-        p.discovery.lock().remove_local_endpoint(p, Guid::new(p.guid_prefix, self.entity_id), Instant::now());
+        p.discovery.lock().remove_local_endpoint(
+            p,
+            Guid::new(p.guid_prefix, self.entity_id),
+            Instant::now(),
+        );
     }
 }
 
@@ -214,13 +248,19 @@ pub struct DataWriter<T: TopicType> {
 
 impl<T: TopicType> Clone for DataWriter<T> {
     fn clone(&self) -> Self {
-        DataWriter { ep: self.ep.clone(), owner: self.owner.clone(), _type: PhantomData }
+        DataWriter {
+            ep: self.ep.clone(),
+            owner: self.owner.clone(),
+            _type: PhantomData,
+        }
     }
 }
 
 impl<T: TopicType> std::fmt::Debug for DataWriter<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataWriter").field("guid", &self.ep.guid).finish()
+        f.debug_struct("DataWriter")
+            .field("guid", &self.ep.guid)
+            .finish()
     }
 }
 
@@ -256,7 +296,11 @@ impl<T: TopicType> DataWriter<T> {
             cdr::serialize_sample(sample, self.encoding(), &mut b);
             Arc::from(&b[..])
         });
-        let key_hash = if T::KEYED { Some(cdr::key_hash(sample)) } else { None };
+        let key_hash = if T::KEYED {
+            Some(cdr::key_hash(sample))
+        } else {
+            None
+        };
         self.submit(payload, key_hash, 0, false, source_ns)
     }
 
@@ -272,7 +316,11 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Registers the instance of `sample`'s key and returns its handle (no data is sent).
     pub fn register_instance(&self, sample: &T) -> Result<InstanceHandle> {
-        let kh = if T::KEYED { cdr::key_hash(sample) } else { [0; 16] };
+        let kh = if T::KEYED {
+            cdr::key_hash(sample)
+        } else {
+            [0; 16]
+        };
         let mut raw = [0u8; 8];
         raw.copy_from_slice(&kh[..8]);
         Ok(InstanceHandle::from_raw(u64::from_be_bytes(raw) | 1))
@@ -280,15 +328,23 @@ impl<T: TopicType> DataWriter<T> {
 
     fn write_key_only(&self, sample: &T, status: u32) -> Result<()> {
         if !T::KEYED {
-            return Err(Error::PreconditionNotMet("dispose/unregister on a keyless topic".into()));
+            return Err(Error::PreconditionNotMet(
+                "dispose/unregister on a keyless topic".into(),
+            ));
         }
         let payload: Arc<[u8]> = SER_BUF.with(|b| {
             let mut b = b.borrow_mut();
             b.clear();
-            cdr::serialize_key_only(sample, self.encoding(), &mut b);
+            cdr::serialize_key(sample, self.encoding(), &mut b);
             Arc::from(&b[..])
         });
-        self.submit(payload, Some(cdr::key_hash(sample)), status, true, now_nanos())
+        self.submit(
+            payload,
+            Some(cdr::key_hash(sample)),
+            status,
+            true,
+            now_nanos(),
+        )
     }
 
     fn encoding(&self) -> cdr::Encoding {
@@ -299,7 +355,14 @@ impl<T: TopicType> DataWriter<T> {
         }
     }
 
-    fn submit(&self, payload: Arc<[u8]>, key_hash: Option<[u8; 16]>, status: u32, key_only: bool, source_ns: i64) -> Result<()> {
+    fn submit(
+        &self,
+        payload: Arc<[u8]>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+    ) -> Result<()> {
         let p = self.ep.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
@@ -315,7 +378,10 @@ impl<T: TopicType> DataWriter<T> {
                     // Let the event thread resend heartbeats so readers ack promptly.
                     p.kick.ensure_by(Some(now));
                     self.ep.waiting.fetch_add(1, Ordering::AcqRel);
-                    let _ = self.ep.space.wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
+                    let _ = self
+                        .ep
+                        .space
+                        .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
                     self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
                     now = Instant::now();
                 }
@@ -338,7 +404,14 @@ impl<T: TopicType> DataWriter<T> {
                 p.kick.ensure_by(Some(Instant::now()));
             }
             self.ep.waiting.fetch_add(1, Ordering::AcqRel);
-            let timed_out = self.ep.space.wait_until(&mut core, deadline.min(Instant::now() + Duration::from_millis(20))).timed_out();
+            let timed_out = self
+                .ep
+                .space
+                .wait_until(
+                    &mut core,
+                    deadline.min(Instant::now() + Duration::from_millis(20)),
+                )
+                .timed_out();
             self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
             if timed_out && Instant::now() >= deadline && !core.all_acked() {
                 return Err(Error::Timeout);
@@ -370,22 +443,29 @@ impl<T: TopicType> DataWriter<T> {
     pub fn status_condition(&self, mask: StatusMask) -> Condition {
         let ep = Arc::downgrade(&self.ep);
         Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
-            ep.upgrade().map(|e| e.statuses.lock().changes.intersects(mask)).unwrap_or(false)
+            ep.upgrade()
+                .map(|e| e.statuses.lock().changes.intersects(mask))
+                .unwrap_or(false)
         })
     }
 
     /// Installs (or with `None` removes) a listener.
     pub fn set_listener(&self, listener: Option<Arc<dyn DataWriterListener<T>>>) {
         let erased: Option<Arc<ErasedWriterListener>> = listener.map(|l| {
-            let f: ErasedWriterListener = Box::new(move |ep: Arc<WriterEndpoint>, mask: StatusMask| {
-                let w = DataWriter::<T> { ep, owner: None, _type: PhantomData };
-                if mask.intersects(StatusMask::PUBLICATION_MATCHED) {
-                    l.on_publication_matched(&w, w.publication_matched_status());
-                }
-                if mask.intersects(StatusMask::OFFERED_INCOMPATIBLE_QOS) {
-                    l.on_offered_incompatible_qos(&w, w.offered_incompatible_qos_status());
-                }
-            });
+            let f: ErasedWriterListener =
+                Box::new(move |ep: Arc<WriterEndpoint>, mask: StatusMask| {
+                    let w = DataWriter::<T> {
+                        ep,
+                        owner: None,
+                        _type: PhantomData,
+                    };
+                    if mask.intersects(StatusMask::PUBLICATION_MATCHED) {
+                        l.on_publication_matched(&w, w.publication_matched_status());
+                    }
+                    if mask.intersects(StatusMask::OFFERED_INCOMPATIBLE_QOS) {
+                        l.on_offered_incompatible_qos(&w, w.offered_incompatible_qos_status());
+                    }
+                });
             Arc::new(f)
         });
         *self.ep.listener.lock() = erased;
@@ -394,11 +474,15 @@ impl<T: TopicType> DataWriter<T> {
 
 /// Nanoseconds since the Unix epoch, made even: ddsperf treats an odd timestamp as a ping.
 pub(crate) fn now_nanos() -> i64 {
-    let ns = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos() as i64).unwrap_or(0);
+    let ns = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0);
     ns & !1
 }
 
 /// `now + d`, saturating at a year for "infinite" durations.
 pub(crate) fn far_deadline(now: Instant, d: Duration) -> Instant {
-    now.checked_add(d.min(Duration::from_secs(365 * 86_400))).unwrap_or(now)
+    now.checked_add(d.min(Duration::from_secs(365 * 86_400)))
+        .unwrap_or(now)
 }

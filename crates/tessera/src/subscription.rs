@@ -12,8 +12,8 @@ use crate::outbox;
 use crate::participant::{DomainParticipant, ParticipantShared};
 use crate::qos::{DataReaderQos, SubscriberQos};
 use crate::status::{
-    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus, SampleRejectedStatus,
-    StatusMask, SubscriptionMatchedStatus,
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
+    SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
 };
 use crate::topic::Topic;
 use crate::TopicType;
@@ -50,10 +50,17 @@ impl Subscriber {
 
     /// Creates a data reader for `topic`. Inconsistent QoS is refused with
     /// [`Error::InconsistentPolicy`].
-    pub fn create_datareader<T: TopicType>(&self, topic: &Topic<T>, qos: DataReaderQos) -> Result<DataReader<T>> {
-        qos.check_consistency().map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+    pub fn create_datareader<T: TopicType>(
+        &self,
+        topic: &Topic<T>,
+        qos: DataReaderQos,
+    ) -> Result<DataReader<T>> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
-            return Err(Error::BadParameter("topic belongs to another participant".into()));
+            return Err(Error::BadParameter(
+                "topic belongs to another participant".into(),
+            ));
         }
         let p = self.participant.shared().clone();
         let entity_id = p.new_entity_id(false, T::KEYED);
@@ -68,11 +75,23 @@ impl Subscriber {
             listener: Mutex::new(None),
             qos: qos.clone(),
         });
-        p.endpoints.write().readers.insert(entity_id, ep.clone() as Arc<dyn LocalReader>);
-        let actions = p.discovery.lock().add_local_reader(&p, guid, topic, &self.qos, &qos, Instant::now());
+        p.endpoints
+            .write()
+            .readers
+            .insert(entity_id, ep.clone() as Arc<dyn LocalReader>);
+        let actions =
+            p.discovery
+                .lock()
+                .add_local_reader(&p, guid, topic, &self.qos, &qos, Instant::now());
         p.apply_discovery_events(actions, Instant::now());
-        let owner = Arc::new(ReaderOwner { participant: self.participant.clone(), entity_id });
-        Ok(DataReader { ep, owner: Some(owner) })
+        let owner = Arc::new(ReaderOwner {
+            participant: self.participant.clone(),
+            entity_id,
+        });
+        Ok(DataReader {
+            ep,
+            owner: Some(owner),
+        })
     }
 }
 
@@ -82,9 +101,15 @@ pub trait DataReaderListener<T: TopicType>: Send + Sync {
     /// New data arrived.
     fn on_data_available(&self, _reader: &DataReader<T>) {}
     /// A writer matched or unmatched.
-    fn on_subscription_matched(&self, _reader: &DataReader<T>, _status: SubscriptionMatchedStatus) {}
+    fn on_subscription_matched(&self, _reader: &DataReader<T>, _status: SubscriptionMatchedStatus) {
+    }
     /// A writer with incompatible QoS was found.
-    fn on_requested_incompatible_qos(&self, _reader: &DataReader<T>, _status: IncompatibleQosStatus) {}
+    fn on_requested_incompatible_qos(
+        &self,
+        _reader: &DataReader<T>,
+        _status: IncompatibleQosStatus,
+    ) {
+    }
     /// A matched writer's liveliness changed.
     fn on_liveliness_changed(&self, _reader: &DataReader<T>, _status: LivelinessChangedStatus) {}
     /// Samples were lost.
@@ -161,7 +186,11 @@ impl<T: TopicType> ReaderEndpoint<T> {
                 return false;
             }
         };
-        let key_hash = if T::KEYED { cdr::key_hash(&sample) } else { [0; 16] };
+        let key_hash = if T::KEYED {
+            cdr::key_hash(&sample)
+        } else {
+            [0; 16]
+        };
         match history.insert(key_hash, writer, sample, ts, reception) {
             InsertOutcome::Rejected(_) => {
                 *rejected += 1;
@@ -190,9 +219,15 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
                 available |= self.accept(&d, &mut history, &mut rejected);
             };
             match &rs.submessage {
-                Submessage::Data(d) => core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
-                Submessage::DataFrag(d) => core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver),
-                Submessage::Heartbeat(h) => core.on_heartbeat(rs.source_prefix, h, now, &mut deliver),
+                Submessage::Data(d) => {
+                    core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                }
+                Submessage::DataFrag(d) => {
+                    core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                }
+                Submessage::Heartbeat(h) => {
+                    core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
+                }
                 Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(rs.source_prefix, h, now),
                 Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
                 _ => {}
@@ -255,7 +290,11 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 
     fn unmatched(&self, remote: Guid, lost: bool) {
         self.core.lock().remove_writer(remote);
-        let data_changed = self.history.lock().writer_lost(remote.to_bytes(), crate::publication::now_nanos()) > 0;
+        let data_changed = self
+            .history
+            .lock()
+            .writer_lost(remote.to_bytes(), crate::publication::now_nanos())
+            > 0;
         {
             let mut s = self.statuses.lock();
             let st = &mut s.subscription_matched;
@@ -279,7 +318,10 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
     }
 
     fn incompatible(&self, policies: &[u32]) {
-        self.statuses.lock().requested_incompatible_qos.record(policies);
+        self.statuses
+            .lock()
+            .requested_incompatible_qos
+            .record(policies);
         self.status_changed(StatusMask::REQUESTED_INCOMPATIBLE_QOS);
     }
 }
@@ -302,7 +344,9 @@ impl Drop for ReaderOwner {
             }
             eps.readers_of_remote_writer.retain(|_, l| !l.is_empty());
         }
-        p.discovery.lock().remove_local_endpoint(p, guid, Instant::now());
+        p.discovery
+            .lock()
+            .remove_local_endpoint(p, guid, Instant::now());
     }
 }
 
@@ -314,13 +358,18 @@ pub struct DataReader<T: TopicType> {
 
 impl<T: TopicType> Clone for DataReader<T> {
     fn clone(&self) -> Self {
-        DataReader { ep: self.ep.clone(), owner: self.owner.clone() }
+        DataReader {
+            ep: self.ep.clone(),
+            owner: self.owner.clone(),
+        }
     }
 }
 
 impl<T: TopicType> std::fmt::Debug for DataReader<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataReader").field("guid", &self.ep.guid).finish()
+        f.debug_struct("DataReader")
+            .field("guid", &self.ep.guid)
+            .finish()
     }
 }
 
@@ -379,42 +428,84 @@ impl<T: TopicType> DataReader<T> {
     }
 
     /// Reads the samples of one instance.
-    pub fn read_instance(&self, handle: InstanceHandle, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>>
+    pub fn read_instance(
+        &self,
+        handle: InstanceHandle,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>>
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read_instance(handle, max, masks).map_err(|_| Error::UnknownInstance)?;
+        let out = self
+            .ep
+            .history
+            .lock()
+            .read_instance(handle, max, masks)
+            .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
         Ok(out)
     }
 
     /// Takes the samples of one instance.
-    pub fn take_instance(&self, handle: InstanceHandle, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take_instance(handle, max, masks).map_err(|_| Error::UnknownInstance)?;
+    pub fn take_instance(
+        &self,
+        handle: InstanceHandle,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>> {
+        let out = self
+            .ep
+            .history
+            .lock()
+            .take_instance(handle, max, masks)
+            .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
         Ok(out)
     }
 
     /// Reads the samples of the next instance after `previous` (by handle order).
-    pub fn read_next_instance(&self, previous: Option<InstanceHandle>, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>>
+    pub fn read_next_instance(
+        &self,
+        previous: Option<InstanceHandle>,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>>
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read_next_instance(previous, max, masks);
+        let out = self.ep.history.lock().read_next_instance(
+            previous.unwrap_or(InstanceHandle::NIL),
+            max,
+            masks,
+        );
         self.after_access();
         Ok(out)
     }
 
     /// Takes the samples of the next instance after `previous` (by handle order).
-    pub fn take_next_instance(&self, previous: Option<InstanceHandle>, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take_next_instance(previous, max, masks);
+    pub fn take_next_instance(
+        &self,
+        previous: Option<InstanceHandle>,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>> {
+        let out = self.ep.history.lock().take_next_instance(
+            previous.unwrap_or(InstanceHandle::NIL),
+            max,
+            masks,
+        );
         self.after_access();
         Ok(out)
     }
 
     /// The handle of the instance with `sample`'s key, if the reader knows it.
     pub fn lookup_instance(&self, sample: &T) -> Option<InstanceHandle> {
-        let kh = if T::KEYED { cdr::key_hash(sample) } else { [0; 16] };
+        let kh = if T::KEYED {
+            cdr::key_hash(sample)
+        } else {
+            [0; 16]
+        };
         self.ep.history.lock().lookup_instance(&kh)
     }
 
@@ -422,7 +513,9 @@ impl<T: TopicType> DataReader<T> {
     pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
         let ep = Arc::downgrade(&self.ep);
         Condition::new(ConditionKind::Read, self.ep.notifier.clone(), move || {
-            ep.upgrade().map(|e| e.history.lock().has_matching(masks)).unwrap_or(false)
+            ep.upgrade()
+                .map(|e| e.history.lock().has_matching(masks))
+                .unwrap_or(false)
         })
     }
 
@@ -431,7 +524,9 @@ impl<T: TopicType> DataReader<T> {
     pub fn status_condition(&self, mask: StatusMask) -> Condition {
         let ep = Arc::downgrade(&self.ep);
         Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
-            ep.upgrade().map(|e| e.statuses.lock().changes.intersects(mask)).unwrap_or(false)
+            ep.upgrade()
+                .map(|e| e.statuses.lock().changes.intersects(mask))
+                .unwrap_or(false)
         })
     }
 

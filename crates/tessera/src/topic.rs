@@ -14,13 +14,19 @@ pub struct Topic<T: TopicType> {
 
 impl<T: TopicType> Clone for Topic<T> {
     fn clone(&self) -> Self {
-        Topic { inner: self.inner.clone(), _type: PhantomData }
+        Topic {
+            inner: self.inner.clone(),
+            _type: PhantomData,
+        }
     }
 }
 
 impl<T: TopicType> std::fmt::Debug for Topic<T> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Topic").field("name", &self.inner.name).field("type", &T::TYPE_NAME).finish()
+        f.debug_struct("Topic")
+            .field("name", &self.inner.name)
+            .field("type", &T::TYPE_NAME)
+            .finish()
     }
 }
 
@@ -34,7 +40,10 @@ pub(crate) struct TopicInner {
 
 impl<T: TopicType> Topic<T> {
     pub(crate) fn new(inner: Arc<TopicInner>) -> Self {
-        Topic { inner, _type: PhantomData }
+        Topic {
+            inner,
+            _type: PhantomData,
+        }
     }
 
     /// The topic name.

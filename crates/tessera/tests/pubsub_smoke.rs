@@ -1,0 +1,77 @@
+//! End-to-end over real UDP sockets: two participants in one process. Runs only inside a
+//! network namespace made for the test run (`scripts/netns-run`), never on the host's interfaces.
+
+use std::time::{Duration, Instant};
+use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::{DomainParticipant, TopicType};
+
+#[derive(TopicType, Debug, Clone, PartialEq)]
+struct Reading {
+    #[key]
+    sensor: u32,
+    seq: u32,
+    text: String,
+}
+
+fn in_netns() -> bool {
+    let ok = std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1");
+    if !ok {
+        eprintln!("SKIP: not in a test network namespace (run via scripts/netns-run)");
+    }
+    ok
+}
+
+#[test]
+fn reliable_keep_all_between_two_participants() {
+    if !in_netns() {
+        return;
+    }
+    let a = DomainParticipant::new(0).unwrap();
+    let b = DomainParticipant::new(0).unwrap();
+    let ta = a
+        .create_topic::<Reading>("Smoke", TopicQos::default())
+        .unwrap();
+    let tb = b
+        .create_topic::<Reading>("Smoke", TopicQos::default())
+        .unwrap();
+    let wqos = DataWriterQos::default().with_history(History::KeepAll);
+    let rqos = DataReaderQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(1)))
+        .with_history(History::KeepAll);
+    let w = a
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&ta, wqos)
+        .unwrap();
+    let r = b
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(&tb, rqos)
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.publication_matched_status().current_count == 0 {
+        assert!(Instant::now() < deadline, "no match");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    const N: u32 = 1000;
+    for i in 0..N {
+        w.write(&Reading {
+            sensor: i % 7,
+            seq: i,
+            text: format!("sample {i}"),
+        })
+        .unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < N as usize {
+        assert!(Instant::now() < deadline, "received {} of {N}", got.len());
+        for s in r.take(256).unwrap() {
+            if let Some(d) = s.data {
+                got.push(d.seq);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    got.sort_unstable();
+    assert_eq!(got, (0..N).collect::<Vec<_>>());
+}
