@@ -28,6 +28,9 @@ use tessera_rtps::wire::{
 };
 use tessera_rtps::writer::WriterCore;
 
+/// A received SEDP sample: (publications?, payload, status info, key hash).
+type SedpSample = (bool, Vec<u8>, u32, Option<[u8; 16]>);
+
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
 pub(crate) enum MatchAction {
@@ -125,7 +128,7 @@ impl DiscoveryRuntime {
             db: DiscoveryDb::new(prefix, domain_id),
             spdp_payload: payload.into(),
             spdp_seq: 0,
-            spdp_destinations: transport.spdp_destinations().iter().copied().collect(),
+            spdp_destinations: transport.spdp_destinations().to_vec(),
             started: now,
             next_announce: now,
             startup_step: 0,
@@ -279,7 +282,7 @@ impl DiscoveryRuntime {
                     EntityId::SEDP_SUBSCRIPTIONS_WRITER => false,
                     _ => return Vec::new(),
                 };
-                let mut received: Vec<(bool, Vec<u8>, u32, Option<[u8; 16]>)> = Vec::new();
+                let mut received: Vec<SedpSample> = Vec::new();
                 let core = if publications {
                     &mut self.sedp_pub_reader
                 } else {

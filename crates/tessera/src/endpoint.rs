@@ -22,8 +22,6 @@ pub(crate) struct RemoteEndpoint {
 
 /// A local data writer as the receive and event threads see it.
 pub(crate) trait LocalWriter: Send + Sync {
-    /// The writer's GUID.
-    fn guid(&self) -> Guid;
     /// An ACKNACK or NACK_FRAG for this writer.
     fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant);
     /// Timers; returns the next deadline.

@@ -6,6 +6,7 @@
 //!
 //! ```no_run
 //! use tessera::{DomainParticipant, TopicType};
+//! use std::time::Duration;
 //! use tessera::qos::{DataReaderQos, DataWriterQos, Reliability, TopicQos};
 //!
 //! #[derive(TopicType, Debug, Clone, PartialEq)]
@@ -23,7 +24,7 @@
 //!     .create_datawriter(&topic, DataWriterQos::default())?;
 //! let reader = participant
 //!     .create_subscriber(Default::default())?
-//!     .create_datareader(&topic, DataReaderQos::default().with_reliability(Reliability::reliable()))?;
+//!     .create_datareader(&topic, DataReaderQos::default().with_reliability(Reliability::reliable(Duration::from_secs(1))))?;
 //! writer.write(&Reading { sensor: 7, celsius: 21.5 })?;
 //! for sample in reader.take(16)? {
 //!     println!("{:?} {:?}", sample.data, sample.info.instance_state);

@@ -6,7 +6,7 @@
 //! receive thread (in answer to ACKNACKs).
 
 use crate::condition::{Condition, ConditionKind, Notifier};
-use crate::endpoint::{send_datagram, with_send_buf, LocalWriter, RemoteEndpoint};
+use crate::endpoint::{LocalWriter, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::outbox;
 use crate::participant::{DomainParticipant, ParticipantShared};
@@ -148,10 +148,6 @@ impl WriterEndpoint {
 }
 
 impl LocalWriter for WriterEndpoint {
-    fn guid(&self) -> Guid {
-        self.guid
-    }
-
     fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut core = self.core.lock();
         match &rs.submessage {

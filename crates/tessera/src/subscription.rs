@@ -18,7 +18,6 @@ use crate::status::{
 use crate::topic::Topic;
 use crate::TopicType;
 use parking_lot::Mutex;
-use std::marker::PhantomData;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::cdr;
