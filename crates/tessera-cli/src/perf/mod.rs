@@ -2,7 +2,7 @@
 //!
 //! Same command line ([`args`]), same topics, types, QoS and peer protocol ([`protocol`], and
 //! `docs/ddsperf-protocol.md`), same statistics ([`stats`]) and report lines ([`report`]), same
-//! exit codes. The DCPS-facing driver lives in [`run`].
+//! exit codes. The DCPS-facing driver lives in the private `run` module.
 
 pub mod args;
 pub mod cnum;
