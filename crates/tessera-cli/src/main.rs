@@ -1,2 +1,10 @@
 //! The `tessera` command-line tool.
-fn main() {}
+//!
+//! Subcommands:
+//! - `tessera perf ...`: a drop-in twin of Cyclone DDS's `ddsperf` (see `tessera_cli::perf`).
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let code = tessera_cli::dispatch(&args);
+    std::process::exit(code);
+}
