@@ -16,8 +16,12 @@ struct KeyedSeq {
 fn main() -> tessera::Result<()> {
     let p = DomainParticipant::new(0)?;
     let t = p.create_topic::<KeyedSeq>("DDSPerfRDataKS", TopicQos::default())?;
-    let qos = DataReaderQos::default().with_reliability(Reliability::reliable(Duration::from_secs(10))).with_history(History::KeepAll);
-    let r = p.create_subscriber(Default::default())?.create_datareader(&t, qos)?;
+    let qos = DataReaderQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(10)))
+        .with_history(History::KeepAll);
+    let r = p
+        .create_subscriber(Default::default())?
+        .create_datareader(&t, qos)?;
     let start = Instant::now();
     let (mut n, mut last) = (0u64, None);
     let mut buf = Vec::new();
@@ -32,6 +36,10 @@ fn main() -> tessera::Result<()> {
         }
         std::thread::sleep(Duration::from_millis(5));
     }
-    println!("received {n} samples, last {last:?}, matched {:?}, counters {:?}", r.subscription_matched_status(), p.counters());
+    println!(
+        "received {n} samples, last {last:?}, matched {:?}, counters {:?}",
+        r.subscription_matched_status(),
+        p.counters()
+    );
     Ok(())
 }

@@ -87,8 +87,30 @@ pub(crate) struct DiscoveryRuntime {
     sedp_sub_writer: WriterCore,
     sedp_pub_reader: ReaderCore,
     sedp_sub_reader: ReaderCore,
-    /// Remote participants' metatraffic locators, for SEDP.
-    participants: HashMap<GuidPrefix, Locators>,
+    /// Remote participants' metatraffic locators (for SEDP) and what they announced.
+    participants: HashMap<GuidPrefix, (Locators, ParticipantInfo)>,
+    /// Subscribers to participant discovery events.
+    watchers: Vec<crossbeam_channel::Sender<ParticipantEvent>>,
+}
+
+/// What a remote participant announced about itself.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ParticipantInfo {
+    /// Its GUID.
+    pub guid: Guid,
+    /// Its vendor id.
+    pub vendor: tessera_rtps::types::VendorId,
+    /// Its USER_DATA QoS.
+    pub user_data: Vec<u8>,
+}
+
+/// A change in the set of discovered remote participants.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParticipantEvent {
+    /// A participant was discovered.
+    Discovered(ParticipantInfo),
+    /// A participant left (it said so, or its lease expired).
+    Lost(Guid),
 }
 
 impl DiscoveryRuntime {
@@ -137,11 +159,26 @@ impl DiscoveryRuntime {
             sedp_pub_reader: sedp_reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
             participants: HashMap::new(),
+            watchers: Vec::new(),
         }
     }
 
-    pub fn participants(&self) -> Vec<GuidPrefix> {
-        self.participants.keys().copied().collect()
+    pub fn participants(&self) -> Vec<ParticipantInfo> {
+        self.participants.values().map(|(_, i)| i.clone()).collect()
+    }
+
+    /// A channel of participant events, starting with every participant known now.
+    pub fn watch(&mut self) -> crossbeam_channel::Receiver<ParticipantEvent> {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        for (_, info) in self.participants.values() {
+            let _ = tx.send(ParticipantEvent::Discovered(info.clone()));
+        }
+        self.watchers.push(tx);
+        rx
+    }
+
+    fn notify(&mut self, ev: ParticipantEvent) {
+        self.watchers.retain(|w| w.send(ev.clone()).is_ok());
     }
 
     /// Sends our SPDP sample to `dests` now.
@@ -190,7 +227,7 @@ impl DiscoveryRuntime {
         encode_dispose_inline_qos(guid, StatusInfo(3), &mut qos);
         self.spdp_seq += 1;
         let mut dests = self.spdp_destinations.clone();
-        for l in self.participants.values() {
+        for (l, _) in self.participants.values() {
             dests.extend_from_slice(l.as_slice());
         }
         with_send_buf(|buf| {
@@ -359,8 +396,15 @@ impl DiscoveryRuntime {
                 .filter(|l| l.to_socket_addr_v4().is_some())
                 .collect()
         };
-        self.participants.insert(data.guid_prefix, meta);
+        let info = ParticipantInfo {
+            guid: Guid::new(data.guid_prefix, EntityId::PARTICIPANT),
+            vendor: data.vendor_id,
+            user_data: data.user_data.clone(),
+        };
+        self.participants
+            .insert(data.guid_prefix, (meta, info.clone()));
         if is_new {
+            self.notify(ParticipantEvent::Discovered(info));
             tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
             let prefix = data.guid_prefix;
             let eps = data.builtin_endpoints;
@@ -412,6 +456,10 @@ impl DiscoveryRuntime {
 
     fn forget_participant(&mut self, prefix: GuidPrefix) {
         if self.participants.remove(&prefix).is_some() {
+            self.notify(ParticipantEvent::Lost(Guid::new(
+                prefix,
+                EntityId::PARTICIPANT,
+            )));
             self.sedp_pub_writer
                 .remove_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER));
             self.sedp_sub_writer

@@ -44,6 +44,7 @@
 //! into reader histories itself; one event thread for timers. `write` sends from the caller's
 //! thread. See `ARCHITECTURE.md` in the repository for how a sample travels.
 
+pub use crossbeam_channel;
 pub use tessera_derive::TopicType;
 pub use tessera_rtps as rtps;
 pub use tessera_rtps::cdr::TopicType;
@@ -67,6 +68,7 @@ pub mod qos {
 }
 
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
+pub use discovery_rt::{ParticipantEvent, ParticipantInfo};
 pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,

@@ -11,7 +11,7 @@
 //! Application threads send the first transmission of every sample themselves (see
 //! [`crate::publication`]); no queue sits between `write` and the socket.
 
-use crate::discovery_rt::DiscoveryRuntime;
+use crate::discovery_rt::{DiscoveryRuntime, ParticipantEvent, ParticipantInfo};
 use crate::endpoint::{LocalReader, LocalWriter};
 use crate::error::{Error, Result};
 use crate::publication::Publisher;
@@ -103,6 +103,16 @@ impl EventKick {
 
     fn to_ns(&self, t: Instant) -> u64 {
         t.saturating_duration_since(self.epoch).as_nanos() as u64
+    }
+
+    /// `t` as ns since this participant's epoch (for compact atomics).
+    pub fn ns_of(&self, t: Instant) -> u64 {
+        self.to_ns(t)
+    }
+
+    /// The instant `ns` after this participant's epoch.
+    pub fn instant_of(&self, ns: u64) -> Instant {
+        self.epoch + Duration::from_nanos(ns)
     }
 
     /// Makes sure the event thread wakes no later than `deadline`. One atomic load when the
@@ -307,9 +317,15 @@ impl DomainParticipant {
         Ok(Subscriber::new(self.clone(), qos))
     }
 
-    /// GUID prefixes of the remote participants currently discovered.
-    pub fn discovered_participants(&self) -> Vec<GuidPrefix> {
+    /// The remote participants currently discovered.
+    pub fn discovered_participants(&self) -> Vec<ParticipantInfo> {
         self.owner.shared.discovery.lock().participants()
+    }
+
+    /// A channel that receives an event whenever a remote participant is discovered or lost,
+    /// starting with a `Discovered` event for every participant known at the time of the call.
+    pub fn participant_events(&self) -> crossbeam_channel::Receiver<ParticipantEvent> {
+        self.owner.shared.discovery.lock().watch()
     }
 
     /// A snapshot of the runtime's drop and traffic counters.

@@ -73,6 +73,7 @@ impl Subscriber {
             notifier: Arc::new(Notifier::default()),
             listener: Mutex::new(None),
             qos: qos.clone(),
+            matched: Mutex::new(Vec::new()),
         });
         p.endpoints
             .write()
@@ -127,6 +128,7 @@ pub(crate) struct ReaderEndpoint<T: TopicType> {
     notifier: Arc<Notifier>,
     listener: Mutex<Option<Arc<dyn DataReaderListener<T>>>>,
     qos: DataReaderQos,
+    matched: Mutex<Vec<Guid>>,
 }
 
 impl<T: TopicType> ReaderEndpoint<T> {
@@ -279,6 +281,10 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             st.current_count += 1;
             st.current_count_change += 1;
             st.last_publication_handle = Some(remote.guid);
+            let mut m = self.matched.lock();
+            if !m.contains(&remote.guid) {
+                m.push(remote.guid);
+            }
             let l = &mut s.liveliness_changed;
             l.alive_count += 1;
             l.alive_count_change += 1;
@@ -289,6 +295,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 
     fn unmatched(&self, remote: Guid, lost: bool) {
         self.core.lock().remove_writer(remote);
+        self.matched.lock().retain(|g| *g != remote);
         let data_changed = self
             .history
             .lock()
@@ -496,6 +503,11 @@ impl<T: TopicType> DataReader<T> {
         );
         self.after_access();
         Ok(out)
+    }
+
+    /// GUIDs of the writers currently matched.
+    pub fn matched_publications(&self) -> Vec<Guid> {
+        self.ep.matched.lock().clone()
     }
 
     /// The handle of the instance with `sample`'s key, if the reader knows it.
