@@ -16,9 +16,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tessera_rtps::discovery::{
-    decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinEndpointSet,
-    BuiltinTopicKind, DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEvent,
-    LostReason, RemoteEndpointInfo, SpdpParticipantData, StatusInfo,
+    decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, evaluate_match,
+    BuiltinEndpointSet, BuiltinTopicKind, DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb,
+    DiscoveryEvent, LostReason, MatchOutcome, RemoteEndpointInfo, SpdpParticipantData, StatusInfo,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::reader::{Delivered, ReaderCore};
@@ -91,6 +91,12 @@ pub(crate) struct DiscoveryRuntime {
     participants: HashMap<GuidPrefix, (Locators, ParticipantInfo)>,
     /// Subscribers to participant discovery events.
     watchers: Vec<crossbeam_channel::Sender<ParticipantEvent>>,
+    /// This participant's own endpoints, matched with each other here (the database matches
+    /// only local against remote). Empty maps when `ignore_local` is set.
+    local_writers: HashMap<Guid, DiscoveredWriterData>,
+    local_readers: HashMap<Guid, DiscoveredReaderData>,
+    ignore_local: bool,
+    own_locators: Locators,
 }
 
 /// What a remote participant announced about itself.
@@ -119,6 +125,7 @@ impl DiscoveryRuntime {
         domain_id: u32,
         qos: &DomainParticipantQos,
         transport: &UdpTransport,
+        ignore_local: bool,
         now: Instant,
     ) -> Self {
         let l = transport.locators();
@@ -160,6 +167,10 @@ impl DiscoveryRuntime {
             sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
             participants: HashMap::new(),
             watchers: Vec::new(),
+            local_writers: HashMap::new(),
+            local_readers: HashMap::new(),
+            ignore_local,
+            own_locators: std::iter::once(transport.locators().default_unicast).collect(),
         }
     }
 
@@ -592,8 +603,16 @@ impl DiscoveryRuntime {
             now,
         );
         outbox::flush_writer(p, &mut self.sedp_pub_writer, now);
+        let mut actions = Vec::new();
+        if !self.ignore_local {
+            for r in self.local_readers.values() {
+                self.match_local(&data, r, &mut actions);
+            }
+            self.local_writers.insert(guid, data.clone());
+        }
         self.db.add_local_writer(data);
-        self.drain_events(p, now)
+        actions.extend(self.drain_events(p, now));
+        actions
     }
 
     /// Registers a local reader: announces it over SEDP and matches it with known writers.
@@ -619,12 +638,95 @@ impl DiscoveryRuntime {
             now,
         );
         outbox::flush_writer(p, &mut self.sedp_sub_writer, now);
+        let mut actions = Vec::new();
+        if !self.ignore_local {
+            for w in self.local_writers.values() {
+                self.match_local(w, &data, &mut actions);
+            }
+            self.local_readers.insert(guid, data.clone());
+        }
         self.db.add_local_reader(data);
-        self.drain_events(p, now)
+        actions.extend(self.drain_events(p, now));
+        actions
     }
 
-    /// Unannounces a deleted local endpoint.
-    pub fn remove_local_endpoint(&mut self, p: &ParticipantShared, guid: Guid, now: Instant) {
+    /// Matches a writer and a reader of this participant with each other; they exchange data
+    /// over the participant's own unicast locator, like any other pair.
+    fn match_local(
+        &self,
+        w: &DiscoveredWriterData,
+        r: &DiscoveredReaderData,
+        out: &mut Vec<MatchAction>,
+    ) {
+        match evaluate_match(w, r) {
+            MatchOutcome::Match => {
+                let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
+                let as_reader = RemoteEndpoint {
+                    guid: r.guid,
+                    reliable,
+                    durable: r.qos.durability != Durability::Volatile,
+                    locators: self.own_locators,
+                };
+                let as_writer = RemoteEndpoint {
+                    guid: w.guid,
+                    reliable: w.qos.reliability.kind == ReliabilityKind::Reliable,
+                    durable: w.qos.durability != Durability::Volatile,
+                    locators: self.own_locators,
+                };
+                out.push(MatchAction::MatchWriter {
+                    local: w.guid,
+                    remote: as_reader,
+                });
+                out.push(MatchAction::MatchReader {
+                    local: r.guid,
+                    remote: as_writer,
+                });
+            }
+            MatchOutcome::Incompatible(policies) => {
+                let ids: Vec<u32> = policies.iter().map(|p| p.id()).collect();
+                out.push(MatchAction::WriterIncompatible {
+                    local: w.guid,
+                    policies: ids.clone(),
+                });
+                out.push(MatchAction::ReaderIncompatible {
+                    local: r.guid,
+                    policies: ids,
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Unannounces a deleted local endpoint and ends its local matches.
+    pub fn remove_local_endpoint(
+        &mut self,
+        p: &ParticipantShared,
+        guid: Guid,
+        now: Instant,
+    ) -> Vec<MatchAction> {
+        let mut actions = Vec::new();
+        if guid.entity_id.is_writer() {
+            if let Some(w) = self.local_writers.remove(&guid) {
+                for r in self.local_readers.values() {
+                    if evaluate_match(&w, r) == MatchOutcome::Match {
+                        actions.push(MatchAction::UnmatchReader {
+                            local: r.guid,
+                            remote: guid,
+                            lost: false,
+                        });
+                    }
+                }
+            }
+        } else if let Some(r) = self.local_readers.remove(&guid) {
+            for w in self.local_writers.values() {
+                if evaluate_match(w, &r) == MatchOutcome::Match {
+                    actions.push(MatchAction::UnmatchWriter {
+                        local: w.guid,
+                        remote: guid,
+                    });
+                }
+            }
+        }
         let mut payload = Vec::new();
         encode_dispose_key_payload(BuiltinTopicKind::Endpoint, guid, &mut payload);
         let core = if guid.entity_id.is_writer() {
@@ -646,6 +748,8 @@ impl DiscoveryRuntime {
         } else {
             self.db.remove_local_reader(guid);
         }
+        actions.extend(self.drain_events(p, now));
+        actions
     }
 }
 

@@ -35,6 +35,9 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
+    /// Do not match this participant's readers with its own writers (Cyclone's "ignore local
+    /// participant"; `ddsperf` relies on it). Off by default: DDS delivers locally.
+    pub ignore_local: bool,
 }
 
 /// Counters of what the runtime dropped or repaired; read with
@@ -234,7 +237,14 @@ impl DomainParticipant {
         let transport = UdpTransport::new(udp)?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
-        let discovery = DiscoveryRuntime::new(guid_prefix, domain_id, &qos, &transport, now);
+        let discovery = DiscoveryRuntime::new(
+            guid_prefix,
+            domain_id,
+            &qos,
+            &transport,
+            config.ignore_local,
+            now,
+        );
         let shared = Arc::new(ParticipantShared {
             guid_prefix,
             domain_id,
@@ -249,9 +259,9 @@ impl DomainParticipant {
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
-        let handler = move |buf: &[u8], _from: std::net::SocketAddrV4, _channel: Channel| {
+        let handler = move |buf: &[u8], _from: std::net::SocketAddrV4, channel: Channel| {
             if let Some(s) = weak.upgrade() {
-                s.handle_datagram(buf);
+                s.handle_datagram(buf, channel);
             }
         };
         let receivers = shared.transport.start(Arc::new(handler))?;
@@ -356,7 +366,7 @@ impl ParticipantShared {
     }
 
     /// Decodes one datagram and routes its submessages. Runs on a receive thread.
-    fn handle_datagram(&self, buf: &[u8]) {
+    fn handle_datagram(&self, buf: &[u8], channel: Channel) {
         self.counters
             .datagrams_received
             .fetch_add(1, Ordering::Relaxed);
@@ -370,8 +380,11 @@ impl ParticipantShared {
                 return;
             }
         };
-        if rx.header().guid_prefix == self.guid_prefix {
-            return; // our own multicast, looped back
+        if rx.header().guid_prefix == self.guid_prefix
+            && matches!(channel, Channel::SpdpMulticast | Channel::UserMulticast)
+        {
+            // Our own multicast, looped back. (Unicast from ourselves is local delivery.)
+            return;
         }
         let now = Instant::now();
         for item in rx {

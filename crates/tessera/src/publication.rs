@@ -260,11 +260,13 @@ impl Drop for WriterOwner {
     fn drop(&mut self) {
         let p = self.participant.shared();
         p.endpoints.write().writers.remove(&self.entity_id);
-        p.discovery.lock().remove_local_endpoint(
+        let now = Instant::now();
+        let actions = p.discovery.lock().remove_local_endpoint(
             p,
             Guid::new(p.guid_prefix, self.entity_id),
-            Instant::now(),
+            now,
         );
+        p.apply_discovery_events(actions, now);
     }
 }
 

@@ -350,9 +350,9 @@ impl Drop for ReaderOwner {
             }
             eps.readers_of_remote_writer.retain(|_, l| !l.is_empty());
         }
-        p.discovery
-            .lock()
-            .remove_local_endpoint(p, guid, Instant::now());
+        let now = Instant::now();
+        let actions = p.discovery.lock().remove_local_endpoint(p, guid, now);
+        p.apply_discovery_events(actions, now);
     }
 }
 

@@ -75,3 +75,63 @@ fn reliable_keep_all_between_two_participants() {
     got.sort_unstable();
     assert_eq!(got, (0..N).collect::<Vec<_>>());
 }
+
+#[test]
+fn writer_and_reader_in_one_participant_match_unless_ignore_local() {
+    if !in_netns() {
+        return;
+    }
+    for ignore_local in [false, true] {
+        let config = tessera::ParticipantConfig {
+            ignore_local,
+            ..Default::default()
+        };
+        let p = DomainParticipant::with_qos(0, Default::default(), config).unwrap();
+        let t = p
+            .create_topic::<Reading>("Local", TopicQos::default())
+            .unwrap();
+        let rqos = DataReaderQos::default()
+            .with_reliability(Reliability::reliable(Duration::from_secs(1)));
+        let r = p
+            .create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&t, rqos)
+            .unwrap();
+        let w = p
+            .create_publisher(Default::default())
+            .unwrap()
+            .create_datawriter(&t, DataWriterQos::default())
+            .unwrap();
+        let matched = w.publication_matched_status().current_count;
+        assert_eq!(
+            matched,
+            if ignore_local { 0 } else { 1 },
+            "ignore_local {ignore_local}"
+        );
+        if ignore_local {
+            continue;
+        }
+        w.write(&Reading {
+            sensor: 1,
+            seq: 42,
+            text: "local".into(),
+        })
+        .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let got = r.take(10).unwrap();
+            if let Some(s) = got.iter().find_map(|s| s.data.as_ref()) {
+                assert_eq!(s.seq, 42);
+                break;
+            }
+            assert!(Instant::now() < deadline, "local sample not delivered");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        drop(w);
+        assert_eq!(
+            r.subscription_matched_status().current_count,
+            0,
+            "deleting the writer unmatches"
+        );
+    }
+}
