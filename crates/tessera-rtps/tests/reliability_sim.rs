@@ -375,3 +375,29 @@ fn many_seeds_mixed_sizes() {
         assert_eq!(sim.stats.oversize, 0);
     }
 }
+
+#[test]
+fn flow_window_bounds_unacknowledged_samples_and_reopens_on_acks() {
+    // An unlimited KEEP_ALL history, but at most 32 samples in flight.
+    let mut sim = Sim::new(keep_all(usize::MAX), lossy(5, 0.1));
+    sim.add_reader(true, false);
+    sim.writer.set_flow_window(32);
+    sim.readers[0].connected = false;
+    for i in 1..=32 {
+        sim.write(&payload(i, 100)).unwrap();
+    }
+    assert_eq!(sim.writer.unacked_samples(), 32);
+    assert_eq!(sim.write(&payload(33, 100)), Err(WriteError::HistoryFull));
+    assert!(sim.writer.counters().flow_blocked >= 1);
+    sim.readers[0].connected = true;
+    // With acknowledgments flowing, 5,000 samples pass through the 32-sample window.
+    for i in 33..=5000 {
+        assert_eq!(
+            sim.write_blocking(&payload(i, 100), Duration::from_secs(5)),
+            Ok(i as i64)
+        );
+        assert!(sim.writer.unacked_samples() <= 32);
+    }
+    assert!(sim.run_until_quiescent(Duration::from_secs(10)));
+    assert_exact(&sim, 0, 5000, 100);
+}

@@ -399,6 +399,7 @@ impl<T: TopicType> DataWriter<T> {
         let mut now = Instant::now();
         let deadline = far_deadline(now, self.ep.max_blocking);
         let mut core = self.ep.core.lock();
+        core.set_flow_window(flow_window(payload.len()));
         loop {
             match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
                 Ok(_) => break,
@@ -562,4 +563,14 @@ pub(crate) fn now_nanos() -> i64 {
 pub(crate) fn far_deadline(now: Instant, d: Duration) -> Instant {
     now.checked_add(d.min(Duration::from_secs(365 * 86_400)))
         .unwrap_or(now)
+}
+
+/// Bytes a reliable writer may have in flight (written, not yet acknowledged by every reliable
+/// reader) before `write` waits. Without such a bound an unpaced writer overruns the receiver's
+/// socket buffer and then spends its time repairing what the kernel dropped.
+const FLOW_WINDOW_BYTES: usize = 4 << 20;
+
+/// The flow-control window in samples for samples of `size` bytes.
+fn flow_window(size: usize) -> usize {
+    (FLOW_WINDOW_BYTES / size.max(1)).clamp(16, 8192)
 }

@@ -120,6 +120,8 @@ pub enum WriteError {
 pub struct WriterCounters {
     /// Samples accepted by `write`.
     pub samples_written: u64,
+    /// Writes refused because the flow-control window was full.
+    pub flow_blocked: u64,
     /// DATA submessages sent (first transmissions and repairs).
     pub data_sent: u64,
     /// DATA_FRAG submessages sent.
@@ -204,6 +206,10 @@ struct Shared {
     frags_per_sub: u32,
     ack_every: i64,
     gc_needed: bool,
+    /// Flow control: at most this many samples not yet acknowledged by every reliable reader.
+    flow_window: i64,
+    /// `ack_every` before flow control narrowed it.
+    base_ack_every: i64,
 }
 
 /// The state machine of one RTPS writer. See the [module docs](self).
@@ -384,9 +390,18 @@ impl Shared {
         }
     }
 
-    fn can_accept(&self, min_needed: SequenceNumber) -> bool {
-        self.history.len() < self.cfg.max_samples
-            || self.history.first_seq().is_some_and(|f| f < min_needed)
+    /// Whether a new sample fits: history room (KEEP_ALL / max_samples) and the flow-control
+    /// window over `reliable_floor`, the lowest sequence number some reliable reader still needs.
+    fn can_accept(
+        &self,
+        min_needed: SequenceNumber,
+        reliable_floor: Option<SequenceNumber>,
+    ) -> bool {
+        let in_flight_ok =
+            reliable_floor.is_none_or(|floor| self.last_seq + 1 - floor < self.flow_window);
+        in_flight_ok
+            && (self.history.len() < self.cfg.max_samples
+                || self.history.first_seq().is_some_and(|f| f < min_needed))
     }
 
     /// Fills `out` with what reader `r` needs now; false if nothing.
@@ -613,7 +628,9 @@ impl WriterCore {
                 frag_size,
                 frags_per_sub,
                 ack_every,
+                base_ack_every: ack_every,
                 gc_needed: false,
+                flow_window: i64::MAX,
                 cfg,
             },
             readers: Vec::new(),
@@ -737,7 +754,37 @@ impl WriterCore {
     /// Whether a `write` would currently find room (KEEP_ALL/resource limits). A blocked
     /// writer re-checks this after each [`WriterCore::on_acknack`] that returned true.
     pub fn can_accept(&self) -> bool {
-        self.sh.can_accept(self.min_needed())
+        let floor = self
+            .readers
+            .iter()
+            .filter(|r| r.reliable)
+            .map(|r| r.acked)
+            .min();
+        self.sh.can_accept(self.min_needed(), floor)
+    }
+
+    /// Flow control: how many samples may be outstanding (written but not yet acknowledged by
+    /// every reliable reader) before `write` reports [`WriteError::HistoryFull`] — which makes
+    /// the caller wait for acknowledgments exactly as for a full KEEP_ALL history. The runtime
+    /// sizes it from the sample size (a byte budget); the default is unlimited.
+    pub fn set_flow_window(&mut self, samples: usize) {
+        let w = samples.clamp(1, i64::MAX as usize) as i64;
+        if w != self.sh.flow_window {
+            self.sh.flow_window = w;
+            // Ask for acknowledgments often enough that the window never runs dry.
+            self.sh.ack_every = self.sh.base_ack_every.min((w / 4).max(1));
+        }
+    }
+
+    /// How many samples some reliable reader has not acknowledged yet.
+    pub fn unacked_samples(&self) -> u64 {
+        let floor = self
+            .readers
+            .iter()
+            .filter(|r| r.reliable)
+            .map(|r| r.acked)
+            .min();
+        floor.map_or(0, |f| (self.sh.last_seq + 1 - f).max(0) as u64)
     }
 
     /// Adds a sample to the history and returns its sequence number; the sample goes out on
@@ -759,6 +806,17 @@ impl WriterCore {
             return Err(WriteError::PayloadTooLarge);
         }
         let keep = self.sh.cfg.transient_local || !self.readers.is_empty();
+        let floor = self
+            .readers
+            .iter()
+            .filter(|r| r.reliable)
+            .map(|r| r.acked)
+            .min();
+        if floor.is_some_and(|f| self.sh.last_seq + 1 - f >= self.sh.flow_window) {
+            // Too much in flight: wait for acknowledgments (the next transmit asks for them).
+            self.sh.counters.flow_blocked += 1;
+            return Err(WriteError::HistoryFull);
+        }
         if keep {
             if self.sh.history.len() >= self.sh.cfg.max_samples
                 && self.sh.history.keep_last_victim(key_hash).is_none()
