@@ -13,6 +13,7 @@ pub mod stats;
 pub mod sysinfo;
 
 mod run;
+pub mod types;
 
 pub use args::{parse, usage_text, ArgsError, PerfConfig};
 

@@ -1,16 +1,1351 @@
-//! The DCPS-facing driver of `tessera perf` (entities, threads, the once-per-second main loop).
+//! The DCPS-facing driver of `tessera perf`: entities, threads and the once-per-second main
+//! loop (`docs/ddsperf-protocol.md` §4–§10 and the plan in §14).
 //!
-//! Not wired yet: the DCPS API of the `tessera` crate is being written in parallel. The plan
-//! (entity creation order, listeners/waitsets, the main loop) is in `docs/ddsperf-protocol.md`
-//! ("Implementation plan for tessera"); everything it needs that does not touch DDS is in the
-//! sibling modules.
+//! Threads:
+//! - the participant's own receive and event threads, which also run the reader listeners
+//!   (data, ping and pong handling by default, as in ddsperf);
+//! - `discovery`: participant discovery events (new/gone lines, one pong writer per peer) and
+//!   the endpoint-match bookkeeping of [`PeerTable`]. Listeners only *notify* it over a
+//!   channel: entity creation never happens inside a listener;
+//! - `pub` (with `pub`), `sub` (with `sub waitset|polling`), `ping`/`pong` (with the waitset
+//!   trigger);
+//! - `signals`: turns SIGINT/SIGTERM/SIGHUP into the termination guard condition;
+//! - the main thread: reports, timers and the end-of-run verdict.
+//!
+//! Mapping of ddsperf's DCPS facilities onto the Tessera API (which has no built-in topic
+//! readers): a remote endpoint's participant is the one with the same GUID prefix, so the
+//! publication handle of a sample (the writer's GUID) names the peer to answer, and the
+//! matched-endpoint GUID lists of our readers/writers name the peers whose endpoints matched.
+//! DDS instance handles are stood in for by [`handle_of`], a 64-bit fold of the GUID.
 
-use super::args::PerfConfig;
-use super::EXIT_DDS_ERROR;
+use std::collections::{HashMap, HashSet};
+use std::io::{Stdout, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, RwLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use tessera::crossbeam_channel::{self, Receiver, Sender};
+use tessera::qos::{
+    DataReaderQos, DataWriterQos, DomainParticipantQos, History as QosHistory, Partition,
+    PublisherQos, Reliability, ResourceLimits, SubscriberQos, TopicQos, UserData,
+};
+use tessera::rtps::types::{EntityId, Guid};
+use tessera::status::{PublicationMatchedStatus, SubscriptionMatchedStatus};
+use tessera::{
+    DataReader, DataReaderListener, DataWriter, DataWriterListener, DomainParticipant,
+    GuardCondition, ParticipantConfig, ParticipantEvent, Sample, StateMasks, Topic, WaitSet,
+};
+
+use super::args::{History, PerfConfig, PubRate, SubMode};
+use super::peers::PeerTable;
+use super::protocol::{
+    data_timestamp, guid_partition, is_ping_timestamp, one_way_latency_ns, pong_timestamp_for_data,
+    pong_timestamp_for_ping, topic_name, user_data, MatchMask, TopicKind, TopicRole,
+    CPU_STATS_TOPIC, DATA_MAX_SAMPLES, DATA_TAKE_MAX, PINGPONG_TAKE_MAX,
+};
+use super::report::{verdict, ExtendedStats, PeerLabel, ReportLine, Reporter, Stamp, VerdictInput};
+use super::stats::{
+    ClockDecimator, KeyOutOfRange, LatencyStats, PingScheduler, PubHist, PubPacer, SeqTracker,
+};
+use super::sysinfo::{self, CpuSampler, NetloadSampler};
+use super::types::{
+    CpuStats, Keyed256, Keyed32, KeyedSeq, OneULong, PerfSample, Struct16, Struct256, Struct32k,
+    Struct4k, Unkeyed1024, Unkeyed16,
+};
+use super::{EXIT_BAD_ARGS, EXIT_DDS_ERROR};
+
+/// Cyclone's `DDS_RETCODE_TIMEOUT`, printed by `write error: ...` when a write timed out.
+const RETCODE_TIMEOUT: i32 = -10;
+/// Cyclone's `DDS_RETCODE_ERROR`, printed for any other write failure.
+const RETCODE_ERROR: i32 = -1;
+const SEC: i64 = 1_000_000_000;
+/// How often the discovery thread re-checks the matched-endpoint lists without being told to.
+const MATCH_RESCAN: Duration = Duration::from_millis(100);
 
 /// Runs the benchmark described by `cfg` and returns the exit status.
 pub fn run(cfg: &PerfConfig) -> i32 {
-    let _ = cfg;
-    println!("tessera perf: the DDS runtime is not available in this build yet");
+    match cfg.topic {
+        TopicKind::KS => run_typed::<KeyedSeq>(cfg),
+        TopicKind::K32 => run_typed::<Keyed32>(cfg),
+        TopicKind::K256 => run_typed::<Keyed256>(cfg),
+        TopicKind::OU => run_typed::<OneULong>(cfg),
+        TopicKind::UK16 => run_typed::<Unkeyed16>(cfg),
+        TopicKind::UK1024 => run_typed::<Unkeyed1024>(cfg),
+        TopicKind::S16 => run_typed::<Struct16>(cfg),
+        TopicKind::S256 => run_typed::<Struct256>(cfg),
+        TopicKind::S4k => run_typed::<Struct4k>(cfg),
+        TopicKind::S32k => run_typed::<Struct32k>(cfg),
+    }
+}
+
+/// Wall-clock time in ns since the Unix epoch (ddsperf's `dds_time()`): source timestamps
+/// and latencies use it.
+fn now_ns() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// A 64-bit stand-in for a DDS instance handle of the entity with this GUID.
+fn handle_of(guid: &[u8; 16]) -> u64 {
+    let mut a = [0u8; 8];
+    let mut b = [0u8; 8];
+    a.copy_from_slice(&guid[..8]);
+    b.copy_from_slice(&guid[8..]);
+    u64::from_be_bytes(a) ^ u64::from_be_bytes(b).rotate_left(32)
+}
+
+/// The GUID of the participant owning the endpoint `guid`.
+fn participant_guid(guid: &[u8; 16]) -> [u8; 16] {
+    let mut p = *guid;
+    p[12..].copy_from_slice(&EntityId::PARTICIPANT.0);
+    p
+}
+
+fn participant_handle_of(endpoint: &[u8; 16]) -> u64 {
+    handle_of(&participant_guid(endpoint))
+}
+
+fn prefix_of(guid: &[u8; 16]) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p.copy_from_slice(&guid[..12]);
+    p
+}
+
+/// Locks a mutex, ignoring poisoning (a panicking thread already ended the run's usefulness,
+/// and the state it guards stays consistent enough for the final report).
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A small xorshift generator for the `pub ... X%` ping flag (quality is irrelevant here).
+struct Rng(u64);
+
+impl Rng {
+    fn new() -> Self {
+        let seed = (now_ns() as u64) ^ (u64::from(sysinfo::pid()) << 32) | 1;
+        Rng(seed)
+    }
+
+    fn next_u32(&mut self) -> u32 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        (x >> 32) as u32
+    }
+}
+
+/// A pong source: one remote pong writer whose answers we measured.
+struct PongSource {
+    handle: u64,
+    participant: u64,
+    stats: LatencyStats,
+}
+
+/// State shared by every thread and listener of one run.
+struct Ctx<T: PerfSample> {
+    cfg: PerfConfig,
+    pid: u32,
+    out: Mutex<Reporter<Stdout>>,
+    stop: AtomicBool,
+    guard: GuardCondition,
+    ping_writer: DataWriter<T>,
+    /// Pong writer per peer participant, by GUID prefix.
+    pong_writers: RwLock<HashMap<[u8; 12], DataWriter<T>>>,
+    peers: Mutex<PeerTable>,
+    ping: Mutex<PingScheduler>,
+    pongs: Mutex<Vec<PongSource>>,
+    seq: Mutex<SeqTracker>,
+    pubhist: Mutex<PubHist>,
+    /// Wakes the discovery thread when any of our endpoints (un)matched.
+    matched: Sender<()>,
+    /// Whether the data listener processes data (switched on after `initwait`).
+    data_on: AtomicBool,
+}
+
+impl<T: PerfSample> Ctx<T> {
+    /// Prints one line right away (event lines from any thread). Returns whether something was
+    /// printed.
+    fn emit(&self, line: &ReportLine) -> bool {
+        let mut out = lock(&self.out);
+        let printed = out.emit(line).unwrap_or(false);
+        let _ = out.flush();
+        printed
+    }
+
+    fn request_stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        self.guard.set_trigger_value(true);
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop.load(Ordering::Acquire)
+    }
+
+    fn key_out_of_range(&self, k: KeyOutOfRange) -> ! {
+        self.emit(&ReportLine::KeyOutOfRange(k));
+        let _ = std::io::stdout().flush();
+        std::process::exit(EXIT_BAD_ARGS);
+    }
+
+    /// Writes `sample` with timestamp `ts` on `w` and flushes the batch (ping/pong traffic).
+    fn write_flush(w: &DataWriter<T>, sample: &T, ts: i64) {
+        if w.write_with_timestamp(sample, ts).is_ok() {
+            w.flush();
+        }
+    }
+
+    /// Answers a sample from the writer `writer_guid` on the pong writer for its participant;
+    /// nothing if that participant is not (yet) a known peer.
+    fn answer(&self, writer_guid: &[u8; 16], sample: &T, ts: i64) {
+        let w = self
+            .pong_writers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&prefix_of(writer_guid))
+            .cloned();
+        if let Some(w) = w {
+            Self::write_flush(&w, sample, ts);
+        }
+    }
+
+    /// Takes up to [`DATA_TAKE_MAX`] data samples and accounts them; answers those flagged as
+    /// pings. Returns how many samples were taken.
+    fn process_data(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T>>) -> usize {
+        buf.clear();
+        let mut any_ping = false;
+        let n;
+        {
+            // Take under the tracker's lock, so that batches taken by concurrent callers
+            // (two receive threads, or the start-up drain) are accounted in order.
+            let mut seq = lock(&self.seq);
+            n = reader.take_into(buf, DATA_TAKE_MAX);
+            if n == 0 {
+                return 0;
+            }
+            let now = now_ns();
+            for s in buf.iter() {
+                let Some(d) = &s.data else { continue };
+                let ts = s.info.source_timestamp;
+                let w = &s.info.publication_handle;
+                let r = seq.on_sample(
+                    handle_of(w),
+                    d.seq(),
+                    d.keyval(),
+                    d.size(),
+                    now - ts,
+                    || Some(participant_handle_of(w)),
+                );
+                if let Err(k) = r {
+                    drop(seq);
+                    self.key_out_of_range(k);
+                }
+                any_ping |= is_ping_timestamp(ts);
+            }
+        }
+        if any_ping {
+            for s in buf.iter() {
+                let ts = s.info.source_timestamp;
+                if let (Some(d), true) = (&s.data, is_ping_timestamp(ts)) {
+                    self.answer(&s.info.publication_handle, d, pong_timestamp_for_data(ts));
+                }
+            }
+        }
+        n
+    }
+
+    /// Takes pings and answers each on the pong writer for its sender.
+    fn process_ping(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T>>) -> usize {
+        buf.clear();
+        let n = reader.take_into(buf, PINGPONG_TAKE_MAX);
+        for s in buf.iter() {
+            if let Some(d) = &s.data {
+                self.answer(
+                    &s.info.publication_handle,
+                    d,
+                    pong_timestamp_for_ping(s.info.source_timestamp),
+                );
+            }
+        }
+        n
+    }
+
+    /// Takes pongs: records the latency per pong writer and, in as-fast-as-possible mode,
+    /// sends the next ping once every peer answered.
+    fn process_pong(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T>>) -> usize {
+        buf.clear();
+        let n = reader.take_into(buf, PINGPONG_TAKE_MAX);
+        if n == 0 {
+            return 0;
+        }
+        let now = now_ns();
+        for s in buf.iter_mut() {
+            let ts = s.info.source_timestamp;
+            let w = s.info.publication_handle;
+            let Some(d) = s.data.as_mut() else { continue };
+            {
+                let h = handle_of(&w);
+                let mut pongs = lock(&self.pongs);
+                let idx = match pongs.iter().position(|p| p.handle == h) {
+                    Some(i) => i,
+                    None => {
+                        pongs.push(PongSource {
+                            handle: h,
+                            participant: participant_handle_of(&w),
+                            stats: LatencyStats::new(),
+                        });
+                        pongs.len() - 1
+                    }
+                };
+                pongs[idx].stats.record(one_way_latency_ns(now, ts));
+            }
+            let next = lock(&self.ping).on_pong(is_ping_timestamp(ts), d.seq(), now);
+            if let Some(seq) = next {
+                d.set_seq(seq);
+                Self::write_flush(&self.ping_writer, d, now_ns() | 1);
+            }
+        }
+        n
+    }
+
+    /// Sends a ping with sequence number `seq` (from the main loop's timer).
+    fn send_ping(&self, seq: u32) {
+        let mut s = T::new_sample(self.cfg.baggage);
+        s.set_seq(seq);
+        Self::write_flush(&self.ping_writer, &s, now_ns() | 1);
+    }
+}
+
+/// Which reader a listener or service thread handles.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ReaderRole {
+    Data,
+    Ping,
+    Pong,
+}
+
+fn process<T: PerfSample>(
+    ctx: &Ctx<T>,
+    role: ReaderRole,
+    reader: &DataReader<T>,
+    buf: &mut Vec<Sample<T>>,
+) -> usize {
+    match role {
+        ReaderRole::Data => ctx.process_data(reader, buf),
+        ReaderRole::Ping => ctx.process_ping(reader, buf),
+        ReaderRole::Pong => ctx.process_pong(reader, buf),
+    }
+}
+
+/// Reader listener: handles data when `handle_data` (listener trigger mode; for the data
+/// reader only once `Ctx::data_on` is set) and always tells the discovery thread about
+/// matches.
+struct ReaderListener<T: PerfSample> {
+    ctx: Arc<Ctx<T>>,
+    role: ReaderRole,
+    handle_data: bool,
+    buf: Mutex<Vec<Sample<T>>>,
+}
+
+impl<T: PerfSample> DataReaderListener<T> for ReaderListener<T> {
+    fn on_data_available(&self, reader: &DataReader<T>) {
+        if !self.handle_data
+            || (self.role == ReaderRole::Data && !self.ctx.data_on.load(Ordering::Acquire))
+        {
+            return;
+        }
+        let mut buf = lock(&self.buf);
+        process(&self.ctx, self.role, reader, &mut buf);
+    }
+
+    fn on_subscription_matched(&self, _reader: &DataReader<T>, _s: SubscriptionMatchedStatus) {
+        let _ = self.ctx.matched.try_send(());
+    }
+}
+
+/// Writer listener: tells the discovery thread about matches.
+struct WriterListener {
+    matched: Sender<()>,
+}
+
+impl<T: PerfSample> DataWriterListener<T> for WriterListener {
+    fn on_publication_matched(&self, _writer: &DataWriter<T>, _s: PublicationMatchedStatus) {
+        let _ = self.matched.try_send(());
+    }
+}
+
+/// A thread servicing `reader` after waitset triggers (or by polling every 1 ms).
+fn spawn_reader_thread<T: PerfSample>(
+    name: &str,
+    ctx: Arc<Ctx<T>>,
+    role: ReaderRole,
+    reader: DataReader<T>,
+    polling: bool,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name(name.to_string())
+        .spawn(move || {
+            let mut buf = Vec::with_capacity(if role == ReaderRole::Data {
+                DATA_TAKE_MAX
+            } else {
+                PINGPONG_TAKE_MAX
+            });
+            if polling {
+                while !ctx.stopping() {
+                    if process(&ctx, role, &reader, &mut buf) == 0 {
+                        std::thread::sleep(Duration::from_millis(1));
+                    }
+                }
+                return;
+            }
+            let mut ws = WaitSet::new();
+            ws.attach(&reader.create_readcondition(StateMasks::ANY));
+            ws.attach(&ctx.guard.condition());
+            let mut active = Vec::new();
+            while !ctx.stopping() {
+                let _ = ws.wait_into(&mut active, Some(Duration::from_secs(1)));
+                while !ctx.stopping() && process(&ctx, role, &reader, &mut buf) > 0 {}
+            }
+        })
+}
+
+/// Our local endpoints whose matches the discovery thread attributes to peers.
+struct MatchSources<T: PerfSample> {
+    data_writer: DataWriter<T>,
+    data_reader: Option<DataReader<T>>,
+    ping_reader: DataReader<T>,
+    pong_reader: DataReader<T>,
+}
+
+/// Everything the discovery thread needs to create pong writers.
+struct Discovery<T: PerfSample> {
+    ctx: Arc<Ctx<T>>,
+    participant: DomainParticipant,
+    pong_topic: Topic<T>,
+    pong_qos: DataWriterQos,
+    sources: MatchSources<T>,
+    matched_tx: Sender<()>,
+    /// (remote endpoint GUID, mask) pairs already attributed to their peer.
+    seen: HashSet<([u8; 16], u32)>,
+}
+
+impl<T: PerfSample> Discovery<T> {
+    fn on_event(&mut self, ev: ParticipantEvent) {
+        let now = now_ns();
+        match ev {
+            ParticipantEvent::Discovered(info) => {
+                let g = info.guid.to_bytes();
+                let new =
+                    lock(&self.ctx.peers).on_participant(handle_of(&g), g, &info.user_data, now);
+                let Some(new) = new else { return };
+                self.ctx.emit(&new.line);
+                if let Some(partition) = new.pong_partition {
+                    match self.create_pong_writer(partition) {
+                        Ok(w) => {
+                            self.ctx
+                                .pong_writers
+                                .write()
+                                .unwrap_or_else(|e| e.into_inner())
+                                .insert(prefix_of(&g), w);
+                            lock(&self.ctx.ping).peers_changed(1, now);
+                        }
+                        Err(e) => {
+                            println!("dds_create_writer(pong): {e}");
+                            let _ = std::io::stdout().flush();
+                            std::process::exit(EXIT_DDS_ERROR);
+                        }
+                    }
+                }
+            }
+            ParticipantEvent::Lost(guid) => {
+                let g = guid.to_bytes();
+                let gone = lock(&self.ctx.peers).on_participant_gone(handle_of(&g));
+                let Some(gone) = gone else { return };
+                self.ctx.emit(&gone.line);
+                if gone.had_pong_writer {
+                    let w = self
+                        .ctx
+                        .pong_writers
+                        .write()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .remove(&prefix_of(&g));
+                    drop(w);
+                    lock(&self.ctx.ping).peers_changed(-1, now);
+                }
+            }
+        }
+    }
+
+    fn create_pong_writer(&self, partition: String) -> tessera::Result<DataWriter<T>> {
+        let publisher = self
+            .participant
+            .create_publisher(PublisherQos::default().with_partition(Partition(vec![partition])))?;
+        let w = publisher.create_datawriter(&self.pong_topic, self.pong_qos.clone())?;
+        w.set_batching(true);
+        w.set_listener(Some(Arc::new(WriterListener {
+            matched: self.matched_tx.clone(),
+        })));
+        Ok(w)
+    }
+
+    /// Attributes every new (remote endpoint, kind) match to the remote's participant.
+    fn rescan(&mut self) {
+        let s = &self.sources;
+        let mut current: Vec<(Guid, MatchMask)> = Vec::new();
+        let mut add =
+            |list: Vec<Guid>, m: MatchMask| current.extend(list.into_iter().map(|g| (g, m)));
+        add(s.data_writer.matched_subscriptions(), MatchMask::RD_DATA);
+        add(
+            self.ctx.ping_writer.matched_subscriptions(),
+            MatchMask::RD_PING,
+        );
+        add(s.ping_reader.matched_publications(), MatchMask::WR_PING);
+        add(s.pong_reader.matched_publications(), MatchMask::WR_PONG);
+        if let Some(r) = &s.data_reader {
+            add(r.matched_publications(), MatchMask::WR_DATA);
+        }
+        let pong_writers: Vec<DataWriter<T>> = self
+            .ctx
+            .pong_writers
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        for w in &pong_writers {
+            add(w.matched_subscriptions(), MatchMask::RD_PONG);
+        }
+        let mut still = HashSet::with_capacity(current.len());
+        let mut peers = lock(&self.ctx.peers);
+        for (g, m) in current {
+            let key = (g.to_bytes(), m.0);
+            still.insert(key);
+            if self.seen.contains(&key) {
+                continue;
+            }
+            if peers.on_endpoint_matched(participant_handle_of(&key.0), m) {
+                self.seen.insert(key);
+            }
+        }
+        drop(peers);
+        // A remote endpoint that unmatched counts again when it matches again.
+        self.seen.retain(|k| still.contains(k));
+    }
+
+    fn run(mut self, events: Receiver<ParticipantEvent>, matched_rx: Receiver<()>) {
+        while !self.ctx.stopping() {
+            crossbeam_channel::select! {
+                recv(events) -> ev => match ev {
+                    Ok(ev) => self.on_event(ev),
+                    Err(_) => break,
+                },
+                recv(matched_rx) -> _ => {},
+                default(MATCH_RESCAN) => {},
+            }
+            while let Ok(ev) = events.try_recv() {
+                self.on_event(ev);
+            }
+            while matched_rx.try_recv().is_ok() {}
+            self.rescan();
+        }
+    }
+}
+
+/// Blocks SIGINT, SIGTERM and SIGHUP in the calling thread (and so in every thread started
+/// after it) and starts a thread that waits for them and requests the end of the run.
+fn block_signals() -> Option<libc::sigset_t> {
+    // SAFETY: sigset_t is plain data; sigemptyset/sigaddset initialise it, and
+    // pthread_sigmask only changes this thread's signal mask.
+    unsafe {
+        let mut set: libc::sigset_t = std::mem::zeroed();
+        libc::sigemptyset(&mut set);
+        libc::sigaddset(&mut set, libc::SIGINT);
+        libc::sigaddset(&mut set, libc::SIGTERM);
+        libc::sigaddset(&mut set, libc::SIGHUP);
+        if libc::pthread_sigmask(libc::SIG_BLOCK, &set, std::ptr::null_mut()) != 0 {
+            return None;
+        }
+        Some(set)
+    }
+}
+
+fn spawn_signal_thread(set: libc::sigset_t, on_signal: impl Fn() + Send + 'static) {
+    let _ = std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut sig: libc::c_int = 0;
+            // SAFETY: `set` is an initialised signal set and `sig` a valid out-pointer.
+            if unsafe { libc::sigwait(&set, &mut sig) } == 0 {
+                on_signal();
+            }
+        });
+}
+
+fn reliability(cfg: &PerfConfig) -> Reliability {
+    if cfg.reliable {
+        Reliability::reliable(Duration::from_secs(10))
+    } else {
+        Reliability::best_effort()
+    }
+}
+
+fn data_history(cfg: &PerfConfig) -> QosHistory {
+    match cfg.history {
+        History::KeepAll => QosHistory::KeepAll,
+        History::KeepLast(k) => QosHistory::KeepLast(k.max(1) as u32),
+    }
+}
+
+fn data_limits() -> ResourceLimits {
+    ResourceLimits {
+        max_samples: Some(DATA_MAX_SAMPLES as u32),
+        ..ResourceLimits::UNLIMITED
+    }
+}
+
+/// A DDS call failed while setting up: print it ddsperf-style and give exit status 2.
+fn dds_error(what: &str, e: tessera::Error) -> i32 {
+    println!("{what}: {e}");
+    let _ = std::io::stdout().flush();
     EXIT_DDS_ERROR
+}
+
+macro_rules! tryd {
+    ($what:expr, $e:expr) => {
+        match $e {
+            Ok(v) => v,
+            Err(e) => return dds_error($what, e),
+        }
+    };
+}
+
+/// Peers' CPU statistics seen with `-c`: the latest sample per (host, pid) and whether it is
+/// new since the last report.
+type PeerCpu = Vec<((String, u32), super::protocol::CpuStatsSample, bool)>;
+
+fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
+    let pid = sysinfo::pid();
+    let hostname = sysinfo::hostname();
+    let sigset = block_signals();
+
+    // Participant, with ddsperf's user data.
+    let pqos = DomainParticipantQos::default().with_user_data(UserData(user_data(
+        cfg.has_data_reader(),
+        pid,
+        &hostname,
+    )));
+    let participant = tryd!(
+        "dds_create_participant",
+        DomainParticipant::with_qos(
+            cfg.domain_id.unwrap_or(0),
+            pqos,
+            ParticipantConfig::default()
+        )
+    );
+    let own_guid = participant.guid().to_bytes();
+    let publisher = tryd!(
+        "dds_create_publisher",
+        participant.create_publisher(PublisherQos::default())
+    );
+    let subscriber = tryd!(
+        "dds_create_subscriber",
+        participant.create_subscriber(SubscriberQos::default())
+    );
+
+    // Topics.
+    let rel = reliability(cfg);
+    let tqos = TopicQos::default().with_reliability(rel);
+    let cpu_topic = tryd!(
+        "dds_create_topic(CPUStats)",
+        participant.create_topic::<CpuStats>(
+            CPU_STATS_TOPIC,
+            TopicQos::default().with_reliability(Reliability::reliable(Duration::from_millis(100)))
+        )
+    );
+    let data_topic = tryd!(
+        "dds_create_topic(data)",
+        participant.create_topic::<T>(
+            &topic_name(TopicRole::Data, cfg.reliable, cfg.topic),
+            tqos.clone()
+        )
+    );
+    let ping_topic = tryd!(
+        "dds_create_topic(ping)",
+        participant.create_topic::<T>(
+            &topic_name(TopicRole::Ping, cfg.reliable, cfg.topic),
+            tqos.clone()
+        )
+    );
+    let pong_topic = tryd!(
+        "dds_create_topic(pong)",
+        participant.create_topic::<T>(
+            &topic_name(TopicRole::Pong, cfg.reliable, cfg.topic),
+            tqos.clone()
+        )
+    );
+
+    // QoS of the endpoints.
+    let pp_wqos = DataWriterQos::default()
+        .with_reliability(rel)
+        .with_history(QosHistory::KeepLast(1));
+    let pp_rqos = DataReaderQos::default()
+        .with_reliability(rel)
+        .with_history(QosHistory::KeepLast(1));
+    let data_wqos = DataWriterQos::default()
+        .with_reliability(rel)
+        .with_history(data_history(cfg))
+        .with_resource_limits(data_limits());
+    let data_rqos = DataReaderQos::default()
+        .with_reliability(rel)
+        .with_history(data_history(cfg))
+        .with_resource_limits(data_limits());
+
+    // CPU statistics.
+    let cpu_writer = tryd!(
+        "dds_create_writer(CPUStats)",
+        publisher.create_datawriter(
+            &cpu_topic,
+            DataWriterQos::default()
+                .with_reliability(Reliability::reliable(Duration::from_millis(100)))
+                .with_history(QosHistory::KeepLast(1))
+        )
+    );
+    let cpu_reader = if cfg.collect_cpu_stats {
+        Some(tryd!(
+            "dds_create_reader(CPUStats)",
+            subscriber.create_datareader(
+                &cpu_topic,
+                DataReaderQos::default()
+                    .with_reliability(Reliability::reliable(Duration::from_millis(100)))
+                    .with_history(QosHistory::KeepLast(1))
+            )
+        ))
+    } else {
+        None
+    };
+
+    // Ping reader and writer, data reader (sub) and writer (always), pong reader.
+    let ping_reader = tryd!(
+        "dds_create_reader(ping)",
+        subscriber.create_datareader(&ping_topic, pp_rqos)
+    );
+    let ping_writer = tryd!(
+        "dds_create_writer(ping)",
+        publisher.create_datawriter(&ping_topic, pp_wqos.clone())
+    );
+    ping_writer.set_batching(true);
+    let data_reader = if cfg.has_data_reader() {
+        Some(tryd!(
+            "dds_create_reader(data)",
+            subscriber.create_datareader(&data_topic, data_rqos.clone())
+        ))
+    } else {
+        None
+    };
+    let data_writer = tryd!(
+        "dds_create_writer(data)",
+        publisher.create_datawriter(&data_topic, data_wqos)
+    );
+    data_writer.set_batching(true);
+    let pong_subscriber = tryd!(
+        "dds_create_subscriber(pong)",
+        participant.create_subscriber(
+            SubscriberQos::default().with_partition(Partition(vec![guid_partition(&own_guid)]))
+        )
+    );
+    let pong_reader = tryd!(
+        "dds_create_reader(pong)",
+        pong_subscriber.create_datareader(&pong_topic, data_rqos)
+    );
+
+    // Shared state.
+    let (matched_tx, matched_rx) = crossbeam_channel::bounded::<()>(1);
+    let own_handle = handle_of(&own_guid);
+    let ctx = Arc::new(Ctx {
+        cfg: cfg.clone(),
+        pid,
+        out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
+        stop: AtomicBool::new(false),
+        guard: GuardCondition::new(),
+        ping_writer: ping_writer.clone(),
+        pong_writers: RwLock::new(HashMap::new()),
+        peers: Mutex::new(PeerTable::new(
+            pid,
+            own_handle,
+            cfg.ignore_local,
+            cfg.has_data_reader(),
+        )),
+        ping: Mutex::new(PingScheduler::new(cfg.ping)),
+        pongs: Mutex::new(Vec::new()),
+        seq: Mutex::new(SeqTracker::new(cfg.nkeyvals, cfg.sub_latency)),
+        pubhist: Mutex::new(PubHist::default()),
+        matched: matched_tx.clone(),
+        data_on: AtomicBool::new(false),
+    });
+    if let Some(set) = sigset {
+        let c = ctx.clone();
+        spawn_signal_thread(set, move || c.request_stop());
+    }
+
+    // Listeners: matches always go to the discovery thread; ping/pong data is handled in the
+    // listener unless the waitset trigger is selected.
+    let pp_listener = !cfg.pingpong_uses_waitset();
+    let reader_listener = |role, handle_data| {
+        Arc::new(ReaderListener {
+            ctx: ctx.clone(),
+            role,
+            handle_data,
+            buf: Mutex::new(Vec::new()),
+        })
+    };
+    ping_reader.set_listener(Some(reader_listener(ReaderRole::Ping, pp_listener)));
+    pong_reader.set_listener(Some(reader_listener(ReaderRole::Pong, pp_listener)));
+    ping_writer.set_listener(Some(Arc::new(WriterListener {
+        matched: matched_tx.clone(),
+    })));
+    data_writer.set_listener(Some(Arc::new(WriterListener {
+        matched: matched_tx.clone(),
+    })));
+    if let Some(r) = &data_reader {
+        // Data handling starts after `initwait` (`Ctx::data_on`).
+        r.set_listener(Some(reader_listener(
+            ReaderRole::Data,
+            cfg.sub == Some(SubMode::Listener),
+        )));
+    }
+
+    // Our own participant (ddsperf sees itself through the built-in topic; Tessera's
+    // discovery events only cover remote participants).
+    let own_ud = user_data(cfg.has_data_reader(), pid, &hostname);
+    let tdisc = now_ns();
+    let own = lock(&ctx.peers).on_participant(own_handle, own_guid, &own_ud, tdisc);
+    if let Some(own) = own {
+        ctx.emit(&own.line);
+        if let Some(partition) = own.pong_partition {
+            // Only with -L. Tessera does not match endpoints of one participant with each
+            // other, so this writer never matches; it is created for fidelity.
+            let publisher = tryd!(
+                "dds_create_publisher(pong)",
+                participant.create_publisher(
+                    PublisherQos::default().with_partition(Partition(vec![partition]))
+                )
+            );
+            let w = tryd!(
+                "dds_create_writer(pong)",
+                publisher.create_datawriter(&pong_topic, pp_wqos.clone())
+            );
+            w.set_batching(true);
+            ctx.pong_writers
+                .write()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(prefix_of(&own_guid), w);
+            lock(&ctx.ping).peers_changed(1, tdisc);
+        }
+    }
+
+    // Discovery thread.
+    let events = participant.participant_events();
+    let disc = Discovery {
+        ctx: ctx.clone(),
+        participant: participant.clone(),
+        pong_topic: pong_topic.clone(),
+        pong_qos: pp_wqos,
+        sources: MatchSources {
+            data_writer: data_writer.clone(),
+            data_reader: data_reader.clone(),
+            ping_reader: ping_reader.clone(),
+            pong_reader: pong_reader.clone(),
+        },
+        matched_tx,
+        seen: HashSet::new(),
+    };
+    let disc_thread = std::thread::Builder::new()
+        .name("discovery".into())
+        .spawn(move || disc.run(events, matched_rx));
+    let disc_thread = match disc_thread {
+        Ok(t) => t,
+        Err(e) => return dds_error("thread", tessera::Error::Io(e)),
+    };
+
+    // -Q initwait: wait for enough peers before starting.
+    let mut aborted = false;
+    if let Some(iw) = cfg.init_wait_ns() {
+        let deadline = now_ns() + iw;
+        loop {
+            if lock(&ctx.peers).match_count() >= cfg.criteria.min_match {
+                std::thread::sleep(Duration::from_millis(100));
+                break;
+            }
+            if now_ns() >= deadline || ctx.stopping() {
+                aborted = true;
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    let mut threads: Vec<JoinHandle<()>> = Vec::new();
+    if !aborted {
+        match start_threads(&ctx, &data_reader, &data_writer, &ping_reader, &pong_reader) {
+            Ok(t) => threads = t,
+            Err(e) => return dds_error("thread", tessera::Error::Io(e)),
+        }
+    }
+
+    let mut code = 0;
+    if !aborted {
+        let r = main_loop(&ctx, &hostname, &cpu_writer, cpu_reader.as_ref());
+        aborted = r.aborted;
+        code = finish(&ctx, aborted, r.rss);
+    } else {
+        code = code.max(finish(&ctx, true, None));
+    }
+
+    // Tear down: stop threads, remove listeners (they hold the shared state), drop entities.
+    ctx.request_stop();
+    for t in threads {
+        let _ = t.join();
+    }
+    let _ = disc_thread.join();
+    ping_reader.set_listener(None);
+    pong_reader.set_listener(None);
+    if let Some(r) = &data_reader {
+        r.set_listener(None);
+    }
+    ping_writer.set_listener(None);
+    data_writer.set_listener(None);
+    ctx.pong_writers
+        .write()
+        .unwrap_or_else(|e| e.into_inner())
+        .clear();
+    let _ = lock(&ctx.out).flush();
+    code
+}
+
+/// Starts the data-path threads (publisher, subscriber/ping/pong service threads) or
+/// switches on the data listener.
+fn start_threads<T: PerfSample>(
+    ctx: &Arc<Ctx<T>>,
+    data_reader: &Option<DataReader<T>>,
+    data_writer: &DataWriter<T>,
+    ping_reader: &DataReader<T>,
+    pong_reader: &DataReader<T>,
+) -> std::io::Result<Vec<JoinHandle<()>>> {
+    let cfg = &ctx.cfg;
+    let mut threads = Vec::new();
+    if let (Some(mode), Some(r)) = (cfg.sub, data_reader) {
+        match mode {
+            SubMode::Listener => {
+                ctx.data_on.store(true, Ordering::Release);
+                // Samples that arrived before the listener was switched on.
+                let mut buf = Vec::new();
+                while ctx.process_data(r, &mut buf) > 0 {}
+            }
+            SubMode::Waitset | SubMode::Polling => threads.push(spawn_reader_thread(
+                "sub",
+                ctx.clone(),
+                ReaderRole::Data,
+                r.clone(),
+                mode == SubMode::Polling,
+            )?),
+        }
+    }
+    if cfg.pingpong_uses_waitset() {
+        threads.push(spawn_reader_thread(
+            "ping",
+            ctx.clone(),
+            ReaderRole::Pong,
+            pong_reader.clone(),
+            false,
+        )?);
+        threads.push(spawn_reader_thread(
+            "pong",
+            ctx.clone(),
+            ReaderRole::Ping,
+            ping_reader.clone(),
+            false,
+        )?);
+    }
+    if cfg.publishes() {
+        let c = ctx.clone();
+        let w = data_writer.clone();
+        threads.push(
+            std::thread::Builder::new()
+                .name("pub".into())
+                .spawn(move || publish(&c, &w))?,
+        );
+    }
+    Ok(threads)
+}
+
+/// The publishing loop (§7): registers the instances, then writes as fast as allowed.
+fn publish<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>) {
+    let cfg = &ctx.cfg;
+    let n = cfg.nkeyvals.max(1);
+    let mut sample = T::new_sample(cfg.baggage);
+    for k in 0..n {
+        sample.set_keyval(k);
+        let _ = w.register_instance(&sample);
+    }
+    sample.set_keyval(0);
+    let rate = match cfg.pub_rate {
+        PubRate::Hz(r) => Some(r),
+        PubRate::Unlimited | PubRate::Off => None,
+    };
+    let mut t = now_ns();
+    let mut pacer = PubPacer::new(rate, cfg.burst, t);
+    let mut dec = ClockDecimator::default();
+    let mut rng = Rng::new();
+    while !ctx.stopping() {
+        let flag = cfg.ping_fraction != 0 && rng.next_u32() <= cfg.ping_fraction;
+        match w.write_with_timestamp(&sample, data_timestamp(t, flag)) {
+            Ok(()) => {}
+            Err(tessera::Error::Timeout) => {
+                ctx.emit(&ReportLine::WriteError {
+                    code: RETCODE_TIMEOUT,
+                });
+                dec.reset();
+                t = now_ns();
+                continue;
+            }
+            Err(_) if ctx.stopping() => break,
+            Err(_) => {
+                ctx.emit(&ReportLine::WriteError {
+                    code: RETCODE_ERROR,
+                });
+                std::process::exit(EXIT_DDS_ERROR);
+            }
+        }
+        if flag {
+            w.flush();
+        }
+        let dt = if dec.read_clock_now() {
+            let t2 = now_ns();
+            let d = t2 - t;
+            t = t2;
+            d
+        } else {
+            0
+        };
+        lock(&ctx.pubhist).record(dt.max(0) as u64);
+        dec.after_write(dt);
+        sample.set_seq(sample.seq().wrapping_add(1));
+        if n > 1 {
+            sample.set_keyval((sample.keyval() + 1) % n);
+        }
+        if pacer.after_write() {
+            let mut slept = false;
+            while pacer.must_wait(t) && !ctx.stopping() {
+                w.flush();
+                std::thread::sleep(Duration::from_millis(1));
+                t = now_ns();
+                slept = true;
+            }
+            if slept {
+                dec.reset();
+            }
+        }
+    }
+    w.flush();
+}
+
+/// What the main loop hands to the verdict.
+struct LoopResult {
+    aborted: bool,
+    /// RSS at the first report with output after `minmatch` was reached, and at the last.
+    rss: Option<(f64, f64)>,
+}
+
+/// The once-per-second reporting loop (§10, §11) with the ping, matching, maxwait and
+/// duration timers.
+fn main_loop<T: PerfSample>(
+    ctx: &Ctx<T>,
+    hostname: &str,
+    cpu_writer: &DataWriter<CpuStats>,
+    cpu_reader: Option<&DataReader<CpuStats>>,
+) -> LoopResult {
+    let cfg = &ctx.cfg;
+    let pid = ctx.pid;
+    let tstart = now_ns();
+    let tref = cfg.time_ref.unwrap_or(tstart);
+    let tend = cfg.duration_ns().map(|d| tstart + d);
+    let tmaxwait = cfg.max_wait_ns().map(|d| tstart + d);
+    let mut tnext = tstart + SEC;
+    let mut tprev = tstart;
+    let mut tping = lock(&ctx.ping).first_deadline(tstart);
+    let mut cpu = CpuSampler::new(now_ns(), hostname.to_string());
+    let mut netload = cfg
+        .netload
+        .as_ref()
+        .map(|n| NetloadSampler::new(&n.device, n.bandwidth, now_ns()));
+    let mut peer_cpu: PeerCpu = Vec::new();
+    let mut rss: Option<(f64, f64)> = None;
+    let mut ws = WaitSet::new();
+    ws.attach(&ctx.guard.condition());
+    let mut active = Vec::new();
+    let mut aborted = false;
+
+    loop {
+        if ctx.stopping() {
+            break;
+        }
+        let now = now_ns();
+        let mut deadline = tnext;
+        for d in [tend, tmaxwait, lock(&ctx.peers).next_deadline(), tping]
+            .into_iter()
+            .flatten()
+        {
+            deadline = deadline.min(d);
+        }
+        if now < deadline {
+            let wait = Duration::from_nanos((deadline - now) as u64);
+            let _ = ws.wait_into(&mut active, Some(wait));
+            continue;
+        }
+
+        for line in lock(&ctx.peers).check_deadlines(now) {
+            ctx.emit(&line);
+        }
+        if let Some(tp) = tping {
+            if now >= tp {
+                let action = lock(&ctx.ping).on_timer(now);
+                if let Some(total) = action.warn_timeouts {
+                    ctx.emit(&ReportLine::PingTimeout { pid, total });
+                }
+                if let Some(seq) = action.send_seq {
+                    ctx.send_ping(seq);
+                }
+                tping = Some(action.next_deadline.unwrap_or(now + SEC).max(now + 1));
+            }
+        }
+        if let Some(tmw) = tmaxwait {
+            if now >= tmw && lock(&ctx.peers).match_count() < cfg.criteria.min_match {
+                aborted = true;
+                break;
+            }
+        }
+        if now >= tnext {
+            let printed = report(
+                ctx,
+                Stamp::new(pid, now, tref),
+                now - tprev,
+                now,
+                cpu.as_mut(),
+                cpu_writer,
+                cpu_reader,
+                &mut peer_cpu,
+                netload.as_mut(),
+            );
+            if let Some(c) = &cpu {
+                let m = c.maxrss();
+                if lock(&ctx.peers).match_count() >= cfg.criteria.min_match {
+                    match &mut rss {
+                        None if printed => rss = Some((m, m)),
+                        Some(r) => r.1 = m,
+                        None => {}
+                    }
+                }
+            }
+            tprev = now;
+            tnext += SEC;
+            if now > tnext - SEC + SEC / 2 {
+                tnext = now + SEC;
+            }
+        }
+        if let Some(te) = tend {
+            if now >= te {
+                break;
+            }
+        }
+    }
+    LoopResult { aborted, rss }
+}
+
+/// Prints one report (the lines due each second, in ddsperf's order). Returns whether
+/// anything was printed.
+#[allow(clippy::too_many_arguments)]
+fn report<T: PerfSample>(
+    ctx: &Ctx<T>,
+    stamp: Stamp,
+    dt_ns: i64,
+    now: i64,
+    cpu: Option<&mut CpuSampler>,
+    cpu_writer: &DataWriter<CpuStats>,
+    cpu_reader: Option<&DataReader<CpuStats>>,
+    peer_cpu: &mut PeerCpu,
+    netload: Option<&mut NetloadSampler>,
+) -> bool {
+    let cfg = &ctx.cfg;
+    let mut lines: Vec<ReportLine> = Vec::new();
+    if cfg.publishes() {
+        let hist = lock(&ctx.pubhist).take();
+        lines.push(ReportLine::Pub { stamp, hist, dt_ns });
+    }
+    if cfg.has_data_reader() {
+        let mut seq = lock(&ctx.seq);
+        let counts = seq.interval();
+        if counts.delta > 0 || cfg.sub_every_second {
+            lines.push(ReportLine::Sub {
+                stamp,
+                counts,
+                dt_ns,
+            });
+        }
+        if cfg.sub_latency {
+            let peers = lock(&ctx.peers);
+            for p in seq.publishers_mut() {
+                let size = p.last_size;
+                let label = peers.label(p.participant, p.handle);
+                if let Some(stats) = p.latency.as_mut().and_then(|l| l.take_interval()) {
+                    lines.push(ReportLine::Latency {
+                        stamp,
+                        sublat: true,
+                        peer: label,
+                        size,
+                        stats,
+                    });
+                }
+            }
+        }
+    }
+    {
+        let mut pongs = lock(&ctx.pongs);
+        let peers = lock(&ctx.peers);
+        for p in pongs.iter_mut() {
+            if let Some(stats) = p.stats.take_interval() {
+                lines.push(ReportLine::Latency {
+                    stamp,
+                    sublat: false,
+                    peer: peers.label(Some(p.participant), p.handle),
+                    size: cfg.payload_size(),
+                    stats,
+                });
+            }
+        }
+    }
+    if let Some(c) = cpu {
+        let s = c.sample(now).clone();
+        let _ = cpu_writer.write(&CpuStats::from(&s));
+        lines.push(ReportLine::Cpu {
+            stamp,
+            remote: None,
+            stale: false,
+            stats: s,
+        });
+    }
+    if let Some(r) = cpu_reader {
+        if let Ok(samples) = r.take(usize::MAX) {
+            for s in samples.into_iter().filter_map(|s| s.data) {
+                let key = (s.hostname.clone(), s.pid);
+                let sample = super::protocol::CpuStatsSample::from(s);
+                match peer_cpu.iter_mut().find(|e| e.0 == key) {
+                    Some(e) => {
+                        e.1 = sample;
+                        e.2 = true;
+                    }
+                    None => peer_cpu.push((key, sample, true)),
+                }
+            }
+        }
+        for (key, s, fresh) in peer_cpu.iter_mut() {
+            lines.push(ReportLine::Cpu {
+                stamp,
+                remote: Some(key.clone()),
+                stale: !*fresh,
+                stats: s.clone(),
+            });
+            *fresh = false;
+        }
+    }
+
+    let mut out = lock(&ctx.out);
+    let mut printed = false;
+    for l in &lines {
+        printed |= out.emit(l).unwrap_or(false);
+    }
+    if let Some(n) = netload {
+        if let Some(reading) = n.sample(now) {
+            if printed {
+                let _ = out.emit(&ReportLine::Netload { stamp, reading });
+            }
+        }
+    }
+    if cfg.extended_stats && printed {
+        // Tessera exposes no per-writer retransmit/throttle or per-reader discard counters
+        // yet: the line keeps ddsperf's shape with zeros.
+        let _ = out.emit(&ReportLine::Extended {
+            stamp,
+            stats: ExtendedStats::default(),
+        });
+    }
+    let _ = out.flush();
+    printed
+}
+
+/// The end-of-run checks (§12): prints the errors (and the JSON summary) and returns the exit
+/// status.
+fn finish<T: PerfSample>(ctx: &Ctx<T>, aborted: bool, rss: Option<(f64, f64)>) -> i32 {
+    let cfg = &ctx.cfg;
+    let (unmatched, match_count) = {
+        let p = lock(&ctx.peers);
+        (p.unmatched(), p.match_count())
+    };
+    let (lost, samples_ok, received) = {
+        let s = lock(&ctx.seq);
+        (
+            s.total_lost(),
+            s.all_received_at_least(cfg.criteria.min_samples),
+            s.publishers().iter().map(|p| p.nrecv).sum::<u64>(),
+        )
+    };
+    let (roundtrips_ok, overall) = {
+        let pongs = lock(&ctx.pongs);
+        let peers = lock(&ctx.peers);
+        (
+            pongs
+                .iter()
+                .all(|p| p.stats.total_count() >= cfg.criteria.min_roundtrips),
+            pongs
+                .iter()
+                .filter_map(|p| {
+                    p.stats
+                        .overall()
+                        .map(|o| (peers.label(Some(p.participant), p.handle), o))
+                })
+                .collect::<Vec<(PeerLabel, _)>>(),
+        )
+    };
+    let min_match = if aborted && match_count >= cfg.criteria.min_match {
+        u32::MAX
+    } else {
+        cfg.criteria.min_match
+    };
+    let (lines, code) = verdict(&VerdictInput {
+        pid: ctx.pid,
+        unmatched,
+        match_count,
+        min_match,
+        lost,
+        loss_is_error: cfg.loss_is_error(),
+        roundtrips_ok,
+        samples_ok,
+        rss: cfg.criteria.rss.and_then(|c| rss.map(|(a, b)| (c, a, b))),
+    });
+    for l in &lines {
+        ctx.emit(l);
+    }
+    if cfg.json {
+        ctx.emit(&ReportLine::Summary {
+            pid: ctx.pid,
+            latency: overall,
+            received,
+            lost,
+            exit_code: code,
+        });
+    }
+    code
 }
