@@ -426,13 +426,16 @@ impl<T: TopicType> DataWriter<T> {
                 .unflushed
                 .fetch_add(payload.len(), Ordering::Relaxed)
                 + payload.len();
-            if pending < BATCH_BYTES {
-                if self.ep.batch_started.load(Ordering::Relaxed) == 0 {
+            let started = self.ep.batch_started.load(Ordering::Relaxed);
+            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
+            if pending < BATCH_BYTES && !stale {
+                if started == 0 {
+                    // No wake-up of the event thread here: that would cost a context switch per
+                    // batch. The batch goes out when full, on `flush`, with the first write after
+                    // BATCH_DELAY, or on the event thread's next pass.
                     self.ep
                         .batch_started
                         .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
-                    drop(core);
-                    p.kick.ensure_by(Some(now + BATCH_DELAY));
                 }
                 return Ok(());
             }
@@ -447,8 +450,10 @@ impl<T: TopicType> DataWriter<T> {
     }
 
     /// Turns write batching on or off. With batching, several samples share a datagram: a
-    /// batch is sent when it nearly fills a datagram, on [`DataWriter::flush`], or at most
-    /// 0.5 ms after its first sample. Off by default (lowest latency).
+    /// batch is sent when it nearly fills a datagram, on [`DataWriter::flush`], by the first
+    /// write more than 0.5 ms after the batch began, or else by the participant's event thread
+    /// (within its timer period, at most 100 ms). Call `flush` when a sample must go now.
+    /// Off by default (lowest latency).
     pub fn set_batching(&self, on: bool) {
         self.ep.batching.store(on, Ordering::Relaxed);
         if !on {
