@@ -461,3 +461,19 @@ fn local_topic_change_unmatches_and_rematches() {
     db.add_local_writer(lw.clone());
     assert_eq!(matched_pairs(&drain(&mut db)), vec![(lw.guid, rr.guid)]);
 }
+
+#[test]
+fn a_flood_of_forged_participants_is_bounded_and_counted() {
+    use tessera_rtps::discovery::{DiscoveryDb, SpdpParticipantData, MAX_REMOTE_PARTICIPANTS};
+    use tessera_rtps::types::GuidPrefix;
+    let now = std::time::Instant::now();
+    let mut db = DiscoveryDb::new(GuidPrefix([9; 12]), 0);
+    for i in 0..(MAX_REMOTE_PARTICIPANTS as u32 + 100) {
+        let mut p = [1u8; 12];
+        p[..4].copy_from_slice(&i.to_be_bytes());
+        db.on_spdp(SpdpParticipantData::new(GuidPrefix(p)), now);
+        while db.poll_event().is_some() {}
+    }
+    assert_eq!(db.participants().count(), MAX_REMOTE_PARTICIPANTS);
+    assert_eq!(db.stats().participants_over_limit, 100);
+}

@@ -395,6 +395,11 @@ impl DiscoveryRuntime {
             return;
         }
         let is_new = !self.participants.contains_key(&data.guid_prefix);
+        if is_new && self.participants.len() >= tessera_rtps::discovery::MAX_REMOTE_PARTICIPANTS {
+            // Bounded like the database (which counts it); a forged flood cannot grow memory.
+            self.db.on_spdp(data, now);
+            return;
+        }
         let meta: Locators = if data.metatraffic_unicast_locators.is_empty() {
             data.metatraffic_multicast_locators
                 .iter()

@@ -203,7 +203,17 @@ pub struct DiscoveryStats {
     pub sedp_unknown_participant: u64,
     /// SEDP whose GUID is not of the announced endpoint kind.
     pub sedp_wrong_kind: u64,
+    /// New participants refused because [`MAX_REMOTE_PARTICIPANTS`] were known.
+    pub participants_over_limit: u64,
+    /// New remote endpoints refused because [`MAX_REMOTE_ENDPOINTS`] were known.
+    pub endpoints_over_limit: u64,
 }
+
+/// At most this many remote participants are tracked; more are refused (and counted) until
+/// leases expire, so a flood of forged announcements cannot grow memory without bound.
+pub const MAX_REMOTE_PARTICIPANTS: usize = 4096;
+/// At most this many remote writers plus readers are tracked.
+pub const MAX_REMOTE_ENDPOINTS: usize = 65536;
 
 #[derive(Debug)]
 struct Participant {
@@ -397,6 +407,10 @@ impl DiscoveryDb {
                 }
             }
             None => {
+                if self.participants.len() >= MAX_REMOTE_PARTICIPANTS {
+                    self.stats.participants_over_limit += 1;
+                    return;
+                }
                 let data = Arc::new(data);
                 self.participants.insert(
                     prefix,
@@ -518,6 +532,10 @@ impl DiscoveryDb {
                 true
             }
             None => {
+                if self.remote_writers.len() + self.remote_readers.len() >= MAX_REMOTE_ENDPOINTS {
+                    self.stats.endpoints_over_limit += 1;
+                    return;
+                }
                 self.remote_writers.insert(
                     guid,
                     Remote {
@@ -553,6 +571,10 @@ impl DiscoveryDb {
                 true
             }
             None => {
+                if self.remote_writers.len() + self.remote_readers.len() >= MAX_REMOTE_ENDPOINTS {
+                    self.stats.endpoints_over_limit += 1;
+                    return;
+                }
                 self.remote_readers.insert(
                     guid,
                     Remote {

@@ -29,7 +29,7 @@ pub use data::{
 };
 pub use db::{
     evaluate_match, DiscoveryDb, DiscoveryEvent, DiscoveryStats, LostReason, MatchOutcome,
-    NoMatchReason, RemoteEndpointInfo,
+    NoMatchReason, RemoteEndpointInfo, MAX_REMOTE_ENDPOINTS, MAX_REMOTE_PARTICIPANTS,
 };
 pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};
 
