@@ -151,7 +151,9 @@ struct Ctx<T: PerfSample> {
     cfg: PerfConfig,
     pid: u32,
     out: Mutex<Reporter<Stdout>>,
-    stop: AtomicBool,
+    /// Set (with `guard`) to end the run; shared with the signal thread, which must not hold
+    /// the whole context (that would keep the participant alive past the end of the run).
+    stop: Arc<AtomicBool>,
     guard: GuardCondition,
     ping_writer: DataWriter<T>,
     /// Pong writer per peer participant, by GUID prefix.
@@ -769,7 +771,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         cfg: cfg.clone(),
         pid,
         out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
-        stop: AtomicBool::new(false),
+        stop: Arc::new(AtomicBool::new(false)),
         guard: GuardCondition::new(),
         ping_writer: ping_writer.clone(),
         pong_writers: RwLock::new(HashMap::new()),
@@ -787,8 +789,11 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         data_on: AtomicBool::new(false),
     });
     if let Some(set) = sigset {
-        let c = ctx.clone();
-        spawn_signal_thread(set, move || c.request_stop());
+        let (stop, guard) = (ctx.stop.clone(), ctx.guard.clone());
+        spawn_signal_thread(set, move || {
+            stop.store(true, Ordering::Release);
+            guard.set_trigger_value(true);
+        });
     }
 
     // Listeners: matches always go to the discovery thread; ping/pong data is handled in the
@@ -1122,12 +1127,6 @@ fn main_loop<T: PerfSample>(
                 tping = Some(action.next_deadline.unwrap_or(now + SEC).max(now + 1));
             }
         }
-        if let Some(tmw) = tmaxwait {
-            if now >= tmw && lock(&ctx.peers).match_count() < cfg.criteria.min_match {
-                aborted = true;
-                break;
-            }
-        }
         if now >= tnext {
             let printed = report(
                 ctx,
@@ -1154,6 +1153,12 @@ fn main_loop<T: PerfSample>(
             tnext += SEC;
             if now > tnext - SEC + SEC / 2 {
                 tnext = now + SEC;
+            }
+        }
+        if let Some(tmw) = tmaxwait {
+            if now >= tmw && lock(&ctx.peers).match_count() < cfg.criteria.min_match {
+                aborted = true;
+                break;
             }
         }
         if let Some(te) = tend {
