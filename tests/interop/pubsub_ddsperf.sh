@@ -51,9 +51,18 @@ perf_check_format "$WORK/ou-c2t-sub.log"
 run_case ou-t2c "$DDSPERF" -TOU "${SUBOPTS[@]}" sub -- "${TESSERA[@]}" -TOU "${PUBOPTS[@]}" pub
 perf_check_format "$WORK/ou-t2c-pub.log"
 
-# Keyed with several instances, paced, waitset subscriber on our side.
-run_case k3-c2t "${TESSERA[@]}" -n 3 "${SUBOPTS[@]}" sub waitset \
-    -- "$DDSPERF" -n 3 "${PUBOPTS[@]}" pub 5kHz
-run_case k3-t2c "$DDSPERF" -n 3 "${SUBOPTS[@]}" sub -- "${TESSERA[@]}" -n 3 "${PUBOPTS[@]}" pub 5kHz
+# Keyed with several instances, paced, 5 % of the data doubling as pings (answered by the
+# subscriber: latency under load), receive latency (-l) and a waitset subscriber on our side.
+run_case k3-c2t "${TESSERA[@]}" -l -n 3 "${SUBOPTS[@]}" sub waitset \
+    -- "$DDSPERF" -n 3 "${PUBOPTS[@]}" pub 5kHz 5%
+perf_check_format "$WORK/k3-c2t-sub.log"
+[[ $(perf_count "$PERF_RE_LATENCY" "$WORK/k3-c2t-sub.log") -ge 1 ]] || fail "no sublat line"
+[[ $(perf_count "$PERF_RE_LATENCY" "$WORK/k3-c2t-pub.log") -ge 1 ]] ||
+    fail "ddsperf pub got no pongs from our subscriber"
+run_case k3-t2c "$DDSPERF" -n 3 "${SUBOPTS[@]}" sub \
+    -- "${TESSERA[@]}" -n 3 "${PUBOPTS[@]}" pub 5kHz 5%
+perf_check_format "$WORK/k3-t2c-pub.log"
+[[ $(perf_count "$PERF_RE_LATENCY" "$WORK/k3-t2c-pub.log") -ge 1 ]] ||
+    fail "our pub got no pongs from ddsperf sub"
 
 log "ok"
