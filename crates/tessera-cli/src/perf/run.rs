@@ -1354,3 +1354,68 @@ fn finish<T: PerfSample>(ctx: &Ctx<T>, aborted: bool, rss: Option<(f64, f64)>) -
     }
     code
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRITER: [u8; 16] = [
+        1, 16, 7, 184, 212, 70, 9, 36, 128, 143, 115, 244, 0, 0, 18, 2,
+    ];
+
+    #[test]
+    fn participant_of_an_endpoint() {
+        let p = participant_guid(&WRITER);
+        assert_eq!(&p[..12], &WRITER[..12]);
+        assert_eq!(&p[12..], &[0, 0, 1, 0xc1]);
+        assert_eq!(participant_handle_of(&WRITER), handle_of(&p));
+        assert_eq!(prefix_of(&WRITER), prefix_of(&p));
+    }
+
+    #[test]
+    fn handles_tell_entities_apart() {
+        let p = participant_guid(&WRITER);
+        let mut other = WRITER;
+        other[15] = 0x07;
+        let mut other_participant = p;
+        other_participant[11] ^= 1;
+        let hs = [
+            handle_of(&WRITER),
+            handle_of(&p),
+            handle_of(&other),
+            handle_of(&other_participant),
+        ];
+        for i in 0..hs.len() {
+            for j in i + 1..hs.len() {
+                assert_ne!(hs[i], hs[j], "{i} {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn rng_covers_the_range() {
+        let mut r = Rng::new();
+        let v: Vec<u32> = (0..1000).map(|_| r.next_u32()).collect();
+        assert!(v.iter().any(|&x| x > u32::MAX / 2));
+        assert!(v.iter().any(|&x| x < u32::MAX / 2));
+    }
+
+    #[test]
+    fn endpoint_qos() {
+        let mut cfg = PerfConfig::default();
+        assert_eq!(
+            reliability(&cfg).kind,
+            tessera::qos::ReliabilityKind::Reliable
+        );
+        assert_eq!(reliability(&cfg).max_blocking_time, Duration::from_secs(10));
+        assert_eq!(data_history(&cfg), QosHistory::KeepAll);
+        cfg.reliable = false;
+        cfg.history = History::KeepLast(5);
+        assert_eq!(
+            reliability(&cfg).kind,
+            tessera::qos::ReliabilityKind::BestEffort
+        );
+        assert_eq!(data_history(&cfg), QosHistory::KeepLast(5));
+        assert_eq!(data_limits().max_samples, Some(10_000));
+    }
+}
