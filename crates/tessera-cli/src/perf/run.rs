@@ -17,6 +17,11 @@
 //! publication handle of a sample (the writer's GUID) names the peer to answer, and the
 //! matched-endpoint GUID lists of our readers/writers name the peers whose endpoints matched.
 //! DDS instance handles are stood in for by [`handle_of`], a 64-bit fold of the GUID.
+//!
+//! Known differences from ddsperf, both from the runtime: `-L` has no effect on matching
+//! (Tessera never matches a reader and a writer of the same participant, so with `-L` our own
+//! participant stays "unmatched"), and the `-X` line prints zeros (no retransmit/throttle or
+//! discard counters are exposed per endpoint).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Stdout, Write};
