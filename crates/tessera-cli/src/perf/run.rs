@@ -17,6 +17,11 @@
 //! publication handle of a sample (the writer's GUID) names the peer to answer, and the
 //! matched-endpoint GUID lists of our readers/writers name the peers whose endpoints matched.
 //! DDS instance handles are stood in for by [`handle_of`], a 64-bit fold of the GUID.
+//!
+//! Known differences from ddsperf, both from the runtime: `-L` has no effect on matching
+//! (Tessera never matches a reader and a writer of the same participant, so with `-L` our own
+//! participant stays "unmatched"), and the `-X` line prints zeros (no retransmit/throttle or
+//! discard counters are exposed per endpoint).
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Stdout, Write};
@@ -151,7 +156,9 @@ struct Ctx<T: PerfSample> {
     cfg: PerfConfig,
     pid: u32,
     out: Mutex<Reporter<Stdout>>,
-    stop: AtomicBool,
+    /// Set (with `guard`) to end the run; shared with the signal thread, which must not hold
+    /// the whole context (that would keep the participant alive past the end of the run).
+    stop: Arc<AtomicBool>,
     guard: GuardCondition,
     ping_writer: DataWriter<T>,
     /// Pong writer per peer participant, by GUID prefix.
@@ -769,7 +776,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         cfg: cfg.clone(),
         pid,
         out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
-        stop: AtomicBool::new(false),
+        stop: Arc::new(AtomicBool::new(false)),
         guard: GuardCondition::new(),
         ping_writer: ping_writer.clone(),
         pong_writers: RwLock::new(HashMap::new()),
@@ -787,8 +794,11 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         data_on: AtomicBool::new(false),
     });
     if let Some(set) = sigset {
-        let c = ctx.clone();
-        spawn_signal_thread(set, move || c.request_stop());
+        let (stop, guard) = (ctx.stop.clone(), ctx.guard.clone());
+        spawn_signal_thread(set, move || {
+            stop.store(true, Ordering::Release);
+            guard.set_trigger_value(true);
+        });
     }
 
     // Listeners: matches always go to the discovery thread; ping/pong data is handled in the
@@ -1122,12 +1132,6 @@ fn main_loop<T: PerfSample>(
                 tping = Some(action.next_deadline.unwrap_or(now + SEC).max(now + 1));
             }
         }
-        if let Some(tmw) = tmaxwait {
-            if now >= tmw && lock(&ctx.peers).match_count() < cfg.criteria.min_match {
-                aborted = true;
-                break;
-            }
-        }
         if now >= tnext {
             let printed = report(
                 ctx,
@@ -1154,6 +1158,12 @@ fn main_loop<T: PerfSample>(
             tnext += SEC;
             if now > tnext - SEC + SEC / 2 {
                 tnext = now + SEC;
+            }
+        }
+        if let Some(tmw) = tmaxwait {
+            if now >= tmw && lock(&ctx.peers).match_count() < cfg.criteria.min_match {
+                aborted = true;
+                break;
             }
         }
         if let Some(te) = tend {
@@ -1348,4 +1358,69 @@ fn finish<T: PerfSample>(ctx: &Ctx<T>, aborted: bool, rss: Option<(f64, f64)>) -
         });
     }
     code
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const WRITER: [u8; 16] = [
+        1, 16, 7, 184, 212, 70, 9, 36, 128, 143, 115, 244, 0, 0, 18, 2,
+    ];
+
+    #[test]
+    fn participant_of_an_endpoint() {
+        let p = participant_guid(&WRITER);
+        assert_eq!(&p[..12], &WRITER[..12]);
+        assert_eq!(&p[12..], &[0, 0, 1, 0xc1]);
+        assert_eq!(participant_handle_of(&WRITER), handle_of(&p));
+        assert_eq!(prefix_of(&WRITER), prefix_of(&p));
+    }
+
+    #[test]
+    fn handles_tell_entities_apart() {
+        let p = participant_guid(&WRITER);
+        let mut other = WRITER;
+        other[15] = 0x07;
+        let mut other_participant = p;
+        other_participant[11] ^= 1;
+        let hs = [
+            handle_of(&WRITER),
+            handle_of(&p),
+            handle_of(&other),
+            handle_of(&other_participant),
+        ];
+        for i in 0..hs.len() {
+            for j in i + 1..hs.len() {
+                assert_ne!(hs[i], hs[j], "{i} {j}");
+            }
+        }
+    }
+
+    #[test]
+    fn rng_covers_the_range() {
+        let mut r = Rng::new();
+        let v: Vec<u32> = (0..1000).map(|_| r.next_u32()).collect();
+        assert!(v.iter().any(|&x| x > u32::MAX / 2));
+        assert!(v.iter().any(|&x| x < u32::MAX / 2));
+    }
+
+    #[test]
+    fn endpoint_qos() {
+        let mut cfg = PerfConfig::default();
+        assert_eq!(
+            reliability(&cfg).kind,
+            tessera::qos::ReliabilityKind::Reliable
+        );
+        assert_eq!(reliability(&cfg).max_blocking_time, Duration::from_secs(10));
+        assert_eq!(data_history(&cfg), QosHistory::KeepAll);
+        cfg.reliable = false;
+        cfg.history = History::KeepLast(5);
+        assert_eq!(
+            reliability(&cfg).kind,
+            tessera::qos::ReliabilityKind::BestEffort
+        );
+        assert_eq!(data_history(&cfg), QosHistory::KeepLast(5));
+        assert_eq!(data_limits().max_samples, Some(10_000));
+    }
 }
