@@ -650,7 +650,11 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         DomainParticipant::with_qos(
             cfg.domain_id.unwrap_or(0),
             pqos,
-            ParticipantConfig::default()
+            // ddsperf ignores its own participant's endpoints unless -L.
+            ParticipantConfig {
+                ignore_local: cfg.ignore_local,
+                ..Default::default()
+            }
         )
     );
     let own_guid = participant.guid().to_bytes();
