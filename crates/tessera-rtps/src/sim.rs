@@ -280,9 +280,14 @@ impl Sim {
         key: Option<[u8; 16]>,
     ) -> Result<SequenceNumber, WriteError> {
         let ts = Timestamp::from_nanos(self.now.duration_since(epoch()).as_nanos() as i64);
-        let r = self
-            .writer
-            .write(Arc::from(payload), key, 0, false, Some(ts), self.now);
+        let r = self.writer.write(
+            Arc::new(payload.to_vec()),
+            key,
+            0,
+            false,
+            Some(ts),
+            self.now,
+        );
         self.flush();
         r
     }

@@ -44,7 +44,7 @@ fn run(history: HistoryKind, key: Option<[u8; 16]>) -> u64 {
     let now = epoch();
     w.add_reader(reader_guid(0), Locators::new(), true, false, now);
     r.add_writer(writer_guid(), Locators::new(), true, now);
-    let payload: Arc<[u8]> = vec![0u8, 1, 0, 0, 1, 2, 3, 4].into();
+    let payload: Arc<Vec<u8>> = vec![0u8, 1, 0, 0, 1, 2, 3, 4].into();
     let mut tx = Transmit::new();
     let mut scratch = Vec::with_capacity(256);
     let mut delivered = 0u64;

@@ -77,7 +77,7 @@ pub(crate) struct DiscoveryRuntime {
     prefix: GuidPrefix,
     db: DiscoveryDb,
     /// Our SPDP payload (serialized once; our data does not change).
-    spdp_payload: Arc<[u8]>,
+    spdp_payload: Arc<Vec<u8>>,
     spdp_seq: i64,
     spdp_destinations: Vec<Locator>,
     started: Instant,

@@ -84,6 +84,7 @@ impl Publisher {
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
+            size_hint: AtomicUsize::new(64),
         });
         p.endpoints
             .write()
@@ -140,6 +141,8 @@ pub(crate) struct WriterEndpoint {
     unflushed: AtomicUsize,
     batch_started: AtomicU64,
     matched: Mutex<Vec<Guid>>,
+    /// Size of the last serialized sample: the capacity to allocate for the next one.
+    size_hint: AtomicUsize,
 }
 
 /// How long a batched sample may wait for company before it is sent anyway.
@@ -299,10 +302,6 @@ impl<T: TopicType> std::fmt::Debug for DataWriter<T> {
 const STATUS_DISPOSED: u32 = 1;
 const STATUS_UNREGISTERED: u32 = 2;
 
-thread_local! {
-    static SER_BUF: std::cell::RefCell<Vec<u8>> = std::cell::RefCell::new(Vec::with_capacity(4096));
-}
-
 impl<T: TopicType> DataWriter<T> {
     /// The writer's GUID.
     pub fn guid(&self) -> Guid {
@@ -321,12 +320,11 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Publishes a sample with an explicit source timestamp (ns since the Unix epoch).
     pub fn write_with_timestamp(&self, sample: &T, source_ns: i64) -> Result<()> {
-        let payload: Arc<[u8]> = SER_BUF.with(|b| {
-            let mut b = b.borrow_mut();
-            b.clear();
-            cdr::serialize_sample(sample, self.encoding(), &mut b);
-            Arc::from(&b[..])
-        });
+        // Serialized straight into the buffer the writer history keeps: no second copy.
+        let mut buf = Vec::with_capacity(self.ep.size_hint.load(Ordering::Relaxed));
+        cdr::serialize_sample(sample, self.encoding(), &mut buf);
+        self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
+        let payload = Arc::new(buf);
         let key_hash = if T::KEYED {
             Some(cdr::key_hash(sample))
         } else {
@@ -363,12 +361,9 @@ impl<T: TopicType> DataWriter<T> {
                 "dispose/unregister on a keyless topic".into(),
             ));
         }
-        let payload: Arc<[u8]> = SER_BUF.with(|b| {
-            let mut b = b.borrow_mut();
-            b.clear();
-            cdr::serialize_key(sample, self.encoding(), &mut b);
-            Arc::from(&b[..])
-        });
+        let mut buf = Vec::new();
+        cdr::serialize_key(sample, self.encoding(), &mut buf);
+        let payload = Arc::new(buf);
         self.submit(
             payload,
             Some(cdr::key_hash(sample)),
@@ -388,7 +383,7 @@ impl<T: TopicType> DataWriter<T> {
 
     fn submit(
         &self,
-        payload: Arc<[u8]>,
+        payload: Arc<Vec<u8>>,
         key_hash: Option<[u8; 16]>,
         status: u32,
         key_only: bool,

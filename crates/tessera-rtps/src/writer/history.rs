@@ -14,7 +14,7 @@ use crate::types::{SequenceNumber, Timestamp};
 /// One sample as the writer keeps it.
 #[derive(Debug, Clone)]
 pub(crate) struct Sample {
-    pub payload: Arc<[u8]>,
+    pub payload: Arc<Vec<u8>>,
     pub key_hash: Option<[u8; 16]>,
     pub status_info: u32,
     pub key_flag: bool,
@@ -198,7 +198,7 @@ mod tests {
 
     fn s(key: u8) -> Sample {
         Sample {
-            payload: Arc::from(&[key][..]),
+            payload: Arc::new(vec![key]),
             key_hash: Some([key; 16]),
             status_info: 0,
             key_flag: false,

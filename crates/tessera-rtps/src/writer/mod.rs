@@ -795,7 +795,7 @@ impl WriterCore {
     /// `status_info` is 0, or 1 (disposed) | 2 (unregistered).
     pub fn write(
         &mut self,
-        payload: Arc<[u8]>,
+        payload: Arc<Vec<u8>>,
         key_hash: Option<[u8; 16]>,
         status_info: u32,
         key_flag: bool,

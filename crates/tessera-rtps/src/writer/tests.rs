@@ -60,7 +60,7 @@ fn kinds(t: &Transmit) -> Vec<&'static str> {
         .collect()
 }
 
-fn pl(n: usize) -> Arc<[u8]> {
+fn pl(n: usize) -> Arc<Vec<u8>> {
     (0..n).map(|i| i as u8).collect::<Vec<_>>().into()
 }
 

@@ -10,7 +10,7 @@
 //! for sm in &t.submessages { b.submessage(&sm.as_submessage(&mut qos_scratch)); }
 //! ```
 //!
-//! Payloads are `Arc<[u8]>` shared with the writer's history, so building a transmit never
+//! Payloads are `Arc<Vec<u8>>` shared with the writer's history, so building a transmit never
 //! copies sample bytes; fragments are byte ranges of the same `Arc`.
 
 use std::ops::Range;
@@ -150,7 +150,7 @@ pub struct OutData {
     /// Whether the payload is a full sample or a key only.
     pub payload_kind: PayloadKind,
     /// The serialized payload (encapsulation header included); ignored for `PayloadKind::None`.
-    pub payload: Arc<[u8]>,
+    pub payload: Arc<Vec<u8>>,
 }
 
 /// An owned DATA_FRAG submessage: consecutive fragments of one sample.
@@ -175,7 +175,7 @@ pub struct OutDataFrag {
     /// Whether the sample is key-only.
     pub key_flag: bool,
     /// The whole sample.
-    pub payload: Arc<[u8]>,
+    pub payload: Arc<Vec<u8>>,
     /// The bytes of `payload` this submessage carries.
     pub range: Range<usize>,
 }
@@ -335,7 +335,7 @@ mod tests {
 
     #[test]
     fn data_frag_borrows_its_range() {
-        let payload: Arc<[u8]> = (0..100u8).collect::<Vec<_>>().into();
+        let payload: Arc<Vec<u8>> = (0..100u8).collect::<Vec<_>>().into();
         let sm = OutSubmessage::DataFrag(OutDataFrag {
             reader_id: EntityId::UNKNOWN,
             writer_id: EntityId::UNKNOWN,
