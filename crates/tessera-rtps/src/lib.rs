@@ -16,6 +16,7 @@
 
 pub mod cdr;
 pub mod discovery;
+pub mod fasthash;
 pub mod frag;
 pub mod qos;
 pub mod reader;

@@ -49,6 +49,9 @@ pub(crate) fn flush_reader(p: &ParticipantShared, core: &mut ReaderCore, now: In
 /// The reliability core's configuration for a user writer with this QoS.
 pub(crate) fn writer_config(guid: Guid, qos: &DataWriterQos) -> WriterConfig {
     let mut c = WriterConfig::new(guid);
+    // Readers derive keys from the payload (as Cyclone's do); an inline PID_KEY_HASH on every
+    // sample would only cost bytes and parsing.
+    c.send_key_hash = false;
     c.reliable = qos.reliability.kind == ReliabilityKind::Reliable;
     c.transient_local = qos.durability != Durability::Volatile;
     c.history = match qos.history {

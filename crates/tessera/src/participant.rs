@@ -21,11 +21,11 @@ use crate::topic::{Topic, TopicInner};
 use crate::transport::{Channel, Receivers, UdpConfig, UdpTransport};
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
+use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix};
 use tessera_rtps::wire::{MessageReceiver, Submessage};
 
@@ -78,10 +78,10 @@ pub struct CountersSnapshot {
 /// The local endpoints, by entity id, and which local readers each remote writer feeds.
 #[derive(Default)]
 pub(crate) struct Endpoints {
-    pub writers: HashMap<EntityId, Arc<dyn LocalWriter>>,
-    pub readers: HashMap<EntityId, Arc<dyn LocalReader>>,
+    pub writers: FastHashMap<EntityId, Arc<dyn LocalWriter>>,
+    pub readers: FastHashMap<EntityId, Arc<dyn LocalReader>>,
     /// Remote writer → the local readers matched with it.
-    pub readers_of_remote_writer: HashMap<Guid, Vec<Arc<dyn LocalReader>>>,
+    pub readers_of_remote_writer: FastHashMap<Guid, Vec<Arc<dyn LocalReader>>>,
 }
 
 /// Wakes the event thread early when an endpoint's next deadline moved forward.

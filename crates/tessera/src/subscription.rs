@@ -215,9 +215,12 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
         {
             let mut core = self.core.lock();
             lost_before = core.counters().lost;
-            let mut history = self.history.lock();
+            // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
+            // nearly every datagram) then costs no history lock.
+            let mut history = None;
             let mut deliver = |d: Delivered<'_>| {
-                available |= self.accept(&d, &mut history, &mut rejected);
+                let h = history.get_or_insert_with(|| self.history.lock());
+                available |= self.accept(&d, h, &mut rejected);
             };
             match &rs.submessage {
                 Submessage::Data(d) => {

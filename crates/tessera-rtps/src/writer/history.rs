@@ -6,7 +6,8 @@
 //! payload dropped) until it reaches the front or tombstones outnumber live samples, when the
 //! ring is compacted; readers that still want a tombstoned number get a GAP.
 
-use std::collections::{HashMap, VecDeque};
+use crate::fasthash::FastHashMap;
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::types::{SequenceNumber, Timestamp};
@@ -38,7 +39,7 @@ pub(crate) struct History {
     /// KEEP_LAST depth per instance; `None` for KEEP_ALL (no instance bookkeeping).
     depth: Option<usize>,
     /// Sequence numbers of each instance's live samples, oldest first (KEEP_LAST only).
-    instances: HashMap<[u8; 16], VecDeque<SequenceNumber>>,
+    instances: FastHashMap<[u8; 16], VecDeque<SequenceNumber>>,
 }
 
 impl History {
@@ -48,7 +49,7 @@ impl History {
             live: 0,
             tombstones: 0,
             depth,
-            instances: HashMap::new(),
+            instances: FastHashMap::default(),
         }
     }
 

@@ -45,9 +45,10 @@
 mod instance;
 mod types;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::fmt;
 use std::ops::Bound;
+use tessera_rtps::fasthash::FastHashMap;
 
 use instance::{Instance, Slot, Stored, NONE};
 pub use types::{
@@ -77,7 +78,7 @@ pub struct History<T> {
     config: HistoryConfig,
     slots: Vec<Option<Instance<T>>>,
     free: Vec<Slot>,
-    by_key: HashMap<KeyHash, Slot>,
+    by_key: FastHashMap<KeyHash, Slot>,
     by_handle: BTreeMap<InstanceHandle, Slot>,
     next_handle: u64,
     /// Slot of the instance last looked up by key (checked against its key before use).
@@ -117,7 +118,7 @@ impl<T> History<T> {
             config,
             slots: Vec::new(),
             free: Vec::new(),
-            by_key: HashMap::new(),
+            by_key: FastHashMap::default(),
             by_handle: BTreeMap::new(),
             next_handle: 1,
             last_slot: NONE,

@@ -206,6 +206,10 @@ fn on_error(stats: &ReceiveStats, e: &io::Error) {
     }
 }
 
+/// A receive call that returns faster than this found its datagram already queued: the thread is
+/// behind, so the next call asks for a whole batch.
+const BACKLOG_THRESHOLD: Duration = Duration::from_micros(3);
+
 impl RecvLoop {
     fn run(self) {
         if self.batch <= 1 {
@@ -299,23 +303,29 @@ impl RecvLoop {
             // SAFETY: as above.
             m.msg_hdr.msg_name = unsafe { names_base.add(i) }.cast();
         }
+        // Adaptive batch: ask for one datagram while traffic is sparse (recvmmsg with room for
+        // more makes one more, futile, attempt per wake-up: latency on a ping-pong), and for a
+        // full batch once datagrams are found already waiting (a backlog worth amortising).
+        let mut vlen = 1usize;
         while !self.stop.load(Ordering::Relaxed) {
-            for m in msgs.iter_mut() {
+            for m in msgs.iter_mut().take(vlen) {
                 m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
                 m.msg_hdr.msg_flags = 0;
                 m.msg_len = 0;
             }
             // SAFETY: `msgs` holds `batch` headers whose name and iovec pointers refer to
             // `names`, `iovs` and `buf`, all alive and not otherwise borrowed during the call.
+            let called = std::time::Instant::now();
             let n = unsafe {
                 libc::recvmmsg(
                     fd,
                     msgs.as_mut_ptr(),
-                    batch as libc::c_uint,
+                    vlen as libc::c_uint,
                     libc::MSG_WAITFORONE,
                     std::ptr::null_mut(),
                 )
             };
+            let waited = called.elapsed() > BACKLOG_THRESHOLD;
             if self.stop.load(Ordering::Relaxed) {
                 break;
             }
@@ -323,10 +333,15 @@ impl RecvLoop {
                 on_error(&self.stats, &io::Error::last_os_error());
                 continue;
             }
-            let n = (n as usize).min(batch);
+            let n = (n as usize).min(vlen);
             if n == 0 {
                 continue;
             }
+            vlen = if n >= 2 || (vlen == 1 && !waited) {
+                batch
+            } else {
+                1
+            };
             self.stats.batches.fetch_add(1, Ordering::Relaxed);
             for (i, m) in msgs.iter().enumerate().take(n) {
                 let len = (m.msg_len as usize).min(MAX_DATAGRAM);
