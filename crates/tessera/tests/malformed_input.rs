@@ -12,13 +12,8 @@ struct Msg {
     body: Vec<u8>,
 }
 
-fn in_netns() -> bool {
-    let ok = std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1");
-    if !ok {
-        eprintln!("SKIP: not in a test network namespace (run via scripts/netns-run)");
-    }
-    ok
-}
+mod common;
+use common::in_netns;
 
 /// A tiny deterministic generator (no extra dependency).
 struct Rng(u64);

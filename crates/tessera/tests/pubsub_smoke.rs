@@ -13,13 +13,8 @@ struct Reading {
     text: String,
 }
 
-fn in_netns() -> bool {
-    let ok = std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1");
-    if !ok {
-        eprintln!("SKIP: not in a test network namespace (run via scripts/netns-run)");
-    }
-    ok
-}
+mod common;
+use common::in_netns;
 
 #[test]
 fn reliable_keep_all_between_two_participants() {

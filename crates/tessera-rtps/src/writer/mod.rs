@@ -751,15 +751,19 @@ impl WriterCore {
         }
     }
 
-    /// Whether a `write` would currently find room (KEEP_ALL/resource limits). A blocked
-    /// writer re-checks this after each [`WriterCore::on_acknack`] that returned true.
-    pub fn can_accept(&self) -> bool {
-        let floor = self
-            .readers
+    /// The lowest sequence number some reliable reader has not acknowledged (flow control).
+    fn reliable_floor(&self) -> Option<SequenceNumber> {
+        self.readers
             .iter()
             .filter(|r| r.reliable)
             .map(|r| r.acked)
-            .min();
+            .min()
+    }
+
+    /// Whether a `write` would currently find room (KEEP_ALL/resource limits). A blocked
+    /// writer re-checks this after each [`WriterCore::on_acknack`] that returned true.
+    pub fn can_accept(&self) -> bool {
+        let floor = self.reliable_floor();
         self.sh.can_accept(self.min_needed(), floor)
     }
 
@@ -778,12 +782,7 @@ impl WriterCore {
 
     /// How many samples some reliable reader has not acknowledged yet.
     pub fn unacked_samples(&self) -> u64 {
-        let floor = self
-            .readers
-            .iter()
-            .filter(|r| r.reliable)
-            .map(|r| r.acked)
-            .min();
+        let floor = self.reliable_floor();
         floor.map_or(0, |f| (self.sh.last_seq + 1 - f).max(0) as u64)
     }
 
@@ -806,12 +805,7 @@ impl WriterCore {
             return Err(WriteError::PayloadTooLarge);
         }
         let keep = self.sh.cfg.transient_local || !self.readers.is_empty();
-        let floor = self
-            .readers
-            .iter()
-            .filter(|r| r.reliable)
-            .map(|r| r.acked)
-            .min();
+        let floor = self.reliable_floor();
         if floor.is_some_and(|f| self.sh.last_seq + 1 - f >= self.sh.flow_window) {
             // Too much in flight: wait for acknowledgments (the next transmit asks for them).
             self.sh.counters.flow_blocked += 1;
