@@ -6,7 +6,7 @@
 //!
 //! The mechanism: each condition source owns a [`Notifier`] listing the wait sets it is attached
 //! to. Whatever may change a trigger value (data arriving, a status changing, `set_trigger_value`)
-//! calls [`Notifier::notify`], which bumps each wait set's generation and wakes its waiter. A
+//! calls `Notifier::notify`, which bumps each wait set's generation and wakes its waiter. A
 //! waiter reads the generation *before* evaluating the conditions, so a change that lands while it
 //! evaluates is never missed. With no wait set attached, `notify` is one atomic load.
 

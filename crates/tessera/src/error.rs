@@ -2,8 +2,8 @@
 //!
 //! Every error says whose fault it is: the caller ([`Error::BadParameter`],
 //! [`Error::InconsistentPolicy`], [`Error::PreconditionNotMet`], [`Error::AlreadyDeleted`]),
-//! a resource ([`Error::OutOfResources`], [`Error::Timeout`], [`Error::Io`]), or the state of the
-//! system ([`Error::NotEnabled`]). Peers' mistakes never surface here: malformed network input is
+//! a resource ([`Error::OutOfResources`], [`Error::Timeout`], [`Error::Io`], [`Error::Transport`]), or the state of the
+//! data ([`Error::NoData`], [`Error::UnknownInstance`]). Peers' mistakes never surface here: malformed network input is
 //! counted and dropped inside the runtime.
 
 use std::io;

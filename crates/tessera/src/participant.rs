@@ -58,7 +58,7 @@ pub struct RuntimeCounters {
     pub send_errors: AtomicU64,
 }
 
-/// A snapshot of [`RuntimeCounters`].
+/// A snapshot of the runtime's drop and traffic counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountersSnapshot {
     /// Datagrams whose header could not be decoded.
