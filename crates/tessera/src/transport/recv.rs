@@ -15,10 +15,16 @@
 //! so it stays on (batch 16) by default; `UdpConfig::recv_batch = 1` switches it off.
 //!
 //! Shutdown: [`Receivers::stop`] (or drop) raises a flag and calls `shutdown(SHUT_RD)` on each
-//! socket, which on Linux wakes a thread blocked in `recvmmsg` at once, even on an unconnected
-//! UDP socket. A receive timeout (`SO_RCVTIMEO`, [`WAKE_INTERVAL`]) bounds the wait should that
-//! ever not work. A wake-up datagram was rejected: on `SO_REUSEPORT` multicast sockets a unicast
-//! datagram reaches only one socket of the group, possibly another participant's.
+//! socket, which on Linux wakes a thread blocked in `recvmsg`/`recvmmsg` at once, even on an
+//! unconnected UDP socket (a test checks it). There is deliberately no receive timeout
+//! (`SO_RCVTIMEO`): with one, every blocking receive arms and cancels a kernel timer, which
+//! measurably lengthens a small-sample round trip. A wake-up datagram was rejected: on
+//! `SO_REUSEPORT` multicast sockets a unicast datagram reaches only one socket of the group,
+//! possibly another participant's.
+//!
+//! Batching is adaptive: while traffic is sparse each wake-up reads one datagram with plain
+//! `recvmsg` (the cheapest path); once a call finds datagrams already queued, the thread
+//! switches to `recvmmsg` for whole batches until the backlog is gone.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddrV4};
@@ -32,9 +38,6 @@ use socket2::Socket;
 
 /// Size of one receive buffer: the largest possible UDP datagram fits.
 pub const MAX_DATAGRAM: usize = 65536;
-
-/// Upper bound on how long a receive thread may sleep without checking its stop flag.
-pub const WAKE_INTERVAL: Duration = Duration::from_millis(250);
 
 /// Which socket a datagram arrived on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -125,7 +128,8 @@ impl Receivers {
             threads: Vec::with_capacity(sockets.len()),
         };
         for (socket, channel) in sockets {
-            socket.set_read_timeout(Some(WAKE_INTERVAL))?;
+            // No timeout: see the module docs (shutdown wakes the thread).
+            socket.set_read_timeout(None)?;
             let ctx = RecvLoop {
                 socket: socket.clone(),
                 channel,
