@@ -522,6 +522,9 @@ mod tests {
     fn lossless_reliable_delivery() {
         let mut sim = Sim::new(Sim::writer_config(), NetConfig::default());
         sim.add_reader(true, false);
+        // Let the reader answer the first heartbeat (the writer holds data until it does:
+        // with KEEP_LAST 1 it would otherwise replace samples before sending them).
+        assert!(sim.run_until_quiescent(Duration::from_secs(1)));
         for i in 0..10u8 {
             sim.write(&[0, 1, 0, 0, i]).unwrap();
         }

@@ -47,6 +47,21 @@ fn run(history: HistoryKind, key: Option<[u8; 16]>) -> u64 {
     let payload: Arc<Vec<u8>> = vec![0u8, 1, 0, 0, 1, 2, 3, 4].into();
     let mut tx = Transmit::new();
     let mut scratch = Vec::with_capacity(256);
+    // Handshake: the writer holds data until the reader answers its first heartbeat.
+    while w.poll_transmit_into(now, &mut tx) {
+        for sm in &tx.submessages {
+            if let Submessage::Heartbeat(h) = sm.as_submessage(&mut scratch) {
+                r.on_heartbeat(writer_guid().prefix, &h, now, &mut |_| {});
+            }
+        }
+    }
+    while r.poll_transmit_into(now, &mut tx) {
+        for sm in &tx.submessages {
+            if let Submessage::AckNack(a) = sm.as_submessage(&mut scratch) {
+                w.on_acknack(reader_guid(0).prefix, &a, now);
+            }
+        }
+    }
     let mut delivered = 0u64;
     let mut borrowed = 0u64;
     let mut step = |w: &mut WriterCore, r: &mut ReaderCore, tx: &mut Transmit| {

@@ -178,19 +178,32 @@ struct ReaderProxy {
     ack_req_seq: SequenceNumber,
     last_acknack_count: Option<i32>,
     last_nackfrag_count: Option<i32>,
+    /// A reliable reader is sent data only once it has answered with an ACKNACK: that proves
+    /// it has matched this writer. Pushing earlier means data it discards as coming from an
+    /// unknown writer, after which some implementations (Cyclone DDS) synchronise on a later
+    /// heartbeat and skip what was lost in between. Best-effort readers are always synced.
+    synced: bool,
+    /// Put a HEARTBEAT *before* the next data: the reader just synced while expecting numbers
+    /// below its start, and must learn where its stream begins before data arrives, or it takes
+    /// the data for out-of-order and may drop it.
+    lead_hb: bool,
 }
 
 impl ReaderProxy {
     fn has_work(&self, now: Instant, last_seq: SequenceNumber, push: bool) -> bool {
-        (self.unsent <= last_seq && (push || !self.reliable))
+        (self.synced && self.unsent <= last_seq && (push || !self.reliable))
             || self.hb_due.is_some()
             || self.repair_at.is_some_and(|t| t <= now)
+            || self.lead_hb
     }
 
     fn want_hb(&mut self, final_flag: bool) {
         self.hb_due = Some(self.hb_due.unwrap_or(true) && final_flag);
     }
 }
+
+/// Heartbeat period towards reliable readers that have not answered any heartbeat yet.
+const UNSYNCED_HEARTBEAT_PERIOD: Duration = Duration::from_millis(10);
 
 /// Writer state shared by all proxies (split from the proxies for borrowing).
 #[derive(Debug)]
@@ -422,6 +435,14 @@ impl Shared {
         let rid = r.guid.entity_id;
         let mut full = false;
 
+        // 0. A freshly synced reader first learns where its stream starts.
+        if r.lead_hb && r.reliable {
+            r.lead_hb = false;
+            let hb = self.heartbeat(r, true);
+            c.used += OutSubmessage::Heartbeat(hb).wire_len();
+            subs.push(OutSubmessage::Heartbeat(hb));
+        }
+
         // 1. Repairs.
         if r.reliable && r.repair_at.is_some_and(|t| t <= now) {
             while !full && !r.frag_repairs.is_empty() {
@@ -527,7 +548,7 @@ impl Shared {
         }
 
         // 2. New samples.
-        if !full && (self.cfg.push_mode || !r.reliable) && r.unsent <= self.last_seq {
+        if !full && r.synced && (self.cfg.push_mode || !r.reliable) && r.unsent <= self.last_seq {
             while r.unsent <= self.last_seq {
                 let seq = r.unsent;
                 let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
@@ -718,9 +739,12 @@ impl WriterCore {
             ack_req_seq: start - 1,
             last_acknack_count: None,
             last_nackfrag_count: None,
+            synced: !reliable,
+            lead_hb: false,
         });
-        if reliable && self.next_hb.is_none() {
-            self.next_hb = Some(now + self.sh.cfg.heartbeat_period);
+        if reliable {
+            let due = now + self.hb_interval();
+            self.next_hb = Some(self.next_hb.map_or(due, |t| t.min(due)));
         }
     }
 
@@ -870,11 +894,16 @@ impl WriterCore {
             return false;
         }
         r.last_acknack_count = Some(an.count);
+        let newly_synced = !r.synced;
+        r.synced = true;
         let set = &an.reader_sn_state;
+        if newly_synced && set.base < r.acked {
+            r.lead_hb = true;
+        }
         if set.base <= 0 {
             // Pre-emptive ACKNACK (Fast DDS, Connext): "tell me what you have".
             r.want_hb(false);
-            return false;
+            return newly_synced;
         }
         let base = set.base.min(last + 1);
         let progressed = base > r.acked;
@@ -1013,12 +1042,24 @@ impl WriterCore {
         let last = self.sh.last_seq;
         let mut any = false;
         for r in self.readers.iter_mut().filter(|r| r.reliable) {
-            if r.acked <= last {
+            if r.acked <= last || !r.synced {
+                // Unacknowledged data, or a reader that has not answered yet: ask again.
                 r.want_hb(false);
                 any = true;
             }
         }
-        self.next_hb = any.then(|| now + self.sh.cfg.heartbeat_period);
+        self.next_hb = any.then(|| now + self.hb_interval());
+    }
+
+    /// The heartbeat period, shortened while a reliable reader has not answered yet so that it
+    /// gets its data soon after it matches us.
+    fn hb_interval(&self) -> Duration {
+        let waiting = self.readers.iter().any(|r| r.reliable && !r.synced);
+        if waiting {
+            self.sh.cfg.heartbeat_period.min(UNSYNCED_HEARTBEAT_PERIOD)
+        } else {
+            self.sh.cfg.heartbeat_period
+        }
     }
 
     /// Whether every matched reliable reader acknowledged `seq`.

@@ -44,6 +44,11 @@ fn acknack(base: i64, missing: &[i64], count: i32) -> AckNack {
     }
 }
 
+/// Completes the reader handshake: the reader's first ACKNACK (count 100, above the tests' own).
+fn sync(w: &mut WriterCore, base: i64, now: Instant) {
+    w.on_acknack(rguid().prefix, &acknack(base, &[], 100), now);
+}
+
 fn kinds(t: &Transmit) -> Vec<&'static str> {
     t.submessages
         .iter()
@@ -81,11 +86,14 @@ fn new_reader_gets_a_heartbeat_then_data_with_piggybacked_heartbeat() {
     assert_eq!(t[0].dest.info_dst(), Some(rguid().prefix));
     w.write(pl(8), None, 0, false, Some(Timestamp::from_nanos(2)), now)
         .unwrap();
+    // The reader has not answered yet: it gets heartbeats, not data.
+    assert!(drain(&mut w, now).iter().all(|t| kinds(t) == ["hb"]));
+    w.on_acknack(rguid().prefix, &acknack(2, &[], 1), now);
     let t = drain(&mut w, now);
     assert_eq!(t.len(), 1);
     assert_eq!(kinds(&t[0]), ["ts", "data", "hb"]);
     assert!(!w.all_acked());
-    assert!(w.on_acknack(rguid().prefix, &acknack(3, &[], 1), now));
+    assert!(w.on_acknack(rguid().prefix, &acknack(3, &[], 2), now));
     assert!(w.all_acked());
     assert_eq!(w.history_len(), 0);
 }
@@ -100,10 +108,12 @@ fn acknack_counts_and_preemptive_base_zero() {
         w.write(pl(8), None, 0, false, None, now).unwrap();
     }
     drain(&mut w, now);
-    // Base 0: a request for a heartbeat, not a nack.
-    assert!(!w.on_acknack(rguid().prefix, &acknack(0, &[], 1), now));
+    // Base 0: a request for a heartbeat, not a nack — but it proves the reader knows us, so
+    // the held samples go out now.
+    assert!(w.on_acknack(rguid().prefix, &acknack(0, &[], 1), now));
     let t = drain(&mut w, now);
-    assert_eq!(kinds(&t[0]), ["hb"]);
+    assert!(kinds(&t[0]).contains(&"hb"));
+    assert!(kinds(&t[0]).contains(&"data"));
     // NACK 2.
     w.on_acknack(rguid().prefix, &acknack(2, &[2], 2), now);
     let t = drain(&mut w, now);
@@ -147,6 +157,7 @@ fn large_samples_are_fragmented_within_the_message_size() {
     let now = t0();
     w.add_reader(rguid(), Locators::new(), true, false, now);
     drain(&mut w, now);
+    sync(&mut w, 1, now);
     w.write(pl(100_000), None, 0, false, None, now).unwrap();
     let t = drain(&mut w, now);
     let frags: u32 = t
@@ -210,10 +221,11 @@ fn periodic_heartbeat_while_unacknowledged() {
     let mut w = writer(|_| {});
     let now = t0();
     w.add_reader(rguid(), Locators::new(), true, false, now);
+    sync(&mut w, 1, now);
     w.write(pl(8), None, 0, false, None, now).unwrap();
     drain(&mut w, now);
     let t = w.poll_timeout().expect("heartbeat timer");
-    assert_eq!(t, now + Duration::from_millis(100));
+    assert!(t <= now + Duration::from_millis(100));
     w.handle_timeout(t);
     let x = drain(&mut w, t);
     assert_eq!(kinds(&x[0]), ["hb"]);
@@ -221,7 +233,7 @@ fn periodic_heartbeat_while_unacknowledged() {
         OutSubmessage::Heartbeat(h) => assert!(!h.final_flag),
         _ => unreachable!(),
     }
-    w.on_acknack(rguid().prefix, &acknack(2, &[], 1), t);
+    w.on_acknack(rguid().prefix, &acknack(2, &[], 101), t);
     let t2 = w.poll_timeout().unwrap();
     w.handle_timeout(t2);
     assert!(drain(&mut w, t2).is_empty());
@@ -246,4 +258,30 @@ fn status_info_and_key_hash_travel_as_inline_qos() {
         }
         other => panic!("{other:?}"),
     }
+}
+
+#[test]
+fn reliable_reader_gets_data_only_after_its_first_acknack() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    for _ in 0..3 {
+        w.write(pl(8), None, 0, false, None, now).unwrap();
+    }
+    // Until the reader answers, only (non-final) heartbeats, repeated on a short period.
+    let t = drain(&mut w, now);
+    assert!(t.iter().all(|t| kinds(t) == ["hb"]), "{t:?}");
+    let again = w.poll_timeout().expect("heartbeat timer");
+    assert!(again <= now + Duration::from_millis(10));
+    w.handle_timeout(again);
+    assert!(drain(&mut w, again).iter().all(|t| kinds(t) == ["hb"]));
+    // Its ACKNACK says where it starts; everything from there is sent, in order.
+    sync(&mut w, 1, again);
+    let t = drain(&mut w, again);
+    let data = t
+        .iter()
+        .flat_map(|t| &t.submessages)
+        .filter(|s| matches!(s, OutSubmessage::Data(_)))
+        .count();
+    assert_eq!(data, 3);
 }
