@@ -285,3 +285,36 @@ fn reliable_reader_gets_data_only_after_its_first_acknack() {
         .count();
     assert_eq!(data, 3);
 }
+
+#[test]
+fn reader_expecting_older_numbers_learns_its_start_before_data() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    // Five samples before the reader matched: a volatile reader's stream starts at 6.
+    w.add_reader(
+        Guid::new(GuidPrefix([9; 12]), rguid().entity_id),
+        Locators::new(),
+        true,
+        false,
+        now,
+    );
+    for _ in 0..5 {
+        w.write(pl(8), None, 0, false, None, now).unwrap();
+    }
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    drain(&mut w, now);
+    // The reader's first ACKNACK asks from 1 (it has heard nothing from us yet).
+    sync(&mut w, 1, now);
+    let t = drain(&mut w, now);
+    let mine: Vec<_> = t
+        .iter()
+        .filter(|t| t.dest.guid() == Some(rguid()))
+        .collect();
+    let first = &mine[0].submessages[0];
+    match first {
+        OutSubmessage::Heartbeat(h) => assert_eq!(h.first_sn, 6, "stream start before any data"),
+        other => panic!("expected a leading heartbeat, got {other:?}"),
+    }
+    assert!(kinds(mine[0]).contains(&"data"));
+}
