@@ -85,6 +85,7 @@ impl Publisher {
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
             size_hint: AtomicUsize::new(64),
+            keep_all: qos.history == crate::qos::History::KeepAll,
         });
         p.endpoints
             .write()
@@ -143,6 +144,8 @@ pub(crate) struct WriterEndpoint {
     matched: Mutex<Vec<Guid>>,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
+    /// HISTORY is KEEP_ALL (flow control applies).
+    keep_all: bool,
 }
 
 /// How long a batched sample may wait for company before it is sent anyway.
@@ -394,7 +397,11 @@ impl<T: TopicType> DataWriter<T> {
         let mut now = Instant::now();
         let deadline = far_deadline(now, self.ep.max_blocking);
         let mut core = self.ep.core.lock();
-        core.set_flow_window(flow_window(payload.len()));
+        if self.ep.keep_all {
+            // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
+            // samples instead and never blocks on a slow or silent reader.
+            core.set_flow_window(flow_window(payload.len()));
+        }
         loop {
             match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
                 Ok(_) => break,
