@@ -397,7 +397,10 @@ impl<T: TopicType> DataWriter<T> {
         let mut now = Instant::now();
         let deadline = far_deadline(now, self.ep.max_blocking);
         let mut core = self.ep.core.lock();
-        if self.ep.keep_all {
+        // A write from a listener runs on a receive thread, which must never wait: the
+        // acknowledgments it would wait for arrive on that same thread.
+        let may_wait = !crate::transport::recv::on_receive_thread();
+        if self.ep.keep_all && may_wait {
             // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
             // samples instead and never blocks on a slow or silent reader.
             core.set_flow_window(flow_window(payload.len()));
@@ -406,6 +409,11 @@ impl<T: TopicType> DataWriter<T> {
             match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
                 Ok(_) => break,
                 Err(WriteError::HistoryFull) => {
+                    if !may_wait {
+                        return Err(Error::OutOfResources(
+                            "history full; a write from a listener does not wait".into(),
+                        ));
+                    }
                     if now >= deadline {
                         return Err(Error::Timeout);
                     }

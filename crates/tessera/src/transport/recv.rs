@@ -210,12 +210,24 @@ fn on_error(stats: &ReceiveStats, e: &io::Error) {
     }
 }
 
+thread_local! {
+    static ON_RECEIVE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the calling thread is one of the transport's receive threads (listeners run there).
+/// Code that would wait for network progress must not wait on it: the progress it waits for
+/// (e.g. ACKNACKs) is delivered by this very thread.
+pub fn on_receive_thread() -> bool {
+    ON_RECEIVE_THREAD.with(|f| f.get())
+}
+
 /// A receive call that returns faster than this found its datagram already queued: the thread is
 /// behind, so the next call asks for a whole batch.
 const BACKLOG_THRESHOLD: Duration = Duration::from_micros(3);
 
 impl RecvLoop {
     fn run(self) {
+        ON_RECEIVE_THREAD.with(|f| f.set(true));
         if self.batch <= 1 {
             self.run_single()
         } else {
