@@ -21,7 +21,7 @@ use tessera_rtps::discovery::{
     DiscoveryEvent, LostReason, MatchOutcome, RemoteEndpointInfo, SpdpParticipantData, StatusInfo,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
-use tessera_rtps::reader::{Delivered, ReaderCore};
+use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators, Timestamp};
 use tessera_rtps::wire::{
     Data, MessageBuilder, ParameterList, PayloadKind, ReceivedSubmessage, Submessage,
@@ -150,8 +150,7 @@ impl DiscoveryRuntime {
         data.encode(&mut payload);
         let sedp_writer =
             |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
-        let sedp_reader =
-            |id| ReaderCore::new(outbox::builtin_reader_config(Guid::new(prefix, id)));
+        let sedp_reader = |id| ReaderCore::new(ReaderConfig::new(Guid::new(prefix, id)));
         DiscoveryRuntime {
             prefix,
             db: DiscoveryDb::new(prefix, domain_id),

@@ -8,7 +8,7 @@ use crate::qos::{DataReaderQos, DataWriterQos};
 use std::cell::RefCell;
 use std::time::Instant;
 use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
-use tessera_rtps::reader::{ReaderConfig, ReaderCore};
+use tessera_rtps::reader::ReaderCore;
 use tessera_rtps::types::Guid;
 use tessera_rtps::wire::{MessageBuilder, Submessage};
 use tessera_rtps::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
@@ -64,11 +64,6 @@ pub(crate) fn writer_config(guid: Guid, qos: &DataWriterQos) -> WriterConfig {
     c
 }
 
-/// The reliability core's configuration for a user reader with this QoS.
-pub(crate) fn reader_config(guid: Guid, _qos: &DataReaderQos) -> ReaderConfig {
-    ReaderConfig::new(guid)
-}
-
 /// SEDP writers: reliable, transient-local, keep-last 1 per endpoint (keyed by GUID).
 pub(crate) fn builtin_writer_config(guid: Guid) -> WriterConfig {
     let mut c = WriterConfig::new(guid);
@@ -76,11 +71,6 @@ pub(crate) fn builtin_writer_config(guid: Guid) -> WriterConfig {
     c.transient_local = true;
     c.history = HistoryKind::KeepLast(1);
     c
-}
-
-/// SEDP readers: reliable.
-pub(crate) fn builtin_reader_config(guid: Guid) -> ReaderConfig {
-    ReaderConfig::new(guid)
 }
 
 /// The history cache configuration of a reader with this QoS.

@@ -21,7 +21,7 @@ use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::cdr;
-use tessera_rtps::reader::{Delivered, ReaderCore};
+use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
 use tessera_rtps::types::{EntityId, Guid};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 
@@ -67,7 +67,7 @@ impl Subscriber {
         let ep = Arc::new_cyclic(|me| ReaderEndpoint::<T> {
             me: me.clone(),
             guid,
-            core: Mutex::new(ReaderCore::new(outbox::reader_config(guid, &qos))),
+            core: Mutex::new(ReaderCore::new(ReaderConfig::new(guid))),
             history: Mutex::new(History::new(outbox::history_config(&qos))),
             statuses: Mutex::new(ReaderStatuses::default()),
             notifier: Arc::new(Notifier::default()),
