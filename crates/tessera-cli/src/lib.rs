@@ -4,6 +4,7 @@
 //! - [`perf`]: `tessera perf`, a twin of Cyclone DDS's `ddsperf` (same command-line grammar, same
 //!   per-second report lines, same exit codes), plus a `--json` output mode.
 
+pub mod bench;
 pub mod perf;
 
 /// Top-level usage text of the `tessera` binary.
