@@ -1,1 +1,1315 @@
-//! (stub; being written)
+//! Runs a scenario: every planned point in namespaces made for it, interleaved, with the
+//! workers' output read back into [`Point`]s.
+//!
+//! Every point gets a fresh topology (one private namespace, or a virtual LAN of namespace
+//! hosts) that is torn down when the point ends, so no point inherits sockets, routes or
+//! shaping from another. Both DDS implementations are driven with ddsperf's command grammar —
+//! `tessera perf --json …` (a ddsperf twin) and `ddsperf …` — so both run the same topic, types,
+//! QoS and protocol; the raw UDP floor is `tessera bench udp`, and the Tessera-only late-joiner
+//! experiment is `tessera bench worker`. Each process's output is kept under `logs/` in the
+//! result directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::Command;
+use std::time::{Duration, Instant, SystemTime};
+
+use anyhow::Context as _;
+use serde_json::Value;
+
+use super::expect::{self, Criterion, Outcome};
+use super::hosts::{self, LinkShaping, Topology};
+use super::parse::{self, PerfOutput};
+use super::procmon::{Capture, Proc};
+use super::results::{Implementation, Kind, LatencyStats, Pair, Point, ResultSet, ThroughputStats};
+use super::scenario::{self, Experiment, Planned, Scenario};
+use super::stats::{self, IntervalSummary, Step};
+use super::{env, report};
+
+/// UDP port of the raw floor's server side.
+const FLOOR_PORT: u16 = 7399;
+/// ddsperf's KS topic cannot carry less than this (its fixed part).
+const KS_MIN_SIZE: u64 = 12;
+
+/// How a run is configured beyond the scenario (command-line overrides and tools).
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// Result directory; default `bench-results/<test-id>`.
+    pub out_dir: Option<PathBuf>,
+    /// Hosts override.
+    pub hosts: Option<u32>,
+    /// Injected loss override, percent.
+    pub loss_pct: Option<f64>,
+    /// Link limit override, Mbit/s.
+    pub link_mbit: Option<f64>,
+    /// Rounds override.
+    pub rounds: Option<u32>,
+    /// Pairs override (every experiment).
+    pub pairs: Option<Vec<Pair>>,
+    /// Regression criteria.
+    pub expect: Vec<Criterion>,
+    /// Show a progress bar.
+    pub progress: bool,
+    /// The `tessera` binary (this one).
+    pub tessera_exe: PathBuf,
+    /// Cyclone's `ddsperf`, when installed.
+    pub ddsperf: Option<PathBuf>,
+    /// The command line, for the report.
+    pub command_line: String,
+}
+
+/// What a run produced.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// The results.
+    pub results: ResultSet,
+    /// The result directory.
+    pub dir: PathBuf,
+    /// Files written.
+    pub files: Vec<PathBuf>,
+    /// `--expect` outcomes.
+    pub expectations: Vec<Outcome>,
+}
+
+/// Runs `scenario` and writes its result directory.
+pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutcome> {
+    hosts::install_interrupt_handler();
+    let started = SystemTime::now();
+    let t_start = Instant::now();
+    let (stamp, rfc3339) = utc_stamp(started);
+    let test_id = format!("{stamp}-{}", sanitize(&scenario.name));
+    let dir = opts
+        .out_dir
+        .clone()
+        .unwrap_or_else(|| PathBuf::from("bench-results").join(&test_id));
+    std::fs::create_dir_all(dir.join("logs"))
+        .with_context(|| format!("creating {}", dir.display()))?;
+
+    let mut notes = Vec::new();
+    apply_overrides(&mut scenario, opts);
+    if opts.ddsperf.is_none() && scenario.drop_implementation(Implementation::Cyclone) {
+        notes.push(
+            "Cyclone DDS skipped: `ddsperf` was not found (Debian package cyclonedds-tools); \
+             every Cyclone and mixed pair is left out of this run."
+                .to_string(),
+        );
+    }
+    notes.extend(scenario.skipped());
+    notes.extend(standing_notes(&scenario));
+
+    let plan = scenario.plan();
+    let ctx = Ctx {
+        opts,
+        scenario: &scenario,
+        logs: dir.join("logs"),
+    };
+    let bar = progress_bar(plan.len() as u64, opts.progress);
+    let mut points: Vec<Point> = Vec::new();
+    let mut i = 0;
+    while i < plan.len() {
+        let p = &plan[i];
+        let exp = &scenario.experiments[p.experiment];
+        if exp.kind == Kind::RateStep {
+            // Rate stepping interleaves the pairs at every step: take the whole group.
+            let mut j = i;
+            while j < plan.len()
+                && plan[j].experiment == p.experiment
+                && plan[j].round == p.round
+                && plan[j].params == p.params
+            {
+                j += 1;
+            }
+            bar.set_message(format!("{} {}", exp.name, params_text(&p.params)));
+            let group: Vec<&Planned> = plan[i..j].iter().collect();
+            points.extend(ctx.rate_step_group(exp, &group, &bar));
+            bar.inc((j - i) as u64);
+            i = j;
+            continue;
+        }
+        bar.set_message(format!(
+            "{} {} {}",
+            exp.name,
+            p.pair.label(),
+            params_text(&p.params)
+        ));
+        let seq = points.len();
+        let point = ctx.run_point(exp, p, seq);
+        if !point.ok {
+            bar.println(format!(
+                "point failed: {} {} {}: {}",
+                exp.name,
+                p.pair.label(),
+                params_text(&p.params),
+                point.error.as_deref().unwrap_or("")
+            ));
+        }
+        points.push(point);
+        bar.inc(1);
+        i += 1;
+    }
+    bar.finish_and_clear();
+
+    let mut results = ResultSet {
+        test_id,
+        scenario_name: scenario.name.clone(),
+        started: rfc3339,
+        duration_s: t_start.elapsed().as_secs_f64(),
+        hosts: scenario.hosts,
+        environment: env::capture(opts.ddsperf.as_deref()),
+        points,
+        notes,
+    };
+    if !opts.command_line.is_empty() {
+        results
+            .notes
+            .insert(0, format!("Command: `{}`", opts.command_line));
+    }
+    let files = report::write_all(&dir, &results, &scenario.text)
+        .with_context(|| format!("writing the report into {}", dir.display()))?;
+    let expectations = opts
+        .expect
+        .iter()
+        .map(|c| expect::evaluate(c, &results))
+        .collect();
+    results.duration_s = t_start.elapsed().as_secs_f64();
+    Ok(RunOutcome {
+        results,
+        dir,
+        files,
+        expectations,
+    })
+}
+
+fn apply_overrides(s: &mut Scenario, opts: &RunOptions) {
+    if let Some(h) = opts.hosts {
+        s.hosts = h;
+    }
+    if let Some(l) = opts.loss_pct {
+        s.loss_pct = l;
+    }
+    if let Some(m) = opts.link_mbit {
+        s.link_mbit = Some(m);
+    }
+    for e in &mut s.experiments {
+        if let Some(r) = opts.rounds {
+            e.rounds = r;
+        }
+        if let Some(p) = &opts.pairs {
+            e.pairs = p.clone();
+        }
+    }
+}
+
+/// Notes that hold for a whole run, whatever the results.
+fn standing_notes(s: &Scenario) -> Vec<String> {
+    let mut notes = vec![
+        "Both DDS implementations run with their defaults: blocking receive, no busy-polling. \
+         Every point runs in network namespaces made for it and removed after it."
+            .to_string(),
+    ];
+    let tiny = s.experiments.iter().any(|e| {
+        e.axes.iter().any(|(n, v)| {
+            n == "size" && v.iter().any(|x| x.as_u64().unwrap_or(KS_MIN_SIZE) < KS_MIN_SIZE)
+        })
+    });
+    if tiny {
+        notes.push(format!(
+            "Payloads below {KS_MIN_SIZE} B run as ddsperf's smallest KS sample ({KS_MIN_SIZE} B: \
+             sequence number, key, empty octet sequence) on both DDS implementations; the raw UDP \
+             floor sends the exact size."
+        ));
+    }
+    let mcast_off = s.experiments.iter().any(|e| {
+        e.axes
+            .iter()
+            .any(|(n, v)| n == "multicast" && v.contains(&Value::Bool(false)))
+    });
+    if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
+        notes.push(
+            "Tessera sends user data to each matched reader by unicast (a shared multicast \
+             destination is not built yet); `multicast = false` switches Cyclone to \
+             multicast for discovery only."
+                .to_string(),
+        );
+    }
+    notes
+}
+
+struct Ctx<'a> {
+    opts: &'a RunOptions,
+    scenario: &'a Scenario,
+    logs: PathBuf,
+}
+
+/// A started worker process with what is needed to read it back.
+struct Worker {
+    proc: Proc,
+    implementation: Implementation,
+}
+
+impl Worker {
+    fn output(&self) -> PerfOutput {
+        parse_output(self.implementation, &self.proc.output())
+    }
+}
+
+fn parse_output(i: Implementation, text: &str) -> PerfOutput {
+    match i {
+        Implementation::Cyclone => parse::parse_ddsperf_text(text),
+        Implementation::Tessera | Implementation::Udp => parse::parse_tessera_json(text),
+    }
+}
+
+impl Ctx<'_> {
+    fn topology(&self, exp: &Experiment, params: &BTreeMap<String, Value>) -> anyhow::Result<Topology> {
+        let hosts = exp.hosts.unwrap_or(self.scenario.hosts).max(1) as usize;
+        let loss = exp.loss_pct.unwrap_or(self.scenario.loss_pct);
+        let rate = match exp.kind {
+            Kind::Reliability => params
+                .get("link_mbit")
+                .and_then(Value::as_f64)
+                .or(self.scenario.link_mbit),
+            _ => self.scenario.link_mbit,
+        };
+        let id = hosts::new_run_id();
+        let topo = if hosts == 1 && loss == 0.0 && rate.is_none() {
+            Topology::single(&id)?
+        } else {
+            Topology::lan(
+                &id,
+                hosts.max(if loss > 0.0 || rate.is_some() { 2 } else { 1 }),
+                &LinkShaping {
+                    loss_pct: loss,
+                    rate_mbit: rate,
+                },
+            )?
+        };
+        Ok(topo)
+    }
+
+    /// The host of reader number `i` (writers live on host 0).
+    fn reader_host(topo: &Topology, i: usize) -> usize {
+        let n = topo.hosts().len();
+        if n <= 1 {
+            0
+        } else {
+            1 + i % (n - 1)
+        }
+    }
+
+    fn log_path(&self, seq: usize, exp: &str, pair: Pair, role: &str) -> PathBuf {
+        self.logs.join(format!(
+            "{seq:04}-{exp}-{}-{role}.log",
+            pair.label().replace('>', "-to-")
+        ))
+    }
+
+    /// A ddsperf-grammar process of `implementation` on `host`.
+    fn perf(
+        &self,
+        topo: &Topology,
+        host: usize,
+        implementation: Implementation,
+        args: &[String],
+        multicast: bool,
+        role: &str,
+        capture: Capture,
+    ) -> anyhow::Result<Worker> {
+        let mut cmd: Command = match implementation {
+            Implementation::Tessera => {
+                let mut c = topo.command(host, &self.opts.tessera_exe);
+                c.arg("perf").arg("--json");
+                c
+            }
+            Implementation::Cyclone => {
+                let ddsperf = self
+                    .opts
+                    .ddsperf
+                    .as_ref()
+                    .context("ddsperf is not installed")?;
+                // ddsperf writes through stdio: line-buffer it so lines arrive as printed.
+                let mut c = topo.command(host, "stdbuf");
+                c.arg("-oL").arg(ddsperf);
+                if !multicast {
+                    let iface = &topo.hosts()[host].iface;
+                    c.env(
+                        "CYCLONEDDS_URI",
+                        format!(
+                            "<General><Interfaces><NetworkInterface name=\"{iface}\" \
+                             multicast=\"true\"/></Interfaces><AllowMulticast>spdp\
+                             </AllowMulticast></General>"
+                        ),
+                    );
+                }
+                c
+            }
+            Implementation::Udp => anyhow::bail!("the raw UDP floor has no ddsperf grammar"),
+        };
+        cmd.args(args);
+        let proc = Proc::spawn(cmd, role, implementation, capture)
+            .with_context(|| format!("starting {} {role}", implementation.as_str()))?;
+        Ok(Worker {
+            proc,
+            implementation,
+        })
+    }
+
+    /// A `tessera bench …` helper process (raw UDP floor or Tessera-only worker).
+    fn tool(
+        &self,
+        topo: &Topology,
+        host: usize,
+        args: &[String],
+        role: &str,
+        implementation: Implementation,
+        capture: Capture,
+    ) -> anyhow::Result<Worker> {
+        let mut cmd = topo.command(host, &self.opts.tessera_exe);
+        cmd.arg("bench").args(args);
+        let proc = Proc::spawn(cmd, role, implementation, capture)
+            .with_context(|| format!("starting {role}"))?;
+        Ok(Worker {
+            proc,
+            implementation,
+        })
+    }
+
+    fn run_point(&self, exp: &Experiment, p: &Planned, seq: usize) -> Point {
+        let t0 = Instant::now();
+        let mut point = Point::new(&exp.name, exp.kind, p.pair, p.params.clone(), p.round);
+        let result = self.topology(exp, &p.params).and_then(|topo| {
+            let r = match exp.kind {
+                Kind::Latency => self.latency(&topo, exp, p, seq, &mut point),
+                Kind::Throughput => self.throughput(&topo, exp, p, seq, &mut point),
+                Kind::Discovery => self.discovery(&topo, exp, p, &mut point),
+                Kind::LateJoiner => self.late_joiner(&topo, exp, p, seq, &mut point),
+                Kind::Reliability => self.reliability(&topo, exp, p, seq, &mut point),
+                Kind::RateStep => unreachable!("rate steps run as groups"),
+            };
+            drop(topo);
+            r
+        });
+        if let Err(e) = result {
+            point.ok = false;
+            point.error = Some(format!("{e:#}"));
+        }
+        point.wall_s = t0.elapsed().as_secs_f64();
+        point
+    }
+
+    fn latency(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        point: &mut Point,
+    ) -> anyhow::Result<()> {
+        let size = param_u64(&p.params, "size", 16);
+        let subs = param_u64(&p.params, "subscribers", 1) as usize;
+        let duration = exp.setting("duration_s", 2.0);
+        let warmup = exp.setting("warmup_s", 0.5);
+        let read_mode = param_str(&p.params, "read_mode", "listener");
+        let best_effort = param_str(&p.params, "reliability", "reliable") == "best_effort";
+
+        if p.pair.writer == Implementation::Udp {
+            let host_r = Self::reader_host(topo, 0);
+            let addr = topo.hosts()[host_r].addr;
+            let mut pong = self.tool(
+                topo,
+                host_r,
+                &strings(&["udp", "pong", "--port", &FLOOR_PORT.to_string()]),
+                "pong",
+                Implementation::Udp,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, "pong")),
+            )?;
+            std::thread::sleep(Duration::from_millis(50));
+            let mut ping = self.tool(
+                topo,
+                0,
+                &strings(&[
+                    "udp",
+                    "ping",
+                    "--peer",
+                    &format!("{addr}:{FLOOR_PORT}"),
+                    "--size",
+                    &size.to_string(),
+                    "--duration",
+                    &format!("{}", duration + warmup),
+                    "--warmup",
+                    &format!("{warmup}"),
+                ]),
+                "ping",
+                Implementation::Udp,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, "ping")),
+            )?;
+            let code = ping.proc.wait_timeout(secs(duration + warmup + 15.0));
+            pong.proc.kill();
+            ping.proc.kill();
+            let out = ping.output();
+            point.procs = collect_stats(&[&ping, &pong]);
+            point.latency = stats::latency_from_pairs(&out.hist);
+            return check_result(point.latency.is_some(), code, &ping, "no round trips");
+        }
+
+        let mut common: Vec<String> = Vec::new();
+        if best_effort {
+            common.push("-u".into());
+        }
+        let run_s = (duration + warmup).ceil().max(2.0) as u64;
+        let mut pongs = Vec::new();
+        for i in 0..subs {
+            let mut args = common.clone();
+            args.extend(strings(&["-D", &(run_s + 15).to_string(), "pong", read_mode]));
+            let role = format!("pong{}", if subs > 1 { (i + 1).to_string() } else { String::new() });
+            pongs.push(self.perf(
+                topo,
+                Self::reader_host(topo, i),
+                p.pair.reader,
+                &args,
+                true,
+                &role,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, &role)),
+            )?);
+        }
+        let mut args = common.clone();
+        args.extend(strings(&[
+            "-D",
+            &run_s.to_string(),
+            &format!("-Qminmatch:{subs}"),
+            "-W",
+            "20",
+        ]));
+        if p.pair.writer == Implementation::Tessera {
+            args.extend(strings(&["--warmup", &format!("{warmup}")]));
+        }
+        args.extend(strings(&[
+            "ping",
+            "size",
+            &size.max(KS_MIN_SIZE).to_string(),
+            read_mode,
+        ]));
+        let mut ping = self.perf(
+            topo,
+            0,
+            p.pair.writer,
+            &args,
+            true,
+            "ping",
+            Capture::File(self.log_path(seq, &exp.name, p.pair, "ping")),
+        )?;
+        let code = ping.proc.wait_timeout(secs(run_s as f64 + 40.0));
+        for w in &mut pongs {
+            w.proc.kill();
+        }
+        ping.proc.kill();
+        let out = ping.output();
+        let mut all: Vec<&Worker> = vec![&ping];
+        all.extend(pongs.iter());
+        point.procs = collect_stats(&all);
+        point.latency = if !out.hist.is_empty() {
+            stats::latency_from_pairs(&out.hist)
+        } else {
+            latency_from_lines(&out)
+        };
+        check_result(point.latency.is_some(), code, &ping, "no round trips reported")
+    }
+
+    fn throughput(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        point: &mut Point,
+    ) -> anyhow::Result<()> {
+        let duration = exp.setting("duration_s", 3.0);
+        let rate = param_u64(&p.params, "rate", 0);
+        let (t, workers) = self.flow(topo, exp, p, seq, duration, rate as f64, None)?;
+        point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        point.throughput = t;
+        if point.throughput.is_none() {
+            anyhow::bail!(
+                "no subscriber reported data; last lines: {}",
+                tail_all(&workers)
+            );
+        }
+        Ok(())
+    }
+
+    /// One publisher → N subscribers flow at `rate` (0 = unpaced) for `duration` measured
+    /// seconds, optionally with a share of pings; returns the subscribers' throughput and the
+    /// (reaped) workers, publisher first.
+    #[allow(clippy::too_many_arguments)]
+    fn flow(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        duration: f64,
+        rate: f64,
+        ping_percent: Option<f64>,
+    ) -> anyhow::Result<(Option<ThroughputStats>, Vec<Worker>)> {
+        let size = param_u64(&p.params, "size", 16);
+        let subs = param_u64(&p.params, "subscribers", 1) as usize;
+        let multicast = p.params.get("multicast").and_then(Value::as_bool).unwrap_or(true);
+        let (instances, reliability, read_mode) = match p.params.get("case").and_then(Value::as_str)
+        {
+            Some(c) => {
+                let (i, r, m) = scenario::nasa_case(c).context("bad NASA case")?;
+                (u64::from(i), r.to_string(), m.to_string())
+            }
+            None => (
+                param_u64(&p.params, "instances", 1),
+                param_str(&p.params, "reliability", "reliable").to_string(),
+                param_str(&p.params, "read_mode", "listener").to_string(),
+            ),
+        };
+        let burst = exp.setting("burst", 1.0) as u64;
+        let sub_s = duration.ceil().max(1.0) as u64 + 1;
+
+        if p.pair.writer == Implementation::Udp {
+            let host_r = Self::reader_host(topo, 0);
+            let addr = topo.hosts()[host_r].addr;
+            let mut sub = self.tool(
+                topo,
+                host_r,
+                &strings(&[
+                    "udp",
+                    "sub",
+                    "--port",
+                    &FLOOR_PORT.to_string(),
+                    "--duration",
+                    &sub_s.to_string(),
+                ]),
+                "sub",
+                Implementation::Udp,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, "sub")),
+            )?;
+            std::thread::sleep(Duration::from_millis(50));
+            let mut args = strings(&[
+                "udp",
+                "pub",
+                "--peer",
+                &format!("{addr}:{FLOOR_PORT}"),
+                "--size",
+                &size.to_string(),
+                "--duration",
+                &(sub_s + 3).to_string(),
+            ]);
+            if rate > 0.0 {
+                args.extend(strings(&["--rate", &format!("{rate}")]));
+            }
+            let mut publisher = self.tool(
+                topo,
+                0,
+                &args,
+                "pub",
+                Implementation::Udp,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, "pub")),
+            )?;
+            sub.proc.wait_timeout(secs(sub_s as f64 + 15.0));
+            publisher.proc.kill();
+            sub.proc.kill();
+            let t = throughput_from_subs(&[sub.output()], size, rate);
+            return Ok((t, vec![publisher, sub]));
+        }
+
+        let mut common: Vec<String> = Vec::new();
+        if reliability == "best_effort" {
+            common.push("-u".into());
+        }
+        if let Some(h) = p.params.get("history").and_then(Value::as_str) {
+            common.extend(strings(&["-k", &scenario::parse_history(h).map_err(anyhow::Error::msg)?]));
+        }
+        let mut subscribers = Vec::new();
+        for i in 0..subs {
+            let mut args = common.clone();
+            args.extend(strings(&["-D", &sub_s.to_string(), "-1", "sub", &read_mode]));
+            let role = format!("sub{}", if subs > 1 { (i + 1).to_string() } else { String::new() });
+            subscribers.push(self.perf(
+                topo,
+                Self::reader_host(topo, i),
+                p.pair.reader,
+                &args,
+                multicast,
+                &role,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, &role)),
+            )?);
+        }
+        let mut args = common.clone();
+        if instances > 1 {
+            args.extend(strings(&["-n", &instances.to_string()]));
+        }
+        args.extend(strings(&[
+            "-D",
+            &(sub_s + 20).to_string(),
+            &format!("-Qminmatch:{subs}"),
+            "-W",
+            "20",
+            "pub",
+        ]));
+        if rate > 0.0 {
+            args.push(format!("{}Hz", rate.round() as u64));
+        }
+        args.extend(strings(&["size", &size.max(KS_MIN_SIZE).to_string()]));
+        if burst > 1 {
+            args.extend(strings(&["burst", &burst.to_string()]));
+        }
+        if let Some(pp) = ping_percent.filter(|x| *x > 0.0) {
+            args.extend(strings(&["ping", &format!("{pp}%")]));
+        }
+        let mut publisher = self.perf(
+            topo,
+            0,
+            p.pair.writer,
+            &args,
+            multicast,
+            "pub",
+            Capture::File(self.log_path(seq, &exp.name, p.pair, "pub")),
+        )?;
+        let deadline = Instant::now() + secs(sub_s as f64 + 40.0);
+        for s in &mut subscribers {
+            let left = deadline.saturating_duration_since(Instant::now());
+            s.proc.wait_timeout(left);
+        }
+        publisher.proc.kill();
+        for s in &mut subscribers {
+            s.proc.kill();
+        }
+        let outs: Vec<PerfOutput> = subscribers.iter().map(Worker::output).collect();
+        let mut t = throughput_from_subs(&outs, size, rate);
+        if let Some(t) = &mut t {
+            if instances > 1 {
+                t.duplicates = None;
+            }
+        }
+        let mut workers = vec![publisher];
+        workers.extend(subscribers);
+        Ok((t, workers))
+    }
+
+    fn rate_step_group(
+        &self,
+        exp: &Experiment,
+        group: &[&Planned],
+        bar: &indicatif::ProgressBar,
+    ) -> Vec<Point> {
+        let start = exp.setting("start_rate", 10_000.0);
+        let step = exp.setting("step_rate", 10_000.0);
+        let max = exp.setting("max_rate", 200_000.0);
+        let step_s = exp.setting("step_duration_s", 2.0);
+        let ping = exp.setting("ping_percent", 1.0);
+        let tol = exp.setting("tolerance", 0.02);
+        struct PairState {
+            steps: Vec<Step>,
+            cpu: Vec<[f64; 2]>,
+            failures: u32,
+            errors: Vec<String>,
+            t0: Instant,
+            best: Option<(ThroughputStats, Option<LatencyStats>)>,
+            procs: Vec<super::results::ProcStats>,
+        }
+        let mut state: Vec<PairState> = group
+            .iter()
+            .map(|_| PairState {
+                steps: Vec::new(),
+                cpu: Vec::new(),
+                failures: 0,
+                errors: Vec::new(),
+                t0: Instant::now(),
+                best: None,
+                procs: Vec::new(),
+            })
+            .collect();
+        let mut rate = start;
+        while rate <= max + 0.5 {
+            let mut any = false;
+            for (k, p) in group.iter().enumerate() {
+                if state[k].failures >= 2 || state[k].errors.len() >= 2 {
+                    continue;
+                }
+                any = true;
+                bar.set_message(format!(
+                    "{} {} {} @ {} /s",
+                    exp.name,
+                    p.pair.label(),
+                    params_text(&p.params),
+                    rate
+                ));
+                let seq = 10_000 + k * 1000 + state[k].steps.len();
+                let r = self.topology(exp, &p.params).and_then(|topo| {
+                    self.flow(&topo, exp, p, seq, step_s, rate, Some(ping))
+                });
+                match r {
+                    Ok((Some(t), workers)) => {
+                        let lat = workers
+                            .first()
+                            .map(|w| latency_from_lines(&w.output()))
+                            .unwrap_or(None);
+                        let procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+                        let cpu: f64 = procs.iter().map(|s| s.cpu_pct).sum();
+                        let s = Step {
+                            offered: rate,
+                            received: t.samples_per_s,
+                            lost: t.lost,
+                            p50_us: lat.as_ref().map(|l| l.p50_us),
+                            p99_us: lat.as_ref().map(|l| l.p99_us),
+                        };
+                        let kept_up = s.received >= rate * (1.0 - tol) && s.lost == 0;
+                        if kept_up {
+                            state[k].failures = 0;
+                            state[k].best = Some((t, lat));
+                            state[k].procs = procs;
+                        } else {
+                            state[k].failures += 1;
+                        }
+                        state[k].cpu.push([rate, cpu]);
+                        state[k].steps.push(s);
+                    }
+                    Ok((None, workers)) => {
+                        state[k].failures += 1;
+                        state[k].errors.push(format!(
+                            "no subscriber data at {rate}/s: {}",
+                            tail_all(&workers)
+                        ));
+                        state[k].steps.push(Step {
+                            offered: rate,
+                            received: 0.0,
+                            lost: 0,
+                            p50_us: None,
+                            p99_us: None,
+                        });
+                    }
+                    Err(e) => state[k].errors.push(format!("{e:#}")),
+                }
+            }
+            if !any {
+                break;
+            }
+            rate += step;
+        }
+        group
+            .iter()
+            .zip(state)
+            .map(|(p, st)| {
+                let mut point = Point::new(&exp.name, exp.kind, p.pair, p.params.clone(), p.round);
+                let msr = stats::max_sustainable_rate(&st.steps, tol);
+                if let Some(m) = msr {
+                    point.metrics.insert("max_sustainable_rate".into(), m);
+                }
+                if let Some(k) = stats::knee_rate(&st.steps) {
+                    point.metrics.insert("knee_rate".into(), k);
+                }
+                let last_ok = st.steps.iter().map(|s| s.offered).fold(0.0, f64::max);
+                point.metrics.insert("highest_rate_tried".into(), last_ok);
+                point.series.insert(
+                    "steps".into(),
+                    st.steps.iter().map(|s| [s.offered, s.received]).collect(),
+                );
+                point.series.insert(
+                    "step_p50_us".into(),
+                    st.steps
+                        .iter()
+                        .filter_map(|s| s.p50_us.map(|v| [s.offered, v]))
+                        .collect(),
+                );
+                point.series.insert(
+                    "step_p99_us".into(),
+                    st.steps
+                        .iter()
+                        .filter_map(|s| s.p99_us.map(|v| [s.offered, v]))
+                        .collect(),
+                );
+                point.series.insert("step_cpu_pct".into(), st.cpu);
+                if let Some((t, l)) = st.best {
+                    point.throughput = Some(t);
+                    point.latency = l;
+                }
+                point.procs = st.procs;
+                if msr.is_none() {
+                    point.ok = false;
+                    point.error = Some(if st.errors.is_empty() {
+                        format!("did not keep up even at the first step ({start}/s)")
+                    } else {
+                        st.errors.join("; ")
+                    });
+                } else if !st.errors.is_empty() {
+                    point.error = Some(st.errors.join("; "));
+                }
+                point.wall_s = st.t0.elapsed().as_secs_f64();
+                point
+            })
+            .collect()
+    }
+
+    fn discovery(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        point: &mut Point,
+    ) -> anyhow::Result<()> {
+        let n = param_u64(&p.params, "participants", 2) as usize;
+        let timeout = exp.setting("timeout_s", 30.0);
+        let nhosts = topo.hosts().len();
+        let t0 = Instant::now();
+        let mut workers = Vec::new();
+        let mut offsets = Vec::new();
+        for i in 0..n {
+            let args = strings(&["-D", &(timeout.ceil() as u64 + 5).to_string(), "pong"]);
+            offsets.push(t0.elapsed().as_secs_f64());
+            workers.push(self.perf(
+                topo,
+                i % nhosts,
+                p.pair.writer,
+                &args,
+                true,
+                &format!("participant{}", i + 1),
+                Capture::Lines,
+            )?);
+        }
+        let mut done: Vec<Option<f64>> = vec![None; n];
+        while t0.elapsed().as_secs_f64() < timeout && done.iter().any(Option::is_none) {
+            std::thread::sleep(Duration::from_millis(20));
+            for (i, w) in workers.iter().enumerate() {
+                if done[i].is_some() {
+                    continue;
+                }
+                let own = w.proc.pid();
+                let mut seen = BTreeSet::new();
+                for (t, line) in w.proc.lines() {
+                    for pl in parse_output(w.implementation, &line).participants_new {
+                        if pl.peer_pid != own {
+                            seen.insert((pl.host.clone(), pl.peer_pid));
+                        }
+                    }
+                    if seen.len() + 1 >= n {
+                        done[i] = Some(offsets[i] + t);
+                        break;
+                    }
+                }
+            }
+        }
+        for w in &mut workers {
+            w.proc.kill();
+        }
+        point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        let mut times: Vec<f64> = done.iter().flatten().map(|s| s * 1000.0).collect();
+        if times.len() < n {
+            anyhow::bail!(
+                "{} of {n} participants did not discover all others within {timeout} s",
+                n - times.len()
+            );
+        }
+        let all = times.iter().copied().fold(0.0, f64::max);
+        point.metrics.insert("discovery_ms".into(), all);
+        if let Some(m) = super::results::median_of(&mut times) {
+            point.metrics.insert("discovery_median_ms".into(), m);
+        }
+        Ok(())
+    }
+
+    fn late_joiner(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        point: &mut Point,
+    ) -> anyhow::Result<()> {
+        let samples = param_u64(&p.params, "samples", 100);
+        let size = param_u64(&p.params, "size", 64);
+        let timeout = exp.setting("timeout_s", 20.0);
+        let writer = self.tool(
+            topo,
+            0,
+            &strings(&[
+                "worker",
+                "late-writer",
+                "--samples",
+                &samples.to_string(),
+                "--size",
+                &size.to_string(),
+                "--duration",
+                &(timeout.ceil() as u64 + 30).to_string(),
+            ]),
+            "writer",
+            Implementation::Tessera,
+            Capture::Lines,
+        )?;
+        let t0 = Instant::now();
+        while !writer.proc.lines().iter().any(|(_, l)| l.contains("\"ready\"")) {
+            if t0.elapsed() > secs(timeout) {
+                anyhow::bail!("the writer did not get ready: {}", tail(&writer.proc.output()));
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let mut reader = self.tool(
+            topo,
+            Self::reader_host(topo, 0),
+            &strings(&[
+                "worker",
+                "late-reader",
+                "--samples",
+                &samples.to_string(),
+                "--timeout",
+                &format!("{timeout}"),
+            ]),
+            "reader",
+            Implementation::Tessera,
+            Capture::File(self.log_path(seq, &exp.name, p.pair, "reader")),
+        )?;
+        let code = reader.proc.wait_timeout(secs(timeout + 10.0));
+        let mut writer = writer;
+        writer.proc.kill();
+        reader.proc.kill();
+        std::fs::write(
+            self.log_path(seq, &exp.name, p.pair, "writer"),
+            writer.proc.output(),
+        )
+        .ok();
+        point.procs = collect_stats(&[&writer, &reader]);
+        let out = reader.proc.output();
+        let line = out
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .find(|v| v.get("type").and_then(Value::as_str) == Some("late_joiner"));
+        let Some(v) = line else {
+            anyhow::bail!("the reader reported nothing (exit {code:?}): {}", tail(&out));
+        };
+        for key in ["first_sample_ms", "all_samples_ms", "participant_ms", "received"] {
+            if let Some(x) = v.get(key).and_then(Value::as_f64) {
+                point.metrics.insert(key.into(), x);
+            }
+        }
+        if code != Some(0) {
+            anyhow::bail!("the reader got {:?} of {samples} samples", v.get("received"));
+        }
+        Ok(())
+    }
+
+    fn reliability(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        point: &mut Point,
+    ) -> anyhow::Result<()> {
+        let phase = param_str(&p.params, "phase", "alone").to_string();
+        let rate = param_u64(&p.params, "rate", 20_000);
+        let size = param_u64(&p.params, "size", 128);
+        let duration = exp.setting("duration_s", 10.0);
+        let bg_size = exp.setting("background_size", 8192.0) as u64;
+        let on_s = exp.setting("burst_on_s", 1.0);
+        let off_s = exp.setting("burst_off_s", 2.0);
+        let imp = p.pair.writer;
+        let host_r = Self::reader_host(topo, 0);
+        let grace = 30u64;
+        let run_s = duration.ceil() as u64;
+        let log = |role: &str| Capture::File(self.log_path(seq, &exp.name, p.pair, role));
+
+        let mut workers: Vec<Worker> = Vec::new();
+        let crit_sub_args = strings(&["-k", "all", "-D", &(run_s + grace + 5).to_string(), "-1", "sub"]);
+        workers.push(self.perf(topo, host_r, imp, &crit_sub_args, true, "critical_sub", log("critical_sub"))?);
+        let t_sub = Instant::now();
+        if phase != "alone" {
+            let bg_sub = strings(&["-i", "1", "-u", "-D", &(run_s + grace + 10).to_string(), "sub"]);
+            workers.push(self.perf(topo, host_r, imp, &bg_sub, true, "background_sub", log("background_sub"))?);
+            let bg_pub = strings(&[
+                "-i",
+                "1",
+                "-u",
+                "-D",
+                &(run_s + grace + 10).to_string(),
+                "pub",
+                "size",
+                &bg_size.to_string(),
+            ]);
+            workers.push(self.perf(topo, 0, imp, &bg_pub, true, "background_pub", log("background_pub"))?);
+            // Let the background saturate the link before the critical flow starts.
+            std::thread::sleep(Duration::from_secs(1));
+        }
+        let crit_pub_args = strings(&[
+            "-k",
+            "all",
+            "-X",
+            "-D",
+            &run_s.to_string(),
+            "-Qminmatch:1",
+            "-W",
+            "20",
+            "pub",
+            &format!("{rate}Hz"),
+            "size",
+            &size.max(KS_MIN_SIZE).to_string(),
+        ]);
+        let pub_offset = t_sub.elapsed().as_secs_f64();
+        workers.push(self.perf(topo, 0, imp, &crit_pub_args, true, "critical_pub", log("critical_pub"))?);
+        let crit_pub = workers.len() - 1;
+
+        // Drive the bursts and wait for the critical publisher to finish.
+        let t_pub = Instant::now();
+        let bg_pub_idx = if phase == "bursty" { Some(2) } else { None };
+        let mut paused = false;
+        let mut next_toggle = t_pub + secs(0.0);
+        loop {
+            if let Some(b) = bg_pub_idx {
+                if Instant::now() >= next_toggle {
+                    let sig = if paused { libc::SIGCONT } else { libc::SIGSTOP };
+                    workers[b].proc.signal(sig).ok();
+                    paused = !paused;
+                    next_toggle = Instant::now() + secs(if paused { off_s } else { on_s });
+                }
+            }
+            if workers[crit_pub].proc.wait_timeout(Duration::from_millis(20)).is_some() {
+                break;
+            }
+            if t_pub.elapsed() > secs(duration + 40.0) {
+                break;
+            }
+        }
+        if let Some(b) = bg_pub_idx {
+            workers[b].proc.signal(libc::SIGCONT).ok();
+        }
+        // The critical flow is complete when the subscriber's total stops growing.
+        let done_by = Instant::now() + secs(grace as f64);
+        let mut last_total = 0u64;
+        let mut stable_since = Instant::now();
+        while Instant::now() < done_by {
+            std::thread::sleep(Duration::from_millis(250));
+            let out = workers[0].output();
+            let total = out.subs.last().map(|s| s.total).unwrap_or(0);
+            if total != last_total {
+                last_total = total;
+                stable_since = Instant::now();
+            } else if total > 0 && stable_since.elapsed() > secs(2.5) {
+                break;
+            }
+        }
+        for w in &mut workers {
+            w.proc.kill();
+        }
+        point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        let sub_out = workers[0].output();
+        let pub_out = workers[crit_pub].output();
+        let series: Vec<[f64; 2]> = sub_out
+            .subs
+            .iter()
+            .map(|s| [s.t - pub_offset, s.rate_ksps * 1000.0])
+            .collect();
+        let Some(last) = sub_out.subs.iter().rev().find(|s| s.delta > 0) else {
+            anyhow::bail!(
+                "the critical subscriber received nothing: {}",
+                tail(&workers[0].proc.output())
+            );
+        };
+        point
+            .metrics
+            .insert("completion_s".into(), (last.t - pub_offset).max(0.0));
+        point.metrics.insert("critical_received".into(), last.total as f64);
+        point.metrics.insert("critical_loss".into(), last.lost as f64);
+        point.metrics.insert(
+            "critical_expected".into(),
+            (rate as f64 * duration).round(),
+        );
+        if let Some(x) = pub_out.extended.last() {
+            point.metrics.insert("retransmits".into(), x.rexmit as f64);
+        }
+        let active: Vec<f64> = series
+            .iter()
+            .filter(|[t, r]| *t > 0.5 && *t <= duration + 0.5 && *r > 0.0)
+            .map(|[_, r]| *r)
+            .collect();
+        let mut sorted = active.clone();
+        point.throughput = Some(ThroughputStats {
+            samples_per_s: super::results::median_of(&mut sorted).unwrap_or(0.0),
+            mbit_per_s: 0.0,
+            per_subscriber: Vec::new(),
+            received: last.total,
+            lost: last.lost,
+            duplicates: None,
+            boxplot: stats::rate_boxplot(&active),
+            offered_per_s: Some(rate as f64),
+        });
+        point.series.insert("critical_rate".into(), series);
+        Ok(())
+    }
+}
+
+/// Latency from per-second lines (ddsperf): the first line of every peer is warm-up.
+fn latency_from_lines(out: &PerfOutput) -> Option<LatencyStats> {
+    let mut seen = BTreeSet::new();
+    let mut kept: Vec<IntervalSummary> = Vec::new();
+    for l in &out.latency {
+        if seen.insert(l.peer.clone()) {
+            continue;
+        }
+        kept.push(l.summary.clone());
+    }
+    stats::latency_from_intervals(&kept)
+}
+
+/// Throughput from subscriber outputs: per subscriber, the per-second lines after the first
+/// (warm-up), then summed.
+fn throughput_from_subs(outs: &[PerfOutput], size: u64, rate: f64) -> Option<ThroughputStats> {
+    let mut per_sub = Vec::new();
+    let mut mbit = 0.0;
+    let mut received = 0;
+    let mut lost = 0;
+    let mut per_second: Vec<f64> = Vec::new();
+    for out in outs {
+        let lines: Vec<_> = out.subs.iter().skip(1).collect();
+        if lines.is_empty() {
+            return None;
+        }
+        let mut rates: Vec<f64> = lines.iter().map(|s| s.rate_ksps * 1000.0).collect();
+        for (i, r) in rates.iter().enumerate() {
+            if per_second.len() <= i {
+                per_second.push(0.0);
+            }
+            per_second[i] += r;
+        }
+        let mut mb: Vec<f64> = lines.iter().map(|s| s.rate_mbps).collect();
+        per_sub.push(super::results::median_of(&mut rates).unwrap_or(0.0));
+        mbit += super::results::median_of(&mut mb).unwrap_or(0.0);
+        received += lines.iter().map(|s| s.delta).sum::<u64>();
+        lost += lines.iter().map(|s| s.delta_lost).sum::<u64>();
+    }
+    let total: f64 = per_sub.iter().sum();
+    if mbit == 0.0 {
+        mbit = total * size as f64 * 8.0 / 1e6;
+    }
+    Some(ThroughputStats {
+        samples_per_s: total,
+        mbit_per_s: mbit,
+        per_subscriber: per_sub,
+        received,
+        lost,
+        duplicates: None,
+        boxplot: stats::rate_boxplot(&per_second),
+        offered_per_s: (rate > 0.0).then_some(rate),
+    })
+}
+
+fn collect_stats(workers: &[&Worker]) -> Vec<super::results::ProcStats> {
+    workers.iter().filter_map(|w| w.proc.stats()).collect()
+}
+
+fn check_result(ok: bool, code: Option<i32>, w: &Worker, what: &str) -> anyhow::Result<()> {
+    if ok {
+        return Ok(());
+    }
+    anyhow::bail!(
+        "{what} (exit {}): {}",
+        code.map_or("timeout".to_string(), |c| c.to_string()),
+        tail(&w.proc.output())
+    )
+}
+
+fn tail(s: &str) -> String {
+    let lines: Vec<&str> = s.lines().filter(|l| !l.trim().is_empty()).collect();
+    let from = lines.len().saturating_sub(3);
+    lines[from..].join(" | ")
+}
+
+fn tail_all(workers: &[Worker]) -> String {
+    workers
+        .iter()
+        .map(|w| format!("{}: {}", w.proc.role(), tail(&w.proc.output())))
+        .collect::<Vec<_>>()
+        .join(" || ")
+}
+
+fn strings(v: &[&str]) -> Vec<String> {
+    v.iter().map(|s| s.to_string()).collect()
+}
+
+fn secs(s: f64) -> Duration {
+    Duration::from_secs_f64(s.max(0.0))
+}
+
+fn param_u64(p: &BTreeMap<String, Value>, name: &str, default: u64) -> u64 {
+    p.get(name).and_then(Value::as_u64).unwrap_or(default)
+}
+
+fn param_str<'a>(p: &'a BTreeMap<String, Value>, name: &str, default: &'a str) -> &'a str {
+    p.get(name).and_then(Value::as_str).unwrap_or(default)
+}
+
+/// `size=16 subscribers=1 …` without the axes that only have their default meaning.
+pub fn params_text(p: &BTreeMap<String, Value>) -> String {
+    p.iter()
+        .map(|(k, v)| format!("{k}={}", super::results::value_text(v)))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn sanitize(s: &str) -> String {
+    s.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .collect()
+}
+
+fn progress_bar(len: u64, visible: bool) -> indicatif::ProgressBar {
+    if !visible {
+        return indicatif::ProgressBar::hidden();
+    }
+    let bar = indicatif::ProgressBar::new(len);
+    if let Ok(style) = indicatif::ProgressStyle::with_template(
+        "{elapsed_precise} [{bar:30}] {pos}/{len} {wide_msg}",
+    ) {
+        bar.set_style(style.progress_chars("=> "));
+    }
+    bar.enable_steady_tick(Duration::from_millis(200));
+    bar
+}
+
+/// `(YYYYMMDD-HHMMSS, RFC 3339)` of `t` in UTC.
+pub fn utc_stamp(t: SystemTime) -> (String, String) {
+    let secs = t
+        .duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let days = (secs / 86_400) as i64;
+    let rem = secs % 86_400;
+    let (h, m, s) = (rem / 3600, (rem % 3600) / 60, rem % 60);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    (
+        format!("{year:04}{month:02}{day:02}-{h:02}{m:02}{s:02}"),
+        format!("{year:04}-{month:02}-{day:02}T{h:02}:{m:02}:{s:02}Z"),
+    )
+}
+
+/// The directory the binary was started from, for finding `ddsperf` next to nothing else.
+pub fn current_exe() -> anyhow::Result<PathBuf> {
+    std::env::current_exe().context("cannot locate the tessera binary")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utc_stamps_are_civil_dates() {
+        let t = SystemTime::UNIX_EPOCH + Duration::from_secs(1_795_340_652);
+        let (stamp, rfc) = utc_stamp(t);
+        assert_eq!(rfc, "2026-11-22T09:44:12Z");
+        assert_eq!(stamp, "20261122-094412");
+        let (_, epoch) = utc_stamp(SystemTime::UNIX_EPOCH);
+        assert_eq!(epoch, "1970-01-01T00:00:00Z");
+        let (_, leap) = utc_stamp(SystemTime::UNIX_EPOCH + Duration::from_secs(951_782_400));
+        assert_eq!(leap, "2000-02-29T00:00:00Z");
+    }
+}
