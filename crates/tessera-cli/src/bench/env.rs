@@ -1,1 +1,306 @@
-//! (stub; being written)
+//! The environment captured with every result: machine, operating system and software
+//! versions ([`capture`]), and where `ddsperf` is ([`find_ddsperf`]).
+//!
+//! Nothing here panics: a missing file or a failing command gives `"unknown"` (or `None` for the
+//! optional fields). The parsers are separate functions over text so they are tested without
+//! the machine.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use super::results::Environment;
+
+/// What a field says when its source could not be read.
+pub const UNKNOWN: &str = "unknown";
+
+/// The wake-up strategy of every worker, as the report states it.
+pub const WAKEUP: &str = "blocking receive, no busy-polling (both implementations' defaults)";
+
+/// Environment variable naming the `ddsperf` to use: a path, a program name looked up in
+/// `PATH`, or the empty string meaning "Cyclone DDS is not available".
+pub const DDSPERF_ENV: &str = "TESSERA_BENCH_DDSPERF";
+
+/// Captures the machine and software a run measures. `ddsperf` is the Cyclone DDS tool the run
+/// uses, if any (its Debian package version is recorded).
+pub fn capture(ddsperf: Option<&Path>) -> Environment {
+    Environment {
+        hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
+        cpu_model: std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(|t| cpu_model(&t))
+            .unwrap_or_else(unknown),
+        cores: online_cores(),
+        memory_mib: std::fs::read_to_string("/proc/meminfo")
+            .ok()
+            .and_then(|t| mem_total_mib(&t))
+            .unwrap_or(0),
+        kernel: read_trimmed("/proc/sys/kernel/osrelease").unwrap_or_else(unknown),
+        os: std::fs::read_to_string("/etc/os-release")
+            .ok()
+            .and_then(|t| os_pretty_name(&t))
+            .unwrap_or_else(unknown),
+        git_revision: git_revision(Path::new(env!("CARGO_MANIFEST_DIR"))),
+        tessera_version: env!("CARGO_PKG_VERSION").to_string(),
+        cyclone_version: ddsperf.and_then(|_| cyclone_version()),
+        rustc: run("rustc", &["--version"]),
+        wakeup: WAKEUP.to_string(),
+    }
+}
+
+fn unknown() -> String {
+    UNKNOWN.to_string()
+}
+
+/// A file's content, trimmed; `None` when unreadable or empty.
+fn read_trimmed(path: &str) -> Option<String> {
+    let s = std::fs::read_to_string(path).ok()?;
+    let s = s.trim();
+    (!s.is_empty()).then(|| s.to_string())
+}
+
+/// Runs a command (stdin closed, stderr discarded) and returns its trimmed stdout when it
+/// succeeds with a non-empty output.
+fn run(program: &str, args: &[&str]) -> Option<String> {
+    let out = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !out.status.success() {
+        return None;
+    }
+    let s = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    (!s.is_empty()).then_some(s)
+}
+
+/// The first `model name` of a /proc/cpuinfo text.
+pub fn cpu_model(cpuinfo: &str) -> Option<String> {
+    cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        (k.trim() == "model name" && !v.trim().is_empty()).then(|| v.trim().to_string())
+    })
+}
+
+/// `MemTotal` of a /proc/meminfo text, in MiB.
+pub fn mem_total_mib(meminfo: &str) -> Option<u64> {
+    let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let mut words = line["MemTotal:".len()..].split_whitespace();
+    let n: u64 = words.next()?.parse().ok()?;
+    let scale = match words.next().unwrap_or("kB") {
+        "kB" => 1024,
+        "B" => 1,
+        _ => return None,
+    };
+    Some(n.saturating_mul(scale) / (1024 * 1024))
+}
+
+/// `PRETTY_NAME` of an /etc/os-release text, unquoted.
+pub fn os_pretty_name(os_release: &str) -> Option<String> {
+    let v = os_release
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("PRETTY_NAME="))?;
+    let v = v.trim().trim_matches(|c| c == '"' || c == '\'');
+    (!v.is_empty()).then(|| v.to_string())
+}
+
+/// Number of CPUs in a kernel CPU list such as `0-3,6,8-9`; `None` when malformed.
+pub fn count_cpu_list(list: &str) -> Option<u32> {
+    let mut n: u32 = 0;
+    for part in list.trim().split(',').filter(|p| !p.is_empty()) {
+        let range = match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (u32, u32) = (a.parse().ok()?, b.parse().ok()?);
+                b.checked_sub(a)?.checked_add(1)?
+            }
+            None => part.parse::<u32>().map(|_| 1).ok()?,
+        };
+        n = n.checked_add(range)?;
+    }
+    (n > 0).then_some(n)
+}
+
+/// Online CPUs (/sys/devices/system/cpu/online), else the parallelism available to this
+/// process, else 0.
+fn online_cores() -> u32 {
+    std::fs::read_to_string("/sys/devices/system/cpu/online")
+        .ok()
+        .and_then(|t| count_cpu_list(&t))
+        .or_else(|| {
+            std::thread::available_parallelism()
+                .ok()
+                .and_then(|n| u32::try_from(n.get()).ok())
+        })
+        .unwrap_or(0)
+}
+
+/// `git rev-parse --short HEAD` of the tree holding `dir`, plus `-dirty` when
+/// `git status --porcelain` lists anything; `None` when git fails (no git, not a tree).
+pub fn git_revision(dir: &Path) -> Option<String> {
+    let dir = dir.to_str()?;
+    let rev = run("git", &["-C", dir, "rev-parse", "--short", "HEAD"])?;
+    let status = Command::new("git")
+        .args(["-C", dir, "status", "--porcelain"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()?;
+    if !status.status.success() {
+        return Some(rev);
+    }
+    let dirty = !String::from_utf8_lossy(&status.stdout).trim().is_empty();
+    Some(if dirty { format!("{rev}-dirty") } else { rev })
+}
+
+/// Version of Debian's `cyclonedds-tools` package (which ships `ddsperf`).
+fn cyclone_version() -> Option<String> {
+    run(
+        "dpkg-query",
+        &["-W", "-f", "${Version}", "cyclonedds-tools"],
+    )
+}
+
+/// Where `ddsperf` is: [`DDSPERF_ENV`] when set (empty = not available), else the first
+/// executable `ddsperf` in `PATH`.
+pub fn find_ddsperf() -> Option<PathBuf> {
+    find_ddsperf_in(
+        std::env::var_os(DDSPERF_ENV).as_deref(),
+        std::env::var_os("PATH").as_deref(),
+    )
+}
+
+/// [`find_ddsperf`] with the override and `PATH` given: an override containing `/` is a path
+/// (used when it is an executable file), another non-empty override is a program name looked
+/// up in `path`, an empty one means "not available".
+pub fn find_ddsperf_in(override_: Option<&OsStr>, path: Option<&OsStr>) -> Option<PathBuf> {
+    match override_ {
+        Some(o) if o.is_empty() => None,
+        Some(o) if o.as_encoded_bytes().contains(&b'/') => {
+            let p = PathBuf::from(o);
+            is_executable(&p).then_some(p)
+        }
+        Some(o) => search_path(o, path?),
+        None => search_path(OsStr::new("ddsperf"), path?),
+    }
+}
+
+/// The first executable `name` in a `PATH`-style list.
+fn search_path(name: &OsStr, path: &OsStr) -> Option<PathBuf> {
+    std::env::split_paths(path)
+        .filter(|d| !d.as_os_str().is_empty())
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
+}
+
+/// True for a regular file with an execute bit.
+fn is_executable(p: &Path) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(p)
+        .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cpuinfo() {
+        let t = "processor\t: 0\nvendor_id\t: X\nmodel name\t: AMD EPYC 7B13\nprocessor\t: 1\n\
+                 model name\t: other\n";
+        assert_eq!(cpu_model(t).as_deref(), Some("AMD EPYC 7B13"));
+        assert_eq!(cpu_model("processor : 0\n"), None);
+        assert_eq!(cpu_model("model name\t:   \n"), None);
+    }
+
+    #[test]
+    fn parses_meminfo() {
+        let t = "MemTotal:        8144236 kB\nMemFree:  1 kB\n";
+        assert_eq!(mem_total_mib(t), Some(7953));
+        assert_eq!(mem_total_mib("MemFree: 1 kB\n"), None);
+        assert_eq!(mem_total_mib("MemTotal: lots kB\n"), None);
+        assert_eq!(mem_total_mib("MemTotal: 1 GB\n"), None);
+    }
+
+    #[test]
+    fn parses_os_release() {
+        let t = "NAME=\"Debian GNU/Linux\"\nPRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\n";
+        assert_eq!(
+            os_pretty_name(t).as_deref(),
+            Some("Debian GNU/Linux 12 (bookworm)")
+        );
+        assert_eq!(
+            os_pretty_name("PRETTY_NAME=Plain\n").as_deref(),
+            Some("Plain")
+        );
+        assert_eq!(os_pretty_name("NAME=x\n"), None);
+        assert_eq!(os_pretty_name("PRETTY_NAME=\"\"\n"), None);
+    }
+
+    #[test]
+    fn counts_cpu_lists() {
+        assert_eq!(count_cpu_list("0-1\n"), Some(2));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("0-3,6,8-9"), Some(7));
+        assert_eq!(count_cpu_list(""), None);
+        assert_eq!(count_cpu_list("3-1"), None);
+        assert_eq!(count_cpu_list("a-b"), None);
+    }
+
+    #[test]
+    fn capture_fills_every_field() {
+        let e = capture(None);
+        assert!(!e.hostname.is_empty());
+        assert!(!e.cpu_model.is_empty());
+        assert!(!e.kernel.is_empty());
+        assert!(!e.os.is_empty());
+        assert!(e.cores >= 1);
+        assert_eq!(e.tessera_version, env!("CARGO_PKG_VERSION"));
+        assert_eq!(e.cyclone_version, None);
+        assert_eq!(e.wakeup, WAKEUP);
+        // Built by cargo, so rustc is on the PATH.
+        assert!(e.rustc.as_deref().unwrap_or("").starts_with("rustc "));
+        // With a ddsperf, the Debian package version is recorded when dpkg knows it.
+        if let Some(d) = find_ddsperf() {
+            let e = capture(Some(&d));
+            println!("{e:#?}");
+            if run("dpkg-query", &["-W", "cyclonedds-tools"]).is_some() {
+                assert!(e.cyclone_version.is_some());
+            }
+        }
+    }
+
+    #[test]
+    fn finds_ddsperf_by_override_and_path() {
+        let dir = std::env::temp_dir().join(format!("tessera-env-test-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let exe = dir.join("ddsperf");
+        std::fs::write(&exe, "#!/bin/sh\n").unwrap();
+        let plain = dir.join("notexec");
+        std::fs::write(&plain, "").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+            std::fs::set_permissions(&plain, std::fs::Permissions::from_mode(0o644)).unwrap();
+        }
+        let path = std::env::join_paths(["/nonexistent-dir", dir.to_str().unwrap()]).unwrap();
+        assert_eq!(find_ddsperf_in(None, Some(&path)), Some(exe.clone()));
+        assert_eq!(find_ddsperf_in(Some(OsStr::new("")), Some(&path)), None);
+        assert_eq!(
+            find_ddsperf_in(Some(exe.as_os_str()), None),
+            Some(exe.clone())
+        );
+        assert_eq!(find_ddsperf_in(Some(plain.as_os_str()), Some(&path)), None);
+        assert_eq!(
+            find_ddsperf_in(Some(OsStr::new("notexec")), Some(&path)),
+            None
+        );
+        assert_eq!(
+            find_ddsperf_in(None, Some(OsStr::new("/nonexistent-dir"))),
+            None
+        );
+        assert_eq!(find_ddsperf_in(None, None), None);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}
