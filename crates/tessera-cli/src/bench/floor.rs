@@ -210,7 +210,7 @@ pub fn fragment_lengths(size: usize) -> Vec<usize> {
     let size = size.max(HEADER);
     let n = size.div_ceil(MAX_FRAGMENT);
     (0..n)
-        .map(|i| (size - i * MAX_FRAGMENT).min(MAX_FRAGMENT).max(HEADER))
+        .map(|i| (size - i * MAX_FRAGMENT).clamp(HEADER, MAX_FRAGMENT))
         .collect()
 }
 
