@@ -1446,6 +1446,97 @@ mod tests {
         assert!(v.iter().any(|&x| x < u32::MAX / 2));
     }
 
+    /// `DataWriter::retransmitted_samples` (the `-X` rexmit field) counts repairs: two
+    /// participants in a namespace whose loopback drops 10% of the datagrams (nftables).
+    #[test]
+    #[ignore = "runs inside a network namespace (see retransmit_counter_under_loss)"]
+    fn retransmit_counter_under_loss_inner() {
+        if !crate::bench::floor::netns::inside() {
+            return;
+        }
+        let nft = |args: &[&str]| {
+            std::process::Command::new("nft")
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !(nft(&["add", "table", "inet", "loss"])
+            && nft(&[
+                "add",
+                "chain",
+                "inet",
+                "loss",
+                "in",
+                "{ type filter hook input priority 0; }",
+            ])
+            && nft(&[
+                "add", "rule", "inet", "loss", "in", "udp", "dport", "!=", "7400", "numgen",
+                "random", "mod", "100", "<", "10", "drop",
+            ]))
+        {
+            eprintln!("SKIP: nft cannot add a loss rule here");
+            return;
+        }
+        let a = DomainParticipant::new(0).unwrap();
+        let b = DomainParticipant::new(0).unwrap();
+        let rel = Reliability::reliable(Duration::from_secs(10));
+        let ta = a
+            .create_topic::<OneULong>("Rexmit", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<OneULong>("Rexmit", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .with_reliability(rel)
+                    .with_history(QosHistory::KeepAll),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(
+                &tb,
+                DataReaderQos::default()
+                    .with_reliability(rel)
+                    .with_history(QosHistory::KeepAll),
+            )
+            .unwrap();
+        assert_eq!(w.retransmitted_samples(), 0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while w.publication_matched_status().current_count == 0 {
+            assert!(std::time::Instant::now() < deadline, "no match");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let n = 2000u32;
+        for seq in 0..n {
+            w.write(&OneULong { seq }).unwrap();
+        }
+        w.wait_for_acknowledgments(Duration::from_secs(20)).unwrap();
+        let mut got = 0usize;
+        while let Ok(v) = r.take(usize::MAX) {
+            if v.is_empty() {
+                break;
+            }
+            got += v.iter().filter(|s| s.data.is_some()).count();
+        }
+        assert_eq!(got, n as usize);
+        let rexmit = w.retransmitted_samples();
+        eprintln!("retransmitted {rexmit} of {n}");
+        assert!(rexmit > 0);
+    }
+
+    #[test]
+    fn retransmit_counter_under_loss() {
+        crate::bench::floor::netns::run_inner(
+            "perf::run::tests::retransmit_counter_under_loss_inner",
+        );
+    }
+
     #[test]
     fn endpoint_qos() {
         let mut cfg = PerfConfig::default();
