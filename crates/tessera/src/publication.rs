@@ -483,6 +483,12 @@ impl<T: TopicType> DataWriter<T> {
         self.ep.batch_started.store(0, Ordering::Relaxed);
     }
 
+    /// Samples (or runs of fragments of one sample) this writer has sent again because a
+    /// reliable reader asked for them (ACKNACK or NACK_FRAG), since it was created.
+    pub fn retransmitted_samples(&self) -> u64 {
+        self.ep.core.lock().counters().retransmits
+    }
+
     /// GUIDs of the readers currently matched.
     pub fn matched_subscriptions(&self) -> Vec<Guid> {
         self.ep.matched.lock().clone()

@@ -2,8 +2,8 @@
 //!
 //! Options are single letters parsed like GNU `getopt` with the option string
 //! `1cd:D:i:n:k:ulLK:T:Q:R:Xh` (options may be grouped, arguments attached or separate, options
-//! and mode words may be interleaved, `--` ends the options). One long option is added:
-//! `--json`. The remaining words form the mode mini-language:
+//! and mode words may be interleaved, `--` ends the options). Two long options are added
+//! (tessera extensions): `--json` and `--warmup SECS` (or `--warmup=SECS`). The remaining words form the mode mini-language:
 //!
 //! ```text
 //! ping [R[Hz|kHz]|inf] [size S] [waitset|listener]
@@ -154,6 +154,10 @@ pub struct PerfConfig {
     pub sub_every_second: bool,
     /// `--json` (tessera extension): one JSON object per report line.
     pub json: bool,
+    /// `--warmup SECS` (tessera extension): round trips completed in the first SECS seconds
+    /// after the first pong are left out of the whole-run histogram (the JSON summary); the
+    /// per-second lines still count them.
+    pub warmup: Option<f64>,
     /// Ping schedule.
     pub ping: PingInterval,
     /// Trigger mode of the ping and pong readers (`ping`/`pong` modes share it).
@@ -189,6 +193,7 @@ impl Default for PerfConfig {
             time_ref: None,
             sub_every_second: false,
             json: false,
+            warmup: None,
             ping: PingInterval::Never,
             pingpong_trigger: Trigger::Listener,
             sub: None,
@@ -227,6 +232,13 @@ impl PerfConfig {
     /// Run time limit in ns, rounded as ddsperf does.
     pub fn duration_ns(&self) -> Option<i64> {
         self.duration.map(|d| (d * 1e9 + 0.5) as i64)
+    }
+
+    /// `--warmup` in ns (`None` or 0: no warm-up).
+    pub fn warmup_ns(&self) -> Option<i64> {
+        self.warmup
+            .map(|d| (d * 1e9 + 0.5) as i64)
+            .filter(|&n| n > 0)
     }
 
     /// `-Q maxwait` in ns.
@@ -333,7 +345,12 @@ OPTIONS:
   -X                  print extended statistics (retransmits, throttling)
   -l                  also measure the latency of received data (\"sublat\")
   -i ID               domain id (default: the default domain)
-  --json              one JSON object per report line instead of text
+  --json              one JSON object per report line instead of text; the
+                      final \"summary\" line carries each pong source's whole-run
+                      latency histogram (\"hist\": [[value_ns, count], ...])
+  --warmup SECS       leave the round trips of the first SECS seconds after
+                      the first pong out of the whole-run (summary) latency
+                      histogram; the per-second lines still count them
 
 MODE... is any sequence of:
   ping [R[Hz]] [size S] [waitset|listener]
@@ -741,6 +758,25 @@ pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
         }
         if a == "--json" {
             cfg.json = true;
+            continue;
+        }
+        if a == "--warmup" || a.starts_with("--warmup=") {
+            let v = match a.strip_prefix("--warmup=") {
+                Some(v) => v.to_string(),
+                None if i < args.len() => {
+                    i += 1;
+                    args[i - 1].clone()
+                }
+                None => {
+                    return Err(ArgsError::Usage {
+                        diagnostic: Some(format!("{prog}: option '--warmup' requires an argument")),
+                    })
+                }
+            };
+            match v.parse::<f64>() {
+                Ok(d) if d >= 0.0 && d.is_finite() => cfg.warmup = Some(d),
+                _ => return Err(invalid(format!("--warmup {v}: invalid duration"))),
+            }
             continue;
         }
         if a == "--help" {

@@ -474,6 +474,7 @@ fn usage_text_mentions_every_option() {
         "-l",
         "-i",
         "--json",
+        "--warmup",
         "ping",
         "pong",
         "sub",
@@ -482,4 +483,25 @@ fn usage_text_mentions_every_option() {
     ] {
         assert!(u.contains(opt), "{opt}");
     }
+}
+
+#[test]
+fn warmup_option() {
+    assert_eq!(ok(&["ping"]).warmup, None);
+    assert_eq!(ok(&["ping"]).warmup_ns(), None);
+    let c = ok(&["--warmup", "1.5", "ping"]);
+    assert_eq!(c.warmup, Some(1.5));
+    assert_eq!(c.warmup_ns(), Some(1_500_000_000));
+    let c = ok(&["ping", "--warmup=0.25", "--json"]);
+    assert_eq!(c.warmup_ns(), Some(250_000_000));
+    assert!(c.json);
+    assert_eq!(ok(&["--warmup", "0", "ping"]).warmup_ns(), None);
+    for bad in [
+        &["--warmup", "x", "ping"][..],
+        &["--warmup=-1", "ping"],
+        &["--warmup=inf", "ping"],
+    ] {
+        assert!(invalid_msg(bad).contains("--warmup"), "{bad:?}");
+    }
+    assert!(usage_diag(&["ping", "--warmup"]).is_some());
 }

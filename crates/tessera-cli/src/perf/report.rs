@@ -126,7 +126,7 @@ pub struct NetloadReading {
 pub struct ExtendedStats {
     /// Bytes discarded by the data reader.
     pub discarded: u64,
-    /// Bytes retransmitted by the data writer.
+    /// Retransmitted by the data writer: bytes in Cyclone, samples in Tessera.
     pub rexmit: u64,
     /// Time spent retransmitting (ns).
     pub t_rexmit: u64,
@@ -681,7 +681,7 @@ impl ReportLine {
                                "mean_us": us(o.mean_ns), "min_us": us(o.min_ns as f64),
                                "p50_us": us(o.p50_ns as f64), "p90_us": us(o.p90_ns as f64),
                                "p99_us": us(o.p99_ns as f64), "p999_us": us(o.p999_ns as f64),
-                               "max_us": us(o.max_ns as f64)})
+                               "max_us": us(o.max_ns as f64), "hist": o.hist})
                     })
                     .collect();
                 json!({"type": "summary", "pid": pid, "latency": lat,
@@ -704,18 +704,39 @@ impl<W: Write> Reporter<W> {
         Reporter { json, out }
     }
 
-    /// Writes one line (nothing for lines without a rendering). Returns whether something was
+    /// Writes one line (nothing for lines without a rendering) and flushes it, so that a
+    /// reader at the other end of a pipe sees it at once. Returns whether something was
     /// written (ddsperf's "output" flag that gates the netload line and the RSS baseline).
     pub fn emit(&mut self, line: &ReportLine) -> io::Result<bool> {
+        self.emit_inner(line, None)
+    }
+
+    /// Like [`Reporter::emit`]; in JSON mode a line that carries no `"t"` of its own (the
+    /// event lines: participant, ping timeout, write and final errors, summary) gets
+    /// `"t": t` (seconds, rounded to the ms like the stamped lines).
+    pub fn emit_at(&mut self, line: &ReportLine, t: f64) -> io::Result<bool> {
+        self.emit_inner(line, Some(t))
+    }
+
+    fn emit_inner(&mut self, line: &ReportLine, t: Option<f64>) -> io::Result<bool> {
         let s = if self.json {
-            line.to_json().map(|v| v.to_string())
+            line.to_json().map(|mut v| {
+                if let (Some(t), Value::Object(m)) = (t, &mut v) {
+                    if !m.contains_key("t") {
+                        m.insert("t".into(), json!((t * 1000.0).round() / 1000.0));
+                    }
+                }
+                v.to_string()
+            })
         } else {
             line.to_text()
         };
         match s {
             Some(s) => {
-                self.out.write_all(s.as_bytes())?;
-                self.out.write_all(b"\n")?;
+                let mut buf = s.into_bytes();
+                buf.push(b'\n');
+                self.out.write_all(&buf)?;
+                self.out.flush()?;
                 Ok(true)
             }
             None => Ok(false),

@@ -596,3 +596,74 @@ fn json_lines() {
         })
         .unwrap());
 }
+
+#[test]
+fn event_lines_get_a_time_and_summary_carries_the_histogram() {
+    let mut out = Vec::new();
+    {
+        let mut r = Reporter::new(&mut out, true);
+        let new = ReportLine::ParticipantNew {
+            pid: 1,
+            host: "vm".into(),
+            peer_pid: 2,
+            is_self: false,
+        };
+        assert!(r.emit_at(&new, 0.12345).unwrap());
+        // A stamped line keeps its own time.
+        let ext = ReportLine::Extended {
+            stamp: st(1, 2.0),
+            stats: ExtendedStats::default(),
+        };
+        assert!(r.emit_at(&ext, 9.0).unwrap());
+        let o = OverallLatency {
+            cnt: 3,
+            mean_ns: 1333.0,
+            min_ns: 1000,
+            p50_ns: 1000,
+            p90_ns: 2000,
+            p99_ns: 2000,
+            p999_ns: 2000,
+            max_ns: 2000,
+            hist: vec![(1000, 2), (2000, 1)],
+        };
+        let summary = ReportLine::Summary {
+            pid: 1,
+            latency: vec![(PeerLabel::Handle(0xab), o)],
+            received: 0,
+            lost: 0,
+            exit_code: 0,
+        };
+        assert!(r.emit_at(&summary, 3.0).unwrap());
+    }
+    let text = String::from_utf8(out).unwrap();
+    let v: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(v[0]["type"], "participant");
+    assert_eq!(v[0]["t"], 0.123);
+    assert_eq!(v[1]["t"], 2.0);
+    assert_eq!(v[2]["t"], 3.0);
+    assert_eq!(
+        v[2]["latency"][0]["hist"],
+        serde_json::json!([[1000, 2], [2000, 1]])
+    );
+    assert_eq!(v[2]["latency"][0]["peer"], "ab");
+
+    // Text mode is unchanged by the time.
+    let mut out = Vec::new();
+    let mut r = Reporter::new(&mut out, false);
+    r.emit_at(
+        &ReportLine::ParticipantGone {
+            pid: 1,
+            host: "vm".into(),
+            peer_pid: 2,
+        },
+        1.0,
+    )
+    .unwrap();
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        "[1] participant vm:2: gone\n"
+    );
+}

@@ -20,12 +20,18 @@
 //!
 //! Known differences from ddsperf, both from the runtime: `-L` has no effect on matching
 //! (Tessera never matches a reader and a writer of the same participant, so with `-L` our own
-//! participant stays "unmatched"), and the `-X` line prints zeros (no retransmit/throttle or
-//! discard counters are exposed per endpoint).
+//! participant stays "unmatched"), and the `-X` line's `rexmit` counts retransmitted *samples*
+//! of the data writer (Cyclone counts bytes) while `discarded`, `Trexmit`, `Tthrottle` and
+//! `Nthrottle` stay 0 (no such counters are exposed per endpoint).
+//!
+//! Tessera extensions: `--warmup` (round trips of the first seconds after the first pong stay
+//! out of the whole-run histogram), and with `--json` every line carries `"t"`: the stamped
+//! lines as in the text, the event lines (participant, errors, summary) seconds since `-R` or,
+//! without `-R`, since the process started. Every line is flushed as it is written.
 
 use std::collections::{HashMap, HashSet};
 use std::io::{Stdout, Write};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -172,16 +178,37 @@ struct Ctx<T: PerfSample> {
     matched: Sender<()>,
     /// Whether the data listener processes data (switched on after `initwait`).
     data_on: AtomicBool,
+    /// The data writer (for the `-X` retransmit counter).
+    data_writer: DataWriter<T>,
+    /// Time reference (ns) of the `"t"` of JSON event lines: `-R`, else the process start.
+    t_events_ref: i64,
+    /// When the first pong arrived (ns; 0: none yet), for `--warmup`.
+    first_pong: AtomicI64,
 }
 
 impl<T: PerfSample> Ctx<T> {
     /// Prints one line right away (event lines from any thread). Returns whether something was
     /// printed.
     fn emit(&self, line: &ReportLine) -> bool {
-        let mut out = lock(&self.out);
-        let printed = out.emit(line).unwrap_or(false);
-        let _ = out.flush();
-        printed
+        let t = (now_ns() - self.t_events_ref) as f64 / 1e9;
+        lock(&self.out).emit_at(line, t).unwrap_or(false)
+    }
+
+    /// Whether a round trip completed at `now` counts in the whole-run histogram (false
+    /// during the `--warmup` seconds after the first pong).
+    fn past_warmup(&self, now: i64) -> bool {
+        let Some(w) = self.cfg.warmup_ns() else {
+            return true;
+        };
+        let first =
+            match self
+                .first_pong
+                .compare_exchange(0, now, Ordering::AcqRel, Ordering::Acquire)
+            {
+                Ok(_) => now,
+                Err(f) => f,
+            };
+        now >= first.saturating_add(w)
     }
 
     fn request_stop(&self) {
@@ -290,6 +317,7 @@ impl<T: PerfSample> Ctx<T> {
             return 0;
         }
         let now = now_ns();
+        let overall = self.past_warmup(now);
         for s in buf.iter_mut() {
             let ts = s.info.source_timestamp;
             let w = s.info.publication_handle;
@@ -308,7 +336,9 @@ impl<T: PerfSample> Ctx<T> {
                         pongs.len() - 1
                     }
                 };
-                pongs[idx].stats.record(one_way_latency_ns(now, ts));
+                pongs[idx]
+                    .stats
+                    .record_with(one_way_latency_ns(now, ts), overall);
             }
             let next = lock(&self.ping).on_pong(is_ping_timestamp(ts), d.seq(), now);
             if let Some(seq) = next {
@@ -635,6 +665,7 @@ macro_rules! tryd {
 type PeerCpu = Vec<((String, u32), super::protocol::CpuStatsSample, bool)>;
 
 fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
+    let t_process = now_ns();
     let pid = sysinfo::pid();
     let hostname = sysinfo::hostname();
     let sigset = block_signals();
@@ -796,6 +827,9 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         pubhist: Mutex::new(PubHist::default()),
         matched: matched_tx.clone(),
         data_on: AtomicBool::new(false),
+        data_writer: data_writer.clone(),
+        t_events_ref: cfg.time_ref.unwrap_or(t_process),
+        first_pong: AtomicI64::new(0),
     });
     if let Some(set) = sigset {
         let (stop, guard) = (ctx.stop.clone(), ctx.guard.clone());
@@ -1289,11 +1323,14 @@ fn report<T: PerfSample>(
         }
     }
     if cfg.extended_stats && printed {
-        // Tessera exposes no per-writer retransmit/throttle or per-reader discard counters
-        // yet: the line keeps ddsperf's shape with zeros.
+        // Tessera counts retransmitted samples per writer (not bytes); it has no throttle
+        // or per-reader discard counters: those stay 0.
         let _ = out.emit(&ReportLine::Extended {
             stamp,
-            stats: ExtendedStats::default(),
+            stats: ExtendedStats {
+                rexmit: ctx.data_writer.retransmitted_samples(),
+                ..ExtendedStats::default()
+            },
         });
     }
     let _ = out.flush();
@@ -1407,6 +1444,97 @@ mod tests {
         let v: Vec<u32> = (0..1000).map(|_| r.next_u32()).collect();
         assert!(v.iter().any(|&x| x > u32::MAX / 2));
         assert!(v.iter().any(|&x| x < u32::MAX / 2));
+    }
+
+    /// `DataWriter::retransmitted_samples` (the `-X` rexmit field) counts repairs: two
+    /// participants in a namespace whose loopback drops 10% of the datagrams (nftables).
+    #[test]
+    #[ignore = "runs inside a network namespace (see retransmit_counter_under_loss)"]
+    fn retransmit_counter_under_loss_inner() {
+        if !crate::bench::floor::netns::inside() {
+            return;
+        }
+        let nft = |args: &[&str]| {
+            std::process::Command::new("nft")
+                .args(args)
+                .status()
+                .is_ok_and(|s| s.success())
+        };
+        if !(nft(&["add", "table", "inet", "loss"])
+            && nft(&[
+                "add",
+                "chain",
+                "inet",
+                "loss",
+                "in",
+                "{ type filter hook input priority 0; }",
+            ])
+            && nft(&[
+                "add", "rule", "inet", "loss", "in", "udp", "dport", "!=", "7400", "numgen",
+                "random", "mod", "100", "<", "10", "drop",
+            ]))
+        {
+            eprintln!("SKIP: nft cannot add a loss rule here");
+            return;
+        }
+        let a = DomainParticipant::new(0).unwrap();
+        let b = DomainParticipant::new(0).unwrap();
+        let rel = Reliability::reliable(Duration::from_secs(10));
+        let ta = a
+            .create_topic::<OneULong>("Rexmit", TopicQos::default())
+            .unwrap();
+        let tb = b
+            .create_topic::<OneULong>("Rexmit", TopicQos::default())
+            .unwrap();
+        let w = a
+            .create_publisher(PublisherQos::default())
+            .unwrap()
+            .create_datawriter(
+                &ta,
+                DataWriterQos::default()
+                    .with_reliability(rel)
+                    .with_history(QosHistory::KeepAll),
+            )
+            .unwrap();
+        let r = b
+            .create_subscriber(SubscriberQos::default())
+            .unwrap()
+            .create_datareader(
+                &tb,
+                DataReaderQos::default()
+                    .with_reliability(rel)
+                    .with_history(QosHistory::KeepAll),
+            )
+            .unwrap();
+        assert_eq!(w.retransmitted_samples(), 0);
+        let deadline = std::time::Instant::now() + Duration::from_secs(20);
+        while w.publication_matched_status().current_count == 0 {
+            assert!(std::time::Instant::now() < deadline, "no match");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let n = 2000u32;
+        for seq in 0..n {
+            w.write(&OneULong { seq }).unwrap();
+        }
+        w.wait_for_acknowledgments(Duration::from_secs(20)).unwrap();
+        let mut got = 0usize;
+        while let Ok(v) = r.take(usize::MAX) {
+            if v.is_empty() {
+                break;
+            }
+            got += v.iter().filter(|s| s.data.is_some()).count();
+        }
+        assert_eq!(got, n as usize);
+        let rexmit = w.retransmitted_samples();
+        eprintln!("retransmitted {rexmit} of {n}");
+        assert!(rexmit > 0);
+    }
+
+    #[test]
+    fn retransmit_counter_under_loss() {
+        crate::bench::floor::netns::run_inner(
+            "perf::run::tests::retransmit_counter_under_loss_inner",
+        );
     }
 
     #[test]

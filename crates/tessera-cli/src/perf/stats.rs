@@ -41,7 +41,7 @@ pub struct LatencySummary {
 }
 
 /// Whole-run latency summary from the HdrHistogram (3 significant digits), in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct OverallLatency {
     /// All samples of the run.
     pub cnt: u64,
@@ -59,6 +59,10 @@ pub struct OverallLatency {
     pub p999_ns: u64,
     /// Maximum.
     pub max_ns: u64,
+    /// The recorded histogram: `(value_ns, count)` per non-empty bucket in ascending order
+    /// (HdrHistogram `iter_recorded`, value = highest equivalent value of the bucket), so that a
+    /// reader can rebuild the exact distribution.
+    pub hist: Vec<(u64, u64)>,
 }
 
 /// Latency statistics of one source (a pong writer, or a data writer with `-l`).
@@ -96,6 +100,12 @@ impl LatencyStats {
 
     /// Records one latency in ns (may be negative for receive latency across clocks).
     pub fn record(&mut self, ns: i64) {
+        self.record_with(ns, true);
+    }
+
+    /// Records one latency in ns in the interval statistics, and in the whole-run histogram
+    /// only if `overall` (false during `--warmup`).
+    pub fn record_with(&mut self, ns: i64, overall: bool) {
         self.min = self.min.min(ns);
         self.max = self.max.max(ns);
         self.sum = self.sum.wrapping_add(ns);
@@ -104,7 +114,14 @@ impl LatencyStats {
         }
         self.cnt = self.cnt.wrapping_add(1);
         self.totcnt += 1;
-        self.overall.saturating_record(ns.max(0) as u64);
+        if overall {
+            // `record` grows the auto-resizing histogram; `saturating_record` would clamp to
+            // its initial range (2047 ns) instead.
+            let v = ns.max(0) as u64;
+            if self.overall.record(v).is_err() {
+                self.overall.saturating_record(v);
+            }
+        }
     }
 
     /// Samples recorded in the current interval.
@@ -155,6 +172,10 @@ impl LatencyStats {
             p99_ns: h.value_at_quantile(0.99),
             p999_ns: h.value_at_quantile(0.999),
             max_ns: h.max(),
+            hist: h
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
         })
     }
 }

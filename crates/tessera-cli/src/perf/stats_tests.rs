@@ -260,3 +260,42 @@ fn ping_periodic() {
         None
     );
 }
+
+#[test]
+fn overall_histogram_and_warmup() {
+    let mut l = LatencyStats::new();
+    // Warm-up samples count in the interval but not in the whole-run histogram.
+    l.record_with(1_000_000, false);
+    assert!(l.overall().is_none());
+    for v in [1000, 1000, 2000, 5000] {
+        l.record(v);
+    }
+    let s = l.take_interval().unwrap();
+    assert_eq!(s.cnt, 5);
+    assert_eq!(s.max_ns, 1_000_000);
+    assert_eq!(l.total_count(), 5);
+    let o = l.overall().unwrap();
+    assert_eq!(o.cnt, 4);
+    assert!((5000..5010).contains(&o.max_ns), "{o:?}");
+    let total: u64 = o.hist.iter().map(|&(_, c)| c).sum();
+    assert_eq!(total, 4);
+    assert_eq!(o.hist.len(), 3);
+    assert!(o.hist.windows(2).all(|w| w[0].0 < w[1].0));
+    assert_eq!(o.hist[0], (1000, 2));
+    assert_eq!(o.hist[2].1, 1);
+    // Rebuilding from the buckets gives the same quantiles.
+    let mut h = hdrhistogram::Histogram::<u64>::new(3).unwrap();
+    for &(v, c) in &o.hist {
+        h.record_n(v, c).unwrap();
+    }
+    assert_eq!(h.value_at_quantile(0.5), o.p50_ns);
+    assert_eq!(h.max(), o.max_ns);
+
+    // Large values are not clamped to the histogram's initial range.
+    let mut l = LatencyStats::new();
+    l.record(20_000);
+    l.record(3_000_000_000);
+    let o = l.overall().unwrap();
+    assert!((19_990..=20_010).contains(&o.min_ns), "{o:?}");
+    assert!(o.max_ns >= 2_990_000_000, "{o:?}");
+}
