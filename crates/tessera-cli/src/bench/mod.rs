@@ -8,7 +8,7 @@
 //! - [`stats`]: HdrHistogram summaries; [`results`]: the result model (`results.json`).
 //! - [`report`]: results.json/csv, report.md, report.html with charts, the terminal table.
 //! - [`compare`] two result directories; [`expect`] criteria for regression checks.
-//! - [`env`]: the environment captured with every result.
+//! - [`env`](mod@env): the environment captured with every result.
 
 pub mod compare;
 pub mod env;

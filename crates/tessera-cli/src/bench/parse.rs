@@ -25,27 +25,7 @@
 
 use serde_json::Value;
 
-/// Latency statistics of one per-second interval (µs), as ddsperf prints them.
-///
-/// A copy of `crate::bench::stats::IntervalSummary`, which another part of `tessera bench` is
-/// writing; this one goes away (replaced by a `use`) when that lands.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct IntervalSummary {
-    /// Round trips in the interval.
-    pub count: u64,
-    /// Mean.
-    pub mean_us: f64,
-    /// Minimum.
-    pub min_us: f64,
-    /// Median.
-    pub p50_us: f64,
-    /// 90th percentile.
-    pub p90_us: f64,
-    /// 99th percentile.
-    pub p99_us: f64,
-    /// Maximum.
-    pub max_us: f64,
-}
+pub use super::stats::IntervalSummary;
 
 /// Everything the benchmark reads from one worker's output.
 #[derive(Debug, Clone, PartialEq, Default)]

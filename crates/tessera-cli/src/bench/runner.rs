@@ -73,7 +73,7 @@ pub struct RunOutcome {
 
 /// Runs `scenario` and writes its result directory.
 pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutcome> {
-    hosts::install_interrupt_handler();
+    hosts::install_interrupt_handler().context("installing the Ctrl-C handler")?;
     let started = SystemTime::now();
     let t_start = Instant::now();
     let (stamp, rfc3339) = utc_stamp(started);
@@ -205,6 +205,9 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
     let mut notes = vec![
         "Both DDS implementations run with their defaults: blocking receive, no busy-polling. \
          Every point runs in network namespaces made for it and removed after it."
+            .to_string(),
+        "Latency is the full round trip (ping → pong → ping on the pinger's clock); ddsperf \
+         prints half of it, so its figures are doubled here."
             .to_string(),
     ];
     let tiny = s.experiments.iter().any(|e| {
@@ -448,7 +451,7 @@ impl Ctx<'_> {
             ping.proc.kill();
             let out = ping.output();
             point.procs = collect_stats(&[&ping, &pong]);
-            point.latency = stats::latency_from_pairs(&out.hist);
+            point.latency = round_trip(stats::latency_from_pairs(&out.hist));
             return check_result(point.latency.is_some(), code, &ping, "no round trips");
         }
 
@@ -477,8 +480,7 @@ impl Ctx<'_> {
             "-D",
             &run_s.to_string(),
             &format!("-Qminmatch:{subs}"),
-            "-W",
-            "20",
+            "-Qinitwait:20",
         ]));
         if p.pair.writer == Implementation::Tessera {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
@@ -507,11 +509,11 @@ impl Ctx<'_> {
         let mut all: Vec<&Worker> = vec![&ping];
         all.extend(pongs.iter());
         point.procs = collect_stats(&all);
-        point.latency = if !out.hist.is_empty() {
+        point.latency = round_trip(if !out.hist.is_empty() {
             stats::latency_from_pairs(&out.hist)
         } else {
             latency_from_lines(&out)
-        };
+        });
         check_result(point.latency.is_some(), code, &ping, "no round trips reported")
     }
 
@@ -527,7 +529,7 @@ impl Ctx<'_> {
         let rate = param_u64(&p.params, "rate", 0);
         let (t, workers) = self.flow(topo, exp, p, seq, duration, rate as f64, None)?;
         point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
-        point.throughput = t;
+        point.throughput = t.filter(|t| t.samples_per_s > 0.0);
         if point.throughput.is_none() {
             anyhow::bail!(
                 "no subscriber reported data; last lines: {}",
@@ -646,8 +648,7 @@ impl Ctx<'_> {
             "-D",
             &(sub_s + 20).to_string(),
             &format!("-Qminmatch:{subs}"),
-            "-W",
-            "20",
+            "-Qinitwait:20",
             "pub",
         ]));
         if rate > 0.0 {
@@ -746,7 +747,7 @@ impl Ctx<'_> {
                     Ok((Some(t), workers)) => {
                         let lat = workers
                             .first()
-                            .map(|w| latency_from_lines(&w.output()))
+                            .map(|w| round_trip(latency_from_lines(&w.output())))
                             .unwrap_or(None);
                         let procs = collect_stats(&workers.iter().collect::<Vec<_>>());
                         let cpu: f64 = procs.iter().map(|s| s.cpu_pct).sum();
@@ -1039,8 +1040,7 @@ impl Ctx<'_> {
             "-D",
             &run_s.to_string(),
             "-Qminmatch:1",
-            "-W",
-            "20",
+            "-Qinitwait:20",
             "pub",
             &format!("{rate}Hz"),
             "size",
@@ -1137,6 +1137,31 @@ impl Ctx<'_> {
         point.series.insert("critical_rate".into(), series);
         Ok(())
     }
+}
+
+/// ddsperf (and its twin, and the floor) report half the round trip; the seeds plot the round
+/// trip itself, so every latency figure of the benchmark is doubled back.
+fn round_trip(l: Option<LatencyStats>) -> Option<LatencyStats> {
+    let mut l = l?;
+    for v in [
+        &mut l.mean_us,
+        &mut l.min_us,
+        &mut l.p50_us,
+        &mut l.p90_us,
+        &mut l.p99_us,
+        &mut l.max_us,
+    ] {
+        *v *= 2.0;
+    }
+    for v in [&mut l.stddev_us, &mut l.p999_us].into_iter().flatten() {
+        *v *= 2.0;
+    }
+    if let Some(b) = &mut l.boxplot {
+        for v in [&mut b.p1, &mut b.p25, &mut b.p50, &mut b.p75, &mut b.p99] {
+            *v *= 2.0;
+        }
+    }
+    Some(l)
 }
 
 /// Latency from per-second lines (ddsperf): the first line of every peer is warm-up.

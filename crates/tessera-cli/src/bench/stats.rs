@@ -69,7 +69,7 @@ pub fn latency_from_pairs(pairs: &[(u64, u64)]) -> Option<LatencyStats> {
 }
 
 /// One per-second latency summary as ddsperf prints it, converted to microseconds.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct IntervalSummary {
     /// Round trips in the interval.
     pub count: u64,
