@@ -464,7 +464,7 @@ fn prepare(p: &Panel, x_px: f64) -> Option<Prepared> {
         let slots = b.slots.max(1) as f64;
         let w = group / slots;
         let cx = x + (b.slot as f64 - (slots - 1.0) / 2.0) * w;
-        boxes.push((b.style, cx, w * 0.4, [lo, q1, med, q3, hi]));
+        boxes.push((b.style, cx, w * 0.42, [lo, q1, med, q3, hi]));
     }
 
     let mut bars = Vec::new();

@@ -261,7 +261,7 @@ pub(super) fn how_measured(rs: &ResultSet, failures: &[String]) -> Vec<String> {
     let wall: f64 = rs.points.iter().map(|p| p.wall_s).sum();
     if wall > 0.0 {
         out.push(format!(
-            "The points took {} of the run's {} (the rest is setup and pauses).",
+            "The points took {} in all (setup and teardown included); the whole run took {}.",
             fmt_duration(wall),
             fmt_duration(rs.duration_s)
         ));
