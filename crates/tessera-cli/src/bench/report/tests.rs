@@ -1,0 +1,325 @@
+//! Report tests: every file, CSV shape, self-contained HTML, degenerate data, and the sample
+//! report written to `/tmp/bench-report-sample/` for looking at.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use serde_json::Value;
+
+use super::super::results::{Kind, LatencyStats, Pair, Point, ResultSet, ThroughputStats};
+use super::chart::{self, Axis, Figure, Line, Panel, Scale};
+use super::figures::style_of;
+use super::*;
+
+fn temp_dir(tag: &str) -> PathBuf {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let d = std::env::temp_dir().join(format!(
+        "tessera-report-test-{}-{}-{tag}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+/// Splits one CSV line into fields (quotes honoured).
+fn csv_fields(line: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut chars = line.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                cur.push('"');
+                chars.next();
+            }
+            ('"', _) => quoted = !quoted,
+            (',', false) => out.push(std::mem::take(&mut cur)),
+            (c, _) => cur.push(c),
+        }
+    }
+    out.push(cur);
+    out
+}
+
+#[test]
+fn write_all_writes_every_file_for_every_kind() {
+    let rs = sample::result_set();
+    let dir = temp_dir("all");
+    let files = write_all(&dir, &rs, "[run]\npreset = \"full\"\n").unwrap();
+    for f in [
+        "results.json",
+        "results.csv",
+        "scenario.toml",
+        "environment.json",
+        "report.md",
+        "report.html",
+    ] {
+        assert!(files.contains(&dir.join(f)), "{f} not reported");
+        assert!(dir.join(f).is_file(), "{f} not written");
+    }
+    for f in &files {
+        assert!(f.is_file(), "{} listed but missing", f.display());
+    }
+    for chart in [
+        "latency-latency",
+        "latency-jitter",
+        "latency-latency-box",
+        "latency_modes-latency",
+        "throughput-throughput",
+        "throughput-bandwidth",
+        "throughput-throughput-box",
+        "rate_step-load-latency",
+        "rate_step-load-received",
+        "rate_step-load-cpu",
+        "nasa-cases",
+        "discovery-discovery",
+        "late_joiner-late-joiner",
+        "reliability-critical-rate",
+    ] {
+        let svg = dir.join("charts").join(format!("{chart}.svg"));
+        let png = dir.join("charts").join(format!("{chart}.png"));
+        assert!(
+            files.contains(&svg) && files.contains(&png),
+            "{chart} missing"
+        );
+        let bytes = std::fs::read(&png).unwrap();
+        assert!(bytes.starts_with(b"\x89PNG"), "{chart}.png is not a PNG");
+    }
+    let back: ResultSet =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("results.json")).unwrap()).unwrap();
+    // (serde_json may round the last bit of a float, so compare the shape.)
+    assert_eq!(back.points.len(), rs.points.len());
+    assert_eq!(back.test_id, rs.test_id);
+    assert_eq!(back.notes, rs.notes);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("![") && md.contains("(charts/latency-latency.png)"));
+    assert!(md.contains("## How measured"));
+    assert!(md.contains("\"hdr\"") && md.contains("\"intervals\""));
+    assert!(md.contains("- Cyclone DDS runs through ddsperf, which cannot express"));
+    assert!(!md.contains("Chart not drawn"), "{md}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn csv_has_a_header_and_one_row_per_point() {
+    let rs = sample::result_set();
+    let text = csv::results_csv(&rs);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), rs.points.len() + 1);
+    let header = csv_fields(lines[0]);
+    for col in [
+        "test_id",
+        "experiment",
+        "kind",
+        "pair",
+        "round",
+        "ok",
+        "param.size",
+        "param.case",
+        "param.participants",
+        "lat_p50_us",
+        "tput_samples_per_s",
+        "metric.discovery_ms",
+        "metric.knee_rate",
+        "cpu_pct",
+    ] {
+        assert!(header.iter().any(|h| h == col), "no column {col}");
+    }
+    let mut sorted_params: Vec<&String> =
+        header.iter().filter(|h| h.starts_with("param.")).collect();
+    let before = sorted_params.clone();
+    sorted_params.sort();
+    assert_eq!(before, sorted_params);
+    for l in &lines[1..] {
+        assert_eq!(csv_fields(l).len(), header.len(), "{l}");
+    }
+    // The failed point keeps its quoted error message.
+    assert!(text.contains("\"ddsperf exited with status 1, \"\"no peers\"\"\""));
+}
+
+#[test]
+fn html_is_self_contained_with_inline_svg() {
+    let rs = sample::result_set();
+    let dir = temp_dir("html");
+    write_all(&dir, &rs, "").unwrap();
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<svg"));
+    assert!(html.contains("<style>"));
+    for external in ["<script", "<link", "<img", "src=", "url("] {
+        assert!(!html.contains(external), "found {external}");
+    }
+    // The headline table comes before the charts.
+    assert!(html.find("<table>").unwrap() < html.find("<svg").unwrap());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn terminal_and_markdown_tables_show_medians_and_ratios() {
+    let rs = sample::result_set();
+    let t = terminal_summary(&rs);
+    assert!(t.contains("Tessera/Cyclone"));
+    assert!(t.contains("latency (latency)"));
+    assert!(t.contains("rate_step (rate_step)"));
+    assert!(t.contains("(1 failed)"));
+    let md = markdown_tables(&rs);
+    assert!(md.contains("| size (B) |"));
+    assert!(md.contains("---:|"));
+    // Every table row has as many cells as its header.
+    for block in md.split("\n\n") {
+        let rows: Vec<&str> = block.lines().filter(|l| l.starts_with('|')).collect();
+        if let Some(h) = rows.first() {
+            let n = h.matches(" |").count();
+            for r in &rows[2..] {
+                assert_eq!(r.matches(" |").count(), n, "{r}");
+            }
+        }
+    }
+}
+
+#[test]
+fn ratio_is_tessera_over_cyclone_of_round_medians() {
+    let mut rs = ResultSet::default();
+    let params: BTreeMap<String, Value> = [("size".to_string(), Value::from(16))].into();
+    for (label, vals) in [
+        ("tessera", [10.0, 30.0, 20.0]),
+        ("cyclone", [40.0, 40.0, 50.0]),
+    ] {
+        for (round, v) in vals.into_iter().enumerate() {
+            let mut p = Point::new(
+                "lat",
+                Kind::Latency,
+                Pair::from_label(label).unwrap(),
+                params.clone(),
+                round as u32,
+            );
+            p.latency = Some(LatencyStats {
+                p50_us: v,
+                ..Default::default()
+            });
+            rs.points.push(p);
+        }
+    }
+    let t = terminal_summary(&rs);
+    assert!(t.contains("0.50×"), "{t}");
+}
+
+fn degenerate(kind: Kind, f: impl Fn(&mut Point)) -> ResultSet {
+    let mut rs = ResultSet::default();
+    for (i, size) in [0u64, 16, 16].into_iter().enumerate() {
+        let mut p = Point::new(
+            "x",
+            kind,
+            Pair::from_label(if i == 0 { "tessera" } else { "cyclone" }).unwrap(),
+            [("size".to_string(), Value::from(size))].into(),
+            0,
+        );
+        f(&mut p);
+        rs.points.push(p);
+    }
+    rs
+}
+
+#[test]
+fn degenerate_data_never_panics() {
+    let nan = f64::NAN;
+    let sets = vec![
+        ResultSet::default(),
+        // One point.
+        {
+            let mut rs = ResultSet::default();
+            let mut p = Point::new(
+                "one",
+                Kind::Latency,
+                Pair::from_label("tessera").unwrap(),
+                [("size".to_string(), Value::from(16))].into(),
+                0,
+            );
+            p.latency = Some(LatencyStats {
+                p50_us: 20.0,
+                ..Default::default()
+            });
+            rs.points.push(p);
+            rs
+        },
+        // All NaN.
+        degenerate(Kind::Latency, |p| {
+            p.latency = Some(LatencyStats {
+                p50_us: nan,
+                stddev_us: Some(nan),
+                mean_us: nan,
+                ..Default::default()
+            })
+        }),
+        // Zeros on log axes (size 0, latency 0, throughput 0).
+        degenerate(Kind::Throughput, |p| {
+            p.throughput = Some(ThroughputStats::default())
+        }),
+        degenerate(Kind::Latency, |p| p.latency = Some(LatencyStats::default())),
+        // Empty and single-point series, NaN metrics.
+        degenerate(Kind::RateStep, |p| {
+            p.series.insert("steps".into(), vec![]);
+            p.series.insert("step_p50_us".into(), vec![[nan, nan]]);
+            p.series.insert("step_p99_us".into(), vec![[1000.0, 0.0]]);
+            p.metrics.insert("knee_rate".into(), nan);
+        }),
+        degenerate(Kind::Discovery, |p| {
+            p.metrics.insert("discovery_ms".into(), 0.0);
+        }),
+        degenerate(Kind::Reliability, |p| {
+            p.series.insert("critical_rate".into(), vec![[0.0, 0.0]]);
+        }),
+        degenerate(Kind::LateJoiner, |p| {
+            p.ok = false;
+        }),
+    ];
+    for (i, rs) in sets.iter().enumerate() {
+        let dir = temp_dir(&format!("degenerate{i}"));
+        let files = write_all(&dir, rs, "").unwrap();
+        assert!(files.len() >= 6);
+        let _ = terminal_summary(rs);
+        let _ = markdown_tables(rs);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+#[test]
+fn a_figure_without_drawable_data_is_skipped() {
+    let dir = temp_dir("skip");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut panel = Panel::new(
+        "",
+        Axis::new("payload (bytes)", Scale::Log2),
+        Axis::new("latency (µs)", Scale::Log10),
+    );
+    panel.lines.push(Line {
+        style: style_of("tessera"),
+        pts: vec![(0.0, 1.0), (16.0, 0.0), (f64::NAN, 3.0)],
+        dashed: false,
+        markers: true,
+    });
+    let fig = Figure {
+        name: "empty".into(),
+        title: "nothing".into(),
+        subtitle: String::new(),
+        share_y: true,
+        panels: vec![panel],
+        legend: vec![],
+    };
+    assert!(chart::render(&fig, &dir).is_err());
+    assert!(!dir.join("empty.png").exists());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Writes the sample report to `/tmp/bench-report-sample/` (for looking at the charts).
+#[test]
+fn writes_the_sample_report() {
+    let dir = std::env::temp_dir().join("bench-report-sample");
+    let _ = std::fs::remove_dir_all(&dir);
+    let rs = sample::result_set();
+    let files = write_all(&dir, &rs, "# synthetic sample\n").unwrap();
+    assert!(files.len() > 20);
+    std::fs::write(dir.join("terminal.txt"), terminal_summary(&rs)).unwrap();
+}
