@@ -659,7 +659,8 @@ impl Ctx<'_> {
             args.extend(strings(&["burst", &burst.to_string()]));
         }
         if let Some(pp) = ping_percent.filter(|x| *x > 0.0) {
-            args.extend(strings(&["ping", &format!("{pp}%")]));
+            // Without the optional `ping` keyword: ddsperf would read it as a new mode.
+            args.push(format!("{pp}%"));
         }
         let mut publisher = self.perf(
             topo,
