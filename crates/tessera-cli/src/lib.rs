@@ -1,7 +1,7 @@
 //! Library half of the `tessera` command-line tool, so that its parts can be unit tested and
 //! reused by the benchmark harness.
 //!
-//! - [`bench`]: `tessera bench`, the benchmark environment.
+//! - [`bench`](mod@bench): `tessera bench`, the benchmark environment.
 //! - [`perf`]: `tessera perf`, a twin of Cyclone DDS's `ddsperf` (same command-line grammar, same
 //!   per-second report lines, same exit codes), plus a `--json` output mode.
 

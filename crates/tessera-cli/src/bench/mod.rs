@@ -188,8 +188,7 @@ fn run_main(prog: &str, args: &[String]) -> Result<i32, CliError> {
         }
     }
     let name = scenario_name.unwrap_or_else(|| "quick".to_string());
-    let scenario =
-        scenario::Scenario::load(&name).map_err(|e| CliError::Usage(e.to_string()))?;
+    let scenario = scenario::Scenario::load(&name).map_err(|e| CliError::Usage(e.to_string()))?;
     if print_scenario {
         print!("{}", scenario.text);
         return Ok(EXIT_OK);

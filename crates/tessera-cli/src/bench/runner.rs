@@ -212,7 +212,9 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
     ];
     let tiny = s.experiments.iter().any(|e| {
         e.axes.iter().any(|(n, v)| {
-            n == "size" && v.iter().any(|x| x.as_u64().unwrap_or(KS_MIN_SIZE) < KS_MIN_SIZE)
+            n == "size"
+                && v.iter()
+                    .any(|x| x.as_u64().unwrap_or(KS_MIN_SIZE) < KS_MIN_SIZE)
         })
     });
     if tiny {
@@ -227,6 +229,24 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
             .iter()
             .any(|(n, v)| n == "multicast" && v.contains(&Value::Bool(false)))
     });
+    if s.experiments.iter().any(|e| e.kind == Kind::Reliability) {
+        notes.push(
+            "Retransmissions: Tessera counts retransmitted samples (`retransmits`); ddsperf's \
+             `-X` counts retransmitted bytes (`retransmit_bytes` in results.json), so the two \
+             are not compared."
+                .to_string(),
+        );
+    }
+    if s.experiments.iter().any(|e| {
+        e.kind == Kind::Throughput && e.pairs.iter().any(|p| p.writer == Implementation::Udp)
+    }) {
+        notes.push(
+            "The raw UDP stream sends one datagram per sample without batching; DDS \
+             implementations that batch small samples can exceed it in samples/s. Its latency \
+             ping-pong is the floor."
+                .to_string(),
+        );
+    }
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
             "Tessera sends user data to each matched reader by unicast (a shared multicast \
@@ -264,7 +284,11 @@ fn parse_output(i: Implementation, text: &str) -> PerfOutput {
 }
 
 impl Ctx<'_> {
-    fn topology(&self, exp: &Experiment, params: &BTreeMap<String, Value>) -> anyhow::Result<Topology> {
+    fn topology(
+        &self,
+        exp: &Experiment,
+        params: &BTreeMap<String, Value>,
+    ) -> anyhow::Result<Topology> {
         let hosts = exp.hosts.unwrap_or(self.scenario.hosts).max(1) as usize;
         let loss = exp.loss_pct.unwrap_or(self.scenario.loss_pct);
         let rate = match exp.kind {
@@ -308,6 +332,7 @@ impl Ctx<'_> {
     }
 
     /// A ddsperf-grammar process of `implementation` on `host`.
+    #[allow(clippy::too_many_arguments)]
     fn perf(
         &self,
         topo: &Topology,
@@ -463,8 +488,20 @@ impl Ctx<'_> {
         let mut pongs = Vec::new();
         for i in 0..subs {
             let mut args = common.clone();
-            args.extend(strings(&["-D", &(run_s + 15).to_string(), "pong", read_mode]));
-            let role = format!("pong{}", if subs > 1 { (i + 1).to_string() } else { String::new() });
+            args.extend(strings(&[
+                "-D",
+                &(run_s + 15).to_string(),
+                "pong",
+                read_mode,
+            ]));
+            let role = format!(
+                "pong{}",
+                if subs > 1 {
+                    (i + 1).to_string()
+                } else {
+                    String::new()
+                }
+            );
             pongs.push(self.perf(
                 topo,
                 Self::reader_host(topo, i),
@@ -514,7 +551,12 @@ impl Ctx<'_> {
         } else {
             latency_from_lines(&out)
         });
-        check_result(point.latency.is_some(), code, &ping, "no round trips reported")
+        check_result(
+            point.latency.is_some(),
+            code,
+            &ping,
+            "no round trips reported",
+        )
     }
 
     fn throughput(
@@ -555,7 +597,11 @@ impl Ctx<'_> {
     ) -> anyhow::Result<(Option<ThroughputStats>, Vec<Worker>)> {
         let size = param_u64(&p.params, "size", 16);
         let subs = param_u64(&p.params, "subscribers", 1) as usize;
-        let multicast = p.params.get("multicast").and_then(Value::as_bool).unwrap_or(true);
+        let multicast = p
+            .params
+            .get("multicast")
+            .and_then(Value::as_bool)
+            .unwrap_or(true);
         let (instances, reliability, read_mode) = match p.params.get("case").and_then(Value::as_str)
         {
             Some(c) => {
@@ -623,13 +669,29 @@ impl Ctx<'_> {
             common.push("-u".into());
         }
         if let Some(h) = p.params.get("history").and_then(Value::as_str) {
-            common.extend(strings(&["-k", &scenario::parse_history(h).map_err(anyhow::Error::msg)?]));
+            common.extend(strings(&[
+                "-k",
+                &scenario::parse_history(h).map_err(anyhow::Error::msg)?,
+            ]));
         }
         let mut subscribers = Vec::new();
         for i in 0..subs {
             let mut args = common.clone();
-            args.extend(strings(&["-D", &sub_s.to_string(), "-1", "sub", &read_mode]));
-            let role = format!("sub{}", if subs > 1 { (i + 1).to_string() } else { String::new() });
+            args.extend(strings(&[
+                "-D",
+                &sub_s.to_string(),
+                "-1",
+                "sub",
+                &read_mode,
+            ]));
+            let role = format!(
+                "sub{}",
+                if subs > 1 {
+                    (i + 1).to_string()
+                } else {
+                    String::new()
+                }
+            );
             subscribers.push(self.perf(
                 topo,
                 Self::reader_host(topo, i),
@@ -741,9 +803,9 @@ impl Ctx<'_> {
                     rate
                 ));
                 let seq = 10_000 + k * 1000 + state[k].steps.len();
-                let r = self.topology(exp, &p.params).and_then(|topo| {
-                    self.flow(&topo, exp, p, seq, step_s, rate, Some(ping))
-                });
+                let r = self
+                    .topology(exp, &p.params)
+                    .and_then(|topo| self.flow(&topo, exp, p, seq, step_s, rate, Some(ping)));
                 match r {
                     Ok((Some(t), workers)) => {
                         let lat = workers
@@ -942,9 +1004,17 @@ impl Ctx<'_> {
             Capture::Lines,
         )?;
         let t0 = Instant::now();
-        while !writer.proc.lines().iter().any(|(_, l)| l.contains("\"ready\"")) {
+        while !writer
+            .proc
+            .lines()
+            .iter()
+            .any(|(_, l)| l.contains("\"ready\""))
+        {
             if t0.elapsed() > secs(timeout) {
-                anyhow::bail!("the writer did not get ready: {}", tail(&writer.proc.output()));
+                anyhow::bail!(
+                    "the writer did not get ready: {}",
+                    tail(&writer.proc.output())
+                );
             }
             std::thread::sleep(Duration::from_millis(10));
         }
@@ -979,15 +1049,26 @@ impl Ctx<'_> {
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
             .find(|v| v.get("type").and_then(Value::as_str) == Some("late_joiner"));
         let Some(v) = line else {
-            anyhow::bail!("the reader reported nothing (exit {code:?}): {}", tail(&out));
+            anyhow::bail!(
+                "the reader reported nothing (exit {code:?}): {}",
+                tail(&out)
+            );
         };
-        for key in ["first_sample_ms", "all_samples_ms", "participant_ms", "received"] {
+        for key in [
+            "first_sample_ms",
+            "all_samples_ms",
+            "participant_ms",
+            "received",
+        ] {
             if let Some(x) = v.get(key).and_then(Value::as_f64) {
                 point.metrics.insert(key.into(), x);
             }
         }
         if code != Some(0) {
-            anyhow::bail!("the reader got {:?} of {samples} samples", v.get("received"));
+            anyhow::bail!(
+                "the reader got {:?} of {samples} samples",
+                v.get("received")
+            );
         }
         Ok(())
     }
@@ -1014,12 +1095,42 @@ impl Ctx<'_> {
         let log = |role: &str| Capture::File(self.log_path(seq, &exp.name, p.pair, role));
 
         let mut workers: Vec<Worker> = Vec::new();
-        let crit_sub_args = strings(&["-k", "all", "-D", &(run_s + grace + 5).to_string(), "-1", "sub"]);
-        workers.push(self.perf(topo, host_r, imp, &crit_sub_args, true, "critical_sub", log("critical_sub"))?);
+        let crit_sub_args = strings(&[
+            "-k",
+            "all",
+            "-D",
+            &(run_s + grace + 5).to_string(),
+            "-1",
+            "sub",
+        ]);
+        workers.push(self.perf(
+            topo,
+            host_r,
+            imp,
+            &crit_sub_args,
+            true,
+            "critical_sub",
+            log("critical_sub"),
+        )?);
         let t_sub = Instant::now();
         if phase != "alone" {
-            let bg_sub = strings(&["-i", "1", "-u", "-D", &(run_s + grace + 10).to_string(), "sub"]);
-            workers.push(self.perf(topo, host_r, imp, &bg_sub, true, "background_sub", log("background_sub"))?);
+            let bg_sub = strings(&[
+                "-i",
+                "1",
+                "-u",
+                "-D",
+                &(run_s + grace + 10).to_string(),
+                "sub",
+            ]);
+            workers.push(self.perf(
+                topo,
+                host_r,
+                imp,
+                &bg_sub,
+                true,
+                "background_sub",
+                log("background_sub"),
+            )?);
             let bg_pub = strings(&[
                 "-i",
                 "1",
@@ -1030,7 +1141,15 @@ impl Ctx<'_> {
                 "size",
                 &bg_size.to_string(),
             ]);
-            workers.push(self.perf(topo, 0, imp, &bg_pub, true, "background_pub", log("background_pub"))?);
+            workers.push(self.perf(
+                topo,
+                0,
+                imp,
+                &bg_pub,
+                true,
+                "background_pub",
+                log("background_pub"),
+            )?);
             // Let the background saturate the link before the critical flow starts.
             std::thread::sleep(Duration::from_secs(1));
         }
@@ -1048,7 +1167,15 @@ impl Ctx<'_> {
             &size.max(KS_MIN_SIZE).to_string(),
         ]);
         let pub_offset = t_sub.elapsed().as_secs_f64();
-        workers.push(self.perf(topo, 0, imp, &crit_pub_args, true, "critical_pub", log("critical_pub"))?);
+        workers.push(self.perf(
+            topo,
+            0,
+            imp,
+            &crit_pub_args,
+            true,
+            "critical_pub",
+            log("critical_pub"),
+        )?);
         let crit_pub = workers.len() - 1;
 
         // Drive the bursts and wait for the critical publisher to finish.
@@ -1065,7 +1192,11 @@ impl Ctx<'_> {
                     next_toggle = Instant::now() + secs(if paused { off_s } else { on_s });
                 }
             }
-            if workers[crit_pub].proc.wait_timeout(Duration::from_millis(20)).is_some() {
+            if workers[crit_pub]
+                .proc
+                .wait_timeout(Duration::from_millis(20))
+                .is_some()
+            {
                 break;
             }
             if t_pub.elapsed() > secs(duration + 40.0) {
@@ -1110,14 +1241,22 @@ impl Ctx<'_> {
         point
             .metrics
             .insert("completion_s".into(), (last.t - pub_offset).max(0.0));
-        point.metrics.insert("critical_received".into(), last.total as f64);
-        point.metrics.insert("critical_loss".into(), last.lost as f64);
-        point.metrics.insert(
-            "critical_expected".into(),
-            (rate as f64 * duration).round(),
-        );
+        point
+            .metrics
+            .insert("critical_received".into(), last.total as f64);
+        point
+            .metrics
+            .insert("critical_loss".into(), last.lost as f64);
+        point
+            .metrics
+            .insert("critical_expected".into(), (rate as f64 * duration).round());
         if let Some(x) = pub_out.extended.last() {
-            point.metrics.insert("retransmits".into(), x.rexmit as f64);
+            // ddsperf's -X counts retransmitted bytes; Tessera's twin counts samples.
+            let name = match imp {
+                Implementation::Cyclone => "retransmit_bytes",
+                _ => "retransmits",
+            };
+            point.metrics.insert(name.into(), x.rexmit as f64);
         }
         let active: Vec<f64> = series
             .iter()
@@ -1165,15 +1304,22 @@ fn round_trip(l: Option<LatencyStats>) -> Option<LatencyStats> {
     Some(l)
 }
 
-/// Latency from per-second lines (ddsperf): the first line of every peer is warm-up.
+/// Latency from per-second lines (ddsperf). ddsperf starts pinging about a second after it
+/// starts, so its first line already follows discovery; still, when a peer has several lines the
+/// first is dropped as warm-up (primer round trips), and when it has one, that one is kept.
 fn latency_from_lines(out: &PerfOutput) -> Option<LatencyStats> {
+    let mut per_peer: BTreeMap<&str, usize> = BTreeMap::new();
+    for l in &out.latency {
+        *per_peer.entry(l.peer.as_str()).or_default() += 1;
+    }
     let mut seen = BTreeSet::new();
     let mut kept: Vec<IntervalSummary> = Vec::new();
     for l in &out.latency {
-        if seen.insert(l.peer.clone()) {
+        let first = seen.insert(l.peer.as_str());
+        if first && per_peer[l.peer.as_str()] > 1 {
             continue;
         }
-        kept.push(l.summary.clone());
+        kept.push(l.summary);
     }
     stats::latency_from_intervals(&kept)
 }
@@ -1275,7 +1421,13 @@ pub fn params_text(p: &BTreeMap<String, Value>) -> String {
 
 fn sanitize(s: &str) -> String {
     s.chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '-' || c == '_' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
+                c
+            } else {
+                '_'
+            }
+        })
         .collect()
 }
 

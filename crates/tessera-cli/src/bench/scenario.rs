@@ -1,6 +1,6 @@
 //! Scenario files: what a `tessera bench` run measures.
 //!
-//! A scenario is TOML: run-wide settings, then one `[[experiment]]` table per experiment. Every
+//! A scenario is TOML: run-wide settings, then one `([experiment)]` table per experiment. Every
 //! axis of an experiment takes a single value or a list; the cartesian product of the lists is
 //! the experiment's cells, and every cell is measured for every pair, `rounds` times,
 //! interleaved (round 1: cell 1 pair A, cell 1 pair B, …; round 2: …).
@@ -17,18 +17,18 @@
 //! duration_s = 2.0
 //! ```
 //!
-//! Kinds and their axes (defaults in brackets):
-//! - `latency`: `size` [16], `subscribers` [1], `reliability` [reliable], `read_mode`
-//!   [listener]; `duration_s` [2], `warmup_s` [0.5].
-//! - `throughput`: `size`, `subscribers`, `reliability`, `history` [keep_all], `read_mode`,
-//!   `instances` [1], `rate` [0 = unpaced], `burst` [1], `multicast` [true], `case` (NASA test
-//!   case letters `a`…`i`, which set instances, reliability and read_mode); `duration_s` [3].
+//! Kinds and their axes (defaults in parentheses):
+//! - `latency`: `size` (16), `subscribers` (1), `reliability` (reliable), `read_mode`
+//!   (listener); `duration_s` (2), `warmup_s` (0.5).
+//! - `throughput`: `size`, `subscribers`, `reliability`, `history` (keep_all), `read_mode`,
+//!   `instances` (1), `rate` (0 = unpaced), `burst` (1), `multicast` (true), `case` (NASA test
+//!   case letters `a`…`i`, which set instances, reliability and read_mode); `duration_s` (3).
 //! - `rate_step`: the throughput axes, plus `start_rate`, `step_rate`, `max_rate`,
-//!   `step_duration_s` [2], `ping_percent` [1], `tolerance` [0.02].
-//! - `discovery`: `participants` [2, 5, 10]; `timeout_s` [30].
-//! - `late_joiner`: `samples` [100], `size`; `timeout_s`. Tessera only.
-//! - `reliability`: `phase` [alone, steady, bursty], `rate` [20000], `size` [128], `link_mbit`
-//!   [100], `background_size` [8192], `burst_on_s` [1], `burst_off_s` [2], `duration_s` [10].
+//!   `step_duration_s` (2), `ping_percent` (1), `tolerance` (0.02).
+//! - `discovery`: `participants` (2, 5, 10); `timeout_s` (30).
+//! - `late_joiner`: `samples` (100), `size`; `timeout_s`. Tessera only.
+//! - `reliability`: `phase` (alone, steady, bursty), `rate` (20000), `size` (128), `link_mbit`
+//!   (100), `background_size` (8192), `burst_on_s` (1), `burst_off_s` (2), `duration_s` (10).
 //!
 //! Pairs: `tessera`, `cyclone`, `udp` (the raw floor: latency and throughput with one
 //! subscriber only), and mixed pairs `tessera>cyclone` / `cyclone>tessera` (writer first).
@@ -126,7 +126,7 @@ pub struct ScenarioFile {
     pub name: Option<String>,
     /// Free text shown in reports.
     pub description: Option<String>,
-    /// Repetitions of every cell [3].
+    /// Repetitions of every cell (default 3).
     pub rounds: Option<u32>,
     /// Default pairs for every experiment.
     pub pairs: Option<Vec<String>>,

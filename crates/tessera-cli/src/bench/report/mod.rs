@@ -10,7 +10,7 @@
 //! - [`terminal_summary`] and [`markdown_tables`] give the headline tables: per experiment, one row
 //!   per parameter combination, one column per pair, and the Tessera/Cyclone ratio.
 //!
-//! Charts are drawn with plotters from one figure model ([`chart`]) into both an SVG (inlined in
+//! Charts are drawn with plotters from one figure model (`chart`) into both an SVG (inlined in
 //! the HTML) and a PNG (linked from the Markdown). The PNG text uses DejaVu Sans bundled in the
 //! binary (`assets/`), so rendering needs no system fonts. A chart that cannot be drawn (no data,
 //! only non-positive values on a log axis, ...) is skipped, never fatal: a long run must not lose
