@@ -219,6 +219,24 @@ fn cleanup_registered(reg: &mut Registry) -> (usize, usize) {
             killed += 1;
         }
     }
+    // Reap them, so that no zombie outlives the run (pid 1 of a container may never reap).
+    let mut left: Vec<libc::pid_t> = reg
+        .pids
+        .iter()
+        .filter_map(|&p| libc::pid_t::try_from(p).ok())
+        .collect();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while !left.is_empty() && std::time::Instant::now() < deadline {
+        left.retain(|&pid| {
+            let mut status = 0;
+            // SAFETY: waitpid writes only to `status`, a valid local.
+            let r = unsafe { libc::waitpid(pid, &mut status, libc::WNOHANG) };
+            r == 0
+        });
+        if !left.is_empty() {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
     reg.pids.clear();
     let mut namespaces = 0;
     for (_, res) in std::mem::take(&mut reg.topologies) {
