@@ -1478,6 +1478,91 @@ pub fn current_exe() -> anyhow::Result<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::bench::parse::{LatencyLine, SubLine};
+
+    fn sub(t: f64, ksps: f64, delta: u64, delta_lost: u64) -> SubLine {
+        SubLine {
+            t,
+            size: 100,
+            total: 0,
+            lost: 0,
+            delta,
+            delta_lost,
+            rate_ksps: ksps,
+            rate_mbps: 0.0,
+        }
+    }
+
+    #[test]
+    fn throughput_drops_each_subscribers_first_second_and_sums_medians() {
+        let a = PerfOutput {
+            subs: vec![
+                sub(1.0, 1.0, 1000, 0),
+                sub(2.0, 10.0, 10_000, 1),
+                sub(3.0, 30.0, 30_000, 0),
+                sub(4.0, 20.0, 20_000, 0),
+            ],
+            ..Default::default()
+        };
+        let b = PerfOutput {
+            subs: vec![
+                sub(1.0, 0.0, 0, 0),
+                sub(2.0, 5.0, 5000, 0),
+                sub(3.0, 5.0, 5000, 0),
+            ],
+            ..Default::default()
+        };
+        let t = throughput_from_subs(&[a, b.clone()], 100, 0.0).unwrap();
+        assert_eq!(t.per_subscriber, vec![20_000.0, 5000.0]);
+        assert_eq!(t.samples_per_s, 25_000.0);
+        assert_eq!(t.received, 70_000);
+        assert_eq!(t.lost, 1);
+        assert_eq!(t.offered_per_s, None);
+        // 25k samples/s of 100 B is 20 Mbit/s when the subscribers report no Mb/s.
+        assert!((t.mbit_per_s - 20.0).abs() < 1e-9);
+        // A subscriber with only its warm-up second has no measurement.
+        let only_warmup = PerfOutput {
+            subs: vec![sub(1.0, 9.0, 9000, 0)],
+            ..Default::default()
+        };
+        assert!(throughput_from_subs(&[b, only_warmup], 100, 0.0).is_none());
+    }
+
+    fn lat(t: f64, peer: &str, p50: f64) -> LatencyLine {
+        LatencyLine {
+            t,
+            peer: peer.into(),
+            size: 16,
+            summary: IntervalSummary {
+                count: 100,
+                mean_us: p50,
+                min_us: p50,
+                p50_us: p50,
+                p90_us: p50,
+                p99_us: p50,
+                max_us: p50,
+            },
+        }
+    }
+
+    #[test]
+    fn latency_lines_drop_a_peers_first_line_unless_it_is_the_only_one() {
+        let out = PerfOutput {
+            latency: vec![
+                lat(1.0, "a", 100.0),
+                lat(2.0, "a", 10.0),
+                lat(2.0, "b", 20.0),
+            ],
+            ..Default::default()
+        };
+        let l = latency_from_lines(&out).unwrap();
+        assert_eq!(l.count, 200);
+        assert_eq!(l.min_us, 10.0);
+        assert_eq!(l.max_us, 20.0);
+        assert_eq!(l.source, "intervals");
+        let rt = round_trip(Some(l)).unwrap();
+        assert_eq!((rt.min_us, rt.max_us, rt.mean_us), (20.0, 40.0, 30.0));
+    }
 
     #[test]
     fn utc_stamps_are_civil_dates() {
