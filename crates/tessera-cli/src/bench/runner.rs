@@ -674,6 +674,10 @@ impl Ctx<'_> {
                 &scenario::parse_history(h).map_err(anyhow::Error::msg)?,
             ]));
         }
+        if instances > 1 {
+            // The subscriber checks received keys against the key count too.
+            common.extend(strings(&["-n", &instances.to_string()]));
+        }
         let mut subscribers = Vec::new();
         for i in 0..subs {
             let mut args = common.clone();
@@ -703,9 +707,6 @@ impl Ctx<'_> {
             )?);
         }
         let mut args = common.clone();
-        if instances > 1 {
-            args.extend(strings(&["-n", &instances.to_string()]));
-        }
         args.extend(strings(&[
             "-D",
             &(sub_s + 20).to_string(),
