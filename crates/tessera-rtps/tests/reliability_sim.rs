@@ -404,9 +404,9 @@ fn flow_window_bounds_unacknowledged_samples_and_reopens_on_acks() {
 
 /// The DerechoDDS-style experiment in miniature: a 2000 Hz reliable KEEP_ALL flow of 128-byte
 /// samples (8,000 of them) through a 20 Mbit/s link with a 50 ms queue that best-effort cross
-/// traffic keeps full (`cross` × the link rate). `eager` configures the cores as they were
-/// before repairs were paced: no writer hold-off, a fixed 5 ms reader suppression, repairs in
-/// 14 KiB datagrams and a 512-sample reader window.
+/// traffic keeps full (`cross` × the link rate). `eager` configures the cores much as they
+/// were before repairs were paced: no writer hold-off, a fixed 5 ms reader suppression,
+/// repairs in 14 KiB datagrams and a 512-sample reader window.
 fn bottleneck_run(seed: u64, cross: f64, eager: bool) -> (Sim, Duration) {
     use tessera_rtps::sim::Bottleneck;
     let mut link = Bottleneck::new(20.0, Duration::from_millis(50));

@@ -231,8 +231,11 @@ struct ReaderProxy {
     /// An RTT measurement under way: new data up to this number went out with an ACK request
     /// at this instant.
     probe: Option<(SequenceNumber, Instant)>,
-    /// Requests were held off: ask the reader again (non-final HEARTBEAT) at this instant.
+    /// Ask the reader again (non-final HEARTBEAT) at this instant: requests were held off, or
+    /// repairs went out and their fate is unknown.
     recheck_at: Option<Instant>,
+    /// Rechecks since the reader last made progress (the interval doubles with each).
+    recheck_backoff: u32,
 }
 
 /// Smoothed round-trip time and its mean deviation (RFC 6298 style).
@@ -306,6 +309,9 @@ impl ReaderProxy {
         self.hb_due = Some(self.hb_due.unwrap_or(true) && final_flag);
     }
 }
+
+/// Shortest interval between two rechecks of a reader's repairs.
+const MIN_RECHECK: Duration = Duration::from_millis(1);
 
 /// Heartbeat period towards reliable readers that have not answered any heartbeat yet.
 const UNSYNCED_HEARTBEAT_PERIOD: Duration = Duration::from_millis(10);
@@ -662,8 +668,12 @@ impl Shared {
             }
             if r.repair.is_empty() && r.frag_repairs.is_empty() {
                 r.repair_at = None;
-                // Ask the reader what is still missing.
+                // Ask the reader what is still missing, and again once these repairs had time
+                // to arrive: if this datagram is lost, nothing else would prompt the reader
+                // before the next periodic heartbeat.
                 r.want_hb(false);
+                let t = now + r.rtt.holdoff(&self.cfg).max(MIN_RECHECK);
+                r.recheck_at = Some(r.recheck_at.map_or(t, |x| x.min(t)));
             }
             if subs.is_empty() {
                 c.limit = self.budget;
@@ -896,6 +906,7 @@ impl WriterCore {
             rtt: Rtt::default(),
             probe: None,
             recheck_at: None,
+            recheck_backoff: 0,
         });
         if reliable {
             let due = now + self.hb_interval();
@@ -1065,6 +1076,7 @@ impl WriterCore {
         let progressed = base > r.acked;
         if progressed {
             r.acked = base;
+            r.recheck_backoff = 0;
         }
         if r.unsent < r.acked {
             r.unsent = r.acked;
@@ -1251,12 +1263,21 @@ impl WriterCore {
     /// Runs timers: the periodic heartbeat to readers with unacknowledged samples.
     pub fn handle_timeout(&mut self, now: Instant) {
         let last = self.sh.last_seq;
+        let cfg = &self.sh.cfg;
         for r in self.readers.iter_mut() {
             if r.recheck_at.is_some_and(|t| t <= now) {
-                // Held-off requests: learn what is still missing now that repairs had time.
+                // Learn what is still missing now that repairs had time to arrive.
                 r.recheck_at = None;
                 if r.reliable && r.acked <= last {
                     r.want_hb(false);
+                    if r.resent.back().is_some_and(|e| e.0 >= r.acked) {
+                        // Repairs still unacknowledged: keep asking, less and less often.
+                        let d = (r.rtt.holdoff(cfg).max(MIN_RECHECK)
+                            * (1 << r.recheck_backoff.min(16)))
+                        .min(cfg.heartbeat_period.max(MIN_RECHECK));
+                        r.recheck_backoff = r.recheck_backoff.saturating_add(1);
+                        r.recheck_at = Some(now + d);
+                    }
                 }
             }
         }
