@@ -26,8 +26,12 @@
 //! after [`ReaderConfig::nack_delay`] otherwise) or when it asks for an answer (final flag
 //! clear). The ACKNACK's base is `next`; its bitmap lists missing numbers up to the highest
 //! known, except samples being reassembled, whose missing fragments go in NACK_FRAGs instead.
-//! A number requested less than [`ReaderConfig::nack_suppression`] ago is not requested again,
-//! so repairs in flight are not duplicated.
+//! A number requested less than a suppression time ago is not requested again, so repairs in
+//! flight are not duplicated. That time follows the measured repair round trip (from a NACK to
+//! the first repaired sample that arrives: smoothed + 4 × deviation), within
+//! [`ReaderConfig::nack_suppression`]..[`ReaderConfig::nack_suppression_max`]: on a congested
+//! path the round trip includes the bottleneck queue, and asking again sooner only makes the
+//! writer resend what is still queued.
 //!
 //! Best-effort writers: a sample newer than the last delivered one is delivered at once;
 //! older ones and duplicates are dropped. Nothing is ever sent to them.
@@ -43,6 +47,7 @@ use crate::wire::{
     SequenceNumberSet,
 };
 pub use crate::writer::transmit::{Destination, InlineQos, OutSubmessage, Transmit};
+use crate::writer::Rtt;
 
 /// Configuration of a [`ReaderCore`].
 #[derive(Debug, Clone)]
@@ -55,8 +60,11 @@ pub struct ReaderConfig {
     /// Delay before answering a *final* HEARTBEAT that reveals missing samples (lets
     /// reordered datagrams arrive). Default 1 ms.
     pub nack_delay: Duration,
-    /// A sequence number or fragment is not requested again within this time. Default 5 ms.
+    /// A sequence number or fragment is not requested again within this time, at least (the
+    /// measured repair round trip may lengthen it). Default 5 ms.
     pub nack_suppression: Duration,
+    /// Longest suppression, however slow repairs are. Default 500 ms.
+    pub nack_suppression_max: Duration,
     /// Out-of-order samples buffered per writer, as a window above `next`. Default 512.
     pub max_window: usize,
     /// Bytes of buffered out-of-order samples, all writers together. Default 64 MiB.
@@ -73,7 +81,8 @@ impl ReaderConfig {
             ack_delay: Duration::ZERO,
             nack_delay: Duration::from_millis(1),
             nack_suppression: Duration::from_millis(5),
-            max_window: 512,
+            nack_suppression_max: Duration::from_millis(500),
+            max_window: 8192,
             max_buffered_bytes: 64 << 20,
             frag: FragLimits::default(),
         }
@@ -168,7 +177,33 @@ struct WriterProxy {
     ack_due: Option<Instant>,
     nack_at: Option<Instant>,
     nack_hi: SequenceNumber,
+    /// A NACK went out at this instant and no requested sample has arrived since.
+    nack_probe: Option<Instant>,
+    /// Repair round trip: from a NACK to the first requested sample arriving.
+    repair_rtt: Rtt,
     frags: Reassembler,
+}
+
+impl WriterProxy {
+    /// A complete sample `seq` arrived at `now`: the first requested one to arrive after a
+    /// NACK times the repair round trip.
+    fn note_repair(&mut self, seq: SequenceNumber, now: Instant) {
+        if let Some(t) = self.nack_probe {
+            if seq >= self.next && seq <= self.nack_hi {
+                self.nack_probe = None;
+                self.repair_rtt.sample(now.saturating_duration_since(t));
+            }
+        }
+    }
+
+    /// How long requested numbers are not requested again.
+    fn suppression(&self, cfg: &ReaderConfig) -> Duration {
+        self.repair_rtt.bound(
+            cfg.nack_suppression,
+            cfg.nack_suppression,
+            cfg.nack_suppression_max,
+        )
+    }
 }
 
 /// Reader-wide mutable state besides the proxies (split for borrowing).
@@ -403,6 +438,8 @@ impl ReaderCore {
             ack_due: None,
             nack_at: None,
             nack_hi: 0,
+            nack_probe: None,
+            repair_rtt: Rtt::default(),
             frags: Reassembler::new(),
         });
     }
@@ -460,6 +497,7 @@ impl ReaderCore {
             _ => d.payload,
         };
         let w = &mut self.writers[i];
+        w.note_repair(d.writer_sn, now);
         self.sh.accept(
             w,
             d.writer_sn,
@@ -526,6 +564,7 @@ impl ReaderCore {
         {
             FragOutcome::Incomplete => {}
             FragOutcome::Complete(c) => {
+                w.note_repair(seq, now);
                 sh.accept(w, seq, kind, Cow::Owned(c.payload), c.meta, deliver);
             }
             FragOutcome::Rejected(FragReject::NoRoom) => sh.counters.fragment_no_room += 1,
@@ -704,7 +743,8 @@ impl ReaderCore {
             locators: w.locators,
         };
         out.submessages.clear();
-        let suppressing = w.nack_at.is_some_and(|t| now < t + sh.cfg.nack_suppression);
+        let suppression = w.suppression(&sh.cfg);
+        let suppressing = w.nack_at.is_some_and(|t| now < t + suppression);
         let mut set = SequenceNumberSet::empty(w.next);
         let hi = w.highest_known.min(w.next + 255);
         let mut nacked_hi = None;
@@ -720,6 +760,7 @@ impl ReaderCore {
         if let Some(h) = nacked_hi {
             if !suppressing {
                 w.nack_at = Some(now);
+                w.nack_probe = Some(now);
             }
             w.nack_hi = w.nack_hi.max(h);
         }
@@ -739,7 +780,7 @@ impl ReaderCore {
             w.frags.in_progress().collect()
         };
         for (seq, nacked) in frag_seqs {
-            if seq > w.highest_known || nacked.is_some_and(|t| now < t + sh.cfg.nack_suppression) {
+            if seq > w.highest_known || nacked.is_some_and(|t| now < t + suppression) {
                 continue;
             }
             let mut from = 1;

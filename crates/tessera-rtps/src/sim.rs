@@ -9,9 +9,13 @@
 //! destination GUID, applies INFO_TS while walking a datagram, and calls `handle_timeout` when
 //! a core's `poll_timeout` expires. It also enforces the MTU: datagrams larger than
 //! [`NetConfig::mtu`] are counted in [`NetStats::oversize`] and dropped.
+//!
+//! A [`Bottleneck`] can sit on the writer → reader path: a FIFO drained at a fixed rate with a
+//! byte limit (tail drop, like a `tbf` qdisc), which best-effort cross traffic keeps busy.
+//! Datagrams larger than its link MTU travel as IP fragments; losing one loses the datagram.
 
 use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::collections::{BinaryHeap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -86,6 +90,123 @@ pub struct NetConfig {
     pub reorder_delay: Duration,
     /// Largest datagram carried; larger ones are dropped and counted.
     pub mtu: usize,
+    /// A rate-limited, tail-dropping queue on the writer → reader path (`None`: no limit).
+    pub bottleneck: Option<Bottleneck>,
+}
+
+/// A bandwidth-limited link with a finite FIFO, shared with best-effort cross traffic.
+///
+/// Datagrams (and cross-traffic packets) enter the queue if their bytes fit under
+/// `queue_bytes`, else they are dropped; the queue drains at `rate` bytes per second, so a
+/// datagram's delay is the backlog ahead of it. Sizes count 28 bytes of IP/UDP headers; a
+/// datagram over `link_mtu` is split into IP fragments that are queued (or dropped) one by one.
+#[derive(Debug, Clone)]
+pub struct Bottleneck {
+    /// Drain rate, bytes per second.
+    pub rate: f64,
+    /// Queue limit in bytes.
+    pub queue_bytes: f64,
+    /// Cross traffic offered to the same queue, bytes per second (0: none).
+    pub cross_rate: f64,
+    /// Size of one cross-traffic packet, bytes.
+    pub cross_packet: f64,
+    /// IP MTU of the link (fragmentation threshold).
+    pub link_mtu: usize,
+}
+
+impl Bottleneck {
+    /// A `mbit` Mbit/s link holding `queue` worth of bytes at that rate, with no cross traffic.
+    pub fn new(mbit: f64, queue: Duration) -> Self {
+        let rate = mbit * 1e6 / 8.0;
+        Bottleneck {
+            rate,
+            queue_bytes: rate * queue.as_secs_f64(),
+            cross_rate: 0.0,
+            cross_packet: 1500.0,
+            link_mtu: 1500,
+        }
+    }
+}
+
+/// Dynamic state of the [`Bottleneck`] queue: the packets waiting, each with the instant it
+/// leaves (and frees its room), like a byte-limited FIFO in front of a token bucket.
+#[derive(Debug)]
+struct Queue {
+    packets: VecDeque<(Instant, f64)>,
+    backlog: f64,
+    last_departure: Instant,
+    next_cross: Instant,
+}
+
+impl Queue {
+    fn new() -> Self {
+        Queue {
+            packets: VecDeque::new(),
+            backlog: 0.0,
+            last_departure: epoch(),
+            next_cross: epoch(),
+        }
+    }
+
+    fn drain_to(&mut self, t: Instant) {
+        while let Some(&(d, bytes)) = self.packets.front() {
+            if d > t {
+                break;
+            }
+            self.packets.pop_front();
+            self.backlog -= bytes;
+        }
+        if self.packets.is_empty() {
+            self.backlog = 0.0;
+        }
+    }
+
+    /// Queues one packet at `now` if it fits; its departure.
+    fn push(&mut self, b: &Bottleneck, now: Instant, bytes: f64) -> Option<Instant> {
+        self.drain_to(now);
+        if self.backlog + bytes > b.queue_bytes {
+            return None;
+        }
+        let d = self.last_departure.max(now) + Duration::from_secs_f64(bytes / b.rate);
+        self.last_departure = d;
+        self.backlog += bytes;
+        self.packets.push_back((d, bytes));
+        Some(d)
+    }
+
+    /// Offers a datagram of `size` bytes of UDP payload at `now`; when every fragment fit, the
+    /// instant its last fragment leaves the queue.
+    fn admit(
+        &mut self,
+        b: &Bottleneck,
+        rng: &mut XorShift,
+        now: Instant,
+        size: usize,
+    ) -> Option<Instant> {
+        if b.cross_rate > 0.0 {
+            let mean = b.cross_packet / b.cross_rate;
+            while self.next_cross <= now {
+                let t = self.next_cross;
+                self.push(b, t, b.cross_packet);
+                // Spacing uniform in [0.5, 1.5) of the mean: no phase locking with the writer.
+                let gap = mean * (0.5 + rng.unit());
+                self.next_cross = t + Duration::from_secs_f64(gap);
+            }
+        }
+        let per_frag = b.link_mtu.saturating_sub(20).max(8) & !7;
+        let mut rest = size + 8;
+        let mut last = Some(now);
+        loop {
+            let chunk = rest.min(per_frag);
+            let d = self.push(b, now, (chunk + 20) as f64);
+            last = last.and(d);
+            rest -= chunk;
+            if rest == 0 {
+                break;
+            }
+        }
+        last
+    }
 }
 
 impl Default for NetConfig {
@@ -98,6 +219,7 @@ impl Default for NetConfig {
             latency: Duration::from_micros(50),
             reorder_delay: Duration::from_micros(500),
             mtu: 65507,
+            bottleneck: None,
         }
     }
 }
@@ -119,6 +241,10 @@ pub struct NetStats {
     pub delivered: u64,
     /// Datagrams to an endpoint the network does not know.
     pub misrouted: u64,
+    /// Datagrams (of those counted in `lost`) dropped by a full [`Bottleneck`] queue.
+    pub congested: u64,
+    /// DATA and DATA_FRAG submessages in lost datagrams (any cause).
+    pub lost_data: u64,
 }
 
 /// A sample as a simulated reader received it.
@@ -195,6 +321,7 @@ pub struct Sim {
     in_flight: BinaryHeap<Reverse<InFlight>>,
     order: u64,
     tx: Transmit,
+    queue: Queue,
 }
 
 /// GUID prefix of the simulated writer's participant.
@@ -235,6 +362,7 @@ impl Sim {
             in_flight: BinaryHeap::new(),
             order: 0,
             tx: Transmit::new(),
+            queue: Queue::new(),
         }
     }
 
@@ -318,8 +446,22 @@ impl Sim {
             self.stats.oversize += 1;
             return;
         }
+        let mut delay = Duration::ZERO;
+        if let (To::Reader(_), Some(b)) = (to, &self.net.bottleneck) {
+            match self
+                .queue
+                .admit(b, &mut self.rng, self.now, self.tx.wire_len())
+            {
+                Some(d) => delay = d - self.now,
+                None => {
+                    self.stats.congested += 1;
+                    self.lose();
+                    return;
+                }
+            }
+        }
         if self.rng.chance(self.net.loss) {
-            self.stats.lost += 1;
+            self.lose();
             return;
         }
         let copies = if self.rng.chance(self.net.duplicate) {
@@ -329,7 +471,7 @@ impl Sim {
             1
         };
         for _ in 0..copies {
-            let mut at = self.now + self.net.latency;
+            let mut at = self.now + delay + self.net.latency;
             if self.rng.chance(self.net.reorder) {
                 self.stats.reordered += 1;
                 at += Duration::from_nanos(
@@ -345,6 +487,16 @@ impl Sim {
                 subs: self.tx.submessages.clone(),
             }));
         }
+    }
+
+    fn lose(&mut self) {
+        self.stats.lost += 1;
+        self.stats.lost_data += self
+            .tx
+            .submessages
+            .iter()
+            .filter(|s| matches!(s, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_)))
+            .count() as u64;
     }
 
     /// Collects every transmit the cores have now and puts it on the network.

@@ -945,9 +945,11 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     }
 
     let mut code = 0;
+    let mut tref = None;
     if !aborted {
         let r = main_loop(&ctx, &hostname, &cpu_writer, cpu_reader.as_ref());
         aborted = r.aborted;
+        tref = Some(r.tref);
         code = finish(&ctx, aborted, r.rss);
     } else {
         code = code.max(finish(&ctx, true, None));
@@ -957,6 +959,9 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     ctx.request_stop();
     for t in threads {
         let _ = t.join();
+    }
+    if let Some(tref) = tref {
+        linger(&ctx, &data_writer, tref);
     }
     let _ = disc_thread.join();
     ping_reader.set_listener(None);
@@ -972,6 +977,34 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         .clear();
     let _ = lock(&ctx.out).flush();
     code
+}
+
+/// How long a reliable publisher waits at the end of the run for its readers to acknowledge
+/// what it wrote, like Cyclone DDS's writer linger duration (1 s by default): without it, the
+/// unacknowledged tail of a lossy run dies with the process.
+const WRITER_LINGER: Duration = Duration::from_secs(1);
+
+/// The writer linger: a reliable publisher waits up to [`WRITER_LINGER`] for acknowledgments
+/// before its writer is deleted; with `-X` the retransmit counter is reported once more after.
+fn linger<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>, tref: i64) {
+    let cfg = &ctx.cfg;
+    if !cfg.publishes() || !cfg.reliable {
+        return;
+    }
+    let before = w.retransmitted_samples();
+    let _ = w.wait_for_acknowledgments(WRITER_LINGER);
+    let rexmit = w.retransmitted_samples();
+    if cfg.extended_stats && rexmit != before {
+        let mut out = lock(&ctx.out);
+        let _ = out.emit(&ReportLine::Extended {
+            stamp: Stamp::new(ctx.pid, now_ns(), tref),
+            stats: ExtendedStats {
+                rexmit,
+                ..ExtendedStats::default()
+            },
+        });
+        let _ = out.flush();
+    }
 }
 
 /// Starts the data-path threads (publisher, subscriber/ping/pong service threads) or
@@ -1104,6 +1137,8 @@ fn publish<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>) {
 /// What the main loop hands to the verdict.
 struct LoopResult {
     aborted: bool,
+    /// The time reference of the report lines (ns).
+    tref: i64,
     /// RSS at the first report with output after `minmatch` was reached, and at the last.
     rss: Option<(f64, f64)>,
 }
@@ -1210,7 +1245,7 @@ fn main_loop<T: PerfSample>(
             }
         }
     }
-    LoopResult { aborted, rss }
+    LoopResult { aborted, tref, rss }
 }
 
 /// Prints one report (the lines due each second, in ddsperf's order). Returns whether

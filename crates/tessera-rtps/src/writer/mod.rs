@@ -27,9 +27,25 @@
 //!   every `heartbeat_period`.
 //!
 //! # Repairs
-//! ACKNACK bitmaps are merged into the reader's repair queue (bounded); requests are served after `nack_response_delay` as DATA/DATA_FRAG, or GAP when the sample is
-//! gone (replaced under KEEP_LAST). NACK_FRAG resends only the named fragments. ACKNACKs with
-//! an old count, and Fast DDS's pre-emptive ACKNACK (base 0), request nothing.
+//! ACKNACK bitmaps are merged into the reader's repair queue (bounded); requests are served
+//! after `nack_response_delay` as DATA/DATA_FRAG, or GAP when the sample is gone (replaced
+//! under KEEP_LAST). NACK_FRAG resends only the named fragments. ACKNACKs with an old count,
+//! and Fast DDS's pre-emptive ACKNACK (base 0), request nothing.
+//!
+//! Repairs are self-limiting, so that a congested path is not flooded with copies of what it
+//! already carries (congestion collapse):
+//! - *Hold-off.* Each proxy remembers when it last resent each number. A request for a number
+//!   resent less than a hold-off ago is ignored: the copy is still on its way (possibly in a
+//!   bottleneck queue) and the reader asked before it could have arrived. The hold-off is the
+//!   reader's round-trip time, estimated per proxy like TCP's RTO (smoothed RTT + 4 × its
+//!   variation, clamped to [`WriterConfig::repair_holdoff_min`]..`_max`). An RTT sample is the
+//!   time from a datagram carrying new data and an ACK request to the first ACKNACK that
+//!   acknowledges that data, or from the latest repair of that data if there was one (repairs
+//!   end with an ACK request too). When requests were ignored, a HEARTBEAT asking for an ACKNACK follows once the
+//!   hold-off ends, so a repair that was lost again is requested again.
+//! - *Small datagrams.* Repairs travel in datagrams of at most
+//!   [`WriterConfig::repair_message_size`] bytes: on a path that fragments large datagrams and
+//!   drops fragments under load, a big repair datagram is all but certain to be lost.
 
 mod history;
 pub mod transmit;
@@ -82,6 +98,17 @@ pub struct WriterConfig {
     pub push_mode: bool,
     /// Attach PID_KEY_HASH to samples that have one. Default true.
     pub send_key_hash: bool,
+    /// Shortest repair hold-off (a number resent less than this ago is not resent on request).
+    /// Default 2 ms.
+    pub repair_holdoff_min: Duration,
+    /// Longest repair hold-off, also used before the first round-trip measurement caps it.
+    /// Default 1 s.
+    pub repair_holdoff_max: Duration,
+    /// Repair hold-off before any round-trip time was measured. Default 20 ms.
+    pub repair_holdoff_initial: Duration,
+    /// Largest datagram carrying repairs, RTPS header included (at least one submessage is
+    /// always sent). Default 1472: one Ethernet frame.
+    pub repair_message_size: usize,
 }
 
 impl WriterConfig {
@@ -99,6 +126,10 @@ impl WriterConfig {
             max_message_size: 14720,
             push_mode: true,
             send_key_hash: true,
+            repair_holdoff_min: Duration::from_millis(2),
+            repair_holdoff_max: Duration::from_secs(1),
+            repair_holdoff_initial: Duration::from_millis(20),
+            repair_message_size: 1472,
         }
     }
 }
@@ -140,12 +171,16 @@ pub struct WriterCounters {
     pub nack_frags_received: u64,
     /// ACKNACK/NACK_FRAG from readers that are not matched.
     pub unknown_reader: u64,
+    /// Requested sequence numbers not resent because a repair of them was still in flight.
+    pub repairs_held_off: u64,
 }
 
 /// Most NACK_FRAG requests queued per reader; more are dropped (the reader will ask again).
 const MAX_FRAG_REPAIRS: usize = 16;
 /// Most whole-sample repairs queued per reader.
 const MAX_REPAIRS: usize = 1024;
+/// Most recently resent sequence numbers remembered per reader (for the hold-off).
+const MAX_RESENT: usize = 2048;
 /// Room kept in every datagram for a trailing HEARTBEAT.
 const HB_LEN: usize = 32;
 /// Worst-case bytes around one DATA_FRAG's fragments: INFO_TS, header, inline QoS.
@@ -187,6 +222,62 @@ struct ReaderProxy {
     /// below its start, and must learn where its stream begins before data arrives, or it takes
     /// the data for out-of-order and may drop it.
     lead_hb: bool,
+    /// When each recently repaired number was last resent, ascending by number.
+    resent: VecDeque<(SequenceNumber, Instant)>,
+    /// When fragments were last resent on a NACK_FRAG: (number, bitmap base, instant).
+    frag_resent: Vec<(SequenceNumber, u32, Instant)>,
+    /// Round-trip estimate towards this reader.
+    rtt: Rtt,
+    /// An RTT measurement under way: new data up to this number went out with an ACK request
+    /// at this instant.
+    probe: Option<(SequenceNumber, Instant)>,
+    /// Ask the reader again (non-final HEARTBEAT) at this instant: requests were held off, or
+    /// repairs went out and their fate is unknown.
+    recheck_at: Option<Instant>,
+    /// Rechecks since the reader last made progress (the interval doubles with each).
+    recheck_backoff: u32,
+}
+
+/// Smoothed round-trip time and its mean deviation (RFC 6298 style).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Rtt {
+    srtt: Option<Duration>,
+    rttvar: Duration,
+}
+
+impl Rtt {
+    pub(crate) fn sample(&mut self, x: Duration) {
+        match self.srtt {
+            None => {
+                self.srtt = Some(x);
+                self.rttvar = x / 2;
+            }
+            Some(s) => {
+                let dev = s.abs_diff(x);
+                self.rttvar = (self.rttvar * 3 + dev) / 4;
+                self.srtt = Some((s * 7 + x) / 8);
+            }
+        }
+    }
+
+    /// A generous bound on the round trip (smoothed RTT + 4 × deviation), `initial` before the
+    /// first sample, clamped to `min..=max`.
+    pub(crate) fn bound(&self, initial: Duration, min: Duration, max: Duration) -> Duration {
+        let h = match self.srtt {
+            Some(s) => s + self.rttvar * 4,
+            None => initial,
+        };
+        h.clamp(min, max.max(min))
+    }
+
+    /// How long a repair is assumed to be in flight.
+    fn holdoff(&self, cfg: &WriterConfig) -> Duration {
+        self.bound(
+            cfg.repair_holdoff_initial,
+            cfg.repair_holdoff_min,
+            cfg.repair_holdoff_max,
+        )
+    }
 }
 
 impl ReaderProxy {
@@ -197,10 +288,30 @@ impl ReaderProxy {
             || self.lead_hb
     }
 
+    /// Notes that `seq` was resent at `now`.
+    fn note_resent(&mut self, seq: SequenceNumber, now: Instant) {
+        let i = self.resent.partition_point(|e| e.0 < seq);
+        match self.resent.get_mut(i) {
+            Some(e) if e.0 == seq => e.1 = now,
+            _ => {
+                if self.resent.len() >= MAX_RESENT {
+                    // Forget the lowest number: the oldest repair, most likely done.
+                    self.resent.pop_front();
+                    self.resent.insert(i.saturating_sub(1), (seq, now));
+                } else {
+                    self.resent.insert(i, (seq, now));
+                }
+            }
+        }
+    }
+
     fn want_hb(&mut self, final_flag: bool) {
         self.hb_due = Some(self.hb_due.unwrap_or(true) && final_flag);
     }
 }
+
+/// Shortest interval between two rechecks of a reader's repairs.
+const MIN_RECHECK: Duration = Duration::from_millis(1);
 
 /// Heartbeat period towards reliable readers that have not answered any heartbeat yet.
 const UNSYNCED_HEARTBEAT_PERIOD: Duration = Duration::from_millis(10);
@@ -215,6 +326,8 @@ struct Shared {
     counters: WriterCounters,
     /// Bytes of submessages per datagram (after header, INFO_DST and a trailing HEARTBEAT).
     budget: usize,
+    /// The same for datagrams carrying repairs.
+    repair_budget: usize,
     frag_size: usize,
     frags_per_sub: u32,
     ack_every: i64,
@@ -238,11 +351,13 @@ pub struct WriterCore {
 struct Cursor {
     used: usize,
     ts: Option<Timestamp>,
+    /// Submessage bytes allowed in this datagram.
+    limit: usize,
 }
 
 impl Shared {
     fn room(&self, c: &Cursor, out: &[OutSubmessage], need: usize) -> bool {
-        out.is_empty() || c.used + need <= self.budget
+        out.is_empty() || c.used + need <= c.limit
     }
 
     fn first_available(&self, from: SequenceNumber) -> SequenceNumber {
@@ -431,7 +546,11 @@ impl Shared {
         };
         let subs = &mut out.submessages;
         subs.clear();
-        let mut c = Cursor { used: 0, ts: None };
+        let mut c = Cursor {
+            used: 0,
+            ts: None,
+            limit: self.budget,
+        };
         let rid = r.guid.entity_id;
         let mut full = false;
 
@@ -445,8 +564,10 @@ impl Shared {
 
         // 1. Repairs.
         if r.reliable && r.repair_at.is_some_and(|t| t <= now) {
+            c.limit = self.repair_budget;
             while !full && !r.frag_repairs.is_empty() {
                 let (seq, mut set) = r.frag_repairs[0];
+                let base = set.base;
                 if seq < r.acked || seq >= r.unsent {
                     r.frag_repairs.remove(0);
                     continue;
@@ -481,6 +602,7 @@ impl Shared {
                     };
                     if next > a {
                         self.counters.retransmits += 1;
+                        note_frag_resent(&mut r.frag_resent, seq, base, now);
                     }
                     for n in a..next {
                         fns_remove(&mut set, n);
@@ -522,6 +644,9 @@ impl Shared {
                         if next > r.repair_frag && r.repair_frag == 0 {
                             self.counters.retransmits += 1;
                         }
+                        if next > r.repair_frag {
+                            r.note_resent(seq, now);
+                        }
                         if next < total {
                             r.repair_frag = next;
                             full = true;
@@ -535,6 +660,7 @@ impl Shared {
                             full = true;
                         } else {
                             self.counters.retransmits += 1;
+                            r.note_resent(seq, now);
                             r.repair.pop_front();
                         }
                     }
@@ -542,10 +668,18 @@ impl Shared {
             }
             if r.repair.is_empty() && r.frag_repairs.is_empty() {
                 r.repair_at = None;
-                // Ask the reader what is still missing.
+                // Ask the reader what is still missing, and again once these repairs had time
+                // to arrive: if this datagram is lost, nothing else would prompt the reader
+                // before the next periodic heartbeat.
                 r.want_hb(false);
+                let t = now + r.rtt.holdoff(&self.cfg).max(MIN_RECHECK);
+                r.recheck_at = Some(r.recheck_at.map_or(t, |x| x.min(t)));
+            }
+            if subs.is_empty() {
+                c.limit = self.budget;
             }
         }
+        let mut sent_new = false;
 
         // 2. New samples.
         if !full && r.synced && (self.cfg.push_mode || !r.reliable) && r.unsent <= self.last_seq {
@@ -572,6 +706,7 @@ impl Shared {
                         } else if !self.emit_data(rid, seq, &sample, &mut c, subs) {
                             break;
                         }
+                        sent_new = true;
                         r.unsent = seq + 1;
                         r.unsent_frag = 0;
                     }
@@ -600,6 +735,10 @@ impl Shared {
                 let hb = self.heartbeat(r, final_flag);
                 if !final_flag {
                     r.ack_req_seq = self.last_seq;
+                    if sent_new && r.probe.is_none() && r.unsent > self.last_seq {
+                        // The first ACKNACK acknowledging this data times the round trip.
+                        r.probe = Some((self.last_seq, now));
+                    }
                 }
                 subs.push(OutSubmessage::Heartbeat(hb));
             }
@@ -607,6 +746,22 @@ impl Shared {
             r.hb_due = None;
         }
         !subs.is_empty()
+    }
+}
+
+/// Notes that fragments requested by a NACK_FRAG `(seq, base)` were resent at `now`.
+fn note_frag_resent(
+    v: &mut Vec<(SequenceNumber, u32, Instant)>,
+    seq: SequenceNumber,
+    base: u32,
+    now: Instant,
+) {
+    if let Some(e) = v.iter_mut().find(|e| e.0 == seq && e.1 == base) {
+        e.2 = now;
+    } else if v.len() < 4 * MAX_FRAG_REPAIRS {
+        v.push((seq, base, now));
+    } else if let Some(oldest) = v.iter_mut().min_by_key(|e| e.2) {
+        *oldest = (seq, base, now);
     }
 }
 
@@ -627,6 +782,10 @@ impl WriterCore {
             .max_message_size
             .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
             .max(512);
+        let repair_budget = cfg
+            .repair_message_size
+            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
+            .clamp(256, budget);
         let max_frag = (budget - FRAG_OVERHEAD).min(u16::MAX as usize) & !3;
         let frag_size = cfg.fragment_size.clamp(4, max_frag) & !3;
         let frags_per_sub =
@@ -646,6 +805,7 @@ impl WriterCore {
                 hb_count: 0,
                 counters: WriterCounters::default(),
                 budget,
+                repair_budget,
                 frag_size,
                 frags_per_sub,
                 ack_every,
@@ -741,6 +901,12 @@ impl WriterCore {
             last_nackfrag_count: None,
             synced: !reliable,
             lead_hb: false,
+            resent: VecDeque::new(),
+            frag_resent: Vec::new(),
+            rtt: Rtt::default(),
+            probe: None,
+            recheck_at: None,
+            recheck_backoff: 0,
         });
         if reliable {
             let due = now + self.hb_interval();
@@ -884,7 +1050,8 @@ impl WriterCore {
         self.sh.counters.acknacks_received += 1;
         let guid = Guid::new(src, an.reader_id);
         let last = self.sh.last_seq;
-        let delay = self.sh.cfg.nack_response_delay;
+        let cfg = &self.sh.cfg;
+        let delay = cfg.nack_response_delay;
         let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) else {
             self.sh.counters.unknown_reader += 1;
             return false;
@@ -909,20 +1076,65 @@ impl WriterCore {
         let progressed = base > r.acked;
         if progressed {
             r.acked = base;
+            r.recheck_backoff = 0;
         }
         if r.unsent < r.acked {
             r.unsent = r.acked;
             r.unsent_frag = 0;
         }
+        if let Some((probe_seq, sent)) = r.probe {
+            if base > probe_seq {
+                r.probe = None;
+                // Data repaired after the probe went out arrived last: time from the latest
+                // repair (each ends with an ACK request that the reader answers at once).
+                let i = r.resent.partition_point(|e| e.0 <= probe_seq);
+                let from = r
+                    .resent
+                    .range(..i)
+                    .map(|e| e.1)
+                    .chain(
+                        r.frag_resent
+                            .iter()
+                            .filter(|e| e.0 <= probe_seq)
+                            .map(|e| e.2),
+                    )
+                    .fold(sent, Instant::max);
+                r.rtt.sample(now.saturating_duration_since(from));
+            }
+        }
+        // Forget repairs of acknowledged numbers.
+        while r.resent.front().is_some_and(|e| e.0 < r.acked) {
+            r.resent.pop_front();
+        }
+        let acked = r.acked;
+        r.frag_resent.retain(|e| e.0 >= acked);
+        let holdoff = r.rtt.holdoff(cfg);
         // Merge with what is already queued: readers suppress re-requests of repairs in
         // flight, so a newer ACKNACK that omits a number does not cancel it.
         let keep_front = r.repair.front().copied();
-        let acked = r.acked;
         r.repair.retain(|&sn| sn >= acked);
         let queued = r.repair.len();
+        let mut held = 0u64;
+        let mut recheck: Option<Instant> = None;
         if set.base <= last + 1 && set.num_bits <= 256 {
+            let mut k = r.resent.partition_point(|e| e.0 < set.base);
             for sn in set.iter() {
-                if sn >= r.acked && sn < r.unsent && r.repair.len() < MAX_REPAIRS {
+                if sn < r.acked || sn >= r.unsent {
+                    continue;
+                }
+                while r.resent.get(k).is_some_and(|e| e.0 < sn) {
+                    k += 1;
+                }
+                if let Some(&(_, t)) = r.resent.get(k).filter(|e| e.0 == sn) {
+                    let until = t + holdoff;
+                    if now < until {
+                        // The last copy cannot have arrived yet when the reader asked.
+                        held += 1;
+                        recheck = Some(recheck.map_or(until, |x| x.min(until)));
+                        continue;
+                    }
+                }
+                if r.repair.len() < MAX_REPAIRS {
                     r.repair.push_back(sn);
                 }
             }
@@ -936,15 +1148,19 @@ impl WriterCore {
         if r.repair.front().copied() != keep_front {
             r.repair_frag = 0;
         }
+        if let Some(t) = recheck {
+            r.recheck_at = Some(r.recheck_at.map_or(t, |x| x.min(t)));
+        }
         if !r.repair.is_empty() {
             let due = now + delay;
             r.repair_at = Some(r.repair_at.map_or(due, |t| t.min(due)));
         } else if r.frag_repairs.is_empty() {
             r.repair_at = None;
-            if !an.final_flag && r.acked <= last {
+            if !an.final_flag && r.acked <= last && held == 0 {
                 r.want_hb(false);
             }
         }
+        self.sh.counters.repairs_held_off += held;
         if progressed {
             self.gc();
         }
@@ -975,6 +1191,16 @@ impl WriterCore {
             || set.base > u32::MAX - 256
         {
             return;
+        }
+        let holdoff = r.rtt.holdoff(&self.sh.cfg);
+        if let Some(&(_, _, t)) = r.frag_resent.iter().find(|e| e.0 == seq && e.1 == set.base) {
+            let until = t + holdoff;
+            if now < until {
+                // Those fragments were just resent; ask again once they had time to arrive.
+                self.sh.counters.repairs_held_off += 1;
+                r.recheck_at = Some(r.recheck_at.map_or(until, |x| x.min(until)));
+                return;
+            }
         }
         if let Some(e) = r
             .frag_repairs
@@ -1029,17 +1255,36 @@ impl WriterCore {
         self.readers
             .iter()
             .filter_map(|r| r.repair_at)
+            .chain(self.readers.iter().filter_map(|r| r.recheck_at))
             .chain(self.next_hb)
             .min()
     }
 
     /// Runs timers: the periodic heartbeat to readers with unacknowledged samples.
     pub fn handle_timeout(&mut self, now: Instant) {
+        let last = self.sh.last_seq;
+        let cfg = &self.sh.cfg;
+        for r in self.readers.iter_mut() {
+            if r.recheck_at.is_some_and(|t| t <= now) {
+                // Learn what is still missing now that repairs had time to arrive.
+                r.recheck_at = None;
+                if r.reliable && r.acked <= last {
+                    r.want_hb(false);
+                    if r.resent.back().is_some_and(|e| e.0 >= r.acked) {
+                        // Repairs still unacknowledged: keep asking, less and less often.
+                        let d = (r.rtt.holdoff(cfg).max(MIN_RECHECK)
+                            * (1 << r.recheck_backoff.min(16)))
+                        .min(cfg.heartbeat_period.max(MIN_RECHECK));
+                        r.recheck_backoff = r.recheck_backoff.saturating_add(1);
+                        r.recheck_at = Some(now + d);
+                    }
+                }
+            }
+        }
         let Some(t) = self.next_hb else { return };
         if t > now {
             return;
         }
-        let last = self.sh.last_seq;
         let mut any = false;
         for r in self.readers.iter_mut().filter(|r| r.reliable) {
             if r.acked <= last || !r.synced {
