@@ -1132,6 +1132,11 @@ impl Ctx<'_> {
                 "background_sub",
                 log("background_sub"),
             )?);
+            // Paced to offer `background_load` times the link's capacity: the link is
+            // saturated, as in the paper, without an unbounded sender drowning everything.
+            let link = exp.setting("link_mbit", 100.0);
+            let load = exp.setting("background_load", 1.0);
+            let bg_rate = (link * 1e6 * load / (bg_size as f64 * 8.0)).ceil().max(1.0) as u64;
             let bg_pub = strings(&[
                 "-i",
                 "1",
@@ -1139,6 +1144,7 @@ impl Ctx<'_> {
                 "-D",
                 &(run_s + grace + 10).to_string(),
                 "pub",
+                &format!("{bg_rate}Hz"),
                 "size",
                 &bg_size.to_string(),
             ]);

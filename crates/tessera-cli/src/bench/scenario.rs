@@ -28,7 +28,8 @@
 //! - `discovery`: `participants` (2, 5, 10); `timeout_s` (30).
 //! - `late_joiner`: `samples` (100), `size`; `timeout_s`. Tessera only.
 //! - `reliability`: `phase` (alone, steady, bursty), `rate` (20000), `size` (128), `link_mbit`
-//!   (100), `background_size` (8192), `burst_on_s` (1), `burst_off_s` (2), `duration_s` (10).
+//!   (100), `background_size` (8192), `background_load` (1.0 = the background offers the
+//!   link's capacity), `burst_on_s` (1), `burst_off_s` (2), `duration_s` (10).
 //!
 //! Pairs: `tessera`, `cyclone`, `udp` (the raw floor: latency and throughput with one
 //! subscriber only), and mixed pairs `tessera>cyclone` / `cyclone>tessera` (writer first).
@@ -205,6 +206,8 @@ pub struct ExperimentFile {
     pub background_size: Option<u64>,
     /// Reliability: background burst length, s.
     pub burst_on_s: Option<f64>,
+    /// Reliability: background offered load as a multiple of the link's capacity.
+    pub background_load: Option<f64>,
     /// Reliability: background pause length, s.
     pub burst_off_s: Option<f64>,
     /// Injected loss for this experiment, percent.
@@ -575,6 +578,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "size",
             "link_mbit",
             "background_size",
+            "background_load",
             "burst_on_s",
             "burst_off_s",
             "duration_s",
@@ -613,6 +617,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
         phase,
         link_mbit,
         background_size,
+        background_load,
         burst_on_s,
         burst_off_s
     );
@@ -881,6 +886,10 @@ fn build_experiment(
             settings.insert(
                 "background_size".into(),
                 e.background_size.unwrap_or(8192) as f64,
+            );
+            settings.insert(
+                "background_load".into(),
+                positive("background_load", e.background_load.unwrap_or(1.0), 100.0)?,
             );
             settings.insert(
                 "burst_on_s".into(),
