@@ -1282,6 +1282,17 @@ impl Ctx<'_> {
             offered_per_s: Some(rate as f64),
         });
         point.series.insert("critical_rate".into(), series);
+        let expected = rate as f64 * duration;
+        if (last.total as f64) < expected * 0.99 {
+            // Not completed: a completion time would flatter a flow that never finished.
+            point.metrics.remove("completion_s");
+            anyhow::bail!(
+                "critical flow incomplete: {} of about {} samples delivered within {grace} s \
+                 after the publisher stopped",
+                last.total,
+                expected.round()
+            );
+        }
         Ok(())
     }
 }
