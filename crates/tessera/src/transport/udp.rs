@@ -55,8 +55,11 @@ pub const ENV_MULTICAST: &str = "TESSERA_MULTICAST";
 /// range Cyclone DDS probes).
 pub const PROBED_PARTICIPANT_IDS: std::ops::RangeInclusive<u32> = 0..=8;
 
-/// Default requested socket buffer size (8 MiB).
+/// Default requested receive socket buffer size (8 MiB).
 pub const DEFAULT_SOCKET_BUFFER: usize = 8 << 20;
+
+/// Smallest send socket buffer used when [`UdpConfig::send_buffer`] is `None` (64 KiB).
+pub const MIN_SEND_BUFFER: usize = 64 << 10;
 
 /// Default number of datagrams read per receive syscall.
 pub const DEFAULT_RECV_BATCH: usize = 16;
@@ -153,8 +156,17 @@ pub struct UdpConfig {
     pub multicast: bool,
     /// Unicast discovery peers.
     pub peers: Vec<Peer>,
-    /// Requested SO_RCVBUF / SO_SNDBUF in bytes (smaller is accepted if the host refuses).
+    /// Requested SO_RCVBUF of the receive sockets in bytes (smaller is accepted if the host
+    /// refuses).
     pub socket_buffer: usize,
+    /// Requested SO_SNDBUF of the send socket in bytes; `None` (default) keeps the host's
+    /// default, raised to [`MIN_SEND_BUFFER`] if it is smaller.
+    ///
+    /// A send buffer bounds what one socket can have queued in the interface's qdisc, so a
+    /// sender on a shaped or congested link blocks instead of overflowing the queue. A large
+    /// one lets the qdisc drop datagrams (silently, as `UdpSndbufErrors`), and a dropped IP
+    /// fragment leaves the rest of its datagram pinning the receiver's reassembly memory.
+    pub send_buffer: Option<usize>,
     /// Datagrams per receive syscall (1 disables recvmmsg).
     pub recv_batch: usize,
 }
@@ -180,6 +192,7 @@ impl UdpConfig {
             multicast: true,
             peers: Vec::new(),
             socket_buffer: DEFAULT_SOCKET_BUFFER,
+            send_buffer: None,
             recv_batch: DEFAULT_RECV_BATCH,
         }
     }
@@ -432,7 +445,16 @@ impl UdpTransport {
         let send = new_udp_socket().map_err(sock_err("create send socket"))?;
         send.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into())
             .map_err(sock_err("bind send socket"))?;
-        set_buffer(&send, c.socket_buffer, false);
+        match c.send_buffer {
+            Some(size) => {
+                set_buffer(&send, size, false);
+            }
+            None => {
+                if send.send_buffer_size().unwrap_or(0) < MIN_SEND_BUFFER {
+                    set_buffer(&send, MIN_SEND_BUFFER, false);
+                }
+            }
+        }
         if multicast {
             send.set_multicast_if_v4(&itf.addr)
                 .map_err(sock_err("set IP_MULTICAST_IF"))?;
