@@ -37,7 +37,6 @@
 
 use std::io::{self, Write};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
-use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -53,7 +52,7 @@ pub const MAX_FRAGMENT: usize = 65_000;
 pub const MAX_SIZE: usize = 64 << 20;
 /// Default port of `pong` and `sub`, and of the default `--peer`.
 pub const DEFAULT_PORT: u16 = 7700;
-/// Requested socket buffer size.
+/// Requested receive buffer size (the send buffer keeps the host's default, as Tessera's).
 pub const SOCKET_BUFFER: usize = 8 << 20;
 
 const MAGIC_DATA: u32 = 0x5442_4644; // "TBFD"
@@ -113,7 +112,8 @@ pub fn usage() -> &'static str {
      \x20 --rate R        ping: pings/s; pub: samples/s (default: as fast as possible)\n"
 }
 
-fn secs(v: &str, what: &str) -> Result<Duration, String> {
+/// Parses a command-line duration in seconds (also used by `worker`).
+pub(crate) fn secs(v: &str, what: &str) -> Result<Duration, String> {
     match v.parse::<f64>() {
         Ok(d) if d >= 0.0 && d.is_finite() && d < 1e9 => Ok(Duration::from_secs_f64(d)),
         _ => Err(format!("{what} {v}: invalid duration")),
@@ -278,30 +278,6 @@ fn mono_ns() -> i64 {
     EPOCH.get_or_init(Instant::now).elapsed().as_nanos() as i64
 }
 
-fn set_buffers(sock: &UdpSocket) {
-    let val = libc::c_int::try_from(SOCKET_BUFFER).unwrap_or(libc::c_int::MAX);
-    for pair in [
-        [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF],
-        [libc::SO_SNDBUFFORCE, libc::SO_SNDBUF],
-    ] {
-        for opt in pair {
-            // SAFETY: valid descriptor; the option value is a c_int whose size is passed.
-            let r = unsafe {
-                libc::setsockopt(
-                    sock.as_raw_fd(),
-                    libc::SOL_SOCKET,
-                    opt,
-                    (&val as *const libc::c_int).cast(),
-                    std::mem::size_of::<libc::c_int>() as libc::socklen_t,
-                )
-            };
-            if r == 0 {
-                break;
-            }
-        }
-    }
-}
-
 /// The loopback address of the bound socket, for wake-up datagrams.
 fn wake_addr(sock: &UdpSocket) -> io::Result<SocketAddr> {
     let local = sock.local_addr()?;
@@ -370,7 +346,8 @@ fn bind(cfg: &FloorConfig) -> io::Result<UdpSocket> {
         _ => Ipv4Addr::UNSPECIFIED.into(),
     };
     let sock = UdpSocket::bind(SocketAddr::new(any, cfg.port))?;
-    set_buffers(&sock);
+    // Same socket sizing as Tessera's transport, so the floor is measured like the DDS.
+    tessera::transport::udp::size_socket_buffers(&sock, SOCKET_BUFFER, None);
     Ok(sock)
 }
 

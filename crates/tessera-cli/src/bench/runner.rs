@@ -402,6 +402,86 @@ impl Ctx<'_> {
         })
     }
 
+    /// The raw UDP floor: `server` (`pong` or `sub`, with its extra arguments) on the first
+    /// reader host, then `client` (`ping` or `pub`) on host 0 aimed at it. Waits up to
+    /// `timeout` s for the side that measures (ping's client, sub's server) to finish, stops
+    /// both and returns (client, server, the measuring side's exit code).
+    #[allow(clippy::too_many_arguments)]
+    fn floor_pair(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        server: (&str, Vec<String>),
+        client: (&str, Vec<String>),
+        timeout: f64,
+    ) -> anyhow::Result<(Worker, Worker, Option<i32>)> {
+        let host_r = Self::reader_host(topo, 0);
+        let addr = topo.hosts()[host_r].addr;
+        let port = FLOOR_PORT.to_string();
+        let mut server_args = strings(&["udp", server.0, "--port", &port]);
+        server_args.extend(server.1);
+        let log = |role: &str| Capture::File(self.log_path(seq, &exp.name, p.pair, role));
+        let mut srv = self.tool(
+            topo,
+            host_r,
+            &server_args,
+            server.0,
+            Implementation::Udp,
+            log(server.0),
+        )?;
+        // Let the server bind before the client's first datagram.
+        std::thread::sleep(Duration::from_millis(50));
+        let mut client_args = strings(&["udp", client.0, "--peer", &format!("{addr}:{port}")]);
+        client_args.extend(client.1);
+        let mut cli = self.tool(
+            topo,
+            0,
+            &client_args,
+            client.0,
+            Implementation::Udp,
+            log(client.0),
+        )?;
+        let measuring = if client.0 == "ping" {
+            &mut cli
+        } else {
+            &mut srv
+        };
+        let code = measuring.proc.wait_timeout(secs(timeout));
+        srv.proc.kill();
+        cli.proc.kill();
+        Ok((cli, srv, code))
+    }
+
+    /// Starts `n` reader processes (`pong` or `sub` roles, numbered when `n > 1`) of the
+    /// pair's reader implementation, spread over the reader hosts.
+    #[allow(clippy::too_many_arguments)]
+    fn spawn_readers(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        base_role: &str,
+        n: usize,
+        args: &[String],
+        multicast: bool,
+    ) -> anyhow::Result<Vec<Worker>> {
+        (0..n)
+            .map(|i| {
+                let role = if n > 1 {
+                    format!("{base_role}{}", i + 1)
+                } else {
+                    base_role.to_string()
+                };
+                let capture = Capture::File(self.log_path(seq, &exp.name, p.pair, &role));
+                let host = Self::reader_host(topo, i);
+                self.perf(topo, host, p.pair.reader, args, multicast, &role, capture)
+            })
+            .collect()
+    }
+
     fn run_point(&self, exp: &Experiment, p: &Planned, seq: usize) -> Point {
         let t0 = Instant::now();
         let mut point = Point::new(&exp.name, exp.kind, p.pair, p.params.clone(), p.round);
@@ -441,42 +521,25 @@ impl Ctx<'_> {
         let best_effort = param_str(&p.params, "reliability", "reliable") == "best_effort";
 
         if p.pair.writer == Implementation::Udp {
-            let host_r = Self::reader_host(topo, 0);
-            let addr = topo.hosts()[host_r].addr;
-            let mut pong = self.tool(
+            let client = strings(&[
+                "--size",
+                &size.to_string(),
+                "--duration",
+                &format!("{}", duration + warmup),
+                "--warmup",
+                &format!("{warmup}"),
+            ]);
+            let (ping, pong, code) = self.floor_pair(
                 topo,
-                host_r,
-                &strings(&["udp", "pong", "--port", &FLOOR_PORT.to_string()]),
-                "pong",
-                Implementation::Udp,
-                Capture::File(self.log_path(seq, &exp.name, p.pair, "pong")),
+                exp,
+                p,
+                seq,
+                ("pong", Vec::new()),
+                ("ping", client),
+                duration + warmup + 15.0,
             )?;
-            std::thread::sleep(Duration::from_millis(50));
-            let mut ping = self.tool(
-                topo,
-                0,
-                &strings(&[
-                    "udp",
-                    "ping",
-                    "--peer",
-                    &format!("{addr}:{FLOOR_PORT}"),
-                    "--size",
-                    &size.to_string(),
-                    "--duration",
-                    &format!("{}", duration + warmup),
-                    "--warmup",
-                    &format!("{warmup}"),
-                ]),
-                "ping",
-                Implementation::Udp,
-                Capture::File(self.log_path(seq, &exp.name, p.pair, "ping")),
-            )?;
-            let code = ping.proc.wait_timeout(secs(duration + warmup + 15.0));
-            pong.proc.kill();
-            ping.proc.kill();
-            let out = ping.output();
             point.procs = collect_stats(&[&ping, &pong]);
-            point.latency = round_trip(stats::latency_from_pairs(&out.hist));
+            point.latency = round_trip(stats::latency_from_pairs(&ping.output().hist));
             return check_result(point.latency.is_some(), code, &ping, "no round trips");
         }
 
@@ -485,33 +548,14 @@ impl Ctx<'_> {
             common.push("-u".into());
         }
         let run_s = (duration + warmup).ceil().max(2.0) as u64;
-        let mut pongs = Vec::new();
-        for i in 0..subs {
-            let mut args = common.clone();
-            args.extend(strings(&[
-                "-D",
-                &(run_s + 15).to_string(),
-                "pong",
-                read_mode,
-            ]));
-            let role = format!(
-                "pong{}",
-                if subs > 1 {
-                    (i + 1).to_string()
-                } else {
-                    String::new()
-                }
-            );
-            pongs.push(self.perf(
-                topo,
-                Self::reader_host(topo, i),
-                p.pair.reader,
-                &args,
-                true,
-                &role,
-                Capture::File(self.log_path(seq, &exp.name, p.pair, &role)),
-            )?);
-        }
+        let mut pong_args = common.clone();
+        pong_args.extend(strings(&[
+            "-D",
+            &(run_s + 15).to_string(),
+            "pong",
+            read_mode,
+        ]));
+        let mut pongs = self.spawn_readers(topo, exp, p, seq, "pong", subs, &pong_args, true)?;
         let mut args = common.clone();
         args.extend(strings(&[
             "-D",
@@ -618,48 +662,24 @@ impl Ctx<'_> {
         let sub_s = duration.ceil().max(1.0) as u64 + 1;
 
         if p.pair.writer == Implementation::Udp {
-            let host_r = Self::reader_host(topo, 0);
-            let addr = topo.hosts()[host_r].addr;
-            let mut sub = self.tool(
-                topo,
-                host_r,
-                &strings(&[
-                    "udp",
-                    "sub",
-                    "--port",
-                    &FLOOR_PORT.to_string(),
-                    "--duration",
-                    &sub_s.to_string(),
-                ]),
-                "sub",
-                Implementation::Udp,
-                Capture::File(self.log_path(seq, &exp.name, p.pair, "sub")),
-            )?;
-            std::thread::sleep(Duration::from_millis(50));
-            let mut args = strings(&[
-                "udp",
-                "pub",
-                "--peer",
-                &format!("{addr}:{FLOOR_PORT}"),
+            let mut client = strings(&[
                 "--size",
                 &size.to_string(),
                 "--duration",
                 &(sub_s + 3).to_string(),
             ]);
             if rate > 0.0 {
-                args.extend(strings(&["--rate", &format!("{rate}")]));
+                client.extend(strings(&["--rate", &format!("{rate}")]));
             }
-            let mut publisher = self.tool(
+            let (publisher, sub, _) = self.floor_pair(
                 topo,
-                0,
-                &args,
-                "pub",
-                Implementation::Udp,
-                Capture::File(self.log_path(seq, &exp.name, p.pair, "pub")),
+                exp,
+                p,
+                seq,
+                ("sub", strings(&["--duration", &sub_s.to_string()])),
+                ("pub", client),
+                sub_s as f64 + 15.0,
             )?;
-            sub.proc.wait_timeout(secs(sub_s as f64 + 15.0));
-            publisher.proc.kill();
-            sub.proc.kill();
             let t = throughput_from_subs(&[sub.output()], size, rate);
             return Ok((t, vec![publisher, sub]));
         }
@@ -678,34 +698,16 @@ impl Ctx<'_> {
             // The subscriber checks received keys against the key count too.
             common.extend(strings(&["-n", &instances.to_string()]));
         }
-        let mut subscribers = Vec::new();
-        for i in 0..subs {
-            let mut args = common.clone();
-            args.extend(strings(&[
-                "-D",
-                &sub_s.to_string(),
-                "-1",
-                "sub",
-                &read_mode,
-            ]));
-            let role = format!(
-                "sub{}",
-                if subs > 1 {
-                    (i + 1).to_string()
-                } else {
-                    String::new()
-                }
-            );
-            subscribers.push(self.perf(
-                topo,
-                Self::reader_host(topo, i),
-                p.pair.reader,
-                &args,
-                multicast,
-                &role,
-                Capture::File(self.log_path(seq, &exp.name, p.pair, &role)),
-            )?);
-        }
+        let mut sub_args = common.clone();
+        sub_args.extend(strings(&[
+            "-D",
+            &sub_s.to_string(),
+            "-1",
+            "sub",
+            &read_mode,
+        ]));
+        let mut subscribers =
+            self.spawn_readers(topo, exp, p, seq, "sub", subs, &sub_args, multicast)?;
         let mut args = common.clone();
         args.extend(strings(&[
             "-D",
@@ -1488,7 +1490,7 @@ pub fn utc_stamp(t: SystemTime) -> (String, String) {
     )
 }
 
-/// The directory the binary was started from, for finding `ddsperf` next to nothing else.
+/// This `tessera` binary, which the runner starts as `tessera perf` and `tessera bench udp|worker`.
 pub fn current_exe() -> anyhow::Result<PathBuf> {
     std::env::current_exe().context("cannot locate the tessera binary")
 }

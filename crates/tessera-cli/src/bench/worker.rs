@@ -99,12 +99,7 @@ fn num<T: std::str::FromStr>(v: &str, opt: &str) -> Result<T, String> {
     v.parse().map_err(|_| format!("{opt} {v}: invalid number"))
 }
 
-fn secs(v: &str, opt: &str) -> Result<Duration, String> {
-    match v.parse::<f64>() {
-        Ok(d) if d >= 0.0 && d.is_finite() && d < 1e9 => Ok(Duration::from_secs_f64(d)),
-        _ => Err(format!("{opt} {v}: invalid duration")),
-    }
-}
+use super::floor::secs;
 
 /// Parses the words after `worker` (a leading `worker` is skipped too).
 pub fn parse_args(args: &[String]) -> Result<WorkerCommand, String> {

@@ -32,12 +32,12 @@
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
-use std::os::fd::AsRawFd;
+use std::os::fd::{AsFd, AsRawFd};
 use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use socket2::{Domain, InterfaceIndexOrAddress, Protocol, SockAddr, Socket, Type};
+use socket2::{Domain, InterfaceIndexOrAddress, Protocol, SockAddr, SockRef, Socket, Type};
 use tessera_rtps::types::{locator_kind, Locator};
 
 use super::iface::{self, Interface, InterfaceError};
@@ -327,6 +327,32 @@ fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
     got
 }
 
+/// Sizes the send buffer per [`UdpConfig::send_buffer`]: `Some(n)` asks for `n` bytes; `None`
+/// keeps the host's default, raised to [`MIN_SEND_BUFFER`] if smaller, so that a sender on a slow
+/// or shaped link blocks instead of overfilling the queue in front of it.
+fn size_send_buffer(sock: &Socket, send: Option<usize>) {
+    match send {
+        Some(size) => {
+            set_buffer(sock, size, false);
+        }
+        None => {
+            if sock.send_buffer_size().unwrap_or(0) < MIN_SEND_BUFFER {
+                set_buffer(sock, MIN_SEND_BUFFER, false);
+            }
+        }
+    }
+}
+
+/// Sizes any UDP socket's buffers the way this transport sizes its own: `recv` bytes of
+/// receive buffer (forced beyond `net.core.rmem_max` when privileged) and the send buffer per
+/// `send`, as [`UdpConfig::send_buffer`]. For tools that must match Tessera's socket setup
+/// (the benchmark's raw UDP floor).
+pub fn size_socket_buffers<S: AsFd>(sock: &S, recv: usize, send: Option<usize>) {
+    let sock = SockRef::from(sock);
+    set_buffer(&sock, recv, true);
+    size_send_buffer(&sock, send);
+}
+
 fn open_multicast(
     port: u16,
     group: Ipv4Addr,
@@ -445,16 +471,7 @@ impl UdpTransport {
         let send = new_udp_socket().map_err(sock_err("create send socket"))?;
         send.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into())
             .map_err(sock_err("bind send socket"))?;
-        match c.send_buffer {
-            Some(size) => {
-                set_buffer(&send, size, false);
-            }
-            None => {
-                if send.send_buffer_size().unwrap_or(0) < MIN_SEND_BUFFER {
-                    set_buffer(&send, MIN_SEND_BUFFER, false);
-                }
-            }
-        }
+        size_send_buffer(&send, c.send_buffer);
         if multicast {
             send.set_multicast_if_v4(&itf.addr)
                 .map_err(sock_err("set IP_MULTICAST_IF"))?;
