@@ -268,6 +268,13 @@ impl Header {
     }
 }
 
+/// Logs datagrams that were neither floor data nor wake-ups (dropped, never a panic).
+fn report_foreign(n: u64) {
+    if n > 0 {
+        eprintln!("udp floor: dropped {n} datagrams that were not floor data");
+    }
+}
+
 fn is_wake(buf: &[u8]) -> bool {
     buf.get(..4) == Some(&MAGIC_WAKE.to_le_bytes()[..])
 }
@@ -466,6 +473,7 @@ fn ping<W: Write>(
     let mut got: usize = 0;
     let mut sent_at = mono_ns();
     send_sample(sock, cfg.peer, &mut buf, (cfg.size, &frags), seq)?;
+    let mut foreign: u64 = 0;
     loop {
         let (n, _) = match sock.recv_from(&mut rbuf) {
             Ok(r) => r,
@@ -488,6 +496,9 @@ fn ping<W: Write>(
                     send_next = true;
                 }
             }
+        } else if !is_wake(&rbuf[..n]) {
+            // Not the floor's traffic: counted, reported at the end.
+            foreign += 1;
         }
         if !send_next && now - sent_at >= PING_TIMEOUT {
             send_next = true;
@@ -531,6 +542,7 @@ fn ping<W: Write>(
     } else {
         0
     };
+    report_foreign(foreign);
     let t = (mono_ns() - clock.tstart) as f64 / 1e9;
     rep.emit_at(
         &ReportLine::Summary {
@@ -682,6 +694,7 @@ fn subscribe<W: Write>(
     let mut tracker = SeqTracker::new(1, false);
     // The sample being reassembled: (source, seq, fragments seen).
     let mut cur: Option<(SocketAddr, u64, usize)> = None;
+    let mut foreign: u64 = 0;
     loop {
         let (n, from) = match sock.recv_from(&mut rbuf) {
             Ok(r) => r,
@@ -703,6 +716,9 @@ fn subscribe<W: Write>(
                     cur = None;
                 }
             }
+        } else if !is_wake(&rbuf[..n]) {
+            // Not the floor's traffic: counted, reported at the end.
+            foreign += 1;
         }
         if let Some((stamp, dt_ns)) = clock.due(now) {
             let counts = tracker.interval();
@@ -719,6 +735,7 @@ fn subscribe<W: Write>(
         }
     }
     let received = tracker.publishers().iter().map(|p| p.nrecv).sum::<u64>();
+    report_foreign(foreign);
     let t = (mono_ns() - clock.tstart) as f64 / 1e9;
     rep.emit_at(
         &ReportLine::Summary {
