@@ -173,10 +173,14 @@ impl<T: TopicType> ReaderEndpoint<T> {
             };
             let mut changed = false;
             if d.status_info & 1 != 0 {
-                changed |= history.dispose(key_hash, writer, ts).is_changed();
+                changed |= history
+                    .dispose(key_hash, writer, ts, reception)
+                    .is_changed();
             }
             if d.status_info & 2 != 0 {
-                changed |= history.unregister(key_hash, writer, ts).is_changed();
+                changed |= history
+                    .unregister(key_hash, writer, ts, reception)
+                    .is_changed();
             }
             return changed;
         }
