@@ -5,6 +5,7 @@
 //! [`DiscoveryDb`]; this module moves its inputs and outputs over the network. It runs under the
 //! participant's discovery lock, never on the per-sample data path.
 
+use crate::bounds::EventFanout;
 use crate::endpoint::{send_datagram, with_send_buf, RemoteEndpoint};
 use crate::outbox;
 use crate::participant::ParticipantShared;
@@ -89,8 +90,8 @@ pub(crate) struct DiscoveryRuntime {
     sedp_sub_reader: ReaderCore,
     /// Remote participants' metatraffic locators (for SEDP) and what they announced.
     participants: HashMap<GuidPrefix, (Locators, ParticipantInfo)>,
-    /// Subscribers to participant discovery events.
-    watchers: Vec<crossbeam_channel::Sender<ParticipantEvent>>,
+    /// Subscribers to participant discovery events (bounded channels).
+    watchers: EventFanout<ParticipantEvent>,
     /// This participant's own endpoints, matched with each other here (the database matches
     /// only local against remote). Empty maps when `ignore_local` is set.
     local_writers: HashMap<Guid, DiscoveredWriterData>,
@@ -165,7 +166,7 @@ impl DiscoveryRuntime {
             sedp_pub_reader: sedp_reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
             participants: HashMap::new(),
-            watchers: Vec::new(),
+            watchers: EventFanout::new(),
             local_writers: HashMap::new(),
             local_readers: HashMap::new(),
             ignore_local,
@@ -177,18 +178,23 @@ impl DiscoveryRuntime {
         self.participants.values().map(|(_, i)| i.clone()).collect()
     }
 
-    /// A channel of participant events, starting with every participant known now.
-    pub fn watch(&mut self) -> crossbeam_channel::Receiver<ParticipantEvent> {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        for (_, info) in self.participants.values() {
-            let _ = tx.send(ParticipantEvent::Discovered(info.clone()));
-        }
-        self.watchers.push(tx);
-        rx
+    /// A channel of at most `capacity` participant events, starting with every participant
+    /// known now; events that find it full are dropped and counted.
+    pub fn watch(&mut self, capacity: usize) -> crossbeam_channel::Receiver<ParticipantEvent> {
+        let known = self
+            .participants
+            .values()
+            .map(|(_, info)| ParticipantEvent::Discovered(info.clone()));
+        self.watchers.watch(capacity, known)
+    }
+
+    /// Participant events dropped because a channel was full.
+    pub fn events_dropped(&self) -> u64 {
+        self.watchers.dropped()
     }
 
     fn notify(&mut self, ev: ParticipantEvent) {
-        self.watchers.retain(|w| w.send(ev.clone()).is_ok());
+        self.watchers.send(&ev);
     }
 
     /// Sends our SPDP sample to `dests` now.
