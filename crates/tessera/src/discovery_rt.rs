@@ -5,7 +5,7 @@
 //! [`DiscoveryDb`]; this module moves its inputs and outputs over the network. It runs under the
 //! participant's discovery lock, never on the per-sample data path.
 
-use crate::bounds::EventFanout;
+use crate::bounds::{Budgets, EventFanout};
 use crate::endpoint::{send_datagram, with_send_buf, RemoteEndpoint};
 use crate::outbox;
 use crate::participant::ParticipantShared;
@@ -127,6 +127,7 @@ impl DiscoveryRuntime {
         qos: &DomainParticipantQos,
         transport: &UdpTransport,
         ignore_local: bool,
+        budgets: &Budgets,
         now: Instant,
     ) -> Self {
         let l = transport.locators();
@@ -151,7 +152,13 @@ impl DiscoveryRuntime {
         data.encode(&mut payload);
         let sedp_writer =
             |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
-        let sedp_reader = |id| ReaderCore::new(ReaderConfig::new(Guid::new(prefix, id)));
+        // The SEDP readers draw from the participant's byte pools like user readers do.
+        let sedp_reader = |id| {
+            let mut cfg = ReaderConfig::new(Guid::new(prefix, id));
+            cfg.shared_reassembly = Some(budgets.reassembly.clone());
+            cfg.shared_buffered = Some(budgets.out_of_order.clone());
+            ReaderCore::new(cfg)
+        };
         DiscoveryRuntime {
             prefix,
             db: DiscoveryDb::new(prefix, domain_id),

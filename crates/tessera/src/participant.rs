@@ -258,12 +258,14 @@ impl DomainParticipant {
         let transport = UdpTransport::new(udp)?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
+        let budgets = Budgets::new(&config.limits);
         let discovery = DiscoveryRuntime::new(
             guid_prefix,
             domain_id,
             &qos,
             &transport,
             config.ignore_local,
+            &budgets,
             now,
         );
         let shared = Arc::new(ParticipantShared {
@@ -276,7 +278,7 @@ impl DomainParticipant {
             kick: EventKick::new(),
             counters: RuntimeCounters::default(),
             limits: config.limits,
-            budgets: Budgets::new(&config.limits),
+            budgets,
             next_entity_key: AtomicU32::new(1),
             shutdown: AtomicBool::new(false),
         });

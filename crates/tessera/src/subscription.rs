@@ -141,9 +141,9 @@ pub(crate) struct ReaderEndpoint<T: TopicType> {
 }
 
 impl<T: TopicType> ReaderEndpoint<T> {
-    /// The history, locked for an application access, with the instances whose autopurge
-    /// delay ran out already purged (the clock is read only when a purge is scheduled).
-    fn history_for_access(&self) -> parking_lot::MutexGuard<'_, History<T>> {
+    /// The history, locked, with the instances whose autopurge delay ran out purged first
+    /// (the clock is read only when a purge is scheduled).
+    fn history_purged(&self) -> parking_lot::MutexGuard<'_, History<T>> {
         let mut h = self.history.lock();
         if h.next_purge().is_some() {
             h.purge_expired(crate::publication::now_nanos());
@@ -293,6 +293,9 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
     }
 
     fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+        // Autopurge runs here too, so an application that never reads still frees memory
+        // (within the event thread's period, at most 100 ms late).
+        drop(self.history_purged());
         let mut core = self.core.lock();
         core.handle_timeout(now);
         outbox::flush_reader(p, &mut core, now);
@@ -445,14 +448,14 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history_for_access().read(max, masks);
+        let out = self.ep.history_purged().read(max, masks);
         self.after_access();
         Ok(out)
     }
 
     /// Takes samples whose states match `masks`.
     pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history_for_access().take(max, masks);
+        let out = self.ep.history_purged().take(max, masks);
         self.after_access();
         Ok(out)
     }
@@ -460,7 +463,7 @@ impl<T: TopicType> DataReader<T> {
     /// Takes up to `max` samples into `out` (appending); returns how many. No allocation when
     /// `out` has room: the fast path for high-rate readers.
     pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
-        let n = self.ep.history_for_access().take_into(out, max);
+        let n = self.ep.history_purged().take_into(out, max);
         self.after_access();
         n
     }
@@ -477,7 +480,7 @@ impl<T: TopicType> DataReader<T> {
     {
         let out = self
             .ep
-            .history_for_access()
+            .history_purged()
             .read_instance(handle, max, masks)
             .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
@@ -493,7 +496,7 @@ impl<T: TopicType> DataReader<T> {
     ) -> Result<Vec<Sample<T>>> {
         let out = self
             .ep
-            .history_for_access()
+            .history_purged()
             .take_instance(handle, max, masks)
             .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
@@ -510,7 +513,7 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history_for_access().read_next_instance(
+        let out = self.ep.history_purged().read_next_instance(
             previous.unwrap_or(InstanceHandle::NIL),
             max,
             masks,
@@ -526,7 +529,7 @@ impl<T: TopicType> DataReader<T> {
         max: usize,
         masks: StateMasks,
     ) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history_for_access().take_next_instance(
+        let out = self.ep.history_purged().take_next_instance(
             previous.unwrap_or(InstanceHandle::NIL),
             max,
             masks,
@@ -547,7 +550,7 @@ impl<T: TopicType> DataReader<T> {
         } else {
             [0; 16]
         };
-        self.ep.history_for_access().lookup_instance(&kh)
+        self.ep.history_purged().lookup_instance(&kh)
     }
 
     /// A condition that is true while the reader holds samples matching `masks`.
