@@ -7,6 +7,8 @@
 //! as it happens, and as one warning a second at most, with the counts, from the event thread
 //! ([`DropReport`]), so that a flood of datagrams cannot flood the log.
 
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, TrySendError};
@@ -50,11 +52,13 @@ impl Default for ResourceBounds {
     }
 }
 
-/// The participant-wide byte pools its reader cores draw from.
+/// The participant-wide byte pools its reader cores draw from, and the count of participant
+/// events dropped (atomics, so that `counters()` takes no lock).
 #[derive(Debug, Clone)]
 pub(crate) struct Budgets {
     pub reassembly: SharedBudget,
     pub out_of_order: SharedBudget,
+    pub events_dropped: Arc<AtomicU64>,
 }
 
 impl Budgets {
@@ -62,6 +66,7 @@ impl Budgets {
         Budgets {
             reassembly: SharedBudget::new(b.reassembly_bytes),
             out_of_order: SharedBudget::new(b.out_of_order_bytes),
+            events_dropped: Arc::default(),
         }
     }
 }
@@ -71,14 +76,15 @@ impl Budgets {
 #[derive(Debug)]
 pub(crate) struct EventFanout<E> {
     watchers: Vec<Sender<E>>,
-    dropped: u64,
+    dropped: Arc<AtomicU64>,
 }
 
 impl<E: Clone> EventFanout<E> {
-    pub fn new() -> EventFanout<E> {
+    /// No channels yet; drops will be counted in `dropped`.
+    pub fn new(dropped: Arc<AtomicU64>) -> EventFanout<E> {
         EventFanout {
             watchers: Vec::new(),
-            dropped: 0,
+            dropped,
         }
     }
 
@@ -87,7 +93,7 @@ impl<E: Clone> EventFanout<E> {
     pub fn watch(&mut self, capacity: usize, initial: impl IntoIterator<Item = E>) -> Receiver<E> {
         let (tx, rx) = crossbeam_channel::bounded(capacity.max(1));
         for ev in initial {
-            offer(&tx, ev, &mut self.dropped);
+            offer(&tx, ev, &self.dropped);
         }
         self.watchers.push(tx);
         rx
@@ -95,13 +101,8 @@ impl<E: Clone> EventFanout<E> {
 
     /// Sends `ev` to every live channel.
     pub fn send(&mut self, ev: &E) {
-        let dropped = &mut self.dropped;
+        let dropped = &self.dropped;
         self.watchers.retain(|tx| offer(tx, ev.clone(), dropped));
-    }
-
-    /// Events dropped because a channel was full.
-    pub fn dropped(&self) -> u64 {
-        self.dropped
     }
 
     /// Channels still open.
@@ -112,11 +113,11 @@ impl<E: Clone> EventFanout<E> {
 }
 
 /// Offers one event to a channel; returns false when its receiver is gone.
-fn offer<E>(tx: &Sender<E>, ev: E, dropped: &mut u64) -> bool {
+fn offer<E>(tx: &Sender<E>, ev: E, dropped: &AtomicU64) -> bool {
     match tx.try_send(ev) {
         Ok(()) => true,
         Err(TrySendError::Full(_)) => {
-            *dropped += 1;
+            dropped.fetch_add(1, Ordering::Relaxed);
             tracing::debug!(
                 "participant event dropped: the application is not reading its channel"
             );
@@ -177,7 +178,9 @@ mod tests {
 
     #[test]
     fn fanout_to_a_reader_that_never_drains_stays_bounded_and_counts() {
-        let mut f = EventFanout::new();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let count = || dropped.load(Ordering::Relaxed);
+        let mut f = EventFanout::new(dropped.clone());
         let idle = f.watch(4, 0..2u32); // primed with 2 of 4
         let busy = f.watch(4, std::iter::empty());
         let mut seen = Vec::new();
@@ -186,7 +189,7 @@ mod tests {
             seen.extend(busy.try_iter());
         }
         assert_eq!(idle.len(), 4, "bounded at its capacity");
-        assert_eq!(f.dropped(), 998, "2 primed + 2 sent fit, 998 sent did not");
+        assert_eq!(count(), 998, "2 primed + 2 sent fit, 998 sent did not");
         assert_eq!(seen.len(), 1000, "a reader that keeps up loses nothing");
         // The first events are kept, later ones dropped.
         assert_eq!(idle.try_iter().collect::<Vec<_>>(), [0, 1, 0, 1]);
@@ -194,16 +197,17 @@ mod tests {
         drop(idle);
         f.send(&7);
         assert_eq!(f.len(), 1);
-        assert_eq!(f.dropped(), 998);
+        assert_eq!(count(), 998);
         assert_eq!(busy.try_recv(), Ok(7));
     }
 
     #[test]
     fn priming_beyond_capacity_is_counted() {
-        let mut f = EventFanout::new();
+        let dropped = Arc::new(AtomicU64::new(0));
+        let mut f = EventFanout::new(dropped.clone());
         let rx = f.watch(3, 0..10u8);
         assert_eq!(rx.len(), 3);
-        assert_eq!(f.dropped(), 7);
+        assert_eq!(dropped.load(Ordering::Relaxed), 7);
     }
 
     #[test]

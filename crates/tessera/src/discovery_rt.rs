@@ -173,7 +173,7 @@ impl DiscoveryRuntime {
             sedp_pub_reader: sedp_reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
             participants: HashMap::new(),
-            watchers: EventFanout::new(),
+            watchers: EventFanout::new(budgets.events_dropped.clone()),
             local_writers: HashMap::new(),
             local_readers: HashMap::new(),
             ignore_local,
@@ -186,18 +186,13 @@ impl DiscoveryRuntime {
     }
 
     /// A channel of at most `capacity` participant events, starting with every participant
-    /// known now; events that find it full are dropped and counted.
+    /// known now; events that find it full are dropped and counted (`Budgets::events_dropped`).
     pub fn watch(&mut self, capacity: usize) -> crossbeam_channel::Receiver<ParticipantEvent> {
         let known = self
             .participants
             .values()
             .map(|(_, info)| ParticipantEvent::Discovered(info.clone()));
         self.watchers.watch(capacity, known)
-    }
-
-    /// Participant events dropped because a channel was full.
-    pub fn events_dropped(&self) -> u64 {
-        self.watchers.dropped()
     }
 
     fn notify(&mut self, ev: ParticipantEvent) {

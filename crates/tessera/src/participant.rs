@@ -384,7 +384,7 @@ impl ParticipantShared {
             datagrams_received: c.datagrams_received.load(Ordering::Relaxed),
             datagrams_sent: c.datagrams_sent.load(Ordering::Relaxed),
             send_errors: c.send_errors.load(Ordering::Relaxed),
-            participant_events_dropped: self.discovery.lock().events_dropped(),
+            participant_events_dropped: self.budgets.events_dropped.load(Ordering::Relaxed),
             reassembly_refused: self.budgets.reassembly.refused(),
             out_of_order_refused: self.budgets.out_of_order.refused(),
             samples_rejected: c.samples_rejected.load(Ordering::Relaxed),
