@@ -6,8 +6,9 @@
 //! - at most [`FragLimits::max_partial`] samples are in progress per writer (when a new one
 //!   arrives at the limit, the highest-numbered one is evicted — in-order delivery needs the
 //!   low ones first — or the new one is refused);
-//! - the bytes of all partial samples of a reader are charged to a shared budget
-//!   ([`FragLimits::max_total_bytes`]);
+//! - the bytes of all partial samples of a reader are charged to the reader's [`Budget`]
+//!   ([`FragLimits::max_total_bytes`]), which may also draw from a participant-wide
+//!   [`SharedBudget`](crate::budget::SharedBudget);
 //! - partial samples untouched for [`FragLimits::timeout`] are dropped.
 //!
 //! Buffers are allocated zeroed at the first fragment (the OS maps pages lazily), and a
@@ -15,6 +16,7 @@
 
 use std::time::{Duration, Instant};
 
+use crate::budget::Budget;
 use crate::types::{SequenceNumber, Timestamp};
 use crate::wire::{DataFrag, FragmentNumberSet};
 
@@ -194,15 +196,16 @@ impl Reassembler {
         self.partials.iter().any(|p| p.seq == seq)
     }
 
-    /// Adds the fragments of `df`. `budget` is the reader-wide count of bytes in partial
-    /// samples; it is charged for new buffers and refunded when they complete or go.
+    /// Adds the fragments of `df`. `budget` is the reader-wide account of bytes in partial
+    /// samples; it is charged for new buffers (and may refuse them: [`FragReject::NoRoom`])
+    /// and refunded when they complete or go.
     pub fn insert(
         &mut self,
         df: &DataFrag<'_>,
         meta: FragMeta,
         now: Instant,
         limits: &FragLimits,
-        budget: &mut usize,
+        budget: &mut Budget,
     ) -> FragOutcome {
         let (total, start, end) = match geometry(df, limits) {
             Ok(g) => g,
@@ -232,12 +235,11 @@ impl Reassembler {
                         return FragOutcome::Rejected(FragReject::NoRoom);
                     }
                     let p = self.partials.swap_remove(hi);
-                    *budget = budget.saturating_sub(p.data.len());
+                    budget.refund(p.data.len());
                 }
-                if *budget + size > limits.max_total_bytes {
+                if !budget.try_charge(size, limits.max_total_bytes) {
                     return FragOutcome::Rejected(FragReject::NoRoom);
                 }
-                *budget += size;
                 self.partials.push(Partial {
                     seq,
                     sample_size: df.sample_size,
@@ -280,7 +282,7 @@ impl Reassembler {
         }
         if p.received == p.total {
             let p = self.partials.swap_remove(idx);
-            *budget = budget.saturating_sub(p.data.len());
+            budget.refund(p.data.len());
             return FragOutcome::Complete(Completed {
                 seq,
                 payload: p.data,
@@ -322,10 +324,10 @@ impl Reassembler {
     }
 
     /// Drops samples numbered below `seq` (delivered or irrelevant).
-    pub fn drop_below(&mut self, seq: SequenceNumber, budget: &mut usize) {
+    pub fn drop_below(&mut self, seq: SequenceNumber, budget: &mut Budget) {
         self.partials.retain(|p| {
             if p.seq < seq {
-                *budget = budget.saturating_sub(p.data.len());
+                budget.refund(p.data.len());
                 false
             } else {
                 true
@@ -334,10 +336,10 @@ impl Reassembler {
     }
 
     /// Drops sample `seq`.
-    pub fn remove(&mut self, seq: SequenceNumber, budget: &mut usize) {
+    pub fn remove(&mut self, seq: SequenceNumber, budget: &mut Budget) {
         self.partials.retain(|p| {
             if p.seq == seq {
-                *budget = budget.saturating_sub(p.data.len());
+                budget.refund(p.data.len());
                 false
             } else {
                 true
@@ -346,11 +348,11 @@ impl Reassembler {
     }
 
     /// Drops samples untouched since `now - timeout`; returns how many.
-    pub fn expire(&mut self, now: Instant, timeout: Duration, budget: &mut usize) -> usize {
+    pub fn expire(&mut self, now: Instant, timeout: Duration, budget: &mut Budget) -> usize {
         let before = self.partials.len();
         self.partials.retain(|p| {
             if now.saturating_duration_since(p.touched) >= timeout {
-                *budget = budget.saturating_sub(p.data.len());
+                budget.refund(p.data.len());
                 false
             } else {
                 true
@@ -389,7 +391,7 @@ mod tests {
     fn reassembles_out_of_order_with_duplicates() {
         let data: Vec<u8> = (0..250u32).map(|x| x as u8).collect();
         let mut r = Reassembler::new();
-        let mut budget = 0;
+        let mut budget = Budget::default();
         let l = FragLimits::default();
         let now = Instant::now();
         let m = FragMeta::default();
@@ -400,7 +402,7 @@ mod tests {
             r.insert(&frag(1, 3, 1, 100, 250, &last), m, now, &l, &mut budget),
             FragOutcome::Incomplete
         );
-        assert_eq!(budget, 250);
+        assert_eq!(budget.used(), 250);
         assert_eq!(r.missing(1).unwrap().iter().collect::<Vec<_>>(), vec![1, 2]);
         assert_eq!(
             r.insert(&frag(1, 3, 1, 100, 250, &last), m, now, &l, &mut budget),
@@ -426,14 +428,14 @@ mod tests {
             FragOutcome::Complete(c) => assert_eq!(c.payload, data),
             other => panic!("{other:?}"),
         }
-        assert_eq!(budget, 0);
+        assert_eq!(budget.used(), 0);
         assert!(r.is_empty());
     }
 
     #[test]
     fn rejects_lies_and_bounds_memory() {
         let mut r = Reassembler::new();
-        let mut budget = 0;
+        let mut budget = Budget::default();
         let l = FragLimits {
             max_partial: 2,
             max_total_bytes: 1 << 20,
@@ -480,7 +482,7 @@ mod tests {
             FragOutcome::Incomplete
         );
         assert!(r.contains(5) && r.contains(10) && !r.contains(20));
-        assert_eq!(budget, 128);
+        assert_eq!(budget.used(), 128);
         // inconsistent sizes for a sample in progress
         assert_eq!(
             r.insert(&frag(5, 2, 1, 16, 80, &p), m, now, &l, &mut budget),
@@ -490,6 +492,6 @@ mod tests {
             r.expire(now + Duration::from_secs(11), l.timeout, &mut budget),
             2
         );
-        assert_eq!(budget, 0);
+        assert_eq!(budget.used(), 0);
     }
 }

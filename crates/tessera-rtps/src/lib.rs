@@ -14,6 +14,7 @@
 //! - [`writer`], [`reader`], [`frag`]: the reliability state machines (HEARTBEAT/ACKNACK/GAP/
 //!   NACK_FRAG), fragmentation and reassembly.
 
+pub mod budget;
 pub mod cdr;
 pub mod discovery;
 pub mod fasthash;

@@ -40,6 +40,7 @@ use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
+use crate::budget::{Budget, SharedBudget};
 use crate::frag::{self, FragLimits, FragMeta, FragOutcome, FragReject, Reassembler};
 use crate::types::{Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
 use crate::wire::{
@@ -71,6 +72,11 @@ pub struct ReaderConfig {
     pub max_buffered_bytes: usize,
     /// Fragment reassembly limits.
     pub frag: FragLimits,
+    /// A pool the out-of-order bytes are also drawn from (shared with other readers, e.g. a
+    /// whole participant's). Default none.
+    pub shared_buffered: Option<SharedBudget>,
+    /// A pool the reassembly bytes are also drawn from. Default none.
+    pub shared_reassembly: Option<SharedBudget>,
 }
 
 impl ReaderConfig {
@@ -85,6 +91,8 @@ impl ReaderConfig {
             max_window: 8192,
             max_buffered_bytes: 64 << 20,
             frag: FragLimits::default(),
+            shared_buffered: None,
+            shared_reassembly: None,
         }
     }
 }
@@ -213,8 +221,8 @@ struct Shared {
     counters: ReaderCounters,
     acknack_count: i32,
     nackfrag_count: i32,
-    reassembly_bytes: usize,
-    buffered_bytes: usize,
+    reassembly_bytes: Budget,
+    buffered_bytes: Budget,
 }
 
 /// The state machine of one RTPS reader. See the [module docs](self).
@@ -259,7 +267,7 @@ impl Shared {
     fn drain<F: FnMut(Delivered<'_>)>(&mut self, w: &mut WriterProxy, deliver: &mut F) {
         while matches!(w.slots.front(), Some(Slot::Sample(_) | Slot::Irrelevant)) {
             if let Some(Slot::Sample(b)) = w.slots.pop_front() {
-                self.buffered_bytes = self.buffered_bytes.saturating_sub(b.payload.len());
+                self.buffered_bytes.refund(b.payload.len());
                 let seq = w.next;
                 self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver);
             }
@@ -288,7 +296,7 @@ impl Shared {
             };
             match slot {
                 Slot::Sample(b) => {
-                    self.buffered_bytes = self.buffered_bytes.saturating_sub(b.payload.len());
+                    self.buffered_bytes.refund(b.payload.len());
                     if deliver_below {
                         let seq = w.next;
                         self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver);
@@ -336,29 +344,33 @@ impl Shared {
             return;
         }
         let idx = (seq - w.next) as u64;
-        if idx >= self.cfg.max_window as u64
-            || self.buffered_bytes + payload.len() > self.cfg.max_buffered_bytes
-        {
+        if idx >= self.cfg.max_window as u64 {
             self.counters.out_of_window += 1;
             return;
         }
         let idx = idx as usize;
+        if !matches!(w.slots.get(idx), None | Some(Slot::Empty)) {
+            self.counters.duplicates += 1;
+            return;
+        }
+        // Over this reader's limit or the shared pool's: dropped; a reliable writer resends.
+        if !self
+            .buffered_bytes
+            .try_charge(payload.len(), self.cfg.max_buffered_bytes)
+        {
+            self.counters.out_of_window += 1;
+            return;
+        }
         while w.slots.len() <= idx {
             w.slots.push_back(Slot::Empty);
         }
-        match &w.slots[idx] {
-            Slot::Empty => {
-                self.buffered_bytes += payload.len();
-                w.slots[idx] = Slot::Sample(Buffered {
-                    kind,
-                    payload: payload.into_owned(),
-                    meta,
-                });
-                if !w.frags.is_empty() {
-                    w.frags.remove(seq, &mut self.reassembly_bytes);
-                }
-            }
-            _ => self.counters.duplicates += 1,
+        w.slots[idx] = Slot::Sample(Buffered {
+            kind,
+            payload: payload.into_owned(),
+            meta,
+        });
+        if !w.frags.is_empty() {
+            w.frags.remove(seq, &mut self.reassembly_bytes);
         }
     }
 }
@@ -366,14 +378,16 @@ impl Shared {
 impl ReaderCore {
     /// A reader with no matched writers.
     pub fn new(cfg: ReaderConfig) -> Self {
+        let reassembly_bytes = Budget::new(cfg.shared_reassembly.clone());
+        let buffered_bytes = Budget::new(cfg.shared_buffered.clone());
         ReaderCore {
             sh: Shared {
                 cfg,
                 counters: ReaderCounters::default(),
                 acknack_count: 0,
                 nackfrag_count: 0,
-                reassembly_bytes: 0,
-                buffered_bytes: 0,
+                reassembly_bytes,
+                buffered_bytes,
             },
             writers: Vec::new(),
             rr: 0,
@@ -407,7 +421,7 @@ impl ReaderCore {
 
     /// Bytes held for out-of-order samples and partial fragmented samples.
     pub fn buffered_bytes(&self) -> usize {
-        self.sh.buffered_bytes + self.sh.reassembly_bytes
+        self.sh.buffered_bytes.used() + self.sh.reassembly_bytes.used()
     }
 
     /// Next sequence number expected from `writer` (everything below was delivered or
@@ -452,7 +466,7 @@ impl ReaderCore {
         let mut w = self.writers.swap_remove(i);
         for s in w.slots.drain(..) {
             if let Slot::Sample(b) = s {
-                self.sh.buffered_bytes = self.sh.buffered_bytes.saturating_sub(b.payload.len());
+                self.sh.buffered_bytes.refund(b.payload.len());
             }
         }
         w.frags
@@ -708,7 +722,7 @@ impl ReaderCore {
                 w.slots.push_back(Slot::Empty);
             }
             if let Slot::Sample(b) = &w.slots[idx] {
-                sh.buffered_bytes = sh.buffered_bytes.saturating_sub(b.payload.len());
+                sh.buffered_bytes.refund(b.payload.len());
             }
             w.slots[idx] = Slot::Irrelevant;
             w.frags.remove(sn, &mut sh.reassembly_bytes);

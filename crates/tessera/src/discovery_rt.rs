@@ -5,6 +5,7 @@
 //! [`DiscoveryDb`]; this module moves its inputs and outputs over the network. It runs under the
 //! participant's discovery lock, never on the per-sample data path.
 
+use crate::bounds::{Budgets, EventFanout};
 use crate::endpoint::{send_datagram, with_send_buf, RemoteEndpoint};
 use crate::outbox;
 use crate::participant::ParticipantShared;
@@ -89,8 +90,8 @@ pub(crate) struct DiscoveryRuntime {
     sedp_sub_reader: ReaderCore,
     /// Remote participants' metatraffic locators (for SEDP) and what they announced.
     participants: HashMap<GuidPrefix, (Locators, ParticipantInfo)>,
-    /// Subscribers to participant discovery events.
-    watchers: Vec<crossbeam_channel::Sender<ParticipantEvent>>,
+    /// Subscribers to participant discovery events (bounded channels).
+    watchers: EventFanout<ParticipantEvent>,
     /// This participant's own endpoints, matched with each other here (the database matches
     /// only local against remote). Empty maps when `ignore_local` is set.
     local_writers: HashMap<Guid, DiscoveredWriterData>,
@@ -126,6 +127,7 @@ impl DiscoveryRuntime {
         qos: &DomainParticipantQos,
         transport: &UdpTransport,
         ignore_local: bool,
+        budgets: &Budgets,
         now: Instant,
     ) -> Self {
         let l = transport.locators();
@@ -150,7 +152,13 @@ impl DiscoveryRuntime {
         data.encode(&mut payload);
         let sedp_writer =
             |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
-        let sedp_reader = |id| ReaderCore::new(ReaderConfig::new(Guid::new(prefix, id)));
+        // The SEDP readers draw from the participant's byte pools like user readers do.
+        let sedp_reader = |id| {
+            let mut cfg = ReaderConfig::new(Guid::new(prefix, id));
+            cfg.shared_reassembly = Some(budgets.reassembly.clone());
+            cfg.shared_buffered = Some(budgets.out_of_order.clone());
+            ReaderCore::new(cfg)
+        };
         DiscoveryRuntime {
             prefix,
             db: DiscoveryDb::new(prefix, domain_id),
@@ -165,7 +173,7 @@ impl DiscoveryRuntime {
             sedp_pub_reader: sedp_reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
             participants: HashMap::new(),
-            watchers: Vec::new(),
+            watchers: EventFanout::new(budgets.events_dropped.clone()),
             local_writers: HashMap::new(),
             local_readers: HashMap::new(),
             ignore_local,
@@ -177,18 +185,18 @@ impl DiscoveryRuntime {
         self.participants.values().map(|(_, i)| i.clone()).collect()
     }
 
-    /// A channel of participant events, starting with every participant known now.
-    pub fn watch(&mut self) -> crossbeam_channel::Receiver<ParticipantEvent> {
-        let (tx, rx) = crossbeam_channel::unbounded();
-        for (_, info) in self.participants.values() {
-            let _ = tx.send(ParticipantEvent::Discovered(info.clone()));
-        }
-        self.watchers.push(tx);
-        rx
+    /// A channel of at most `capacity` participant events, starting with every participant
+    /// known now; events that find it full are dropped and counted (`Budgets::events_dropped`).
+    pub fn watch(&mut self, capacity: usize) -> crossbeam_channel::Receiver<ParticipantEvent> {
+        let known = self
+            .participants
+            .values()
+            .map(|(_, info)| ParticipantEvent::Discovered(info.clone()));
+        self.watchers.watch(capacity, known)
     }
 
     fn notify(&mut self, ev: ParticipantEvent) {
-        self.watchers.retain(|w| w.send(ev.clone()).is_ok());
+        self.watchers.send(&ev);
     }
 
     /// Sends our SPDP sample to `dests` now.

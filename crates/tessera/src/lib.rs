@@ -49,6 +49,7 @@ pub use tessera_derive::TopicType;
 pub use tessera_rtps as rtps;
 pub use tessera_rtps::cdr::TopicType;
 
+mod bounds;
 pub mod condition;
 mod discovery_rt;
 mod endpoint;
@@ -67,6 +68,7 @@ pub mod qos {
     pub use tessera_rtps::qos::*;
 }
 
+pub use bounds::ResourceBounds;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
 pub use discovery_rt::{ParticipantEvent, ParticipantInfo};
 pub use error::{Error, Result};

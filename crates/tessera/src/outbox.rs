@@ -92,7 +92,20 @@ pub(crate) fn history_config(qos: &DataReaderQos) -> HistoryConfig {
             }
             _ => crate::history::DestinationOrder::ByReceptionTimestamp,
         },
+        lifecycle: crate::history::Lifecycle {
+            autopurge_nowriter_samples_delay: finite(
+                qos.reader_data_lifecycle.autopurge_nowriter_samples_delay,
+            ),
+            autopurge_disposed_samples_delay: finite(
+                qos.reader_data_lifecycle.autopurge_disposed_samples_delay,
+            ),
+        },
     }
+}
+
+/// `None` for the DDS infinite duration.
+fn finite(d: std::time::Duration) -> Option<std::time::Duration> {
+    (!tessera_rtps::qos::is_infinite(d)).then_some(d)
 }
 
 /// Whether a writer with this QoS serializes as XCDR2 (its first data representation).

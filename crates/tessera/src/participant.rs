@@ -11,6 +11,7 @@
 //! Application threads send the first transmission of every sample themselves (see
 //! [`crate::publication`]); no queue sits between `write` and the socket.
 
+use crate::bounds::{Budgets, DropReport, ResourceBounds};
 use crate::discovery_rt::{DiscoveryRuntime, ParticipantEvent, ParticipantInfo};
 use crate::endpoint::{LocalReader, LocalWriter};
 use crate::error::{Error, Result};
@@ -38,6 +39,10 @@ pub struct ParticipantConfig {
     /// Do not match this participant's readers with its own writers (Cyclone's "ignore local
     /// participant"; `ddsperf` relies on it). Off by default: DDS delivers locally.
     pub ignore_local: bool,
+    /// Bounds on what peers can make this participant hold (instances per reader, reassembly
+    /// and out-of-order bytes, participant-event channels); see [`ResourceBounds`] for the
+    /// defaults.
+    pub limits: ResourceBounds,
 }
 
 /// Counters of what the runtime dropped or repaired; read with
@@ -56,6 +61,8 @@ pub struct RuntimeCounters {
     pub datagrams_sent: AtomicU64,
     /// Send errors.
     pub send_errors: AtomicU64,
+    /// Samples and instance updates a reader's history refused (resource limits).
+    pub samples_rejected: AtomicU64,
 }
 
 /// A snapshot of the runtime's drop and traffic counters.
@@ -73,6 +80,18 @@ pub struct CountersSnapshot {
     pub datagrams_sent: u64,
     /// Send errors.
     pub send_errors: u64,
+    /// Participant events dropped because the application's channel was full
+    /// ([`ResourceBounds::participant_events`]).
+    pub participant_events_dropped: u64,
+    /// Partial (DATA_FRAG) samples refused because the participant's reassembly bytes were
+    /// spent ([`ResourceBounds::reassembly_bytes`]).
+    pub reassembly_refused: u64,
+    /// Out-of-order samples dropped because the participant's out-of-order bytes were spent
+    /// ([`ResourceBounds::out_of_order_bytes`]).
+    pub out_of_order_refused: u64,
+    /// Samples and instance updates a reader's history refused: RESOURCE_LIMITS, or
+    /// [`ResourceBounds::max_instances_per_reader`] (also in each reader's SAMPLE_REJECTED).
+    pub samples_rejected: u64,
 }
 
 /// The local endpoints, by entity id, and which local readers each remote writer feeds.
@@ -156,6 +175,8 @@ pub(crate) struct ParticipantShared {
     pub discovery: Mutex<DiscoveryRuntime>,
     pub kick: EventKick,
     pub counters: RuntimeCounters,
+    pub limits: ResourceBounds,
+    pub budgets: Budgets,
     next_entity_key: AtomicU32,
     shutdown: AtomicBool,
 }
@@ -237,12 +258,14 @@ impl DomainParticipant {
         let transport = UdpTransport::new(udp)?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
+        let budgets = Budgets::new(&config.limits);
         let discovery = DiscoveryRuntime::new(
             guid_prefix,
             domain_id,
             &qos,
             &transport,
             config.ignore_local,
+            &budgets,
             now,
         );
         let shared = Arc::new(ParticipantShared {
@@ -254,6 +277,8 @@ impl DomainParticipant {
             discovery: Mutex::new(discovery),
             kick: EventKick::new(),
             counters: RuntimeCounters::default(),
+            limits: config.limits,
+            budgets,
             next_entity_key: AtomicU32::new(1),
             shutdown: AtomicBool::new(false),
         });
@@ -334,13 +359,24 @@ impl DomainParticipant {
 
     /// A channel that receives an event whenever a remote participant is discovered or lost,
     /// starting with a `Discovered` event for every participant known at the time of the call.
+    /// It holds at most [`ResourceBounds::participant_events`] events: when the application
+    /// does not keep up, further events are dropped and counted
+    /// ([`CountersSnapshot::participant_events_dropped`]);
+    /// [`DomainParticipant::discovered_participants`] always has the current set.
     pub fn participant_events(&self) -> crossbeam_channel::Receiver<ParticipantEvent> {
-        self.owner.shared.discovery.lock().watch()
+        let capacity = self.owner.shared.limits.participant_events;
+        self.owner.shared.discovery.lock().watch(capacity)
     }
 
     /// A snapshot of the runtime's drop and traffic counters.
     pub fn counters(&self) -> CountersSnapshot {
-        let c = &self.owner.shared.counters;
+        self.owner.shared.counters_snapshot()
+    }
+}
+
+impl ParticipantShared {
+    fn counters_snapshot(&self) -> CountersSnapshot {
+        let c = &self.counters;
         CountersSnapshot {
             malformed_messages: c.malformed_messages.load(Ordering::Relaxed),
             malformed_submessages: c.malformed_submessages.load(Ordering::Relaxed),
@@ -348,11 +384,13 @@ impl DomainParticipant {
             datagrams_received: c.datagrams_received.load(Ordering::Relaxed),
             datagrams_sent: c.datagrams_sent.load(Ordering::Relaxed),
             send_errors: c.send_errors.load(Ordering::Relaxed),
+            participant_events_dropped: self.budgets.events_dropped.load(Ordering::Relaxed),
+            reassembly_refused: self.budgets.reassembly.refused(),
+            out_of_order_refused: self.budgets.out_of_order.refused(),
+            samples_rejected: c.samples_rejected.load(Ordering::Relaxed),
         }
     }
-}
 
-impl ParticipantShared {
     /// A new entity id for a user endpoint.
     pub fn new_entity_id(&self, writer: bool, keyed: bool) -> EntityId {
         let key = self.next_entity_key.fetch_add(1, Ordering::Relaxed);
@@ -516,8 +554,12 @@ impl ParticipantShared {
     /// The event thread: timers of discovery and of every endpoint.
     fn event_loop(self: Arc<Self>) {
         const MAX_SLEEP: Duration = Duration::from_millis(100);
+        let mut drops = DropReport::new(Duration::from_secs(1));
         while !self.shutdown.load(Ordering::Acquire) {
             let now = Instant::now();
+            if drops.due(now) {
+                drops.report(now, self.counters_snapshot());
+            }
             let mut next = now + MAX_SLEEP;
             let (events, d) = {
                 let mut disc = self.discovery.lock();

@@ -7,7 +7,7 @@
 use crate::condition::{Condition, ConditionKind, Notifier};
 use crate::endpoint::{LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
-use crate::history::{History, InsertOutcome, InstanceHandle, Sample, StateMasks};
+use crate::history::{History, InsertOutcome, InstanceHandle, Sample, StateMasks, UpdateOutcome};
 use crate::outbox;
 use crate::participant::{DomainParticipant, ParticipantShared};
 use crate::qos::{DataReaderQos, SubscriberQos};
@@ -64,11 +64,20 @@ impl Subscriber {
         let p = self.participant.shared().clone();
         let entity_id = p.new_entity_id(false, T::KEYED);
         let guid = Guid::new(p.guid_prefix, entity_id);
+        // The participant's bounds: shared byte pools, and an instance cap unless the QoS has one.
+        let mut core_cfg = ReaderConfig::new(guid);
+        core_cfg.shared_reassembly = Some(p.budgets.reassembly.clone());
+        core_cfg.shared_buffered = Some(p.budgets.out_of_order.clone());
+        let mut history_cfg = outbox::history_config(&qos);
+        history_cfg
+            .limits
+            .max_instances
+            .get_or_insert(p.limits.max_instances_per_reader);
         let ep = Arc::new_cyclic(|me| ReaderEndpoint::<T> {
             me: me.clone(),
             guid,
-            core: Mutex::new(ReaderCore::new(ReaderConfig::new(guid))),
-            history: Mutex::new(History::new(outbox::history_config(&qos))),
+            core: Mutex::new(ReaderCore::new(core_cfg)),
+            history: Mutex::new(History::new(history_cfg)),
             statuses: Mutex::new(ReaderStatuses::default()),
             notifier: Arc::new(Notifier::default()),
             listener: Mutex::new(None),
@@ -132,6 +141,16 @@ pub(crate) struct ReaderEndpoint<T: TopicType> {
 }
 
 impl<T: TopicType> ReaderEndpoint<T> {
+    /// The history, locked, with the instances whose autopurge delay ran out purged first
+    /// (the clock is read only when a purge is scheduled).
+    fn history_purged(&self) -> parking_lot::MutexGuard<'_, History<T>> {
+        let mut h = self.history.lock();
+        if h.next_purge().is_some() {
+            h.purge_expired(crate::publication::now_nanos());
+        }
+        h
+    }
+
     fn status_changed(&self, mask: StatusMask) {
         self.statuses.lock().changes |= mask;
         self.notifier.notify();
@@ -173,10 +192,16 @@ impl<T: TopicType> ReaderEndpoint<T> {
             };
             let mut changed = false;
             if d.status_info & 1 != 0 {
-                changed |= history.dispose(key_hash, writer, ts).is_changed();
+                let out = history.dispose(key_hash, writer, ts, reception);
+                if matches!(out, UpdateOutcome::Rejected(_)) {
+                    *rejected += 1;
+                }
+                changed |= out.is_changed();
             }
             if d.status_info & 2 != 0 {
-                changed |= history.unregister(key_hash, writer, ts).is_changed();
+                changed |= history
+                    .unregister(key_hash, writer, ts, reception)
+                    .is_changed();
             }
             return changed;
         }
@@ -253,6 +278,10 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             mask |= StatusMask::SAMPLE_LOST;
         }
         if rejected > 0 {
+            p.counters
+                .samples_rejected
+                .fetch_add(rejected as u64, std::sync::atomic::Ordering::Relaxed);
+            tracing::debug!(reader = ?self.guid, rejected, "history refused samples (resource limits)");
             let mut s = self.statuses.lock();
             s.sample_rejected.total_count += rejected as i32;
             s.sample_rejected.total_count_change += rejected as i32;
@@ -264,6 +293,9 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
     }
 
     fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+        // Autopurge runs here too, so an application that never reads still frees memory
+        // (within the event thread's period, at most 100 ms late).
+        drop(self.history_purged());
         let mut core = self.core.lock();
         core.handle_timeout(now);
         outbox::flush_reader(p, &mut core, now);
@@ -416,14 +448,14 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read(max, masks);
+        let out = self.ep.history_purged().read(max, masks);
         self.after_access();
         Ok(out)
     }
 
     /// Takes samples whose states match `masks`.
     pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take(max, masks);
+        let out = self.ep.history_purged().take(max, masks);
         self.after_access();
         Ok(out)
     }
@@ -431,7 +463,7 @@ impl<T: TopicType> DataReader<T> {
     /// Takes up to `max` samples into `out` (appending); returns how many. No allocation when
     /// `out` has room: the fast path for high-rate readers.
     pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
-        let n = self.ep.history.lock().take_into(out, max);
+        let n = self.ep.history_purged().take_into(out, max);
         self.after_access();
         n
     }
@@ -448,8 +480,7 @@ impl<T: TopicType> DataReader<T> {
     {
         let out = self
             .ep
-            .history
-            .lock()
+            .history_purged()
             .read_instance(handle, max, masks)
             .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
@@ -465,8 +496,7 @@ impl<T: TopicType> DataReader<T> {
     ) -> Result<Vec<Sample<T>>> {
         let out = self
             .ep
-            .history
-            .lock()
+            .history_purged()
             .take_instance(handle, max, masks)
             .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
@@ -483,7 +513,7 @@ impl<T: TopicType> DataReader<T> {
     where
         T: Clone,
     {
-        let out = self.ep.history.lock().read_next_instance(
+        let out = self.ep.history_purged().read_next_instance(
             previous.unwrap_or(InstanceHandle::NIL),
             max,
             masks,
@@ -499,7 +529,7 @@ impl<T: TopicType> DataReader<T> {
         max: usize,
         masks: StateMasks,
     ) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history.lock().take_next_instance(
+        let out = self.ep.history_purged().take_next_instance(
             previous.unwrap_or(InstanceHandle::NIL),
             max,
             masks,
@@ -520,7 +550,7 @@ impl<T: TopicType> DataReader<T> {
         } else {
             [0; 16]
         };
-        self.ep.history.lock().lookup_instance(&kh)
+        self.ep.history_purged().lookup_instance(&kh)
     }
 
     /// A condition that is true while the reader holds samples matching `masks`.

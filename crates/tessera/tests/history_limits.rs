@@ -175,7 +175,7 @@ fn rejected_sample_changes_nothing() {
     };
     let mut h = history(HistoryKind::KeepAll, limits);
     h.insert(key(1), W1, 1, 0, 0);
-    h.dispose(key(1), W1, 1);
+    h.dispose(key(1), W1, 1, 1);
     let handle = h.lookup_instance(&key(1)).unwrap();
     let before = h.instance_status(handle).unwrap();
     assert!(!h.insert(key(1), W1, 2, 2, 2).is_stored());
@@ -193,7 +193,7 @@ fn invalid_samples_do_not_count_against_limits() {
     let mut h = history(HistoryKind::KeepAll, limits);
     h.insert(key(1), W1, 1, 0, 0);
     h.take(UNLIMITED, StateMasks::ANY);
-    assert!(h.dispose(key(1), W1, 1).is_changed());
+    assert!(h.dispose(key(1), W1, 1, 1).is_changed());
     assert_eq!((h.len(), h.valid_len()), (1, 0));
     assert!(h.insert(key(2), W1, 2, 0, 0).is_stored());
     // Key 1: its pending invalid sample gives way to new data only if the limit allows.
@@ -214,7 +214,7 @@ fn instance_limit() {
         h.insert(key(3), W1, 3, 0, 0),
         InsertOutcome::Rejected(RejectReason::InstancesLimit)
     );
-    let out = h.dispose(key(3), W1, 0);
+    let out = h.dispose(key(3), W1, 0, 0);
     assert_eq!(out, UpdateOutcome::Rejected(RejectReason::InstancesLimit));
     assert!(!out.may_acknowledge());
     assert!(
@@ -223,7 +223,7 @@ fn instance_limit() {
     );
 
     // Free an instance: unregister its only writer and take its samples.
-    h.unregister(key(2), W1, 0);
+    h.unregister(key(2), W1, 0, 0);
     let handle = h.lookup_instance(&key(2)).unwrap();
     h.take_instance(handle, UNLIMITED, StateMasks::ANY).unwrap();
     assert_eq!(h.instance_count(), 1);

@@ -1,6 +1,6 @@
 //! Many instances, and a randomized check of the cache's invariants.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use tessera::history::*;
 
@@ -178,7 +178,7 @@ fn check_invariants(h: &History<u64>, cfg: &HistoryConfig, rng: &mut Rng) {
         assert!(j == all.len() || !all[j..].iter().any(|s| s.info.instance_handle == handle));
         i = j;
     }
-    // Every instance: alive implies writers; dead ones are purged once empty.
+    // Every instance: alive implies writers; not-alive ones are purged once empty.
     let handles: Vec<_> = h.instance_handles().collect();
     assert_eq!(handles.len(), h.instance_count());
     let mut survivors = 0;
@@ -187,9 +187,9 @@ fn check_invariants(h: &History<u64>, cfg: &HistoryConfig, rng: &mut Rng) {
         if st.instance_state.is_alive() {
             assert!(st.writers > 0);
         }
-        assert!(st.samples > 0 || st.instance_state.is_alive() || st.writers > 0);
+        assert!(st.samples > 0 || st.instance_state.is_alive());
         assert_eq!(h.lookup_instance(&st.key_hash), Some(hd));
-        if st.instance_state.is_alive() || st.writers > 0 {
+        if st.instance_state.is_alive() {
             survivors += 1;
         }
     }
@@ -213,6 +213,7 @@ fn randomized_operations_keep_invariants() {
                 ..Default::default()
             },
             destination_order: DestinationOrder::BySourceTimestamp,
+            ..Default::default()
         },
         HistoryConfig {
             history: HistoryKind::KeepAll,
@@ -225,6 +226,14 @@ fn randomized_operations_keep_invariants() {
         },
         HistoryConfig {
             history: HistoryKind::KeepAll,
+            ..Default::default()
+        },
+        HistoryConfig {
+            history: HistoryKind::KeepLast(2),
+            lifecycle: Lifecycle {
+                autopurge_nowriter_samples_delay: Some(Duration::from_nanos(5)),
+                autopurge_disposed_samples_delay: Some(Duration::from_nanos(9)),
+            },
             ..Default::default()
         },
     ];
@@ -243,16 +252,21 @@ fn randomized_operations_keep_invariants() {
                     h.insert(k, w, step, src, ts);
                 }
                 5 => {
-                    h.dispose(k, w, src);
+                    h.dispose(k, w, src, src);
                 }
                 6 => {
-                    h.unregister(k, w, src);
+                    h.unregister(k, w, src, src);
                 }
-                7 => {
-                    if rng.below(4) == 0 {
+                7 => match rng.below(4) {
+                    0 => {
                         h.writer_lost(w, ts);
                     }
-                }
+                    1 => {
+                        h.purge_expired(ts);
+                        assert!(h.next_purge().is_none_or(|t| t > ts));
+                    }
+                    _ => {}
+                },
                 8 => {
                     let m = rng.masks();
                     h.read(rng.below(6) as usize, m);
@@ -276,6 +290,9 @@ fn randomized_operations_keep_invariants() {
                 }
             }
             check_invariants(&h, cfg, &mut rng);
+        }
+        if cfg.lifecycle != Lifecycle::default() {
+            assert!(h.autopurged() > 0, "the autopurge path was exercised");
         }
     }
 }

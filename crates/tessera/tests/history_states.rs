@@ -117,7 +117,7 @@ fn dispose_then_write_starts_a_new_generation() {
     h.insert(k, W1, 1, 10, 10);
     assert_eq!(h.take(UNLIMITED, StateMasks::ANY).len(), 1);
 
-    let out = h.dispose(k, W1, 20);
+    let out = h.dispose(k, W1, 20, 20);
     let handle = h.lookup_instance(&k).unwrap();
     assert_eq!(out, UpdateOutcome::Changed(handle));
     // Nothing unread, so an invalid sample announces the dispose.
@@ -132,7 +132,7 @@ fn dispose_then_write_starts_a_new_generation() {
     assert_eq!(h.valid_len(), 0);
 
     // Disposing again changes nothing.
-    assert_eq!(h.dispose(k, W1, 21), UpdateOutcome::Unchanged(handle));
+    assert_eq!(h.dispose(k, W1, 21, 21), UpdateOutcome::Unchanged(handle));
     assert_eq!(h.len(), 1);
 
     // New data: alive again, NEW, disposed generation 1; the read invalid sample is superseded.
@@ -155,19 +155,24 @@ fn dispose_then_write_starts_a_new_generation() {
 fn dispose_with_unread_sample_adds_no_invalid_sample() {
     let mut h = keep_all();
     h.insert(key(1), W1, 7, 0, 0);
-    assert!(h.dispose(key(1), W1, 1).is_changed());
+    assert!(h.dispose(key(1), W1, 1, 1).is_changed());
     assert_eq!(h.len(), 1);
     let s = h.take(UNLIMITED, StateMasks::ANY);
     assert_eq!(data(&s), [Some(7)]);
     assert_eq!(s[0].info.instance_state, InstanceState::NotAliveDisposed);
-    // Disposed, empty, but W1 is still registered: kept until W1 unregisters.
-    assert_eq!(h.instance_count(), 1);
-    assert_eq!(
-        h.unregister(key(1), W1, 2),
-        UpdateOutcome::Unchanged(s[0].info.instance_handle)
-    );
+    // Disposed and empty: reclaimed although W1 is still registered.
     assert_eq!(h.instance_count(), 0, "purged");
     assert_eq!(h.lookup_instance(&key(1)), None);
+    assert_eq!(
+        h.unregister(key(1), W1, 2, 2),
+        UpdateOutcome::UnknownInstance
+    );
+    // Writing the key again makes a new instance.
+    assert!(h.insert(key(1), W1, 8, 3, 3).is_stored());
+    let s2 = h.take(UNLIMITED, StateMasks::ANY);
+    assert_ne!(s2[0].info.instance_handle, s[0].info.instance_handle);
+    assert_eq!(s2[0].info.view_state, ViewState::New);
+    assert_eq!(s2[0].info.disposed_generation_count, 0);
 }
 
 #[test]
@@ -175,9 +180,9 @@ fn dispose_after_read_replaces_read_invalid_sample() {
     let mut h = keep_all();
     h.insert(key(1), W1, 7, 0, 0);
     h.take(UNLIMITED, StateMasks::ANY);
-    h.unregister(key(1), W1, 1); // NO_WRITERS + invalid sample
+    h.unregister(key(1), W1, 1, 1); // NO_WRITERS + invalid sample
     assert_eq!(h.read(UNLIMITED, StateMasks::ANY).len(), 1);
-    h.dispose(key(1), W2, 2); // NO_WRITERS -> DISPOSED: a fresh invalid sample
+    h.dispose(key(1), W2, 2, 2); // NO_WRITERS -> DISPOSED: a fresh invalid sample
     let s = h.read(UNLIMITED, StateMasks::ANY);
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].info.sample_state, SampleState::NotRead);
@@ -191,9 +196,9 @@ fn ranks_across_generations() {
     let mut h = keep_all();
     let k = key(9);
     h.insert(k, W1, 0, 0, 0);
-    h.dispose(k, W1, 1); // A unread: no invalid sample
+    h.dispose(k, W1, 1, 1); // A unread: no invalid sample
     h.insert(k, W1, 1, 2, 2); // disposed generation 1
-    h.unregister(k, W1, 3); // alive -> no writers; unread samples carry it
+    h.unregister(k, W1, 3, 3); // alive -> no writers; unread samples carry it
     h.insert(k, W2, 2, 4, 4); // no-writers generation 1
     assert_eq!(h.len(), 3);
 
@@ -247,9 +252,9 @@ fn no_writers_when_last_writer_lost() {
     h.insert(k, W1, 1, 0, 0);
     h.insert(k, W2, 2, 0, 0);
     let handle = h.lookup_instance(&k).unwrap();
-    assert_eq!(h.unregister(k, W1, 5), UpdateOutcome::Unchanged(handle));
+    assert_eq!(h.unregister(k, W1, 5, 5), UpdateOutcome::Unchanged(handle));
     assert_eq!(
-        h.unregister(k, W1, 5),
+        h.unregister(k, W1, 5, 5),
         UpdateOutcome::Unchanged(handle),
         "twice"
     );
@@ -294,7 +299,7 @@ fn no_writers_invalid_sample_then_rebirth() {
     h.insert(k, W1, 1, 0, 0);
     h.take(UNLIMITED, StateMasks::ANY);
     let handle = h.lookup_instance(&k).unwrap();
-    assert_eq!(h.unregister(k, W1, 9), UpdateOutcome::Changed(handle));
+    assert_eq!(h.unregister(k, W1, 9, 9), UpdateOutcome::Changed(handle));
     let s = h.read(UNLIMITED, StateMasks::ANY);
     assert_eq!(s.len(), 1);
     assert!(!s[0].info.valid_data);
@@ -317,7 +322,7 @@ fn disposed_stays_disposed_when_writers_go() {
     let mut h = keep_all();
     let k = key(3);
     h.insert(k, W1, 1, 0, 0);
-    h.dispose(k, W1, 1);
+    h.dispose(k, W1, 1, 1);
     assert_eq!(h.writer_lost(W1, 2), 0);
     let handle = h.lookup_instance(&k).unwrap();
     assert_eq!(
@@ -331,7 +336,7 @@ fn disposed_stays_disposed_when_writers_go() {
 #[test]
 fn dispose_of_unknown_instance_creates_it() {
     let mut h = keep_all();
-    let out = h.dispose(key(4), W1, 3);
+    let out = h.dispose(key(4), W1, 3, 3);
     let handle = h.lookup_instance(&key(4)).unwrap();
     assert_eq!(out, UpdateOutcome::Changed(handle));
     let s = h.take(UNLIMITED, StateMasks::ANY);
@@ -339,14 +344,12 @@ fn dispose_of_unknown_instance_creates_it() {
     assert!(!s[0].info.valid_data);
     assert_eq!(s[0].info.view_state, ViewState::New);
     assert_eq!(s[0].info.instance_state, InstanceState::NotAliveDisposed);
+    assert_eq!(h.instance_count(), 0, "taken and disposed: reclaimed");
+    assert_eq!(h.writer_lost(W1, 5), 0);
     assert_eq!(
-        h.unregister(key(4), W2, 4),
-        UpdateOutcome::Unchanged(handle)
+        h.unregister(key(4), W1, 6, 6),
+        UpdateOutcome::UnknownInstance
     );
-    assert_eq!(h.instance_count(), 1, "W1 still registered");
-    h.writer_lost(W1, 5);
-    assert_eq!(h.instance_count(), 0);
-    assert_eq!(h.unregister(key(4), W1, 6), UpdateOutcome::UnknownInstance);
 }
 
 #[test]
@@ -355,7 +358,7 @@ fn state_masks_select_instances_and_samples() {
     h.insert(key(1), W1, 1, 0, 0); // stays alive
     h.insert(key(2), W1, 2, 0, 0); // disposed below
     h.insert(key(3), W2, 3, 0, 0); // no writers below
-    h.dispose(key(2), W1, 1);
+    h.dispose(key(2), W1, 1, 1);
     h.writer_lost(W2, 1);
 
     let only = |i| masks(SampleStateMask::ANY, ViewStateMask::ANY, i);
@@ -393,7 +396,9 @@ fn state_masks_select_instances_and_samples() {
     let mut got = data(&h.take(UNLIMITED, not_alive_read));
     got.sort();
     assert_eq!(got, [Some(2), Some(3)]);
-    assert_eq!(h.instance_count(), 3, "key 3 purged; key 2 keeps W1");
+    assert_eq!(h.instance_count(), 2, "keys 2 and 3 purged");
+    assert_eq!(h.lookup_instance(&key(2)), None);
+    assert_eq!(h.lookup_instance(&key(3)), None);
 }
 
 #[test]
@@ -420,7 +425,7 @@ fn has_matching_and_unread() {
         InstanceStateMask::NOT_ALIVE_DISPOSED,
     );
     assert!(!h.has_matching(disposed));
-    h.dispose(KEYLESS, W1, 0);
+    h.dispose(KEYLESS, W1, 0, 0);
     assert!(h.has_matching(disposed));
     assert!(h.has_unread(), "invalid sample");
 }
@@ -494,7 +499,7 @@ fn instance_access_and_next_instance_order() {
     // A handle that does not exist any more still works as a starting point.
     let s = h.take_instance(hs[0], UNLIMITED, StateMasks::ANY).unwrap();
     assert_eq!(s.len(), 2);
-    h.unregister(key(5), W1, 0);
+    h.unregister(key(5), W1, 0, 0);
     let s = h.take_instance(hs[0], UNLIMITED, StateMasks::ANY).unwrap();
     assert_eq!(s.len(), 1, "the no-writers notification");
     assert_eq!(h.lookup_instance(&key(5)), None);
@@ -609,8 +614,8 @@ fn by_source_timestamp_drops_older_updates() {
         h.insert(k, W2, 3, 10, 2).is_stored(),
         "equal timestamps are kept"
     );
-    assert_eq!(h.dispose(k, W1, 9), UpdateOutcome::Outdated(handle));
-    assert!(h.dispose(k, W1, 11).is_changed());
+    assert_eq!(h.dispose(k, W1, 9, 9), UpdateOutcome::Outdated(handle));
+    assert!(h.dispose(k, W1, 11, 11).is_changed());
     assert_eq!(h.insert(k, W1, 4, 10, 3), InsertOutcome::Outdated(handle));
     // Other instances are independent.
     assert!(h.insert(key(2), W1, 5, 1, 4).is_stored());

@@ -124,6 +124,8 @@ pub(super) struct Instance<T> {
     pub(super) linked: bool,
     pub(super) prev: Slot,
     pub(super) next: Slot,
+    /// When the instance is due for autopurge (its entry in the cache's purge queue).
+    pub(super) purge_at: Option<i64>,
 }
 
 impl<T> Instance<T> {
@@ -144,6 +146,7 @@ impl<T> Instance<T> {
             linked: false,
             prev: NONE,
             next: NONE,
+            purge_at: None,
         }
     }
 

@@ -22,8 +22,18 @@
 //!   There is at most one invalid sample per instance, always the newest; it is dropped when
 //!   valid data arrives (the new data shows the change through its generation counts). Invalid
 //!   samples do not count against the history depth or the resource limits.
-//! * An instance that holds no sample, is not alive and has no writer is **purged** at once,
-//!   which keeps memory bounded when instances come and go; its handle is then unknown.
+//! * An instance that holds no sample and is not alive is **purged** at once, even if a writer
+//!   that disposed it is still registered (DDS allows reclaiming it): a take of the last sample
+//!   of a disposed instance frees it, which keeps memory bounded when instances come and go.
+//!   Its handle is then unknown; a later write of the same key makes a new instance (view
+//!   state NEW, generation counts from zero).
+//! * **Autopurge** (the READER_DATA_LIFECYCLE QoS, [`Lifecycle`]): an instance that stays
+//!   NOT_ALIVE_NO_WRITERS or NOT_ALIVE_DISPOSED for the configured delay is purged with all its
+//!   samples, read or not. The cache has no clock: delays count from the local times given
+//!   with the state changes, and [`History::purge_expired`] (also run at the start of every
+//!   insert, dispose and unregister) purges what is due at the `now` it is given. Pending
+//!   purges are kept in a queue ordered by deadline, one entry per instance, so a cache with
+//!   nothing due pays one comparison.
 //!
 //! # Reading
 //!
@@ -45,17 +55,18 @@
 mod instance;
 mod types;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::ops::Bound;
+use std::time::Duration;
 use tessera_rtps::fasthash::FastHashMap;
 
 use instance::{Instance, Slot, Stored, NONE};
 pub use types::{
     DestinationOrder, HistoryConfig, HistoryError, HistoryKind, InsertOutcome, InstanceHandle,
-    InstanceState, InstanceStateMask, InstanceStatus, KeyHash, RejectReason, ResourceLimits,
-    Sample, SampleInfo, SampleState, SampleStateMask, Selection, StateMasks, UpdateOutcome,
-    ViewState, ViewStateMask, WriterGuid, KEYLESS, UNLIMITED,
+    InstanceState, InstanceStateMask, InstanceStatus, KeyHash, Lifecycle, RejectReason,
+    ResourceLimits, Sample, SampleInfo, SampleState, SampleStateMask, Selection, StateMasks,
+    UpdateOutcome, ViewState, ViewStateMask, WriterGuid, KEYLESS, UNLIMITED,
 };
 
 /// Whether an access copies samples out (read) or moves them out (take).
@@ -92,6 +103,10 @@ pub struct History<T> {
     valid_total: usize,
     /// Samples not read yet.
     not_read_total: usize,
+    /// Not-alive instances due for autopurge, by deadline (ns, the caller's clock).
+    purge_queue: BTreeSet<(i64, InstanceHandle)>,
+    /// Instances purged by autopurge so far.
+    autopurged: u64,
 }
 
 impl<T> fmt::Debug for History<T> {
@@ -127,6 +142,8 @@ impl<T> History<T> {
             total: 0,
             valid_total: 0,
             not_read_total: 0,
+            purge_queue: BTreeSet::new(),
+            autopurged: 0,
         }
     }
 
@@ -158,6 +175,38 @@ impl<T> History<T> {
     /// Number of instances held.
     pub fn instance_count(&self) -> usize {
         self.by_key.len()
+    }
+
+    /// Number of instances purged by autopurge (READER_DATA_LIFECYCLE) so far.
+    pub fn autopurged(&self) -> u64 {
+        self.autopurged
+    }
+
+    /// The earliest time (ns, the caller's clock) at which a not-alive instance is due for
+    /// autopurge, if any is scheduled.
+    pub fn next_purge(&self) -> Option<i64> {
+        self.purge_queue.first().map(|&(t, _)| t)
+    }
+
+    /// Purges every not-alive instance whose autopurge delay has run out at `now` (ns, the
+    /// clock of the timestamps given to the cache), with all its samples. Returns how many.
+    pub fn purge_expired(&mut self, now: i64) -> usize {
+        let mut n = 0;
+        while let Some(&(at, handle)) = self.purge_queue.first() {
+            if at > now {
+                break;
+            }
+            self.purge_queue.pop_first();
+            if let Some(&slot) = self.by_handle.get(&handle) {
+                if let Some(i) = slot_mut(&mut self.slots, slot) {
+                    i.purge_at = None;
+                }
+                self.remove_instance(slot);
+                n += 1;
+            }
+        }
+        self.autopurged += n as u64;
+        n
     }
 
     /// The handle of the instance with this key hash, if the cache holds it.
@@ -237,6 +286,7 @@ impl<T> History<T> {
         source_ts: i64,
         reception_ts: i64,
     ) -> InsertOutcome {
+        self.purge_expired(reception_ts);
         let limits = self.config.limits;
         let slot = match self.find_cached(&key) {
             Some(s) => s,
@@ -315,6 +365,9 @@ impl<T> History<T> {
             }
         }
         inst.state = InstanceState::Alive;
+        if let Some(at) = inst.purge_at.take() {
+            self.purge_queue.remove(&(at, inst.handle));
+        }
         inst.writers.insert(writer);
         inst.last_source_ts = Some(inst.last_source_ts.map_or(source_ts, |t| t.max(source_ts)));
         inst.samples.push_back(Stored {
@@ -341,11 +394,20 @@ impl<T> History<T> {
         }
     }
 
-    /// `writer` disposed the instance `key` at source time `ts`.
+    /// `writer` disposed the instance `key` at source time `ts`; the cache learned of it at
+    /// `reception_ts`.
     ///
     /// The instance becomes NOT_ALIVE_DISPOSED (created in that state if unknown, so the reader
     /// learns of it) and `writer` counts as registered with it.
-    pub fn dispose(&mut self, key: KeyHash, writer: WriterGuid, ts: i64) -> UpdateOutcome {
+    pub fn dispose(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        ts: i64,
+        reception_ts: i64,
+    ) -> UpdateOutcome {
+        self.purge_expired(reception_ts);
+        let delay = self.config.lifecycle.autopurge_disposed_samples_delay;
         let slot = match self.find_cached(&key) {
             Some(s) => s,
             None => match self.create(key, InstanceState::NotAliveDisposed) {
@@ -354,7 +416,8 @@ impl<T> History<T> {
                         inst.writers.insert(writer);
                         inst.last_source_ts = Some(ts);
                     }
-                    let h = self.notify(s, writer, ts);
+                    self.schedule_purge(s, reception_ts, delay);
+                    let h = self.notify(s, writer, ts, reception_ts);
                     return UpdateOutcome::Changed(h);
                 }
                 Err(r) => return UpdateOutcome::Rejected(r),
@@ -373,28 +436,38 @@ impl<T> History<T> {
             return UpdateOutcome::Unchanged(inst.handle);
         }
         inst.state = InstanceState::NotAliveDisposed;
-        UpdateOutcome::Changed(self.notify(slot, writer, ts))
+        self.schedule_purge(slot, reception_ts, delay);
+        UpdateOutcome::Changed(self.notify(slot, writer, ts, reception_ts))
     }
 
-    /// `writer` unregistered the instance `key` at source time `ts`.
+    /// `writer` unregistered the instance `key` at source time `ts`; the cache learned of it
+    /// at `reception_ts`.
     ///
     /// When it was the last writer of an alive instance, the instance becomes
-    /// NOT_ALIVE_NO_WRITERS. An instance left empty, not alive and without writers is purged.
-    pub fn unregister(&mut self, key: KeyHash, writer: WriterGuid, ts: i64) -> UpdateOutcome {
+    /// NOT_ALIVE_NO_WRITERS. An instance left empty and not alive is purged.
+    pub fn unregister(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        ts: i64,
+        reception_ts: i64,
+    ) -> UpdateOutcome {
+        self.purge_expired(reception_ts);
         match self.find_cached(&key) {
-            Some(slot) => self.remove_writer(slot, &writer, ts),
+            Some(slot) => self.remove_writer(slot, &writer, ts, reception_ts),
             None => UpdateOutcome::UnknownInstance,
         }
     }
 
-    /// `writer` is gone (lost its liveliness or no longer matches): it is unregistered from
-    /// every instance. Returns how many instances changed state (to NOT_ALIVE_NO_WRITERS).
-    /// This visits every instance.
-    pub fn writer_lost(&mut self, writer: WriterGuid, ts: i64) -> usize {
+    /// `writer` is gone (lost its liveliness or no longer matches) at local time `now`: it is
+    /// unregistered from every instance. Returns how many instances changed state (to
+    /// NOT_ALIVE_NO_WRITERS). This visits every instance.
+    pub fn writer_lost(&mut self, writer: WriterGuid, now: i64) -> usize {
+        self.purge_expired(now);
         let mut changed = 0;
         for slot in 0..self.slots.len() as Slot {
             let registered = self.inst(slot).is_some_and(|i| i.writers.contains(&writer));
-            if registered && self.remove_writer(slot, &writer, ts).is_changed() {
+            if registered && self.remove_writer(slot, &writer, now, now).is_changed() {
                 changed += 1;
             }
         }
@@ -681,7 +754,13 @@ impl<T> History<T> {
 
     /// Announces a change to a not-alive state: adds an invalid sample unless a not-read sample
     /// already carries the news. Returns the instance handle.
-    fn notify(&mut self, slot: Slot, writer: WriterGuid, ts: i64) -> InstanceHandle {
+    fn notify(
+        &mut self,
+        slot: Slot,
+        writer: WriterGuid,
+        ts: i64,
+        reception_ts: i64,
+    ) -> InstanceHandle {
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return InstanceHandle::NIL;
         };
@@ -696,7 +775,7 @@ impl<T> History<T> {
         inst.samples.push_back(Stored {
             data: None,
             source_ts: ts,
-            reception_ts: ts,
+            reception_ts,
             writer,
             disposed_gen: inst.disposed_gen,
             no_writers_gen: inst.no_writers_gen,
@@ -711,7 +790,13 @@ impl<T> History<T> {
         handle
     }
 
-    fn remove_writer(&mut self, slot: Slot, writer: &WriterGuid, ts: i64) -> UpdateOutcome {
+    fn remove_writer(
+        &mut self,
+        slot: Slot,
+        writer: &WriterGuid,
+        ts: i64,
+        now: i64,
+    ) -> UpdateOutcome {
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return UpdateOutcome::UnknownInstance;
         };
@@ -721,7 +806,9 @@ impl<T> History<T> {
         }
         if inst.writers.is_empty() && inst.state == InstanceState::Alive {
             inst.state = InstanceState::NotAliveNoWriters;
-            self.notify(slot, *writer, ts);
+            let delay = self.config.lifecycle.autopurge_nowriter_samples_delay;
+            self.schedule_purge(slot, now, delay);
+            self.notify(slot, *writer, ts, now);
             return UpdateOutcome::Changed(handle);
         }
         self.purge_if_dead(slot);
@@ -768,17 +855,57 @@ impl<T> History<T> {
         }
     }
 
-    /// Removes an instance that holds no sample, is not alive and has no writer.
+    /// Removes an instance that holds no sample and is not alive (whether or not writers are
+    /// still registered with it).
     fn purge_if_dead(&mut self, slot: Slot) {
-        let dead = self.inst(slot).is_some_and(|i| {
-            i.samples.is_empty() && !i.state.is_alive() && i.writers.is_empty() && !i.linked
-        });
-        if !dead {
-            return;
+        let dead = self
+            .inst(slot)
+            .is_some_and(|i| i.samples.is_empty() && !i.state.is_alive() && !i.linked);
+        if dead {
+            self.free_slot(slot);
         }
+    }
+
+    /// (Re)schedules the autopurge of a not-alive instance `delay` after `now`; `None`
+    /// (infinite) cancels any pending one.
+    fn schedule_purge(&mut self, slot: Slot, now: i64, delay: Option<Duration>) {
+        let Some(inst) = slot_mut(&mut self.slots, slot) else {
+            return;
+        };
+        if let Some(at) = inst.purge_at.take() {
+            self.purge_queue.remove(&(at, inst.handle));
+        }
+        if let Some(d) = delay {
+            let at = now.saturating_add(i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            inst.purge_at = Some(at);
+            self.purge_queue.insert((at, inst.handle));
+        }
+    }
+
+    /// Drops an instance with all its samples, read or not.
+    fn remove_instance(&mut self, slot: Slot) {
+        let Some(inst) = slot_mut(&mut self.slots, slot) else {
+            return;
+        };
+        self.total -= inst.samples.len();
+        self.valid_total -= inst.valid_len;
+        self.not_read_total -= inst.not_read;
+        inst.samples.clear();
+        inst.valid_len = 0;
+        inst.not_read = 0;
+        inst.has_invalid = false;
+        self.unlink_if_empty(slot);
+        self.free_slot(slot);
+    }
+
+    /// Frees an instance's slot (its samples must already be gone from the totals).
+    fn free_slot(&mut self, slot: Slot) {
         if let Some(inst) = self.slots.get_mut(slot as usize).and_then(Option::take) {
             self.by_key.remove(&inst.key);
             self.by_handle.remove(&inst.handle);
+            if let Some(at) = inst.purge_at {
+                self.purge_queue.remove(&(at, inst.handle));
+            }
             self.free.push(slot);
         }
     }

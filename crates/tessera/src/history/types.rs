@@ -3,6 +3,7 @@
 
 use std::fmt;
 use std::ops::{BitAnd, BitOr, BitOrAssign};
+use std::time::Duration;
 
 /// The 16-byte key hash identifying an instance (all zeros for keyless topics).
 pub type KeyHash = [u8; 16];
@@ -315,6 +316,20 @@ pub enum DestinationOrder {
     BySourceTimestamp,
 }
 
+/// How long a not-alive instance is kept (the READER_DATA_LIFECYCLE QoS); `None` is the DDS
+/// default, infinite. Delays count from the local time at which the cache learned of the state
+/// change (the `reception_ts` of the dispose or unregister, the `now` of
+/// [`History::writer_lost`](super::History::writer_lost)).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
+pub struct Lifecycle {
+    /// After an instance became NOT_ALIVE_NO_WRITERS, it is purged with all its samples once
+    /// this much time has passed (unless it became alive again).
+    pub autopurge_nowriter_samples_delay: Option<Duration>,
+    /// After an instance became NOT_ALIVE_DISPOSED, its samples are purged once this much time
+    /// has passed, and with them the instance (an empty not-alive instance is not kept).
+    pub autopurge_disposed_samples_delay: Option<Duration>,
+}
+
 /// The configuration of a history cache, derived from the reader's QoS.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct HistoryConfig {
@@ -324,6 +339,8 @@ pub struct HistoryConfig {
     pub limits: ResourceLimits,
     /// Destination order.
     pub destination_order: DestinationOrder,
+    /// Automatic purging of not-alive instances.
+    pub lifecycle: Lifecycle,
 }
 
 /// Which resource limit refused a sample.
