@@ -245,6 +245,10 @@ pub struct NetStats {
     pub congested: u64,
     /// DATA and DATA_FRAG submessages in lost datagrams (any cause).
     pub lost_data: u64,
+    /// Datagrams from the writer that carried DATA or DATA_FRAG.
+    pub data_datagrams: u64,
+    /// Size of the largest datagram handed to the network.
+    pub largest: usize,
 }
 
 /// A sample as a simulated reader received it.
@@ -345,6 +349,10 @@ pub fn reader_guid(i: usize) -> Guid {
     )
 }
 
+fn is_data(s: &OutSubmessage) -> bool {
+    matches!(s, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_))
+}
+
 fn locators(port: u16) -> Locators {
     std::iter::once(Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, port)).collect()
 }
@@ -442,6 +450,7 @@ impl Sim {
 
     fn send(&mut self, from: GuidPrefix, to: To) {
         self.stats.sent += 1;
+        self.stats.largest = self.stats.largest.max(self.tx.wire_len());
         if self.tx.wire_len() > self.net.mtu {
             self.stats.oversize += 1;
             return;
@@ -491,12 +500,7 @@ impl Sim {
 
     fn lose(&mut self) {
         self.stats.lost += 1;
-        self.stats.lost_data += self
-            .tx
-            .submessages
-            .iter()
-            .filter(|s| matches!(s, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_)))
-            .count() as u64;
+        self.stats.lost_data += self.tx.submessages.iter().filter(|s| is_data(s)).count() as u64;
     }
 
     /// Collects every transmit the cores have now and puts it on the network.
@@ -508,6 +512,9 @@ impl Sim {
             self.tx = tx;
             if !more {
                 break;
+            }
+            if self.tx.submessages.iter().any(is_data) {
+                self.stats.data_datagrams += 1;
             }
             let to = self.tx.dest.guid().and_then(|g| {
                 self.readers

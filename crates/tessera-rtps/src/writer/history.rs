@@ -20,6 +20,9 @@ pub(crate) struct Sample {
     pub status_info: u32,
     pub key_flag: bool,
     pub timestamp: Option<Timestamp>,
+    /// 0: sent whole in one DATA; otherwise the DATA_FRAG fragment size, chosen when the
+    /// sample was written and kept for its lifetime (repairs must match the first copy).
+    pub frag_size: u32,
 }
 
 #[derive(Debug)]
@@ -204,6 +207,7 @@ mod tests {
             status_info: 0,
             key_flag: false,
             timestamp: None,
+            frag_size: 0,
         }
     }
 

@@ -90,9 +90,14 @@ pub struct WriterConfig {
     pub heartbeat_period: Duration,
     /// Delay before answering an ACKNACK/NACK_FRAG (coalesces requests). Default 0.
     pub nack_response_delay: Duration,
-    /// DATA_FRAG fragment size; larger samples are fragmented. Default 1344 (Cyclone's).
+    /// DATA_FRAG fragment size (clamped to fit a datagram): the unit in which fragmented
+    /// samples are cut and NACK_FRAG repairs are served. Default 1344 (Cyclone's).
     pub fragment_size: usize,
-    /// Largest datagram the writer asks for, RTPS header included. Default 14720.
+    /// Largest datagram the writer sends, RTPS header included (at least 512). A sample whose
+    /// DATA fits goes whole in one DATA; a larger one goes as DATA_FRAGs carrying as many
+    /// fragments as fit. Raise it (at most 65,507, UDP's largest payload) when every matched
+    /// reader's transport takes larger datagrams, e.g. loopback; see
+    /// [`WriterCore::set_max_message_size`]. Default 14720 (Cyclone's).
     pub max_message_size: usize,
     /// Send new samples at once (true, default) or only announce them by HEARTBEAT.
     pub push_mode: bool,
@@ -185,6 +190,8 @@ const MAX_RESENT: usize = 2048;
 const HB_LEN: usize = 32;
 /// Worst-case bytes around one DATA_FRAG's fragments: INFO_TS, header, inline QoS.
 const FRAG_OVERHEAD: usize = 12 + 36 + 32;
+/// The largest UDP payload over IPv4.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
 
 #[derive(Debug)]
 struct ReaderProxy {
@@ -328,8 +335,8 @@ struct Shared {
     budget: usize,
     /// The same for datagrams carrying repairs.
     repair_budget: usize,
+    /// Fragment size for samples written from now on.
     frag_size: usize,
-    frags_per_sub: u32,
     ack_every: i64,
     gc_needed: bool,
     /// Flow control: at most this many samples not yet acknowledged by every reliable reader.
@@ -388,11 +395,40 @@ impl Shared {
     }
 
     fn is_fragmented(&self, s: &Sample) -> bool {
-        s.payload.len() > self.frag_size
+        s.frag_size != 0
     }
 
     fn total_frags(&self, s: &Sample) -> u32 {
-        s.payload.len().div_ceil(self.frag_size) as u32
+        // A sample is at most 4 GiB and a fragment at least 4 bytes: this fits a u32.
+        u32::try_from(s.payload.len().div_ceil(s.frag_size.max(1) as usize)).unwrap_or(u32::MAX)
+    }
+
+    /// How a new sample will travel: 0 (whole, one DATA) when its DATA fits a datagram next to
+    /// INFO_TS, else the fragment size.
+    fn frag_size_for(&self, len: usize, qos: &InlineQos) -> u32 {
+        let data = 24 + qos.wire_len() + len.div_ceil(4) * 4;
+        if data + 12 <= self.budget {
+            0
+        } else {
+            self.frag_size as u32
+        }
+    }
+
+    /// Recomputes the datagram budgets and the fragment size from the configuration.
+    fn size_datagrams(&mut self) {
+        let cfg = &self.cfg;
+        let budget = cfg
+            .max_message_size
+            .min(MAX_UDP_PAYLOAD)
+            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
+            .max(512);
+        self.repair_budget = cfg
+            .repair_message_size
+            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
+            .clamp(256, budget);
+        let max_frag = (budget - FRAG_OVERHEAD).min(u16::MAX as usize) & !3;
+        self.frag_size = cfg.fragment_size.clamp(4, max_frag) & !3;
+        self.budget = budget;
     }
 
     /// Emits a whole unfragmented sample; false when there is no room.
@@ -446,19 +482,25 @@ impl Shared {
     ) -> u32 {
         let total = self.total_frags(s);
         let to = to.min(total);
+        let fs = s.frag_size.max(1) as usize;
         let mut f = from;
         while f < to {
-            let n = (to - f).min(self.frags_per_sub);
-            let start = f as usize * self.frag_size;
-            let end = ((f + n) as usize * self.frag_size).min(s.payload.len());
+            // As many fragments as the room left allows (at least one).
+            let room = c.limit.saturating_sub(c.used + FRAG_OVERHEAD);
+            let fit = u32::try_from((room / fs).clamp(1, u16::MAX as usize)).unwrap_or(1);
+            let n = (to - f).min(fit);
+            let start = f as usize * fs;
+            let end = (f as usize + n as usize)
+                .saturating_mul(fs)
+                .min(s.payload.len());
             let sm = OutSubmessage::DataFrag(OutDataFrag {
                 reader_id,
                 writer_id: self.cfg.guid.entity_id,
                 writer_sn: seq,
                 fragment_starting_num: f + 1,
-                fragments_in_submessage: n as u16,
-                fragment_size: self.frag_size as u16,
-                sample_size: s.payload.len() as u32,
+                fragments_in_submessage: u16::try_from(n).unwrap_or(u16::MAX),
+                fragment_size: u16::try_from(fs).unwrap_or(u16::MAX),
+                sample_size: u32::try_from(s.payload.len()).unwrap_or(u32::MAX),
                 inline_qos: self.inline_qos(s),
                 key_flag: s.key_flag,
                 payload: s.payload.clone(),
@@ -778,18 +820,6 @@ fn fns_remove(set: &mut FragmentNumberSet, n: u32) {
 impl WriterCore {
     /// A writer with no matched readers and an empty history.
     pub fn new(cfg: WriterConfig) -> Self {
-        let budget = cfg
-            .max_message_size
-            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
-            .max(512);
-        let repair_budget = cfg
-            .repair_message_size
-            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
-            .clamp(256, budget);
-        let max_frag = (budget - FRAG_OVERHEAD).min(u16::MAX as usize) & !3;
-        let frag_size = cfg.fragment_size.clamp(4, max_frag) & !3;
-        let frags_per_sub =
-            ((budget - FRAG_OVERHEAD) / frag_size).clamp(1, u16::MAX as usize) as u32;
         let depth = match cfg.history {
             HistoryKind::KeepLast(n) => Some(n.max(1) as usize),
             HistoryKind::KeepAll => None,
@@ -798,16 +828,15 @@ impl WriterCore {
             HistoryKind::KeepAll => (cfg.max_samples / 8).clamp(1, 128) as i64,
             HistoryKind::KeepLast(_) => 128,
         };
-        WriterCore {
+        let mut w = WriterCore {
             sh: Shared {
                 history: History::new(depth),
                 last_seq: 0,
                 hb_count: 0,
                 counters: WriterCounters::default(),
-                budget,
-                repair_budget,
-                frag_size,
-                frags_per_sub,
+                budget: 0,
+                repair_budget: 0,
+                frag_size: 0,
                 ack_every,
                 base_ack_every: ack_every,
                 gc_needed: false,
@@ -817,7 +846,23 @@ impl WriterCore {
             readers: Vec::new(),
             rr: 0,
             next_hb: None,
-        }
+        };
+        w.sh.size_datagrams();
+        w
+    }
+
+    /// Changes the largest datagram ([`WriterConfig::max_message_size`]), e.g. when the
+    /// matched readers' transports change. Samples written before keep their DATA/DATA_FRAG
+    /// form and fragment size (a reader reassembles a sample only from fragments of one
+    /// size); datagrams built from now on, new samples and repairs alike, follow the new size.
+    pub fn set_max_message_size(&mut self, n: usize) {
+        self.sh.cfg.max_message_size = n;
+        self.sh.size_datagrams();
+    }
+
+    /// The largest datagram in use (the configured one, within 512..=65507).
+    pub fn max_message_size(&self) -> usize {
+        self.sh.budget + DATAGRAM_OVERHEAD + HB_LEN
     }
 
     /// The writer's GUID.
@@ -1021,16 +1066,18 @@ impl WriterCore {
         self.sh.last_seq = seq;
         self.sh.counters.samples_written += 1;
         if keep {
-            self.sh.history.push(
-                seq,
-                Sample {
-                    payload,
-                    key_hash,
-                    status_info,
-                    key_flag,
-                    timestamp: source_timestamp,
-                },
-            );
+            let mut sample = Sample {
+                payload,
+                key_hash,
+                status_info,
+                key_flag,
+                timestamp: source_timestamp,
+                frag_size: 0,
+            };
+            sample.frag_size = self
+                .sh
+                .frag_size_for(sample.payload.len(), &self.sh.inline_qos(&sample));
+            self.sh.history.push(seq, sample);
         }
         if !self.sh.cfg.push_mode {
             for r in self.readers.iter_mut().filter(|r| r.reliable) {
