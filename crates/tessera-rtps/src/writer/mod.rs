@@ -11,10 +11,10 @@
 //!
 //! Each matched reader has a *proxy* with three cursors: `acked` (everything below was
 //! acknowledged), `unsent` (next sample to push) and a repair queue filled by ACKNACK and
-//! NACK_FRAG. Every transmit is addressed to one reader (unicast + INFO_DST); the payload is
-//! shared (`Arc`) between readers, so fan-out costs no copies. Readers sharing a multicast
-//! locator can later be grouped into one [`Destination::Locators`] transmit without changing
-//! the proxies.
+//! NACK_FRAG. A transmit is addressed to one reader (unicast + INFO_DST) or, for first
+//! transmissions to readers sharing a multicast locator, to that locator once for all of them
+//! ([`Destination::Locators`], see [`MulticastPolicy`] and the `multicast` module); the payload
+//! is shared (`Arc`) between readers, so fan-out costs no copies.
 //!
 //! # Heartbeats (modelled on Cyclone DDS)
 //! - The first transmit to a new reliable reader carries a HEARTBEAT telling it where its
@@ -48,6 +48,7 @@
 //!   drops fragments under load, a big repair datagram is all but certain to be lost.
 
 mod history;
+mod multicast;
 pub mod transmit;
 
 use std::collections::VecDeque;
@@ -59,6 +60,8 @@ use crate::wire::{
     AckNack, FragmentNumberSet, Gap, Heartbeat, NackFrag, PayloadKind, SequenceNumberSet,
 };
 use history::{History, Sample};
+use multicast::Group;
+pub use multicast::MulticastPolicy;
 pub use transmit::{
     Destination, InlineQos, OutData, OutDataFrag, OutSubmessage, Transmit, DATAGRAM_OVERHEAD,
 };
@@ -114,6 +117,10 @@ pub struct WriterConfig {
     /// Largest datagram carrying repairs, RTPS header included (at least one submessage is
     /// always sent). Default 1472: one Ethernet frame.
     pub repair_message_size: usize,
+    /// First transmissions to multicast locators shared by several readers (see
+    /// [`WriterCore::add_reader_with_locators`]); only in push mode. Default: on, from two
+    /// readers.
+    pub multicast: MulticastPolicy,
 }
 
 impl WriterConfig {
@@ -135,6 +142,7 @@ impl WriterConfig {
             repair_holdoff_max: Duration::from_secs(1),
             repair_holdoff_initial: Duration::from_millis(20),
             repair_message_size: 1472,
+            multicast: MulticastPolicy::default(),
         }
     }
 }
@@ -197,6 +205,10 @@ pub const MAX_UDP_PAYLOAD: usize = 65_507;
 struct ReaderProxy {
     guid: Guid,
     locators: Locators,
+    /// Multicast locators the reader listens on.
+    multicast: Locators,
+    /// The multicast group it belongs to (index into `WriterCore::groups`).
+    group: Option<usize>,
     reliable: bool,
     /// First sample this reader is meant to get.
     start: SequenceNumber,
@@ -288,9 +300,11 @@ impl Rtt {
 }
 
 impl ReaderProxy {
-    fn has_work(&self, now: Instant, last_seq: SequenceNumber, push: bool) -> bool {
-        (self.synced && self.unsent <= last_seq && (push || !self.reliable))
-            || self.hb_due.is_some()
+    /// Whether the proxy has something to send now: new samples up to `limit`, a heartbeat
+    /// (unless `defer_hb`: its group sends it), due repairs.
+    fn has_work(&self, now: Instant, limit: SequenceNumber, push: bool, defer_hb: bool) -> bool {
+        (self.synced && self.unsent <= limit && (push || !self.reliable))
+            || (self.hb_due.is_some() && !defer_hb)
             || self.repair_at.is_some_and(|t| t <= now)
             || self.lead_hb
     }
@@ -351,6 +365,9 @@ pub struct WriterCore {
     sh: Shared,
     readers: Vec<ReaderProxy>,
     rr: usize,
+    /// Readers sharing a multicast locator.
+    groups: Vec<Group>,
+    grr: usize,
     next_hb: Option<Instant>,
 }
 
@@ -519,6 +536,48 @@ impl Shared {
         f
     }
 
+    /// Emits the first transmission of `seq` from fragment `*frag` on, or a GAP up to the next
+    /// live sample (at most `limit + 1`) when `seq` is gone (`gap`: reliable readers want one).
+    /// Returns the number after what it covered and whether that was data, or `None` when the
+    /// datagram is full (`*frag` then says how far a fragmented sample got).
+    #[allow(clippy::too_many_arguments)]
+    fn emit_new(
+        &mut self,
+        reader_id: EntityId,
+        seq: SequenceNumber,
+        frag: &mut u32,
+        limit: SequenceNumber,
+        gap: bool,
+        c: &mut Cursor,
+        out: &mut Vec<OutSubmessage>,
+    ) -> Option<(SequenceNumber, bool)> {
+        let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
+        let done = match next {
+            Some((s, sample)) if s == seq => {
+                if self.is_fragmented(&sample) {
+                    let total = self.total_frags(&sample);
+                    let f = self.emit_frags(reader_id, seq, &sample, *frag, total, c, out);
+                    if f < total {
+                        *frag = f;
+                        return None;
+                    }
+                } else if !self.emit_data(reader_id, seq, &sample, c, out) {
+                    return None;
+                }
+                (seq + 1, true)
+            }
+            other => {
+                let end = other.map_or(self.last_seq + 1, |x| x.0).min(limit + 1);
+                if gap && !self.emit_gap(reader_id, seq, end, c, out) {
+                    return None;
+                }
+                (end, false)
+            }
+        };
+        *frag = 0;
+        Some(done)
+    }
+
     fn emit_gap(
         &mut self,
         reader_id: EntityId,
@@ -543,14 +602,23 @@ impl Shared {
     }
 
     fn heartbeat(&mut self, r: &ReaderProxy, final_flag: bool) -> Heartbeat {
+        self.heartbeat_from(r.guid.entity_id, r.start, final_flag)
+    }
+
+    /// A HEARTBEAT to a reader whose stream starts at `start`.
+    fn heartbeat_from(
+        &mut self,
+        reader_id: EntityId,
+        start: SequenceNumber,
+        final_flag: bool,
+    ) -> Heartbeat {
         self.hb_count = self.hb_count.wrapping_add(1);
         self.counters.heartbeats_sent += 1;
-        let first = r
-            .start
+        let first = start
             .max(self.history.first_seq().unwrap_or(self.last_seq + 1))
             .min(self.last_seq + 1);
         Heartbeat {
-            reader_id: r.guid.entity_id,
+            reader_id,
             writer_id: self.cfg.guid.entity_id,
             first_sn: first,
             last_sn: self.last_seq,
@@ -574,12 +642,16 @@ impl Shared {
                 || self.history.first_seq().is_some_and(|f| f < min_needed))
     }
 
-    /// Fills `out` with what reader `r` needs now; false if nothing.
+    /// Fills `out` with what reader `r` needs now; false if nothing. New samples go up to
+    /// `limit` (below its group's cursor for a group member); `defer_hb`: a heartbeat alone is
+    /// left for the group.
     fn fill(
         &mut self,
         r: &mut ReaderProxy,
         now: Instant,
         full_history: bool,
+        limit: SequenceNumber,
+        defer_hb: bool,
         out: &mut Transmit,
     ) -> bool {
         out.dest = Destination::Endpoint {
@@ -724,43 +796,17 @@ impl Shared {
         let mut sent_new = false;
 
         // 2. New samples.
-        if !full && r.synced && (self.cfg.push_mode || !r.reliable) && r.unsent <= self.last_seq {
-            while r.unsent <= self.last_seq {
+        if !full && r.synced && (self.cfg.push_mode || !r.reliable) && r.unsent <= limit {
+            while r.unsent <= limit {
                 let seq = r.unsent;
-                let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
-                match next {
-                    Some((s, sample)) if s == seq => {
-                        if self.is_fragmented(&sample) {
-                            let total = self.total_frags(&sample);
-                            let f = self.emit_frags(
-                                rid,
-                                seq,
-                                &sample,
-                                r.unsent_frag,
-                                total,
-                                &mut c,
-                                subs,
-                            );
-                            if f < total {
-                                r.unsent_frag = f;
-                                break;
-                            }
-                        } else if !self.emit_data(rid, seq, &sample, &mut c, subs) {
-                            break;
-                        }
-                        sent_new = true;
-                        r.unsent = seq + 1;
-                        r.unsent_frag = 0;
-                    }
-                    other => {
-                        let end = other.map(|x| x.0).unwrap_or(self.last_seq + 1);
-                        if r.reliable && !self.emit_gap(rid, seq, end, &mut c, subs) {
-                            break;
-                        }
-                        r.unsent = end;
-                        r.unsent_frag = 0;
-                    }
-                }
+                let gap = r.reliable;
+                let frag = &mut r.unsent_frag;
+                let Some((end, data)) = self.emit_new(rid, seq, frag, limit, gap, &mut c, subs)
+                else {
+                    break;
+                };
+                sent_new |= data;
+                r.unsent = end;
             }
             if !r.reliable {
                 r.acked = r.unsent;
@@ -772,7 +818,7 @@ impl Shared {
         }
 
         // 3. Heartbeat (room for it is always reserved).
-        if r.reliable {
+        if r.reliable && !(defer_hb && subs.is_empty()) {
             if let Some(final_flag) = r.hb_due.take() {
                 let hb = self.heartbeat(r, final_flag);
                 if !final_flag {
@@ -784,7 +830,7 @@ impl Shared {
                 }
                 subs.push(OutSubmessage::Heartbeat(hb));
             }
-        } else {
+        } else if !r.reliable {
             r.hb_due = None;
         }
         !subs.is_empty()
@@ -845,6 +891,8 @@ impl WriterCore {
             },
             readers: Vec::new(),
             rr: 0,
+            groups: Vec::new(),
+            grr: 0,
             next_hb: None,
         };
         w.sh.size_datagrams();
@@ -908,7 +956,7 @@ impl WriterCore {
     /// Matches a reader. `reliable` is the reader's reliability (a best-effort writer treats
     /// every reader as best effort); `durable` says whether it wants the retained history
     /// (reader durability ≥ TRANSIENT_LOCAL; only meaningful for a transient-local writer).
-    /// Matching an already matched reader updates its locators.
+    /// Matching an already matched reader updates its (unicast) locators.
     pub fn add_reader(
         &mut self,
         guid: Guid,
@@ -921,6 +969,78 @@ impl WriterCore {
             r.locators = locators;
             return;
         }
+        self.push_reader(guid, locators, Locators::new(), reliable, durable, now);
+    }
+
+    /// Like [`WriterCore::add_reader`], with the reader's multicast locators too: readers
+    /// sharing one get their first transmissions there, once for all of them, as
+    /// [`WriterConfig::multicast`] allows (the handshake and repairs stay unicast).
+    /// Matching an already matched reader updates both locator sets.
+    pub fn add_reader_with_locators(
+        &mut self,
+        guid: Guid,
+        unicast: Locators,
+        multicast: Locators,
+        reliable: bool,
+        durable: bool,
+        now: Instant,
+    ) {
+        if let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) {
+            r.locators = unicast;
+            self.set_reader_multicast(guid, multicast);
+            return;
+        }
+        self.push_reader(guid, unicast, multicast, reliable, durable, now);
+        if !multicast.is_empty() {
+            self.regroup();
+        }
+    }
+
+    /// Sets the multicast locators of a matched reader; false when it is not matched.
+    pub fn set_reader_multicast(&mut self, guid: Guid, multicast: Locators) -> bool {
+        let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) else {
+            return false;
+        };
+        if r.multicast != multicast {
+            r.multicast = multicast;
+            self.regroup();
+        }
+        true
+    }
+
+    /// Changes [`WriterConfig::multicast`].
+    pub fn set_multicast_policy(&mut self, policy: MulticastPolicy) {
+        if self.sh.cfg.multicast != policy {
+            self.sh.cfg.multicast = policy;
+            self.regroup();
+        }
+    }
+
+    /// Number of multicast groups in use (readers sharing a locator).
+    pub fn multicast_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    fn regroup(&mut self) {
+        let policy = if self.sh.cfg.push_mode {
+            self.sh.cfg.multicast
+        } else {
+            MulticastPolicy::Off
+        };
+        let old = std::mem::take(&mut self.groups);
+        self.groups = multicast::regroup(policy, &mut self.readers, old, self.sh.last_seq);
+        self.grr = 0;
+    }
+
+    fn push_reader(
+        &mut self,
+        guid: Guid,
+        locators: Locators,
+        multicast: Locators,
+        reliable: bool,
+        durable: bool,
+        now: Instant,
+    ) {
         let reliable = reliable && self.sh.cfg.reliable;
         let last = self.sh.last_seq;
         let start = if self.sh.cfg.transient_local && durable {
@@ -931,6 +1051,8 @@ impl WriterCore {
         self.readers.push(ReaderProxy {
             guid,
             locators,
+            multicast,
+            group: None,
             reliable,
             start,
             acked: start,
@@ -965,7 +1087,10 @@ impl WriterCore {
         let Some(i) = self.readers.iter().position(|r| r.guid == guid) else {
             return false;
         };
-        self.readers.swap_remove(i);
+        let r = self.readers.swap_remove(i);
+        if r.group.is_some() || !self.groups.is_empty() {
+            self.regroup();
+        }
         self.gc();
         true
     }
@@ -1271,13 +1396,40 @@ impl WriterCore {
         let last = self.sh.last_seq;
         let push = self.sh.cfg.push_mode;
         let mut full_history = None;
-        for k in 0..n {
-            let i = (self.rr + k) % n;
-            if !self.readers[i].has_work(now, last, push) {
+        // Multicast first: it carries the bulk of the new data.
+        let ng = self.groups.len();
+        for k in 0..ng {
+            let gi = (self.grr + k) % ng;
+            if !self.groups[gi].has_work(&self.readers, last) {
                 continue;
             }
             let fh = *full_history.get_or_insert_with(|| !self.can_accept());
-            if self.sh.fill(&mut self.readers[i], now, fh, out) {
+            let g = &mut self.groups[gi];
+            if self.sh.fill_group(g, &mut self.readers, now, fh, out) {
+                self.grr = (gi + 1) % ng;
+                if self.sh.gc_needed {
+                    self.gc();
+                }
+                return true;
+            }
+        }
+        for k in 0..n {
+            let i = (self.rr + k) % n;
+            let (limit, defer_hb) = match self.readers[i].group {
+                Some(gi) => {
+                    let g = &self.groups[gi];
+                    (g.unsent - 1, g.hb_multicast(&self.readers))
+                }
+                None => (last, false),
+            };
+            if !self.readers[i].has_work(now, limit, push, defer_hb) {
+                continue;
+            }
+            let fh = *full_history.get_or_insert_with(|| !self.can_accept());
+            if self
+                .sh
+                .fill(&mut self.readers[i], now, fh, limit, defer_hb, out)
+            {
                 self.rr = (i + 1) % n;
                 if self.sh.gc_needed {
                     self.gc();
