@@ -49,6 +49,7 @@
 
 mod history;
 mod multicast;
+pub mod store;
 pub mod transmit;
 
 use std::collections::VecDeque;
@@ -59,9 +60,10 @@ use crate::types::{EntityId, Guid, GuidPrefix, Locators, SequenceNumber, Timesta
 use crate::wire::{
     AckNack, FragmentNumberSet, Gap, Heartbeat, NackFrag, PayloadKind, SequenceNumberSet,
 };
-use history::{History, Sample};
+pub use history::MemoryHistory;
 use multicast::Group;
 pub use multicast::MulticastPolicy;
+pub use store::{HistoryStore, Sample, StoreError};
 pub use transmit::{
     Destination, InlineQos, OutData, OutDataFrag, OutSubmessage, Transmit, DATAGRAM_OVERHEAD,
 };
@@ -147,7 +149,7 @@ impl WriterConfig {
     }
 }
 
-/// Why [`WriterCore::write`] refused a sample. Both are resource conditions, not peer faults.
+/// Why [`WriterCore::write`] refused a sample. All are resource conditions, not peer faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
     /// The history holds `max_samples` samples that readers still need; wait for
@@ -157,6 +159,9 @@ pub enum WriteError {
     /// The payload exceeds what RTPS can carry (4 GiB).
     #[error("payload too large")]
     PayloadTooLarge,
+    /// The [`HistoryStore`] refused the sample; nothing was written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Statistics of a [`WriterCore`].
@@ -341,7 +346,7 @@ const UNSYNCED_HEARTBEAT_PERIOD: Duration = Duration::from_millis(10);
 #[derive(Debug)]
 struct Shared {
     cfg: WriterConfig,
-    history: History,
+    history: Box<dyn HistoryStore>,
     last_seq: SequenceNumber,
     hb_count: i32,
     counters: WriterCounters,
@@ -864,19 +869,24 @@ fn fns_remove(set: &mut FragmentNumberSet, n: u32) {
 }
 
 impl WriterCore {
-    /// A writer with no matched readers and an empty history.
+    /// A writer with no matched readers and an empty in-memory history
+    /// ([`MemoryHistory`]).
     pub fn new(cfg: WriterConfig) -> Self {
-        let depth = match cfg.history {
-            HistoryKind::KeepLast(n) => Some(n.max(1) as usize),
-            HistoryKind::KeepAll => None,
-        };
+        let store = Box::new(MemoryHistory::for_config(&cfg));
+        Self::with_store(cfg, store)
+    }
+
+    /// A writer keeping its samples in `store` (see [`HistoryStore`] for the contract). The
+    /// store should be empty, and follow `cfg.history` for KEEP_LAST
+    /// ([`HistoryStore::keep_last_victim`]); the core still enforces `max_samples`.
+    pub fn with_store(cfg: WriterConfig, store: Box<dyn HistoryStore>) -> Self {
         let ack_every = match cfg.history {
             HistoryKind::KeepAll => (cfg.max_samples / 8).clamp(1, 128) as i64,
             HistoryKind::KeepLast(_) => 128,
         };
         let mut w = WriterCore {
             sh: Shared {
-                history: History::new(depth),
+                history: store,
                 last_seq: 0,
                 hb_count: 0,
                 counters: WriterCounters::default(),
@@ -931,6 +941,11 @@ impl WriterCore {
     /// Number of samples held in the history.
     pub fn history_len(&self) -> usize {
         self.sh.history.len()
+    }
+
+    /// The history store.
+    pub fn store(&self) -> &dyn HistoryStore {
+        &*self.sh.history
     }
 
     /// Statistics.
@@ -1171,26 +1186,18 @@ impl WriterCore {
             self.sh.counters.flow_blocked += 1;
             return Err(WriteError::HistoryFull);
         }
+        let seq = self.sh.last_seq + 1;
         if keep {
-            if self.sh.history.len() >= self.sh.cfg.max_samples
-                && self.sh.history.keep_last_victim(key_hash).is_none()
-            {
-                let m = self.min_needed();
+            // What the new sample replaces: the oldest of its instance (KEEP_LAST), or at
+            // max_samples the oldest sample every reader acknowledged.
+            let victim = self.sh.history.keep_last_victim(key_hash);
+            let mut oldest = None;
+            if victim.is_none() && self.sh.history.len() >= self.sh.cfg.max_samples {
                 match self.sh.history.first_seq() {
-                    Some(f) if f < m => {
-                        self.sh.history.remove_below(f + 1);
-                    }
+                    Some(f) if f < self.min_needed() => oldest = Some(f),
                     _ => return Err(WriteError::HistoryFull),
                 }
             }
-            if let Some(victim) = self.sh.history.keep_last_victim(key_hash) {
-                self.sh.history.remove(victim);
-            }
-        }
-        let seq = self.sh.last_seq + 1;
-        self.sh.last_seq = seq;
-        self.sh.counters.samples_written += 1;
-        if keep {
             let mut sample = Sample {
                 payload,
                 key_hash,
@@ -1202,8 +1209,17 @@ impl WriterCore {
             sample.frag_size = self
                 .sh
                 .frag_size_for(sample.payload.len(), &self.sh.inline_qos(&sample));
-            self.sh.history.push(seq, sample);
+            // Stored first: a store that refuses leaves everything as it was.
+            self.sh.history.push(seq, sample)?;
+            if let Some(f) = oldest {
+                self.sh.history.remove_below(f + 1);
+            }
+            if let Some(v) = victim {
+                self.sh.history.remove(v);
+            }
         }
+        self.sh.last_seq = seq;
+        self.sh.counters.samples_written += 1;
         if !self.sh.cfg.push_mode {
             for r in self.readers.iter_mut().filter(|r| r.reliable) {
                 r.unsent = seq + 1;
