@@ -30,8 +30,9 @@
 use crate::types::{EntityId, Locator, Locators, SequenceNumber};
 use crate::wire::Heartbeat;
 
+use super::emit::Cursor;
 use super::transmit::{Destination, OutSubmessage, Transmit};
-use super::{Cursor, ReaderProxy, Shared};
+use super::{ReaderProxy, Shared};
 
 /// When a writer sends first transmissions to a multicast locator instead of to each reader.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
