@@ -20,6 +20,17 @@ pub(super) struct Cursor {
     pub(super) limit: usize,
 }
 
+impl Cursor {
+    /// An empty datagram allowing `limit` bytes of submessages.
+    pub(super) fn new(limit: usize) -> Self {
+        Cursor {
+            used: 0,
+            ts: None,
+            limit,
+        }
+    }
+}
+
 impl Shared {
     pub(super) fn room(&self, c: &Cursor, out: &[OutSubmessage], need: usize) -> bool {
         out.is_empty() || c.used + need <= c.limit
@@ -306,11 +317,7 @@ impl Shared {
         };
         let subs = &mut out.submessages;
         subs.clear();
-        let mut c = Cursor {
-            used: 0,
-            ts: None,
-            limit: self.budget,
-        };
+        let mut c = Cursor::new(self.budget);
         let rid = r.guid.entity_id;
         let mut full = false;
 

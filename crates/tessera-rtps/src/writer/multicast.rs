@@ -197,11 +197,7 @@ impl Shared {
         out.dest = Destination::Locators(std::iter::once(g.locator).collect::<Locators>());
         let subs = &mut out.submessages;
         subs.clear();
-        let mut c = Cursor {
-            used: 0,
-            ts: None,
-            limit: self.budget,
-        };
+        let mut c = Cursor::new(self.budget);
         let rid = EntityId::UNKNOWN;
         let any_rider = g.members.iter().any(|&i| rides(&readers[i], g));
         let reliable_rider = g
