@@ -79,6 +79,9 @@ fn ethernet_sized_datagrams() {
         "datagrams are filled: {}",
         sim.stats.largest
     );
+    // Lossless: the 100 and 1300 B samples go whole, the others in fragments.
+    let sim = run(1472, &sizes, 0.0, 3);
+    assert_eq!(sim.writer.counters().data_sent, 40);
 }
 
 #[test]
