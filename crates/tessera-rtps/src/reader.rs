@@ -679,10 +679,12 @@ impl ReaderCore {
             return;
         }
         let list = &gap.gap_list;
+        // The bitmap must name only numbers a reader accepts (≤ MAX_SN), or `next` could be
+        // moved past every valid number.
         if !valid_sn(gap.gap_start)
             || list.base < gap.gap_start
-            || list.base > MAX_SN
             || list.num_bits > 256
+            || list.base > MAX_SN + 1 - list.num_bits as i64
         {
             sh.counters.invalid += 1;
             return;

@@ -24,7 +24,7 @@ use crate::types::{
     entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators, SequenceNumber, Timestamp,
 };
 use crate::wire::{PayloadKind, Submessage};
-use crate::writer::{OutSubmessage, Transmit, WriteError, WriterConfig, WriterCore};
+use crate::writer::{Destination, OutSubmessage, Transmit, WriteError, WriterConfig, WriterCore};
 
 /// The fixed origin of virtual time (captured once per process).
 pub fn epoch() -> Instant {
@@ -245,6 +245,12 @@ pub struct NetStats {
     pub congested: u64,
     /// DATA and DATA_FRAG submessages in lost datagrams (any cause).
     pub lost_data: u64,
+    /// Datagrams from the writer that carried DATA or DATA_FRAG.
+    pub data_datagrams: u64,
+    /// Of those, the ones sent to a multicast locator (once for all its readers).
+    pub multicast_data: u64,
+    /// Size of the largest datagram handed to the network.
+    pub largest: usize,
 }
 
 /// A sample as a simulated reader received it.
@@ -271,6 +277,8 @@ pub struct SimReader {
     pub received: Vec<Received>,
     /// Whether the simulation still routes datagrams to it (false: "crashed"/silent).
     pub connected: bool,
+    /// Multicast locators it listens on (datagrams to them reach it).
+    pub multicast: Locators,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -345,6 +353,10 @@ pub fn reader_guid(i: usize) -> Guid {
     )
 }
 
+fn is_data(s: &OutSubmessage) -> bool {
+    matches!(s, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_))
+}
+
 fn locators(port: u16) -> Locators {
     std::iter::once(Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, port)).collect()
 }
@@ -381,16 +393,35 @@ impl Sim {
     /// Like [`Sim::add_reader`] with a custom configuration (its GUID must be
     /// [`reader_guid`]`(index)`).
     pub fn add_reader_with(&mut self, cfg: ReaderConfig, reliable: bool, durable: bool) -> usize {
+        self.add_reader_multicast(cfg, reliable, durable, Locators::new())
+    }
+
+    /// Like [`Sim::add_reader_with`], for a reader that also listens on `multicast` (the
+    /// writer learns it through `WriterCore::add_reader_with_locators`).
+    pub fn add_reader_multicast(
+        &mut self,
+        cfg: ReaderConfig,
+        reliable: bool,
+        durable: bool,
+        multicast: Locators,
+    ) -> usize {
         let i = self.readers.len();
         let guid = cfg.guid;
         let mut core = ReaderCore::new(cfg);
         core.add_writer(self.writer.guid(), locators(7410), reliable, self.now);
-        self.writer
-            .add_reader(guid, locators(7411 + i as u16), reliable, durable, self.now);
+        self.writer.add_reader_with_locators(
+            guid,
+            locators(7411 + i as u16),
+            multicast,
+            reliable,
+            durable,
+            self.now,
+        );
         self.readers.push(SimReader {
             core,
             received: Vec::new(),
             connected: true,
+            multicast,
         });
         self.flush();
         i
@@ -440,14 +471,18 @@ impl Sim {
         }
     }
 
-    fn send(&mut self, from: GuidPrefix, to: To) {
+    /// Puts `self.tx` on the network once, to every one of `targets` (several for
+    /// multicast: one datagram on the wire, lost or duplicated independently per receiver).
+    fn send(&mut self, from: GuidPrefix, targets: &[To]) {
         self.stats.sent += 1;
+        self.stats.largest = self.stats.largest.max(self.tx.wire_len());
         if self.tx.wire_len() > self.net.mtu {
             self.stats.oversize += 1;
             return;
         }
         let mut delay = Duration::ZERO;
-        if let (To::Reader(_), Some(b)) = (to, &self.net.bottleneck) {
+        let to_readers = targets.iter().any(|t| matches!(t, To::Reader(_)));
+        if let (true, Some(b)) = (to_readers, &self.net.bottleneck) {
             match self
                 .queue
                 .admit(b, &mut self.rng, self.now, self.tx.wire_len())
@@ -460,6 +495,12 @@ impl Sim {
                 }
             }
         }
+        for &to in targets {
+            self.send_copy(from, to, delay);
+        }
+    }
+
+    fn send_copy(&mut self, from: GuidPrefix, to: To, delay: Duration) {
         if self.rng.chance(self.net.loss) {
             self.lose();
             return;
@@ -491,12 +532,7 @@ impl Sim {
 
     fn lose(&mut self) {
         self.stats.lost += 1;
-        self.stats.lost_data += self
-            .tx
-            .submessages
-            .iter()
-            .filter(|s| matches!(s, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_)))
-            .count() as u64;
+        self.stats.lost_data += self.tx.submessages.iter().filter(|s| is_data(s)).count() as u64;
     }
 
     /// Collects every transmit the cores have now and puts it on the network.
@@ -509,14 +545,36 @@ impl Sim {
             if !more {
                 break;
             }
-            let to = self.tx.dest.guid().and_then(|g| {
-                self.readers
+            if self.tx.submessages.iter().any(is_data) {
+                self.stats.data_datagrams += 1;
+                if self.tx.dest.guid().is_none() {
+                    self.stats.multicast_data += 1;
+                }
+            }
+            let targets: Vec<To> = match self.tx.dest {
+                Destination::Endpoint { guid, .. } => self
+                    .readers
                     .iter()
-                    .position(|r| r.core.guid() == g && r.connected)
-            });
-            match to {
-                Some(i) => self.send(WRITER_PREFIX, To::Reader(i)),
-                None => self.stats.misrouted += 1,
+                    .position(|r| r.core.guid() == guid && r.connected)
+                    .map(To::Reader)
+                    .into_iter()
+                    .collect(),
+                Destination::Locators(ls) => (0..self.readers.len())
+                    .filter(|&i| {
+                        let r = &self.readers[i];
+                        r.connected
+                            && r.multicast
+                                .as_slice()
+                                .iter()
+                                .any(|l| ls.as_slice().contains(l))
+                    })
+                    .map(To::Reader)
+                    .collect(),
+            };
+            if targets.is_empty() {
+                self.stats.misrouted += 1;
+            } else {
+                self.send(WRITER_PREFIX, &targets);
             }
         }
         for i in 0..self.readers.len() {
@@ -532,7 +590,7 @@ impl Sim {
                 }
                 if self.tx.dest.guid() == Some(self.writer.guid()) {
                     let from = self.readers[i].core.guid().prefix;
-                    self.send(from, To::Writer);
+                    self.send(from, &[To::Writer]);
                 } else {
                     self.stats.misrouted += 1;
                 }
@@ -562,6 +620,7 @@ impl Sim {
                     core,
                     received,
                     connected,
+                    ..
                 } = &mut self.readers[i];
                 if !*connected {
                     return;

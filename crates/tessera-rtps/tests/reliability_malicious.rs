@@ -255,3 +255,174 @@ fn nack_frag_names_only_missing_fragments() {
     }
     assert_eq!(n, 1);
 }
+
+/// The largest sequence number a reader accepts (2^62; see `reader.rs`).
+const MAX_SN: i64 = 1 << 62;
+
+#[test]
+fn huge_first_sn_is_counted_as_lost_exactly() {
+    let (mut r, w, now) = reader(true);
+    let src = w.prefix;
+    let mut got = Vec::new();
+    let mut cb = |d: Delivered<'_>| got.push(d.seq);
+    // The first HEARTBEAT only places the stream; skipping up to it is no loss.
+    r.on_heartbeat(src, &hb(w, 1, 3, 1), now, &mut cb);
+    r.on_data(src, &data(w, 1, b"a"), None, now, &mut cb);
+    r.on_data(src, &data(w, 3, b"c"), None, now, &mut cb);
+    // Everything from 2 up to 2^62 - 1 is gone except the buffered 3: 2^62 - 3 samples lost.
+    r.on_heartbeat(src, &hb(w, MAX_SN, MAX_SN, 2), now, &mut cb);
+    assert_eq!(r.counters().lost, (MAX_SN - 3) as u64);
+    // Beyond 2^62 is refused, not counted; an older first_sn changes nothing.
+    r.on_heartbeat(src, &hb(w, i64::MAX, i64::MAX, 3), now, &mut cb);
+    r.on_heartbeat(src, &hb(w, 5, MAX_SN, 4), now, &mut cb);
+    assert_eq!(r.counters().lost, (MAX_SN - 3) as u64);
+    assert_eq!(r.counters().invalid, 1);
+    r.on_data(src, &data(w, MAX_SN, b"z"), None, now, &mut cb);
+    assert_eq!(got, vec![1, 3, MAX_SN]);
+}
+
+#[test]
+fn last_sn_below_first_sn() {
+    let (mut r, w, now) = reader(true);
+    let src = w.prefix;
+    let mut cb = |_: Delivered<'_>| {};
+    // lastSN = firstSN - 1 is the empty history (allowed); anything lower is a lie.
+    r.on_heartbeat(src, &hb(w, 10, 8, 1), now, &mut cb);
+    r.on_heartbeat(src, &hb(w, MAX_SN, 1, 2), now, &mut cb);
+    r.on_heartbeat(src, &hb(w, 1, i64::MIN, 3), now, &mut cb);
+    assert_eq!(r.counters().invalid, 3);
+    assert_eq!(r.next_expected(w), Some(1));
+    r.on_heartbeat(src, &hb(w, 10, 9, 4), now, &mut cb);
+    assert_eq!(r.next_expected(w), Some(10));
+    assert_eq!(
+        r.counters().lost,
+        0,
+        "the first heartbeat places the stream"
+    );
+    // Nothing is missing, so the ACKNACK requests nothing.
+    let t = r.poll_transmit(now).expect("acknack");
+    match &t.submessages[0] {
+        OutSubmessage::AckNack(a) => {
+            assert_eq!(a.reader_sn_state.base, 10);
+            assert_eq!(a.reader_sn_state.num_bits, 0);
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn gap_ranges_that_overflow() {
+    let (mut r, w, now) = reader(true);
+    let src = w.prefix;
+    let mut got = Vec::new();
+    let mut cb = |d: Delivered<'_>| got.push(d.seq);
+    let full = |base| SequenceNumberSet {
+        base,
+        num_bits: 256,
+        bitmap: [u32::MAX; 8],
+    };
+    // Bitmaps reaching past i64::MAX (a decoder refuses them, the core must too).
+    for (start, list) in [
+        (i64::MAX, full(i64::MAX - 10)),
+        (1, full(i64::MAX - 255)),
+        (MAX_SN + 1, full(MAX_SN + 1)),
+    ] {
+        let gap = Gap {
+            reader_id: EntityId::UNKNOWN,
+            writer_id: w.entity_id,
+            gap_start: start,
+            gap_list: list,
+        };
+        r.on_gap(src, &gap, now, &mut cb);
+    }
+    assert_eq!(r.counters().invalid, 3);
+    assert_eq!(r.next_expected(w), Some(1));
+    // A valid GAP whose bitmap runs past 2^62: irrelevant numbers are not losses, and the
+    // reader never expects a number it would refuse.
+    r.on_data(src, &data(w, 1, b"a"), None, now, &mut cb);
+    let gap = Gap {
+        reader_id: EntityId::UNKNOWN,
+        writer_id: w.entity_id,
+        gap_start: 2,
+        gap_list: full(MAX_SN - 10),
+    };
+    r.on_gap(src, &gap, now, &mut cb);
+    assert_eq!(r.counters().lost, 0);
+    let next = r.next_expected(w).expect("matched");
+    assert!(next <= MAX_SN + 1, "{next}");
+    r.on_heartbeat(src, &hb(w, 1, MAX_SN, 1), now, &mut cb);
+    let _ = r.poll_transmit(now);
+    assert_eq!(got, vec![1]);
+}
+
+#[test]
+fn writer_survives_absurd_acknacks_and_nack_frags() {
+    use std::sync::Arc;
+    use tessera_rtps::wire::{AckNack, NackFrag};
+    use tessera_rtps::writer::{WriterConfig, WriterCore};
+    let now = epoch();
+    let mut cfg = WriterConfig::new(writer_guid());
+    cfg.history = tessera_rtps::writer::HistoryKind::KeepAll;
+    let mut wr = WriterCore::new(cfg);
+    let rg = reader_guid(0);
+    wr.add_reader(rg, Locators::new(), true, false, now);
+    for i in 0..3u8 {
+        wr.write(Arc::new(vec![0, 1, 0, 0, i]), None, 0, false, None, now)
+            .unwrap();
+    }
+    let acknack = |base: i64, bits: u32, count: i32| {
+        let s = SequenceNumberSet {
+            base,
+            num_bits: bits,
+            bitmap: [u32::MAX; 8],
+        };
+        AckNack {
+            reader_id: rg.entity_id,
+            writer_id: writer_guid().entity_id,
+            reader_sn_state: s,
+            count,
+            final_flag: false,
+        }
+    };
+    let mut count = 0;
+    for (base, bits) in [
+        (i64::MAX, 256),
+        (i64::MAX - 255, 256),
+        (i64::MIN, 256),
+        (1, 100_000),
+        (MAX_SN, 0),
+    ] {
+        count += 1;
+        wr.on_acknack(rg.prefix, &acknack(base, bits, count), now);
+    }
+    // Acknowledging beyond what was written acknowledges what was written, no more.
+    assert!(wr.all_acked());
+    assert_eq!(wr.unacked_samples(), 0);
+    for (sn, base, bits) in [
+        (i64::MAX, u32::MAX, 256),
+        (2, u32::MAX - 10, 256),
+        (2, 1, 100_000),
+        (i64::MIN, 1, 1),
+    ] {
+        count += 1;
+        let mut set = tessera_rtps::wire::FragmentNumberSet::empty(base);
+        set.num_bits = bits;
+        let nf = NackFrag {
+            reader_id: rg.entity_id,
+            writer_id: writer_guid().entity_id,
+            writer_sn: sn,
+            fragment_number_state: set,
+            count,
+        };
+        wr.on_nack_frag(rg.prefix, &nf, now);
+    }
+    // The hostile requests produced no repairs.
+    let mut t = tessera_rtps::writer::Transmit::new();
+    while wr.poll_transmit_into(now + Duration::from_secs(1), &mut t) {
+        assert!(t
+            .submessages
+            .iter()
+            .all(|s| !matches!(s, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_))));
+    }
+    assert_eq!(wr.counters().retransmits, 0);
+}

@@ -272,9 +272,11 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
         }
         if lost_after > lost_before {
             let mut s = self.statuses.lock();
-            let n = (lost_after - lost_before) as i32;
-            s.sample_lost.total_count += n;
-            s.sample_lost.total_count_change += n;
+            add_count(&mut s.sample_lost.total_count, lost_after - lost_before);
+            add_count(
+                &mut s.sample_lost.total_count_change,
+                lost_after - lost_before,
+            );
             mask |= StatusMask::SAMPLE_LOST;
         }
         if rejected > 0 {
@@ -283,8 +285,8 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
                 .fetch_add(rejected as u64, std::sync::atomic::Ordering::Relaxed);
             tracing::debug!(reader = ?self.guid, rejected, "history refused samples (resource limits)");
             let mut s = self.statuses.lock();
-            s.sample_rejected.total_count += rejected as i32;
-            s.sample_rejected.total_count_change += rejected as i32;
+            add_count(&mut s.sample_rejected.total_count, rejected.into());
+            add_count(&mut s.sample_rejected.total_count_change, rejected.into());
             mask |= StatusMask::SAMPLE_REJECTED;
         }
         if mask != StatusMask::NONE {
@@ -624,5 +626,29 @@ impl<T: TopicType> DataReader<T> {
         s.sample_rejected.total_count_change = 0;
         s.changes.0 &= !StatusMask::SAMPLE_REJECTED.0;
         out
+    }
+}
+
+/// Adds `n` events to a DDS status count (`i32` in the DDS API), saturating: one peer
+/// HEARTBEAT can declare up to 2^62 samples lost, which must neither wrap nor overflow.
+fn add_count(count: &mut i32, n: u64) {
+    let n = i32::try_from(n).unwrap_or(i32::MAX);
+    *count = count.saturating_add(n);
+}
+
+#[cfg(test)]
+mod count_tests {
+    use super::add_count;
+
+    #[test]
+    fn status_counts_saturate() {
+        let mut c = 5;
+        add_count(&mut c, 3);
+        assert_eq!(c, 8);
+        // 2^62 - 3 lost samples (a HEARTBEAT with firstSN 2^62) truncated to -3 before.
+        add_count(&mut c, (1u64 << 62) - 3);
+        assert_eq!(c, i32::MAX);
+        add_count(&mut c, 1);
+        assert_eq!(c, i32::MAX);
     }
 }

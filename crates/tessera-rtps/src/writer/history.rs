@@ -1,4 +1,4 @@
-//! The writer's history cache: samples by sequence number, in a ring.
+//! The writer's default [`HistoryStore`]: samples by sequence number, in a ring in memory.
 //!
 //! Sequence numbers are assigned consecutively, so the history is a `VecDeque` sorted by
 //! sequence number: appending is O(1) and lookups are a binary search (O(1) for the common
@@ -8,19 +8,10 @@
 
 use crate::fasthash::FastHashMap;
 use std::collections::VecDeque;
-use std::sync::Arc;
 
-use crate::types::{SequenceNumber, Timestamp};
-
-/// One sample as the writer keeps it.
-#[derive(Debug, Clone)]
-pub(crate) struct Sample {
-    pub payload: Arc<Vec<u8>>,
-    pub key_hash: Option<[u8; 16]>,
-    pub status_info: u32,
-    pub key_flag: bool,
-    pub timestamp: Option<Timestamp>,
-}
+use super::store::{HistoryStore, Sample, StoreError};
+use super::{HistoryKind, WriterConfig};
+use crate::types::SequenceNumber;
 
 #[derive(Debug)]
 struct Slot {
@@ -31,8 +22,10 @@ struct Slot {
 /// Key used for instance bookkeeping of keyless topics.
 const NO_KEY: [u8; 16] = [0; 16];
 
+/// The in-memory history every [`WriterCore`](super::WriterCore) uses unless given another
+/// store.
 #[derive(Debug)]
-pub(crate) struct History {
+pub struct MemoryHistory {
     slots: VecDeque<Slot>,
     live: usize,
     tombstones: usize,
@@ -42,9 +35,10 @@ pub(crate) struct History {
     instances: FastHashMap<[u8; 16], VecDeque<SequenceNumber>>,
 }
 
-impl History {
+impl MemoryHistory {
+    /// A history keeping the last `depth` samples of each instance, or all (`None`).
     pub fn new(depth: Option<usize>) -> Self {
-        History {
+        MemoryHistory {
             slots: VecDeque::new(),
             live: 0,
             tombstones: 0,
@@ -53,15 +47,12 @@ impl History {
         }
     }
 
-    /// Number of live samples.
-    pub fn len(&self) -> usize {
-        self.live
-    }
-
-    /// Sequence number of the oldest live sample.
-    pub fn first_seq(&self) -> Option<SequenceNumber> {
-        // The front slot is always live: tombstones at the front are popped eagerly.
-        self.slots.front().map(|s| s.seq)
+    /// The history a writer with this configuration needs (its KEEP_LAST depth).
+    pub fn for_config(cfg: &WriterConfig) -> Self {
+        Self::new(match cfg.history {
+            HistoryKind::KeepLast(n) => Some(n.max(1) as usize),
+            HistoryKind::KeepAll => None,
+        })
     }
 
     fn index_of(&self, seq: SequenceNumber) -> usize {
@@ -75,95 +66,6 @@ impl History {
             }
         }
         self.slots.partition_point(|s| s.seq < seq)
-    }
-
-    /// The live sample with this number.
-    pub fn get(&self, seq: SequenceNumber) -> Option<&Sample> {
-        let i = self.index_of(seq);
-        match self.slots.get(i) {
-            Some(s) if s.seq == seq => s.sample.as_ref(),
-            _ => None,
-        }
-    }
-
-    /// The first live sample with number ≥ `seq`.
-    pub fn next_from(&self, seq: SequenceNumber) -> Option<(SequenceNumber, &Sample)> {
-        let mut i = self.index_of(seq);
-        while let Some(s) = self.slots.get(i) {
-            if let Some(x) = &s.sample {
-                return Some((s.seq, x));
-            }
-            i += 1;
-        }
-        None
-    }
-
-    /// The instance whose oldest sample `write` of `key` would replace, if it is at depth.
-    pub fn keep_last_victim(&self, key: Option<[u8; 16]>) -> Option<SequenceNumber> {
-        let depth = self.depth?;
-        let q = self.instances.get(&key.unwrap_or(NO_KEY))?;
-        if q.len() >= depth {
-            q.front().copied()
-        } else {
-            None
-        }
-    }
-
-    /// Appends a sample; `seq` must be greater than every number held.
-    pub fn push(&mut self, seq: SequenceNumber, sample: Sample) {
-        if self.depth.is_some() {
-            let key = sample.key_hash.unwrap_or(NO_KEY);
-            self.instances.entry(key).or_default().push_back(seq);
-        }
-        self.slots.push_back(Slot {
-            seq,
-            sample: Some(sample),
-        });
-        self.live += 1;
-    }
-
-    /// Drops the sample with this number (tombstone); returns whether it was live.
-    pub fn remove(&mut self, seq: SequenceNumber) -> bool {
-        let i = self.index_of(seq);
-        let Some(slot) = self.slots.get_mut(i) else {
-            return false;
-        };
-        if slot.seq != seq {
-            return false;
-        }
-        let Some(sample) = slot.sample.take() else {
-            return false;
-        };
-        self.live -= 1;
-        self.tombstones += 1;
-        self.forget_instance(seq, &sample);
-        self.trim_front();
-        if self.tombstones > 64 && self.tombstones > self.live {
-            self.slots.retain(|s| s.sample.is_some());
-            self.tombstones = 0;
-        }
-        true
-    }
-
-    /// Drops every sample with a number below `seq`; returns how many live samples went.
-    pub fn remove_below(&mut self, seq: SequenceNumber) -> usize {
-        let mut n = 0;
-        while let Some(front) = self.slots.front() {
-            if front.seq >= seq {
-                break;
-            }
-            if let Some(slot) = self.slots.pop_front() {
-                if let Some(sample) = slot.sample {
-                    self.live -= 1;
-                    n += 1;
-                    self.forget_instance(slot.seq, &sample);
-                } else {
-                    self.tombstones -= 1;
-                }
-            }
-        }
-        self.trim_front();
-        n
     }
 
     fn trim_front(&mut self) {
@@ -193,9 +95,111 @@ impl History {
     }
 }
 
+impl HistoryStore for MemoryHistory {
+    fn len(&self) -> usize {
+        self.live
+    }
+
+    fn first_seq(&self) -> Option<SequenceNumber> {
+        // The front slot is always live: tombstones at the front are popped eagerly.
+        self.slots.front().map(|s| s.seq)
+    }
+
+    /// The live sample with this number.
+    fn get(&self, seq: SequenceNumber) -> Option<&Sample> {
+        let i = self.index_of(seq);
+        match self.slots.get(i) {
+            Some(s) if s.seq == seq => s.sample.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The first live sample with number ≥ `seq`.
+    fn next_from(&self, seq: SequenceNumber) -> Option<(SequenceNumber, &Sample)> {
+        let mut i = self.index_of(seq);
+        while let Some(s) = self.slots.get(i) {
+            if let Some(x) = &s.sample {
+                return Some((s.seq, x));
+            }
+            i += 1;
+        }
+        None
+    }
+
+    /// The instance whose oldest sample `write` of `key` would replace, if it is at depth.
+    fn keep_last_victim(&self, key: Option<[u8; 16]>) -> Option<SequenceNumber> {
+        let depth = self.depth?;
+        let q = self.instances.get(&key.unwrap_or(NO_KEY))?;
+        if q.len() >= depth {
+            q.front().copied()
+        } else {
+            None
+        }
+    }
+
+    /// Appends a sample; `seq` must be greater than every number held.
+    fn push(&mut self, seq: SequenceNumber, sample: Sample) -> Result<(), StoreError> {
+        if self.depth.is_some() {
+            let key = sample.key_hash.unwrap_or(NO_KEY);
+            self.instances.entry(key).or_default().push_back(seq);
+        }
+        self.slots.push_back(Slot {
+            seq,
+            sample: Some(sample),
+        });
+        self.live += 1;
+        Ok(())
+    }
+
+    /// Drops the sample with this number (tombstone); returns whether it was live.
+    fn remove(&mut self, seq: SequenceNumber) -> bool {
+        let i = self.index_of(seq);
+        let Some(slot) = self.slots.get_mut(i) else {
+            return false;
+        };
+        if slot.seq != seq {
+            return false;
+        }
+        let Some(sample) = slot.sample.take() else {
+            return false;
+        };
+        self.live -= 1;
+        self.tombstones += 1;
+        self.forget_instance(seq, &sample);
+        self.trim_front();
+        if self.tombstones > 64 && self.tombstones > self.live {
+            self.slots.retain(|s| s.sample.is_some());
+            self.tombstones = 0;
+        }
+        true
+    }
+
+    /// Drops every sample with a number below `seq`; returns how many live samples went.
+    fn remove_below(&mut self, seq: SequenceNumber) -> usize {
+        let mut n = 0;
+        while let Some(front) = self.slots.front() {
+            if front.seq >= seq {
+                break;
+            }
+            if let Some(slot) = self.slots.pop_front() {
+                if let Some(sample) = slot.sample {
+                    self.live -= 1;
+                    n += 1;
+                    self.forget_instance(slot.seq, &sample);
+                } else {
+                    self.tombstones -= 1;
+                }
+            }
+        }
+        self.trim_front();
+        n
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::Arc;
 
     fn s(key: u8) -> Sample {
         Sample {
@@ -204,19 +208,20 @@ mod tests {
             status_info: 0,
             key_flag: false,
             timestamp: None,
+            frag_size: 0,
         }
     }
 
     #[test]
     fn keep_last_tombstones_and_compaction() {
-        let mut h = History::new(Some(1));
-        h.push(1, s(1));
+        let mut h = MemoryHistory::new(Some(1));
+        h.push(1, s(1)).unwrap();
         for seq in 2..1000 {
             let victim = h.keep_last_victim(Some([2; 16]));
             if let Some(v) = victim {
                 assert!(h.remove(v));
             }
-            h.push(seq, s(2));
+            h.push(seq, s(2)).unwrap();
         }
         assert_eq!(h.len(), 2);
         assert!(h.slots.len() < 200, "compacted: {}", h.slots.len());

@@ -11,10 +11,10 @@
 //!
 //! Each matched reader has a *proxy* with three cursors: `acked` (everything below was
 //! acknowledged), `unsent` (next sample to push) and a repair queue filled by ACKNACK and
-//! NACK_FRAG. Every transmit is addressed to one reader (unicast + INFO_DST); the payload is
-//! shared (`Arc`) between readers, so fan-out costs no copies. Readers sharing a multicast
-//! locator can later be grouped into one [`Destination::Locators`] transmit without changing
-//! the proxies.
+//! NACK_FRAG. A transmit is addressed to one reader (unicast + INFO_DST) or, for first
+//! transmissions to readers sharing a multicast locator, to that locator once for all of them
+//! ([`Destination::Locators`], see [`MulticastPolicy`] and the `multicast` module); the payload
+//! is shared (`Arc`) between readers, so fan-out costs no copies.
 //!
 //! # Heartbeats (modelled on Cyclone DDS)
 //! - The first transmit to a new reliable reader carries a HEARTBEAT telling it where its
@@ -47,18 +47,22 @@
 //!   [`WriterConfig::repair_message_size`] bytes: on a path that fragments large datagrams and
 //!   drops fragments under load, a big repair datagram is all but certain to be lost.
 
+mod emit;
 mod history;
+mod multicast;
+pub mod store;
 pub mod transmit;
 
 use std::collections::VecDeque;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use crate::types::{EntityId, Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
-use crate::wire::{
-    AckNack, FragmentNumberSet, Gap, Heartbeat, NackFrag, PayloadKind, SequenceNumberSet,
-};
-use history::{History, Sample};
+use crate::types::{Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
+use crate::wire::{AckNack, FragmentNumberSet, NackFrag};
+pub use history::MemoryHistory;
+use multicast::Group;
+pub use multicast::MulticastPolicy;
+pub use store::{HistoryStore, Sample, StoreError};
 pub use transmit::{
     Destination, InlineQos, OutData, OutDataFrag, OutSubmessage, Transmit, DATAGRAM_OVERHEAD,
 };
@@ -90,9 +94,14 @@ pub struct WriterConfig {
     pub heartbeat_period: Duration,
     /// Delay before answering an ACKNACK/NACK_FRAG (coalesces requests). Default 0.
     pub nack_response_delay: Duration,
-    /// DATA_FRAG fragment size; larger samples are fragmented. Default 1344 (Cyclone's).
+    /// DATA_FRAG fragment size (clamped to fit a datagram): the unit in which fragmented
+    /// samples are cut and NACK_FRAG repairs are served. Default 1344 (Cyclone's).
     pub fragment_size: usize,
-    /// Largest datagram the writer asks for, RTPS header included. Default 14720.
+    /// Largest datagram the writer sends, RTPS header included (at least 512). A sample whose
+    /// DATA fits goes whole in one DATA; a larger one goes as DATA_FRAGs carrying as many
+    /// fragments as fit. Raise it (at most 65,507, UDP's largest payload) when every matched
+    /// reader's transport takes larger datagrams, e.g. loopback; see
+    /// [`WriterCore::set_max_message_size`]. Default 14720 (Cyclone's).
     pub max_message_size: usize,
     /// Send new samples at once (true, default) or only announce them by HEARTBEAT.
     pub push_mode: bool,
@@ -109,6 +118,10 @@ pub struct WriterConfig {
     /// Largest datagram carrying repairs, RTPS header included (at least one submessage is
     /// always sent). Default 1472: one Ethernet frame.
     pub repair_message_size: usize,
+    /// First transmissions to multicast locators shared by several readers (see
+    /// [`WriterCore::add_reader_with_locators`]); only in push mode. Default: on, from two
+    /// readers.
+    pub multicast: MulticastPolicy,
 }
 
 impl WriterConfig {
@@ -130,11 +143,12 @@ impl WriterConfig {
             repair_holdoff_max: Duration::from_secs(1),
             repair_holdoff_initial: Duration::from_millis(20),
             repair_message_size: 1472,
+            multicast: MulticastPolicy::default(),
         }
     }
 }
 
-/// Why [`WriterCore::write`] refused a sample. Both are resource conditions, not peer faults.
+/// Why [`WriterCore::write`] refused a sample. All are resource conditions, not peer faults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum WriteError {
     /// The history holds `max_samples` samples that readers still need; wait for
@@ -144,6 +158,9 @@ pub enum WriteError {
     /// The payload exceeds what RTPS can carry (4 GiB).
     #[error("payload too large")]
     PayloadTooLarge,
+    /// The [`HistoryStore`] refused the sample; nothing was written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// Statistics of a [`WriterCore`].
@@ -185,11 +202,17 @@ const MAX_RESENT: usize = 2048;
 const HB_LEN: usize = 32;
 /// Worst-case bytes around one DATA_FRAG's fragments: INFO_TS, header, inline QoS.
 const FRAG_OVERHEAD: usize = 12 + 36 + 32;
+/// The largest UDP payload over IPv4.
+pub const MAX_UDP_PAYLOAD: usize = 65_507;
 
 #[derive(Debug)]
 struct ReaderProxy {
     guid: Guid,
     locators: Locators,
+    /// Multicast locators the reader listens on.
+    multicast: Locators,
+    /// The multicast group it belongs to (index into `WriterCore::groups`).
+    group: Option<usize>,
     reliable: bool,
     /// First sample this reader is meant to get.
     start: SequenceNumber,
@@ -281,9 +304,11 @@ impl Rtt {
 }
 
 impl ReaderProxy {
-    fn has_work(&self, now: Instant, last_seq: SequenceNumber, push: bool) -> bool {
-        (self.synced && self.unsent <= last_seq && (push || !self.reliable))
-            || self.hb_due.is_some()
+    /// Whether the proxy has something to send now: new samples up to `limit`, a heartbeat
+    /// (unless `defer_hb`: its group sends it), due repairs.
+    fn has_work(&self, now: Instant, limit: SequenceNumber, push: bool, defer_hb: bool) -> bool {
+        (self.synced && self.unsent <= limit && (push || !self.reliable))
+            || (self.hb_due.is_some() && !defer_hb)
             || self.repair_at.is_some_and(|t| t <= now)
             || self.lead_hb
     }
@@ -320,7 +345,7 @@ const UNSYNCED_HEARTBEAT_PERIOD: Duration = Duration::from_millis(10);
 #[derive(Debug)]
 struct Shared {
     cfg: WriterConfig,
-    history: History,
+    history: Box<dyn HistoryStore>,
     last_seq: SequenceNumber,
     hb_count: i32,
     counters: WriterCounters,
@@ -328,8 +353,8 @@ struct Shared {
     budget: usize,
     /// The same for datagrams carrying repairs.
     repair_budget: usize,
+    /// Fragment size for samples written from now on.
     frag_size: usize,
-    frags_per_sub: u32,
     ack_every: i64,
     gc_needed: bool,
     /// Flow control: at most this many samples not yet acknowledged by every reliable reader.
@@ -344,470 +369,37 @@ pub struct WriterCore {
     sh: Shared,
     readers: Vec<ReaderProxy>,
     rr: usize,
+    /// Readers sharing a multicast locator.
+    groups: Vec<Group>,
+    grr: usize,
     next_hb: Option<Instant>,
 }
 
-/// Where emitting into a datagram stopped.
-struct Cursor {
-    used: usize,
-    ts: Option<Timestamp>,
-    /// Submessage bytes allowed in this datagram.
-    limit: usize,
-}
-
-impl Shared {
-    fn room(&self, c: &Cursor, out: &[OutSubmessage], need: usize) -> bool {
-        out.is_empty() || c.used + need <= c.limit
-    }
-
-    fn first_available(&self, from: SequenceNumber) -> SequenceNumber {
-        self.history
-            .next_from(from)
-            .map(|x| x.0)
-            .unwrap_or(self.last_seq + 1)
-    }
-
-    fn push_ts(&self, c: &mut Cursor, out: &mut Vec<OutSubmessage>, ts: Option<Timestamp>) {
-        if c.ts != ts {
-            let sm = OutSubmessage::InfoTs(ts);
-            c.used += sm.wire_len();
-            out.push(sm);
-            c.ts = ts;
-        }
-    }
-
-    fn inline_qos(&self, s: &Sample) -> InlineQos {
-        InlineQos {
-            key_hash: if self.cfg.send_key_hash {
-                s.key_hash
-            } else {
-                None
-            },
-            status_info: s.status_info,
-        }
-    }
-
-    fn is_fragmented(&self, s: &Sample) -> bool {
-        s.payload.len() > self.frag_size
-    }
-
-    fn total_frags(&self, s: &Sample) -> u32 {
-        s.payload.len().div_ceil(self.frag_size) as u32
-    }
-
-    /// Emits a whole unfragmented sample; false when there is no room.
-    fn emit_data(
-        &mut self,
-        reader_id: EntityId,
-        seq: SequenceNumber,
-        s: &Sample,
-        c: &mut Cursor,
-        out: &mut Vec<OutSubmessage>,
-    ) -> bool {
-        let ts_len = if c.ts != s.timestamp { 12 } else { 0 };
-        let d = OutData {
-            reader_id,
-            writer_id: self.cfg.guid.entity_id,
-            writer_sn: seq,
-            inline_qos: self.inline_qos(s),
-            payload_kind: if s.payload.is_empty() {
-                PayloadKind::None
-            } else if s.key_flag {
-                PayloadKind::Key
-            } else {
-                PayloadKind::Data
-            },
-            payload: s.payload.clone(),
-        };
-        let sm = OutSubmessage::Data(d);
-        let need = sm.wire_len() + ts_len;
-        if !self.room(c, out, need) {
-            return false;
-        }
-        self.push_ts(c, out, s.timestamp);
-        c.used += sm.wire_len();
-        out.push(sm);
-        self.counters.data_sent += 1;
-        true
-    }
-
-    /// Emits fragments `from..to` (0-based) of a fragmented sample in chunks as room allows;
-    /// returns the first fragment not emitted.
-    #[allow(clippy::too_many_arguments)]
-    fn emit_frags(
-        &mut self,
-        reader_id: EntityId,
-        seq: SequenceNumber,
-        s: &Sample,
-        from: u32,
-        to: u32,
-        c: &mut Cursor,
-        out: &mut Vec<OutSubmessage>,
-    ) -> u32 {
-        let total = self.total_frags(s);
-        let to = to.min(total);
-        let mut f = from;
-        while f < to {
-            let n = (to - f).min(self.frags_per_sub);
-            let start = f as usize * self.frag_size;
-            let end = ((f + n) as usize * self.frag_size).min(s.payload.len());
-            let sm = OutSubmessage::DataFrag(OutDataFrag {
-                reader_id,
-                writer_id: self.cfg.guid.entity_id,
-                writer_sn: seq,
-                fragment_starting_num: f + 1,
-                fragments_in_submessage: n as u16,
-                fragment_size: self.frag_size as u16,
-                sample_size: s.payload.len() as u32,
-                inline_qos: self.inline_qos(s),
-                key_flag: s.key_flag,
-                payload: s.payload.clone(),
-                range: start..end,
-            });
-            let ts_len = if c.ts != s.timestamp { 12 } else { 0 };
-            if !self.room(c, out, sm.wire_len() + ts_len) {
-                break;
-            }
-            self.push_ts(c, out, s.timestamp);
-            c.used += sm.wire_len();
-            out.push(sm);
-            self.counters.data_frag_sent += 1;
-            f += n;
-        }
-        f
-    }
-
-    fn emit_gap(
-        &mut self,
-        reader_id: EntityId,
-        from: SequenceNumber,
-        to: SequenceNumber,
-        c: &mut Cursor,
-        out: &mut Vec<OutSubmessage>,
-    ) -> bool {
-        let sm = OutSubmessage::Gap(Gap {
-            reader_id,
-            writer_id: self.cfg.guid.entity_id,
-            gap_start: from,
-            gap_list: SequenceNumberSet::empty(to),
-        });
-        if !self.room(c, out, sm.wire_len()) {
-            return false;
-        }
-        c.used += sm.wire_len();
-        out.push(sm);
-        self.counters.gaps_sent += 1;
-        true
-    }
-
-    fn heartbeat(&mut self, r: &ReaderProxy, final_flag: bool) -> Heartbeat {
-        self.hb_count = self.hb_count.wrapping_add(1);
-        self.counters.heartbeats_sent += 1;
-        let first = r
-            .start
-            .max(self.history.first_seq().unwrap_or(self.last_seq + 1))
-            .min(self.last_seq + 1);
-        Heartbeat {
-            reader_id: r.guid.entity_id,
-            writer_id: self.cfg.guid.entity_id,
-            first_sn: first,
-            last_sn: self.last_seq,
-            count: self.hb_count,
-            final_flag,
-            liveliness_flag: false,
-        }
-    }
-
-    /// Whether a new sample fits: history room (KEEP_ALL / max_samples) and the flow-control
-    /// window over `reliable_floor`, the lowest sequence number some reliable reader still needs.
-    fn can_accept(
-        &self,
-        min_needed: SequenceNumber,
-        reliable_floor: Option<SequenceNumber>,
-    ) -> bool {
-        let in_flight_ok =
-            reliable_floor.is_none_or(|floor| self.last_seq + 1 - floor < self.flow_window);
-        in_flight_ok
-            && (self.history.len() < self.cfg.max_samples
-                || self.history.first_seq().is_some_and(|f| f < min_needed))
-    }
-
-    /// Fills `out` with what reader `r` needs now; false if nothing.
-    fn fill(
-        &mut self,
-        r: &mut ReaderProxy,
-        now: Instant,
-        full_history: bool,
-        out: &mut Transmit,
-    ) -> bool {
-        out.dest = Destination::Endpoint {
-            guid: r.guid,
-            locators: r.locators,
-        };
-        let subs = &mut out.submessages;
-        subs.clear();
-        let mut c = Cursor {
-            used: 0,
-            ts: None,
-            limit: self.budget,
-        };
-        let rid = r.guid.entity_id;
-        let mut full = false;
-
-        // 0. A freshly synced reader first learns where its stream starts.
-        if r.lead_hb && r.reliable {
-            r.lead_hb = false;
-            let hb = self.heartbeat(r, true);
-            c.used += OutSubmessage::Heartbeat(hb).wire_len();
-            subs.push(OutSubmessage::Heartbeat(hb));
-        }
-
-        // 1. Repairs.
-        if r.reliable && r.repair_at.is_some_and(|t| t <= now) {
-            c.limit = self.repair_budget;
-            while !full && !r.frag_repairs.is_empty() {
-                let (seq, mut set) = r.frag_repairs[0];
-                let base = set.base;
-                if seq < r.acked || seq >= r.unsent {
-                    r.frag_repairs.remove(0);
-                    continue;
-                }
-                let Some(sample) = self.history.get(seq).cloned() else {
-                    r.frag_repairs.remove(0);
-                    if !r.repair.contains(&seq) {
-                        let p = r.repair.partition_point(|&x| x < seq);
-                        r.repair.insert(p, seq);
-                    }
-                    continue;
-                };
-                let total = if self.is_fragmented(&sample) {
-                    self.total_frags(&sample)
-                } else {
-                    1
-                };
-                // Serve the set run by run.
-                loop {
-                    let first = set.iter().find(|&n| n >= 1 && n <= total);
-                    let Some(a) = first else { break };
-                    let mut b = a;
-                    while b < total && set.contains(b + 1) {
-                        b += 1;
-                    }
-                    let next = if self.is_fragmented(&sample) {
-                        self.emit_frags(rid, seq, &sample, a - 1, b, &mut c, subs) + 1
-                    } else if self.emit_data(rid, seq, &sample, &mut c, subs) {
-                        b + 1
-                    } else {
-                        a
-                    };
-                    if next > a {
-                        self.counters.retransmits += 1;
-                        note_frag_resent(&mut r.frag_resent, seq, base, now);
-                    }
-                    for n in a..next {
-                        fns_remove(&mut set, n);
-                    }
-                    if next <= b {
-                        full = true;
-                        break;
-                    }
-                }
-                if full {
-                    r.frag_repairs[0].1 = set;
-                } else {
-                    r.frag_repairs.remove(0);
-                }
-            }
-            while !full {
-                let Some(&seq) = r.repair.front() else { break };
-                if seq < r.acked || seq >= r.unsent {
-                    r.repair.pop_front();
-                    r.repair_frag = 0;
-                    continue;
-                }
-                match self.history.get(seq).cloned() {
-                    None => {
-                        let end = self.first_available(seq).min(r.unsent);
-                        if !self.emit_gap(rid, seq, end, &mut c, subs) {
-                            full = true;
-                            break;
-                        }
-                        while r.repair.front().is_some_and(|&x| x < end) {
-                            r.repair.pop_front();
-                        }
-                        r.repair_frag = 0;
-                    }
-                    Some(sample) if self.is_fragmented(&sample) => {
-                        let total = self.total_frags(&sample);
-                        let next =
-                            self.emit_frags(rid, seq, &sample, r.repair_frag, total, &mut c, subs);
-                        if next > r.repair_frag && r.repair_frag == 0 {
-                            self.counters.retransmits += 1;
-                        }
-                        if next > r.repair_frag {
-                            r.note_resent(seq, now);
-                        }
-                        if next < total {
-                            r.repair_frag = next;
-                            full = true;
-                        } else {
-                            r.repair.pop_front();
-                            r.repair_frag = 0;
-                        }
-                    }
-                    Some(sample) => {
-                        if !self.emit_data(rid, seq, &sample, &mut c, subs) {
-                            full = true;
-                        } else {
-                            self.counters.retransmits += 1;
-                            r.note_resent(seq, now);
-                            r.repair.pop_front();
-                        }
-                    }
-                }
-            }
-            if r.repair.is_empty() && r.frag_repairs.is_empty() {
-                r.repair_at = None;
-                // Ask the reader what is still missing, and again once these repairs had time
-                // to arrive: if this datagram is lost, nothing else would prompt the reader
-                // before the next periodic heartbeat.
-                r.want_hb(false);
-                let t = now + r.rtt.holdoff(&self.cfg).max(MIN_RECHECK);
-                r.recheck_at = Some(r.recheck_at.map_or(t, |x| x.min(t)));
-            }
-            if subs.is_empty() {
-                c.limit = self.budget;
-            }
-        }
-        let mut sent_new = false;
-
-        // 2. New samples.
-        if !full && r.synced && (self.cfg.push_mode || !r.reliable) && r.unsent <= self.last_seq {
-            while r.unsent <= self.last_seq {
-                let seq = r.unsent;
-                let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
-                match next {
-                    Some((s, sample)) if s == seq => {
-                        if self.is_fragmented(&sample) {
-                            let total = self.total_frags(&sample);
-                            let f = self.emit_frags(
-                                rid,
-                                seq,
-                                &sample,
-                                r.unsent_frag,
-                                total,
-                                &mut c,
-                                subs,
-                            );
-                            if f < total {
-                                r.unsent_frag = f;
-                                break;
-                            }
-                        } else if !self.emit_data(rid, seq, &sample, &mut c, subs) {
-                            break;
-                        }
-                        sent_new = true;
-                        r.unsent = seq + 1;
-                        r.unsent_frag = 0;
-                    }
-                    other => {
-                        let end = other.map(|x| x.0).unwrap_or(self.last_seq + 1);
-                        if r.reliable && !self.emit_gap(rid, seq, end, &mut c, subs) {
-                            break;
-                        }
-                        r.unsent = end;
-                        r.unsent_frag = 0;
-                    }
-                }
-            }
-            if !r.reliable {
-                r.acked = r.unsent;
-                self.gc_needed = true;
-            } else if r.unsent > self.last_seq {
-                let want_ack = self.last_seq - r.ack_req_seq >= self.ack_every || full_history;
-                r.want_hb(!want_ack);
-            }
-        }
-
-        // 3. Heartbeat (room for it is always reserved).
-        if r.reliable {
-            if let Some(final_flag) = r.hb_due.take() {
-                let hb = self.heartbeat(r, final_flag);
-                if !final_flag {
-                    r.ack_req_seq = self.last_seq;
-                    if sent_new && r.probe.is_none() && r.unsent > self.last_seq {
-                        // The first ACKNACK acknowledging this data times the round trip.
-                        r.probe = Some((self.last_seq, now));
-                    }
-                }
-                subs.push(OutSubmessage::Heartbeat(hb));
-            }
-        } else {
-            r.hb_due = None;
-        }
-        !subs.is_empty()
-    }
-}
-
-/// Notes that fragments requested by a NACK_FRAG `(seq, base)` were resent at `now`.
-fn note_frag_resent(
-    v: &mut Vec<(SequenceNumber, u32, Instant)>,
-    seq: SequenceNumber,
-    base: u32,
-    now: Instant,
-) {
-    if let Some(e) = v.iter_mut().find(|e| e.0 == seq && e.1 == base) {
-        e.2 = now;
-    } else if v.len() < 4 * MAX_FRAG_REPAIRS {
-        v.push((seq, base, now));
-    } else if let Some(oldest) = v.iter_mut().min_by_key(|e| e.2) {
-        *oldest = (seq, base, now);
-    }
-}
-
-fn fns_remove(set: &mut FragmentNumberSet, n: u32) {
-    if n < set.base || n - set.base >= set.num_bits {
-        return;
-    }
-    let off = (n - set.base) as usize;
-    if let Some(w) = set.bitmap.get_mut(off / 32) {
-        *w &= !(1u32 << (31 - off % 32));
-    }
-}
-
 impl WriterCore {
-    /// A writer with no matched readers and an empty history.
+    /// A writer with no matched readers and an empty in-memory history
+    /// ([`MemoryHistory`]).
     pub fn new(cfg: WriterConfig) -> Self {
-        let budget = cfg
-            .max_message_size
-            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
-            .max(512);
-        let repair_budget = cfg
-            .repair_message_size
-            .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
-            .clamp(256, budget);
-        let max_frag = (budget - FRAG_OVERHEAD).min(u16::MAX as usize) & !3;
-        let frag_size = cfg.fragment_size.clamp(4, max_frag) & !3;
-        let frags_per_sub =
-            ((budget - FRAG_OVERHEAD) / frag_size).clamp(1, u16::MAX as usize) as u32;
-        let depth = match cfg.history {
-            HistoryKind::KeepLast(n) => Some(n.max(1) as usize),
-            HistoryKind::KeepAll => None,
-        };
+        let store = Box::new(MemoryHistory::for_config(&cfg));
+        Self::with_store(cfg, store)
+    }
+
+    /// A writer keeping its samples in `store` (see [`HistoryStore`] for the contract). The
+    /// store should be empty, and follow `cfg.history` for KEEP_LAST
+    /// ([`HistoryStore::keep_last_victim`]); the core still enforces `max_samples`.
+    pub fn with_store(cfg: WriterConfig, store: Box<dyn HistoryStore>) -> Self {
         let ack_every = match cfg.history {
             HistoryKind::KeepAll => (cfg.max_samples / 8).clamp(1, 128) as i64,
             HistoryKind::KeepLast(_) => 128,
         };
-        WriterCore {
+        let mut w = WriterCore {
             sh: Shared {
-                history: History::new(depth),
+                history: store,
                 last_seq: 0,
                 hb_count: 0,
                 counters: WriterCounters::default(),
-                budget,
-                repair_budget,
-                frag_size,
-                frags_per_sub,
+                budget: 0,
+                repair_budget: 0,
+                frag_size: 0,
                 ack_every,
                 base_ack_every: ack_every,
                 gc_needed: false,
@@ -816,8 +408,26 @@ impl WriterCore {
             },
             readers: Vec::new(),
             rr: 0,
+            groups: Vec::new(),
+            grr: 0,
             next_hb: None,
-        }
+        };
+        w.sh.size_datagrams();
+        w
+    }
+
+    /// Changes the largest datagram ([`WriterConfig::max_message_size`]), e.g. when the
+    /// matched readers' transports change. Samples written before keep their DATA/DATA_FRAG
+    /// form and fragment size (a reader reassembles a sample only from fragments of one
+    /// size); datagrams built from now on, new samples and repairs alike, follow the new size.
+    pub fn set_max_message_size(&mut self, n: usize) {
+        self.sh.cfg.max_message_size = n;
+        self.sh.size_datagrams();
+    }
+
+    /// The largest datagram in use (the configured one, within 512..=65507).
+    pub fn max_message_size(&self) -> usize {
+        self.sh.budget + DATAGRAM_OVERHEAD + HB_LEN
     }
 
     /// The writer's GUID.
@@ -838,6 +448,11 @@ impl WriterCore {
     /// Number of samples held in the history.
     pub fn history_len(&self) -> usize {
         self.sh.history.len()
+    }
+
+    /// The history store.
+    pub fn store(&self) -> &dyn HistoryStore {
+        &*self.sh.history
     }
 
     /// Statistics.
@@ -863,7 +478,7 @@ impl WriterCore {
     /// Matches a reader. `reliable` is the reader's reliability (a best-effort writer treats
     /// every reader as best effort); `durable` says whether it wants the retained history
     /// (reader durability ≥ TRANSIENT_LOCAL; only meaningful for a transient-local writer).
-    /// Matching an already matched reader updates its locators.
+    /// Matching an already matched reader updates its (unicast) locators.
     pub fn add_reader(
         &mut self,
         guid: Guid,
@@ -876,6 +491,78 @@ impl WriterCore {
             r.locators = locators;
             return;
         }
+        self.push_reader(guid, locators, Locators::new(), reliable, durable, now);
+    }
+
+    /// Like [`WriterCore::add_reader`], with the reader's multicast locators too: readers
+    /// sharing one get their first transmissions there, once for all of them, as
+    /// [`WriterConfig::multicast`] allows (the handshake and repairs stay unicast).
+    /// Matching an already matched reader updates both locator sets.
+    pub fn add_reader_with_locators(
+        &mut self,
+        guid: Guid,
+        unicast: Locators,
+        multicast: Locators,
+        reliable: bool,
+        durable: bool,
+        now: Instant,
+    ) {
+        if let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) {
+            r.locators = unicast;
+            self.set_reader_multicast(guid, multicast);
+            return;
+        }
+        self.push_reader(guid, unicast, multicast, reliable, durable, now);
+        if !multicast.is_empty() {
+            self.regroup();
+        }
+    }
+
+    /// Sets the multicast locators of a matched reader; false when it is not matched.
+    pub fn set_reader_multicast(&mut self, guid: Guid, multicast: Locators) -> bool {
+        let Some(r) = self.readers.iter_mut().find(|r| r.guid == guid) else {
+            return false;
+        };
+        if r.multicast != multicast {
+            r.multicast = multicast;
+            self.regroup();
+        }
+        true
+    }
+
+    /// Changes [`WriterConfig::multicast`].
+    pub fn set_multicast_policy(&mut self, policy: MulticastPolicy) {
+        if self.sh.cfg.multicast != policy {
+            self.sh.cfg.multicast = policy;
+            self.regroup();
+        }
+    }
+
+    /// Number of multicast groups in use (readers sharing a locator).
+    pub fn multicast_groups(&self) -> usize {
+        self.groups.len()
+    }
+
+    fn regroup(&mut self) {
+        let policy = if self.sh.cfg.push_mode {
+            self.sh.cfg.multicast
+        } else {
+            MulticastPolicy::Off
+        };
+        let old = std::mem::take(&mut self.groups);
+        self.groups = multicast::regroup(policy, &mut self.readers, old, self.sh.last_seq);
+        self.grr = 0;
+    }
+
+    fn push_reader(
+        &mut self,
+        guid: Guid,
+        locators: Locators,
+        multicast: Locators,
+        reliable: bool,
+        durable: bool,
+        now: Instant,
+    ) {
         let reliable = reliable && self.sh.cfg.reliable;
         let last = self.sh.last_seq;
         let start = if self.sh.cfg.transient_local && durable {
@@ -886,6 +573,8 @@ impl WriterCore {
         self.readers.push(ReaderProxy {
             guid,
             locators,
+            multicast,
+            group: None,
             reliable,
             start,
             acked: start,
@@ -920,7 +609,10 @@ impl WriterCore {
         let Some(i) = self.readers.iter().position(|r| r.guid == guid) else {
             return false;
         };
-        self.readers.swap_remove(i);
+        let r = self.readers.swap_remove(i);
+        if r.group.is_some() || !self.groups.is_empty() {
+            self.regroup();
+        }
         self.gc();
         true
     }
@@ -1001,37 +693,40 @@ impl WriterCore {
             self.sh.counters.flow_blocked += 1;
             return Err(WriteError::HistoryFull);
         }
+        let seq = self.sh.last_seq + 1;
         if keep {
-            if self.sh.history.len() >= self.sh.cfg.max_samples
-                && self.sh.history.keep_last_victim(key_hash).is_none()
-            {
-                let m = self.min_needed();
+            // What the new sample replaces: the oldest of its instance (KEEP_LAST), or at
+            // max_samples the oldest sample every reader acknowledged.
+            let victim = self.sh.history.keep_last_victim(key_hash);
+            let mut oldest = None;
+            if victim.is_none() && self.sh.history.len() >= self.sh.cfg.max_samples {
                 match self.sh.history.first_seq() {
-                    Some(f) if f < m => {
-                        self.sh.history.remove_below(f + 1);
-                    }
+                    Some(f) if f < self.min_needed() => oldest = Some(f),
                     _ => return Err(WriteError::HistoryFull),
                 }
             }
-            if let Some(victim) = self.sh.history.keep_last_victim(key_hash) {
-                self.sh.history.remove(victim);
+            let mut sample = Sample {
+                payload,
+                key_hash,
+                status_info,
+                key_flag,
+                timestamp: source_timestamp,
+                frag_size: 0,
+            };
+            sample.frag_size = self
+                .sh
+                .frag_size_for(sample.payload.len(), &self.sh.inline_qos(&sample));
+            // Stored first: a store that refuses leaves everything as it was.
+            self.sh.history.push(seq, sample)?;
+            if let Some(f) = oldest {
+                self.sh.history.remove_below(f + 1);
+            }
+            if let Some(v) = victim {
+                self.sh.history.remove(v);
             }
         }
-        let seq = self.sh.last_seq + 1;
         self.sh.last_seq = seq;
         self.sh.counters.samples_written += 1;
-        if keep {
-            self.sh.history.push(
-                seq,
-                Sample {
-                    payload,
-                    key_hash,
-                    status_info,
-                    key_flag,
-                    timestamp: source_timestamp,
-                },
-            );
-        }
         if !self.sh.cfg.push_mode {
             for r in self.readers.iter_mut().filter(|r| r.reliable) {
                 r.unsent = seq + 1;
@@ -1224,13 +919,40 @@ impl WriterCore {
         let last = self.sh.last_seq;
         let push = self.sh.cfg.push_mode;
         let mut full_history = None;
-        for k in 0..n {
-            let i = (self.rr + k) % n;
-            if !self.readers[i].has_work(now, last, push) {
+        // Multicast first: it carries the bulk of the new data.
+        let ng = self.groups.len();
+        for k in 0..ng {
+            let gi = (self.grr + k) % ng;
+            if !self.groups[gi].has_work(&self.readers, last) {
                 continue;
             }
             let fh = *full_history.get_or_insert_with(|| !self.can_accept());
-            if self.sh.fill(&mut self.readers[i], now, fh, out) {
+            let g = &mut self.groups[gi];
+            if self.sh.fill_group(g, &mut self.readers, now, fh, out) {
+                self.grr = (gi + 1) % ng;
+                if self.sh.gc_needed {
+                    self.gc();
+                }
+                return true;
+            }
+        }
+        for k in 0..n {
+            let i = (self.rr + k) % n;
+            let (limit, defer_hb) = match self.readers[i].group {
+                Some(gi) => {
+                    let g = &self.groups[gi];
+                    (g.unsent - 1, g.hb_multicast(&self.readers))
+                }
+                None => (last, false),
+            };
+            if !self.readers[i].has_work(now, limit, push, defer_hb) {
+                continue;
+            }
+            let fh = *full_history.get_or_insert_with(|| !self.can_accept());
+            if self
+                .sh
+                .fill(&mut self.readers[i], now, fh, limit, defer_hb, out)
+            {
                 self.rr = (i + 1) % n;
                 if self.sh.gc_needed {
                     self.gc();

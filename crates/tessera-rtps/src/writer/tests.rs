@@ -1,5 +1,6 @@
 use super::*;
-use crate::types::{entity_kind, GuidPrefix};
+use crate::types::{entity_kind, EntityId, GuidPrefix};
+use crate::wire::{PayloadKind, SequenceNumberSet};
 
 fn t0() -> Instant {
     crate::sim::epoch()
