@@ -671,9 +671,11 @@ impl DiscoveryRuntime {
                     durable: r.qos.durability != Durability::Volatile,
                     locators: self.own_locators,
                 };
+                // Matching guarantees the writer offers at least what the reader requests; the
+                // pair's reliability is the reader's.
                 let as_writer = RemoteEndpoint {
                     guid: w.guid,
-                    reliable: w.qos.reliability.kind == ReliabilityKind::Reliable,
+                    reliable,
                     durable: w.qos.durability != Durability::Volatile,
                     locators: self.own_locators,
                 };

@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::cdr;
+use tessera_rtps::qos::ReliabilityKind;
 use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
 use tessera_rtps::types::{EntityId, Guid};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
@@ -272,8 +273,13 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 
     fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
         {
+            // The pair is reliable only when this reader asks for it: a reliable writer treats
+            // a best-effort reader as best effort (no HEARTBEAT, no GAP), so a reliable proxy
+            // here would wait for ever for sequence numbers it will never be told about.
+            let reliable =
+                remote.reliable && self.qos.reliability.kind == ReliabilityKind::Reliable;
             let mut core = self.core.lock();
-            core.add_writer(remote.guid, remote.locators, remote.reliable, now);
+            core.add_writer(remote.guid, remote.locators, reliable, now);
             outbox::flush_reader(p, &mut core, now);
         }
         {

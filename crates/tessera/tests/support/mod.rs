@@ -1,0 +1,52 @@
+//! Helpers for the DDS-semantics tests. Every test makes its participants with
+//! [`participants`]: to run these tests over another transport, change that one function.
+#![allow(dead_code)]
+
+use std::time::{Duration, Instant};
+use tessera::{DomainParticipant, TopicType};
+
+/// Whether the test runs inside a network namespace made for the test run
+/// (`scripts/netns-run` sets `TESSERA_IN_NETNS=1`). Socket tests skip, saying so, elsewhere.
+pub fn in_netns() -> bool {
+    let ok = std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1");
+    if !ok {
+        eprintln!("SKIP: not in a test network namespace (run via scripts/netns-run)");
+    }
+    ok
+}
+
+/// `n` participants in one domain, or `None` (the test skips) outside a test namespace.
+pub fn participants(n: usize) -> Option<Vec<DomainParticipant>> {
+    if !in_netns() {
+        return None;
+    }
+    Some(
+        (0..n)
+            .map(|_| DomainParticipant::new(0).expect("participant"))
+            .collect(),
+    )
+}
+
+/// Polls `f` every 5 ms until it is true; panics with `what` after `secs` seconds.
+pub fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+}
+
+/// A keyed sample type.
+#[derive(TopicType, Debug, Clone, PartialEq)]
+pub struct Keyed {
+    #[key]
+    pub id: u32,
+    pub seq: u32,
+}
+
+/// A keyless sample type.
+#[derive(TopicType, Debug, Clone, PartialEq)]
+pub struct Keyless {
+    pub seq: u32,
+    pub text: String,
+}
