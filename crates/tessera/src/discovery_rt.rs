@@ -416,11 +416,17 @@ impl DiscoveryRuntime {
             vendor: data.vendor_id,
             user_data: data.user_data.clone(),
         };
-        self.participants
-            .insert(data.guid_prefix, (meta, info.clone()));
+        let old_meta = self
+            .participants
+            .insert(data.guid_prefix, (meta, info.clone()))
+            .map(|(m, _)| m);
         if is_new {
             self.notify(ParticipantEvent::Discovered(info));
             tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
+        }
+        // A known participant that moved its metatraffic locators: the SEDP proxies below
+        // already exist, and adding them again only gives them the new locators.
+        if is_new || old_meta.is_some_and(|m| m != meta) {
             let prefix = data.guid_prefix;
             let eps = data.builtin_endpoints;
             if eps.contains(BuiltinEndpointSet::PUBLICATIONS_DETECTOR) {
@@ -457,6 +463,8 @@ impl DiscoveryRuntime {
                     now,
                 );
             }
+        }
+        if is_new {
             // Answer at once so the peer need not wait for our next periodic announcement.
             self.send_spdp(p, meta.as_slice());
             for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
@@ -541,6 +549,9 @@ impl DiscoveryRuntime {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
                     self.forget_participant(prefix);
                 }
+                // A re-announced remote (SEDP update, or its participant's default locators
+                // moved) goes the same way: `matched` of a remote the endpoint already has only
+                // refreshes its locators and counts nothing.
                 DiscoveryEvent::Matched { local, remote }
                 | DiscoveryEvent::MatchUpdated { local, remote } => {
                     let r = remote_endpoint(&remote);

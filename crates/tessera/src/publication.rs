@@ -218,6 +218,14 @@ impl LocalWriter for WriterEndpoint {
             outbox::flush_writer(p, &mut core, now);
         }
         {
+            let mut m = self.matched.lock();
+            if m.contains(&remote.guid) {
+                // A re-announcement: the core took the new locators; not a new match.
+                return;
+            }
+            m.push(remote.guid);
+        }
+        {
             let mut s = self.statuses.lock();
             let st = &mut s.publication_matched;
             st.total_count += 1;
@@ -225,10 +233,6 @@ impl LocalWriter for WriterEndpoint {
             st.current_count += 1;
             st.current_count_change += 1;
             st.last_subscription_handle = Some(remote.guid);
-            let mut m = self.matched.lock();
-            if !m.contains(&remote.guid) {
-                m.push(remote.guid);
-            }
         }
         self.status_changed(StatusMask::PUBLICATION_MATCHED);
     }

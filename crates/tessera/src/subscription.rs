@@ -283,6 +283,14 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             outbox::flush_reader(p, &mut core, now);
         }
         {
+            let mut m = self.matched.lock();
+            if m.contains(&remote.guid) {
+                // A re-announcement: the core took the new locators; not a new match.
+                return;
+            }
+            m.push(remote.guid);
+        }
+        {
             let mut s = self.statuses.lock();
             let st = &mut s.subscription_matched;
             st.total_count += 1;
@@ -290,10 +298,6 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             st.current_count += 1;
             st.current_count_change += 1;
             st.last_publication_handle = Some(remote.guid);
-            let mut m = self.matched.lock();
-            if !m.contains(&remote.guid) {
-                m.push(remote.guid);
-            }
             let l = &mut s.liveliness_changed;
             l.alive_count += 1;
             l.alive_count_change += 1;

@@ -2,6 +2,8 @@
 //! [`participants`]: to run these tests over another transport, change that one function.
 #![allow(dead_code)]
 
+pub mod peer;
+
 use std::time::{Duration, Instant};
 use tessera::{DomainParticipant, TopicType};
 
@@ -25,6 +27,12 @@ pub fn participants(n: usize) -> Option<Vec<DomainParticipant>> {
             .map(|_| DomainParticipant::new(0).expect("participant"))
             .collect(),
     )
+}
+
+/// Serializes the tests of one file that must not hear each other's scripted peers.
+pub fn serial() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Polls `f` every 5 ms until it is true; panics with `what` after `secs` seconds.

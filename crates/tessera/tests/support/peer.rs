@@ -1,0 +1,160 @@
+//! A scripted remote participant over a raw UDP socket: it announces itself (SPDP) and a writer
+//! (SEDP) exactly as the test says, so tests can re-announce with changed data or forge input.
+
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::time::{Duration, Instant};
+use tessera::rtps::discovery::{BuiltinEndpointSet, DiscoveredWriterData, SpdpParticipantData};
+use tessera::rtps::types::{EntityId, Guid, GuidPrefix, Locator};
+use tessera::rtps::wire::{
+    Data, Heartbeat, MessageBuilder, MessageReceiver, ParameterList, PayloadKind, Submessage,
+};
+
+/// Where SPDP goes in domain 0; every participant of the namespace hears it, and the runtime
+/// routes built-in and user submessages alike whatever socket they arrive on.
+const SPDP: SocketAddrV4 = SocketAddrV4::new(Ipv4Addr::new(239, 255, 0, 1), 7400);
+
+pub struct FakePeer {
+    pub prefix: GuidPrefix,
+    pub spdp: SpdpParticipantData,
+    out: UdpSocket,
+    spdp_seq: i64,
+    sedp_seq: i64,
+    hb_count: i32,
+}
+
+/// A bound loopback socket and its locator.
+pub fn listener() -> (UdpSocket, Locator) {
+    let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+    s.set_read_timeout(Some(Duration::from_millis(50))).unwrap();
+    let port = s.local_addr().unwrap().port();
+    (s, Locator::udpv4(Ipv4Addr::LOCALHOST, port))
+}
+
+impl FakePeer {
+    pub fn new(tag: u8, default_unicast: Locator, metatraffic: Locator) -> FakePeer {
+        let prefix = GuidPrefix([0x01, 0x0f, tag, 0xaa, 1, 2, 3, 4, 5, 6, 7, tag]);
+        let mut spdp = SpdpParticipantData::new(prefix);
+        spdp.domain_id = Some(0);
+        spdp.default_unicast_locators = vec![default_unicast];
+        spdp.metatraffic_unicast_locators = vec![metatraffic];
+        // SPDP and SEDP only: this peer has no writer-liveliness endpoints.
+        spdp.builtin_endpoints = BuiltinEndpointSet(
+            BuiltinEndpointSet::TESSERA_DEFAULT.0
+                & !(BuiltinEndpointSet::PARTICIPANT_MESSAGE_WRITER
+                    | BuiltinEndpointSet::PARTICIPANT_MESSAGE_READER),
+        );
+        let out = UdpSocket::bind("127.0.0.1:0").unwrap();
+        out.set_multicast_loop_v4(true).unwrap();
+        FakePeer {
+            prefix,
+            spdp,
+            out,
+            spdp_seq: 0,
+            sedp_seq: 0,
+            hb_count: 0,
+        }
+    }
+
+    fn send_message(&self, source: GuidPrefix, sm: &Submessage<'_>) {
+        let mut buf = Vec::new();
+        MessageBuilder::new(&mut buf, source).submessage(sm);
+        self.out.send_to(&buf, SPDP).unwrap();
+    }
+
+    /// Announces (or re-announces) the participant with its current `spdp` data.
+    pub fn announce(&mut self) {
+        self.spdp_seq += 1;
+        let payload = self.spdp.to_payload();
+        self.send_message(
+            self.prefix,
+            &Submessage::Data(Data {
+                reader_id: EntityId::SPDP_READER,
+                writer_id: EntityId::SPDP_WRITER,
+                writer_sn: self.spdp_seq,
+                inline_qos: None,
+                payload_kind: PayloadKind::Data,
+                payload: &payload,
+            }),
+        );
+    }
+
+    /// Announces (or re-announces) a writer over SEDP.
+    pub fn announce_writer(&mut self, w: &DiscoveredWriterData) {
+        self.send_sedp_from(self.prefix, PayloadKind::Data, &w.to_payload(), &[]);
+    }
+
+    /// Sends SEDP publication DATA (e.g. a dispose) as the next SEDP sample, with `source` in
+    /// the message header.
+    pub fn send_sedp_from(
+        &mut self,
+        source: GuidPrefix,
+        kind: PayloadKind,
+        payload: &[u8],
+        qos: &[u8],
+    ) {
+        self.sedp_seq += 1;
+        self.send_message(
+            source,
+            &Submessage::Data(Data {
+                reader_id: EntityId::SEDP_PUBLICATIONS_READER,
+                writer_id: EntityId::SEDP_PUBLICATIONS_WRITER,
+                writer_sn: self.sedp_seq,
+                inline_qos: if qos.is_empty() {
+                    None
+                } else {
+                    ParameterList::parse(qos, true).ok()
+                },
+                payload_kind: kind,
+                payload,
+            }),
+        );
+    }
+
+    /// A HEARTBEAT from one of this peer's writers that asks readers to answer.
+    pub fn heartbeat(&mut self, writer: EntityId) {
+        self.hb_count += 1;
+        self.send_message(
+            self.prefix,
+            &Submessage::Heartbeat(Heartbeat {
+                reader_id: EntityId::UNKNOWN,
+                writer_id: writer,
+                first_sn: 1,
+                last_sn: 0,
+                count: self.hb_count,
+                final_flag: false,
+                liveliness_flag: false,
+            }),
+        );
+    }
+
+    pub fn guid(&self, e: EntityId) -> Guid {
+        Guid::new(self.prefix, e)
+    }
+}
+
+/// Whether `sock` receives a datagram holding a submessage for which `f` is true within `secs`,
+/// calling `poke` every 100 ms meanwhile (e.g. to send a heartbeat).
+pub fn receives(
+    sock: &UdpSocket,
+    secs: u64,
+    mut poke: impl FnMut(),
+    f: impl Fn(&Submessage<'_>) -> bool,
+) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    let mut buf = vec![0u8; 65536];
+    let mut next_poke = Instant::now();
+    while Instant::now() < deadline {
+        if Instant::now() >= next_poke {
+            poke();
+            next_poke = Instant::now() + Duration::from_millis(100);
+        }
+        let Ok(n) = sock.recv(&mut buf) else { continue };
+        let Ok(rx) = MessageReceiver::new(&buf[..n]) else {
+            continue;
+        };
+        if rx.flatten().any(|rs| f(&rs.submessage)) {
+            return true;
+        }
+    }
+    false
+}
