@@ -75,13 +75,70 @@ pub struct CountersSnapshot {
     pub send_errors: u64,
 }
 
+/// The local readers matched with one remote writer: an immutable snapshot, so that the receive
+/// thread clones it (one reference count, no allocation) and runs the readers' handlers, and
+/// with them their listeners, without holding the endpoints table's lock.
+pub(crate) type ReaderList = Arc<[Arc<dyn LocalReader>]>;
+
 /// The local endpoints, by entity id, and which local readers each remote writer feeds.
 #[derive(Default)]
 pub(crate) struct Endpoints {
     pub writers: FastHashMap<EntityId, Arc<dyn LocalWriter>>,
     pub readers: FastHashMap<EntityId, Arc<dyn LocalReader>>,
     /// Remote writer → the local readers matched with it.
-    pub readers_of_remote_writer: FastHashMap<Guid, Vec<Arc<dyn LocalReader>>>,
+    readers_of_remote_writer: FastHashMap<Guid, ReaderList>,
+}
+
+impl Endpoints {
+    /// The readers `remote` feeds (a snapshot; see [`ReaderList`]).
+    pub fn readers_of(&self, remote: &Guid) -> Option<ReaderList> {
+        self.readers_of_remote_writer.get(remote).cloned()
+    }
+
+    /// Routes `remote`'s submessages to `r` too.
+    pub fn add_reader_of(&mut self, remote: Guid, r: Arc<dyn LocalReader>) {
+        let list = self.readers_of_remote_writer.entry(remote).or_default();
+        if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
+            *list = list.iter().cloned().chain(std::iter::once(r)).collect();
+        }
+    }
+
+    /// Stops routing `remote`'s submessages to the reader `reader`. Returns the replaced list:
+    /// drop it after releasing the lock, since it may hold the last reference to an endpoint
+    /// whose listener owns entities (their deletion takes this lock).
+    #[must_use]
+    pub fn remove_reader_of(&mut self, remote: &Guid, reader: Guid) -> Option<ReaderList> {
+        let list = self.readers_of_remote_writer.get_mut(remote)?;
+        if !list.iter().any(|x| x.guid() == reader) {
+            return None;
+        }
+        let rest: ReaderList = list
+            .iter()
+            .filter(|x| x.guid() != reader)
+            .cloned()
+            .collect();
+        if rest.is_empty() {
+            self.readers_of_remote_writer.remove(remote)
+        } else {
+            Some(std::mem::replace(list, rest))
+        }
+    }
+
+    /// Stops routing anything to the reader `reader` (it is being deleted). Returns the
+    /// replaced lists, to drop after releasing the lock.
+    #[must_use]
+    pub fn remove_reader_everywhere(&mut self, reader: Guid) -> Vec<ReaderList> {
+        let remotes: Vec<Guid> = self
+            .readers_of_remote_writer
+            .iter()
+            .filter(|(_, l)| l.iter().any(|x| x.guid() == reader))
+            .map(|(g, _)| *g)
+            .collect();
+        remotes
+            .iter()
+            .filter_map(|g| self.remove_reader_of(g, reader))
+            .collect()
+    }
 }
 
 /// Wakes the event thread early when an endpoint's next deadline moved forward.
@@ -428,10 +485,12 @@ impl ParticipantShared {
                 }
             } else {
                 let remote = Guid::new(rs.source_prefix, entity);
-                let eps = self.endpoints.read();
-                match eps.readers_of_remote_writer.get(&remote) {
+                // The lock is released before any handler (and listener) runs: a listener may
+                // create or delete entities, which takes it for writing.
+                let readers = self.endpoints.read().readers_of(&remote);
+                match readers {
                     Some(readers) => {
-                        for r in readers {
+                        for r in readers.iter() {
                             r.handle(self, &rs, now);
                         }
                     }
@@ -470,11 +529,7 @@ impl ParticipantShared {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.matched(self, &remote, now);
-                        let mut eps = self.endpoints.write();
-                        let list = eps.readers_of_remote_writer.entry(remote.guid).or_default();
-                        if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
-                            list.push(r);
-                        }
+                        self.endpoints.write().add_reader_of(remote.guid, r);
                     }
                 }
                 MatchAction::UnmatchReader {
@@ -484,14 +539,8 @@ impl ParticipantShared {
                 } => {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
-                        let mut eps = self.endpoints.write();
-                        if let Some(list) = eps.readers_of_remote_writer.get_mut(&remote) {
-                            list.retain(|x| !Arc::ptr_eq(x, &r));
-                            if list.is_empty() {
-                                eps.readers_of_remote_writer.remove(&remote);
-                            }
-                        }
-                        drop(eps);
+                        let old = self.endpoints.write().remove_reader_of(&remote, local);
+                        drop(old);
                         r.unmatched(remote, lost);
                     }
                 }

@@ -269,7 +269,9 @@ struct WriterOwner {
 impl Drop for WriterOwner {
     fn drop(&mut self) {
         let p = self.participant.shared();
-        p.endpoints.write().writers.remove(&self.entity_id);
+        // Dropped after the lock is released (see `ReaderOwner::drop`).
+        let removed = p.endpoints.write().writers.remove(&self.entity_id);
+        drop(removed);
         let now = Instant::now();
         let actions = p.discovery.lock().remove_local_endpoint(
             p,

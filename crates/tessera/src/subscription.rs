@@ -355,14 +355,16 @@ impl Drop for ReaderOwner {
     fn drop(&mut self) {
         let p = self.participant.shared();
         let guid = Guid::new(p.guid_prefix, self.entity_id);
-        {
+        // What leaves the table is dropped after the lock is released: the last reference to
+        // the reader drops its listener, which may own entities whose deletion takes the lock.
+        let removed = {
             let mut eps = p.endpoints.write();
-            eps.readers.remove(&self.entity_id);
-            for list in eps.readers_of_remote_writer.values_mut() {
-                list.retain(|r| r.guid() != guid);
-            }
-            eps.readers_of_remote_writer.retain(|_, l| !l.is_empty());
-        }
+            (
+                eps.readers.remove(&self.entity_id),
+                eps.remove_reader_everywhere(guid),
+            )
+        };
+        drop(removed);
         let now = Instant::now();
         let actions = p.discovery.lock().remove_local_endpoint(p, guid, now);
         p.apply_discovery_events(actions, now);

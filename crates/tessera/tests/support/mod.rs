@@ -35,6 +35,34 @@ pub fn serial() -> std::sync::MutexGuard<'static, ()> {
     LOCK.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Ends the whole test process (exit code 101) unless dropped within `secs` seconds. For tests
+/// of deadlocks: a deadlocked runtime thread cannot be unwound, and dropping the participant
+/// that owns it would wait for it for ever.
+pub struct Watchdog(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+pub fn watchdog(secs: u64, what: &'static str) -> Watchdog {
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let d = done.clone();
+    std::thread::spawn(move || {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < deadline {
+            if d.load(std::sync::atomic::Ordering::Acquire) {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        eprintln!("deadlock: {what} did not finish in {secs} s");
+        std::process::exit(101);
+    });
+    Watchdog(done)
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Release);
+    }
+}
+
 /// Polls `f` every 5 ms until it is true; panics with `what` after `secs` seconds.
 pub fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(secs);
