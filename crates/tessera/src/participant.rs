@@ -142,27 +142,37 @@ impl Endpoints {
 }
 
 /// Wakes the event thread early when an endpoint's next deadline moved forward.
+///
+/// `scheduled` is the earliest time anyone needs the event thread: while it sleeps, its wake-up
+/// time; while it runs a pass, [`EventKick::RUNNING`] lowered by every deadline requested during
+/// the pass (the pass may already have looked at that endpoint). A requester lowers it with
+/// `fetch_min` and kicks only when it did lower it; the thread's next sleep ends no later than
+/// the lowest value, so no request is lost, whenever it comes.
 #[derive(Debug)]
 pub(crate) struct EventKick {
     epoch: Instant,
-    /// The event thread's current wake-up time, in ns since `epoch`.
+    /// ns since `epoch`, as above.
     scheduled: AtomicU64,
     lock: Mutex<bool>,
     cv: Condvar,
 }
 
 impl EventKick {
+    /// `scheduled` while a pass runs and nothing was requested during it.
+    const RUNNING: u64 = u64::MAX;
+
     fn new() -> Self {
         EventKick {
             epoch: Instant::now(),
-            scheduled: AtomicU64::new(0),
+            // The event thread starts with a pass.
+            scheduled: AtomicU64::new(Self::RUNNING),
             lock: Mutex::new(false),
             cv: Condvar::new(),
         }
     }
 
     fn to_ns(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+        (t.saturating_duration_since(self.epoch).as_nanos() as u64).min(Self::RUNNING - 1)
     }
 
     /// `t` as ns since this participant's epoch (for compact atomics).
@@ -179,22 +189,32 @@ impl EventKick {
     /// thread is already due earlier (the common case on the write path).
     pub fn ensure_by(&self, deadline: Option<Instant>) {
         if let Some(d) = deadline {
-            if self.to_ns(d) < self.scheduled.load(Ordering::Acquire) {
-                *self.lock.lock() = true;
-                self.cv.notify_one();
+            let ns = self.to_ns(d);
+            if ns < self.scheduled.load(Ordering::Acquire)
+                && ns < self.scheduled.fetch_min(ns, Ordering::AcqRel)
+            {
+                self.kick();
             }
         }
     }
 
+    /// Ends a pass: sleeps until `deadline` or the earliest deadline requested meanwhile,
+    /// whichever comes first, then begins the next pass.
     fn sleep_until(&self, deadline: Instant) {
-        self.scheduled
-            .store(self.to_ns(deadline), Ordering::Release);
+        // Every kick so far lowered `scheduled` before it set the flag: the flag adds nothing
+        // that the `fetch_min` below does not see.
+        *self.lock.lock() = false;
+        let ns = self.to_ns(deadline);
+        let target = ns.min(self.scheduled.fetch_min(ns, Ordering::AcqRel));
         let mut kicked = self.lock.lock();
         if !*kicked {
-            let _ = self.cv.wait_until(&mut kicked, deadline);
+            let _ = self.cv.wait_until(&mut kicked, self.instant_of(target));
         }
         *kicked = false;
-        self.scheduled.store(0, Ordering::Release);
+        drop(kicked);
+        // The pass that follows reads every endpoint's deadline after this store; requests
+        // made from here on lower `scheduled` again and shorten the next sleep.
+        self.scheduled.store(Self::RUNNING, Ordering::Release);
     }
 
     fn kick(&self) {
@@ -622,4 +642,45 @@ fn new_guid_prefix() -> GuidPrefix {
     p[4..8].copy_from_slice(&pid.to_be_bytes());
     p[8..12].copy_from_slice(&(n ^ (salt & 0xffff) << 16).to_be_bytes());
     GuidPrefix(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKick;
+    use std::time::{Duration, Instant};
+
+    /// The event thread's protocol, driven on one thread: a deadline requested while the thread
+    /// runs a pass (between two `sleep_until`s) must cut the next sleep short.
+    #[test]
+    fn a_deadline_requested_during_a_pass_is_honoured() {
+        let kick = EventKick::new();
+        // A pass ends at once and the next one begins.
+        kick.sleep_until(Instant::now());
+        // During that pass, an endpoint asks to be served in 5 ms.
+        let asked = Instant::now();
+        kick.ensure_by(Some(asked + Duration::from_millis(5)));
+        // The pass, which had already looked at that endpoint, plans to sleep 2 s.
+        kick.sleep_until(asked + Duration::from_secs(2));
+        let slept = asked.elapsed();
+        assert!(
+            slept < Duration::from_secs(1),
+            "the request was lost: slept {slept:?}"
+        );
+    }
+
+    /// A request for a later deadline than the planned wake-up costs nothing and changes nothing.
+    #[test]
+    fn a_later_deadline_does_not_wake_early() {
+        let kick = EventKick::new();
+        kick.sleep_until(Instant::now());
+        let t = Instant::now();
+        kick.ensure_by(Some(t + Duration::from_secs(5)));
+        kick.sleep_until(t + Duration::from_millis(30));
+        let slept = t.elapsed();
+        assert!(slept >= Duration::from_millis(30), "woke early: {slept:?}");
+        assert!(
+            slept < Duration::from_secs(4),
+            "slept to the later deadline: {slept:?}"
+        );
+    }
 }
