@@ -549,7 +549,10 @@ impl ParticipantShared {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.matched(self, &remote, now);
-                        self.endpoints.write().add_reader_of(remote.guid, r);
+                        // A local writer delivers directly; nothing of it comes by the network.
+                        if remote.guid.prefix != self.guid_prefix {
+                            self.endpoints.write().add_reader_of(remote.guid, r);
+                        }
                     }
                 }
                 MatchAction::UnmatchReader {

@@ -6,22 +6,23 @@
 //! receive thread (in answer to ACKNACKs).
 
 use crate::condition::{Condition, ConditionKind, Notifier};
-use crate::endpoint::{LocalWriter, RemoteEndpoint};
+use crate::endpoint::{LocalOutcome, LocalReader, LocalWriter, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::outbox;
-use crate::participant::{DomainParticipant, ParticipantShared};
+use crate::participant::{DomainParticipant, ParticipantShared, ReaderList};
 use crate::qos::{DataWriterQos, PublisherQos};
 use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
 use crate::topic::Topic;
 use crate::TopicType;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
-use tessera_rtps::types::{EntityId, Guid, Timestamp};
-use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
+use tessera_rtps::reader::Delivered;
+use tessera_rtps::types::{EntityId, Guid, SequenceNumber, Timestamp};
+use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
 
 /// A handle naming an instance (derived from its key hash).
@@ -84,6 +85,7 @@ impl Publisher {
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
+            local_readers: RwLock::new(Vec::new().into()),
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
         });
@@ -142,10 +144,33 @@ pub(crate) struct WriterEndpoint {
     unflushed: AtomicUsize,
     batch_started: AtomicU64,
     matched: Mutex<Vec<Guid>>,
+    /// Matched readers of this participant: `write` hands them each sample directly (a
+    /// snapshot, cloned under the core lock without allocating).
+    local_readers: RwLock<ReaderList>,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
+}
+
+/// A sample as handed to local readers.
+struct LocalSample<'a> {
+    seq: SequenceNumber,
+    payload: &'a [u8],
+    key_hash: Option<[u8; 16]>,
+    status: u32,
+    key_only: bool,
+    timestamp: Option<Timestamp>,
+}
+
+/// Raises the statuses of local readers after a delivery (no writer lock held: their listeners
+/// may write).
+fn notify_local(readers: &[Arc<dyn LocalReader>], outcomes: &[LocalOutcome]) {
+    for (r, o) in readers.iter().zip(outcomes) {
+        if o.available || o.rejected > 0 {
+            r.notify_local(*o);
+        }
+    }
 }
 
 /// How long a batched sample may wait for company before it is sent anyway.
@@ -161,6 +186,81 @@ impl WriterEndpoint {
         if let (Some(l), Some(me)) = (l, self.me.upgrade()) {
             l(me, mask);
         }
+    }
+
+    /// Hands one sample (just written, or retained for a late joiner) to local readers. Runs
+    /// under the core lock, so that they get the writer's samples in order; the caller raises
+    /// their statuses with [`notify_local`] after releasing it.
+    fn deliver_local(
+        &self,
+        readers: &[Arc<dyn LocalReader>],
+        outcomes: &mut [LocalOutcome],
+        sample: LocalSample<'_>,
+    ) {
+        let d = Delivered {
+            writer: self.guid,
+            seq: sample.seq,
+            kind: if sample.key_only {
+                PayloadKind::Key
+            } else {
+                PayloadKind::Data
+            },
+            payload: std::borrow::Cow::Borrowed(sample.payload),
+            status_info: sample.status,
+            key_hash: sample.key_hash,
+            source_timestamp: sample.timestamp,
+        };
+        for (r, o) in readers.iter().zip(outcomes.iter_mut()) {
+            o.merge(r.deliver_local(&d));
+        }
+    }
+
+    /// A reader of this participant matched: it joins the direct-delivery list (not the core:
+    /// no heartbeats, no acknowledgments, no flow control), and a durable one gets the
+    /// retained history of a TRANSIENT_LOCAL writer at once.
+    fn matched_local(&self, p: &ParticipantShared, remote: &RemoteEndpoint) {
+        let Some(reader) = p
+            .endpoints
+            .read()
+            .readers
+            .get(&remote.guid.entity_id)
+            .cloned()
+        else {
+            return;
+        };
+        let readers: ReaderList = {
+            let mut l = self.local_readers.write();
+            if l.iter().any(|r| r.guid() == remote.guid) {
+                return;
+            }
+            *l = l
+                .iter()
+                .cloned()
+                .chain(std::iter::once(reader.clone()))
+                .collect();
+            Arc::from([reader])
+        };
+        let mut outcomes = [LocalOutcome::default()];
+        {
+            let core = self.core.lock();
+            if core.config().transient_local && remote.durable {
+                core.for_each_retained(|seq, payload, key_hash, status, key_only, timestamp| {
+                    self.deliver_local(
+                        &readers,
+                        &mut outcomes,
+                        LocalSample {
+                            seq,
+                            payload,
+                            key_hash,
+                            status,
+                            key_only,
+                            timestamp,
+                        },
+                    );
+                });
+            }
+        }
+        notify_local(&readers, &outcomes);
     }
 
     fn wake_waiters(&self) {
@@ -206,7 +306,9 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
-        {
+        if remote.guid.prefix == self.guid.prefix {
+            self.matched_local(p, remote);
+        } else {
             let mut core = self.core.lock();
             core.add_reader(
                 remote.guid,
@@ -238,7 +340,17 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn unmatched(&self, remote: Guid) {
-        self.core.lock().remove_reader(remote);
+        if remote.prefix == self.guid.prefix {
+            let old = {
+                let mut l = self.local_readers.write();
+                let rest: ReaderList = l.iter().filter(|r| r.guid() != remote).cloned().collect();
+                std::mem::replace(&mut *l, rest)
+            };
+            // The last reference to a deleted reader may go here: not under our lock.
+            drop(old);
+        } else {
+            self.core.lock().remove_reader(remote);
+        }
         self.matched.lock().retain(|g| *g != remote);
         self.wake_waiters();
         {
@@ -411,9 +523,9 @@ impl<T: TopicType> DataWriter<T> {
             // samples instead and never blocks on a slow or silent reader.
             core.set_flow_window(flow_window(payload.len()));
         }
-        loop {
+        let seq = loop {
             match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
-                Ok(_) => break,
+                Ok(seq) => break seq,
                 Err(WriteError::HistoryFull) => {
                     if !may_wait {
                         return Err(Error::OutOfResources(
@@ -435,6 +547,25 @@ impl<T: TopicType> DataWriter<T> {
                 }
                 Err(e) => return Err(Error::OutOfResources(e.to_string())),
             }
+        };
+        // Local readers have the sample when `write` returns; their statuses are raised once
+        // the core lock is released. Nothing is allocated when there are none.
+        let locals = self.ep.local_readers.read().clone();
+        let mut outcomes = Vec::new();
+        if !locals.is_empty() {
+            outcomes.resize(locals.len(), LocalOutcome::default());
+            self.ep.deliver_local(
+                &locals,
+                &mut outcomes,
+                LocalSample {
+                    seq,
+                    payload: &payload,
+                    key_hash,
+                    status,
+                    key_only,
+                    timestamp: Some(ts),
+                },
+            );
         }
         if self.ep.batching.load(Ordering::Relaxed) {
             let pending = self
@@ -453,6 +584,8 @@ impl<T: TopicType> DataWriter<T> {
                         .batch_started
                         .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
                 }
+                drop(core);
+                notify_local(&locals, &outcomes);
                 return Ok(());
             }
         }
@@ -462,6 +595,7 @@ impl<T: TopicType> DataWriter<T> {
         let next = core.poll_timeout();
         drop(core);
         p.kick.ensure_by(next);
+        notify_local(&locals, &outcomes);
         Ok(())
     }
 

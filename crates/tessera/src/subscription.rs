@@ -5,7 +5,7 @@
 //! the history's own lock, and waiting threads (wait sets, listeners) are woken right there.
 
 use crate::condition::{Condition, ConditionKind, Notifier};
-use crate::endpoint::{LocalReader, RemoteEndpoint};
+use crate::endpoint::{LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, InstanceHandle, Sample, StateMasks};
 use crate::outbox;
@@ -157,6 +157,30 @@ impl<T: TopicType> ReaderEndpoint<T> {
         }
     }
 
+    /// Records what a delivery did and raises the matching statuses (and listener calls).
+    fn raise(&self, available: bool, rejected: u32, lost: u64) {
+        let mut mask = StatusMask::NONE;
+        if available {
+            mask |= StatusMask::DATA_AVAILABLE;
+        }
+        if lost > 0 {
+            let mut s = self.statuses.lock();
+            let n = lost as i32;
+            s.sample_lost.total_count += n;
+            s.sample_lost.total_count_change += n;
+            mask |= StatusMask::SAMPLE_LOST;
+        }
+        if rejected > 0 {
+            let mut s = self.statuses.lock();
+            s.sample_rejected.total_count += rejected as i32;
+            s.sample_rejected.total_count_change += rejected as i32;
+            mask |= StatusMask::SAMPLE_REJECTED;
+        }
+        if mask != StatusMask::NONE {
+            self.status_changed(mask);
+        }
+    }
+
     /// Decodes one delivered sample and puts it in the history. Returns whether the history
     /// changed in a way readers should hear about.
     fn accept(&self, d: &Delivered<'_>, history: &mut History<T>, rejected: &mut u32) -> bool {
@@ -242,26 +266,21 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             outbox::flush_reader(p, &mut core, now);
             p.kick.ensure_by(core.poll_timeout());
         }
-        let mut mask = StatusMask::NONE;
-        if available {
-            mask |= StatusMask::DATA_AVAILABLE;
+        self.raise(available, rejected, lost_after - lost_before);
+    }
+
+    fn deliver_local(&self, sample: &Delivered<'_>) -> LocalOutcome {
+        let mut history = self.history.lock();
+        let mut rejected = 0;
+        let available = self.accept(sample, &mut history, &mut rejected);
+        LocalOutcome {
+            available,
+            rejected,
         }
-        if lost_after > lost_before {
-            let mut s = self.statuses.lock();
-            let n = (lost_after - lost_before) as i32;
-            s.sample_lost.total_count += n;
-            s.sample_lost.total_count_change += n;
-            mask |= StatusMask::SAMPLE_LOST;
-        }
-        if rejected > 0 {
-            let mut s = self.statuses.lock();
-            s.sample_rejected.total_count += rejected as i32;
-            s.sample_rejected.total_count_change += rejected as i32;
-            mask |= StatusMask::SAMPLE_REJECTED;
-        }
-        if mask != StatusMask::NONE {
-            self.status_changed(mask);
-        }
+    }
+
+    fn notify_local(&self, o: LocalOutcome) {
+        self.raise(o.available, o.rejected, 0);
     }
 
     fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
@@ -278,9 +297,13 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             // here would wait for ever for sequence numbers it will never be told about.
             let reliable =
                 remote.reliable && self.qos.reliability.kind == ReliabilityKind::Reliable;
-            let mut core = self.core.lock();
-            core.add_writer(remote.guid, remote.locators, reliable, now);
-            outbox::flush_reader(p, &mut core, now);
+            // A writer of this participant hands its samples over directly
+            // (`deliver_local`): no reliability protocol with it.
+            if remote.guid.prefix != self.guid.prefix {
+                let mut core = self.core.lock();
+                core.add_writer(remote.guid, remote.locators, reliable, now);
+                outbox::flush_reader(p, &mut core, now);
+            }
         }
         {
             let mut m = self.matched.lock();
