@@ -28,8 +28,8 @@ use tessera_rtps::wire::{
 };
 use tessera_rtps::writer::WriterCore;
 
-/// A received SEDP sample: (publications?, payload, status info, key hash).
-type SedpSample = (bool, Vec<u8>, u32, Option<[u8; 16]>);
+/// A received SEDP sample: (publications?, sending participant, payload, status info, key hash).
+type SedpSample = (bool, GuidPrefix, Vec<u8>, u32, Option<[u8; 16]>);
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
@@ -296,7 +296,9 @@ impl DiscoveryRuntime {
     ) -> Vec<MatchAction> {
         self.db.on_participant_alive(rs.source_prefix, now);
         match &rs.submessage {
-            Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => self.on_spdp(p, d, now),
+            Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
+                self.on_spdp(p, rs.source_prefix, d, now)
+            }
             Submessage::AckNack(a) => {
                 let core = match a.writer_id {
                     EntityId::SEDP_PUBLICATIONS_WRITER => &mut self.sedp_pub_writer,
@@ -336,7 +338,13 @@ impl DiscoveryRuntime {
                     &mut self.sedp_sub_reader
                 };
                 let mut deliver = |d: Delivered<'_>| {
-                    received.push((publications, d.payload.to_vec(), d.status_info, d.key_hash));
+                    received.push((
+                        publications,
+                        d.writer.prefix,
+                        d.payload.to_vec(),
+                        d.status_info,
+                        d.key_hash,
+                    ));
                 };
                 match sm {
                     Submessage::Data(d) => {
@@ -355,15 +363,15 @@ impl DiscoveryRuntime {
                     _ => {}
                 }
                 outbox::flush_reader(p, core, now);
-                for (publications, payload, status, key_hash) in received {
-                    self.on_sedp(publications, &payload, status, key_hash);
+                for (publications, source, payload, status, key_hash) in received {
+                    self.on_sedp(publications, source, &payload, status, key_hash);
                 }
             }
         }
         self.drain_events(p, now)
     }
 
-    fn on_spdp(&mut self, p: &ParticipantShared, d: &Data<'_>, now: Instant) {
+    fn on_spdp(&mut self, p: &ParticipantShared, source: GuidPrefix, d: &Data<'_>, now: Instant) {
         let status = d
             .inline_qos
             .as_ref()
@@ -375,8 +383,14 @@ impl DiscoveryRuntime {
                 d.inline_qos.as_ref(),
                 d.payload,
             ) {
-                self.forget_participant(guid.prefix);
-                self.db.on_participant_disposed(guid.prefix);
+                // Only a participant may say that it is gone: anyone else's word would let any
+                // host unmatch any participant.
+                if guid.prefix == source {
+                    self.forget_participant(guid.prefix);
+                    self.db.on_participant_disposed(guid.prefix);
+                } else {
+                    tracing::debug!(from = ?source, victim = ?guid, "ignored SPDP dispose of another participant");
+                }
             }
             return;
         }
@@ -497,6 +511,7 @@ impl DiscoveryRuntime {
     fn on_sedp(
         &mut self,
         publications: bool,
+        source: GuidPrefix,
         payload: &[u8],
         status: u32,
         key_hash: Option<[u8; 16]>,
@@ -506,8 +521,15 @@ impl DiscoveryRuntime {
                 .ok()
                 .map(|(g, _)| g)
                 .or_else(|| key_hash.map(Guid::from_bytes));
-            if let Some(g) = guid {
-                self.db.on_remote_endpoint_disposed(g);
+            match guid {
+                // An endpoint is disposed only by its own participant.
+                Some(g) if g.prefix == source => {
+                    self.db.on_remote_endpoint_disposed(g);
+                }
+                Some(g) => {
+                    tracing::debug!(from = ?source, victim = ?g, "ignored SEDP dispose of another participant's endpoint");
+                }
+                None => {}
             }
             return;
         }

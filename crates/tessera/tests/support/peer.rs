@@ -3,7 +3,10 @@
 
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
-use tessera::rtps::discovery::{BuiltinEndpointSet, DiscoveredWriterData, SpdpParticipantData};
+use tessera::rtps::discovery::{
+    encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinEndpointSet, BuiltinTopicKind,
+    DiscoveredWriterData, SpdpParticipantData, StatusInfo,
+};
 use tessera::rtps::types::{EntityId, Guid, GuidPrefix, Locator};
 use tessera::rtps::wire::{
     Data, Heartbeat, MessageBuilder, MessageReceiver, ParameterList, PayloadKind, Submessage,
@@ -108,6 +111,35 @@ impl FakePeer {
                 payload,
             }),
         );
+    }
+
+    /// Sends an SPDP dispose of participant `victim` (which should be this peer's own GUID).
+    pub fn dispose_participant(&mut self, victim: Guid) {
+        self.spdp_seq += 1;
+        let mut payload = Vec::new();
+        encode_dispose_key_payload(BuiltinTopicKind::Participant, victim, &mut payload);
+        let mut qos = Vec::new();
+        encode_dispose_inline_qos(victim, StatusInfo(3), &mut qos);
+        self.send_message(
+            self.prefix,
+            &Submessage::Data(Data {
+                reader_id: EntityId::SPDP_READER,
+                writer_id: EntityId::SPDP_WRITER,
+                writer_sn: self.spdp_seq,
+                inline_qos: ParameterList::parse(&qos, true).ok(),
+                payload_kind: PayloadKind::Key,
+                payload: &payload,
+            }),
+        );
+    }
+
+    /// Sends an SEDP dispose of the writer `victim` (which should be one of this peer's).
+    pub fn dispose_writer(&mut self, victim: Guid) {
+        let mut payload = Vec::new();
+        encode_dispose_key_payload(BuiltinTopicKind::Endpoint, victim, &mut payload);
+        let mut qos = Vec::new();
+        encode_dispose_inline_qos(victim, StatusInfo(3), &mut qos);
+        self.send_sedp_from(self.prefix, PayloadKind::Key, &payload, &qos);
     }
 
     /// A HEARTBEAT from one of this peer's writers that asks readers to answer.
