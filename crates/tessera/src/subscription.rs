@@ -154,6 +154,9 @@ impl<T: TopicType> ReaderEndpoint<T> {
             if mask.intersects(StatusMask::SAMPLE_LOST) {
                 l.on_sample_lost(&r, r.sample_lost_status());
             }
+            if mask.intersects(StatusMask::SAMPLE_REJECTED) {
+                l.on_sample_rejected(&r, r.sample_rejected_status());
+            }
         }
     }
 

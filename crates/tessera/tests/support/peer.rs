@@ -66,17 +66,22 @@ impl FakePeer {
 
     /// Announces (or re-announces) the participant with its current `spdp` data.
     pub fn announce(&mut self) {
-        self.spdp_seq += 1;
         let payload = self.spdp.to_payload();
+        self.send_spdp(PayloadKind::Data, &payload, &[]);
+    }
+
+    /// Sends SPDP DATA as the next SPDP sample.
+    fn send_spdp(&mut self, kind: PayloadKind, payload: &[u8], qos: &[u8]) {
+        self.spdp_seq += 1;
         self.send_message(
             self.prefix,
             &Submessage::Data(Data {
                 reader_id: EntityId::SPDP_READER,
                 writer_id: EntityId::SPDP_WRITER,
                 writer_sn: self.spdp_seq,
-                inline_qos: None,
-                payload_kind: PayloadKind::Data,
-                payload: &payload,
+                inline_qos: parse_qos(qos),
+                payload_kind: kind,
+                payload,
             }),
         );
     }
@@ -102,11 +107,7 @@ impl FakePeer {
                 reader_id: EntityId::SEDP_PUBLICATIONS_READER,
                 writer_id: EntityId::SEDP_PUBLICATIONS_WRITER,
                 writer_sn: self.sedp_seq,
-                inline_qos: if qos.is_empty() {
-                    None
-                } else {
-                    ParameterList::parse(qos, true).ok()
-                },
+                inline_qos: parse_qos(qos),
                 payload_kind: kind,
                 payload,
             }),
@@ -115,22 +116,11 @@ impl FakePeer {
 
     /// Sends an SPDP dispose of participant `victim` (which should be this peer's own GUID).
     pub fn dispose_participant(&mut self, victim: Guid) {
-        self.spdp_seq += 1;
         let mut payload = Vec::new();
         encode_dispose_key_payload(BuiltinTopicKind::Participant, victim, &mut payload);
         let mut qos = Vec::new();
         encode_dispose_inline_qos(victim, StatusInfo(3), &mut qos);
-        self.send_message(
-            self.prefix,
-            &Submessage::Data(Data {
-                reader_id: EntityId::SPDP_READER,
-                writer_id: EntityId::SPDP_WRITER,
-                writer_sn: self.spdp_seq,
-                inline_qos: ParameterList::parse(&qos, true).ok(),
-                payload_kind: PayloadKind::Key,
-                payload: &payload,
-            }),
-        );
+        self.send_spdp(PayloadKind::Key, &payload, &qos);
     }
 
     /// Sends an SEDP dispose of the writer `victim` (which should be one of this peer's).
@@ -144,14 +134,19 @@ impl FakePeer {
 
     /// A HEARTBEAT from one of this peer's writers that asks readers to answer.
     pub fn heartbeat(&mut self, writer: EntityId) {
+        self.heartbeat_range(writer, 1, 0);
+    }
+
+    /// A HEARTBEAT saying the writer holds `first..=last`.
+    pub fn heartbeat_range(&mut self, writer: EntityId, first: i64, last: i64) {
         self.hb_count += 1;
         self.send_message(
             self.prefix,
             &Submessage::Heartbeat(Heartbeat {
                 reader_id: EntityId::UNKNOWN,
                 writer_id: writer,
-                first_sn: 1,
-                last_sn: 0,
+                first_sn: first,
+                last_sn: last,
                 count: self.hb_count,
                 final_flag: false,
                 liveliness_flag: false,
@@ -161,6 +156,15 @@ impl FakePeer {
 
     pub fn guid(&self, e: EntityId) -> Guid {
         Guid::new(self.prefix, e)
+    }
+}
+
+/// Inline QoS from encoded bytes; none when empty.
+fn parse_qos(qos: &[u8]) -> Option<ParameterList<'_>> {
+    if qos.is_empty() {
+        None
+    } else {
+        ParameterList::parse(qos, true).ok()
     }
 }
 
