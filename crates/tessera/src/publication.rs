@@ -59,6 +59,7 @@ impl Publisher {
     ) -> Result<DataWriter<T>> {
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        check_durability_supported(qos.durability)?;
         if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
@@ -708,6 +709,18 @@ impl<T: TopicType> DataWriter<T> {
             Arc::new(f)
         });
         *self.ep.listener.lock() = erased;
+    }
+}
+
+/// Refuses durability kinds that need a durability service, which Tessera does not have: a
+/// TRANSIENT or PERSISTENT endpoint would be announced as such but behave as TRANSIENT_LOCAL.
+pub(crate) fn check_durability_supported(d: crate::qos::Durability) -> Result<()> {
+    use crate::qos::Durability;
+    match d {
+        Durability::Volatile | Durability::TransientLocal => Ok(()),
+        Durability::Transient | Durability::Persistent => Err(Error::Unsupported(format!(
+            "{d:?} durability (no durability service); use TransientLocal"
+        ))),
     }
 }
 

@@ -57,6 +57,7 @@ impl Subscriber {
     ) -> Result<DataReader<T>> {
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        crate::publication::check_durability_supported(qos.durability)?;
         if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
