@@ -137,14 +137,7 @@ impl DiscoveryRuntime {
         data.metatraffic_multicast_locators = l.metatraffic_multicast.into_iter().collect();
         data.lease_duration = LEASE;
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
-        data.builtin_endpoints = BuiltinEndpointSet(
-            BuiltinEndpointSet::PARTICIPANT_ANNOUNCER
-                | BuiltinEndpointSet::PARTICIPANT_DETECTOR
-                | BuiltinEndpointSet::PUBLICATIONS_ANNOUNCER
-                | BuiltinEndpointSet::PUBLICATIONS_DETECTOR
-                | BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER
-                | BuiltinEndpointSet::SUBSCRIPTIONS_DETECTOR,
-        );
+        data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         data.user_data = qos.user_data.0.clone();
         let mut payload = Vec::new();
         data.encode(&mut payload);

@@ -4,8 +4,8 @@
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 use tessera::rtps::discovery::{
-    encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinEndpointSet, BuiltinTopicKind,
-    DiscoveredWriterData, SpdpParticipantData, StatusInfo,
+    encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind, DiscoveredWriterData,
+    SpdpParticipantData, StatusInfo,
 };
 use tessera::rtps::types::{EntityId, Guid, GuidPrefix, Locator};
 use tessera::rtps::wire::{
@@ -40,12 +40,6 @@ impl FakePeer {
         spdp.domain_id = Some(0);
         spdp.default_unicast_locators = vec![default_unicast];
         spdp.metatraffic_unicast_locators = vec![metatraffic];
-        // SPDP and SEDP only: this peer has no writer-liveliness endpoints.
-        spdp.builtin_endpoints = BuiltinEndpointSet(
-            BuiltinEndpointSet::TESSERA_DEFAULT.0
-                & !(BuiltinEndpointSet::PARTICIPANT_MESSAGE_WRITER
-                    | BuiltinEndpointSet::PARTICIPANT_MESSAGE_READER),
-        );
         let out = UdpSocket::bind("127.0.0.1:0").unwrap();
         out.set_multicast_loop_v4(true).unwrap();
         FakePeer {
