@@ -20,6 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
+use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{EntityId, Guid, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
@@ -87,6 +88,8 @@ impl Publisher {
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
             local_readers: RwLock::new(Vec::new().into()),
+            instances: Mutex::new(FastHashMap::default()),
+            autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
         });
@@ -100,6 +103,7 @@ impl Publisher {
                 .add_local_writer(&p, guid, topic, &self.qos, &qos, Instant::now());
         p.apply_discovery_events(actions, Instant::now());
         let owner = Arc::new(WriterOwner {
+            ep: ep.clone(),
             participant: self.participant.clone(),
             entity_id,
         });
@@ -148,6 +152,11 @@ pub(crate) struct WriterEndpoint {
     /// Matched readers of this participant: `write` hands them each sample directly (a
     /// snapshot, cloned under the core lock without allocating).
     local_readers: RwLock<ReaderList>,
+    /// The instances this writer registered or wrote and has not unregistered: key hash →
+    /// serialized key, to unregister them when the writer is deleted.
+    instances: Mutex<FastHashMap<[u8; 16], Arc<Vec<u8>>>>,
+    /// WRITER_DATA_LIFECYCLE `autodispose_unregistered_instances`.
+    autodispose: bool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
@@ -173,6 +182,10 @@ fn notify_local(readers: &[Arc<dyn LocalReader>], outcomes: &[LocalOutcome]) {
         }
     }
 }
+
+/// How long a deleted writer waits at most for reliable readers to acknowledge the
+/// unregistration of its instances.
+const WRITER_LINGER: Duration = Duration::from_secs(1);
 
 /// How long a batched sample may wait for company before it is sent anyway.
 const BATCH_DELAY: Duration = Duration::from_micros(500);
@@ -214,6 +227,99 @@ impl WriterEndpoint {
         for (r, o) in readers.iter().zip(outcomes.iter_mut()) {
             o.merge(r.deliver_local(&d));
         }
+    }
+
+    /// Writes one sample (or, with `key_only`, a dispose/unregister) and sends it.
+    fn submit(
+        &self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+    ) -> Result<()> {
+        let p = self.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
+        let ts = Timestamp::from_nanos(source_ns);
+        let mut now = Instant::now();
+        let deadline = far_deadline(now, self.max_blocking);
+        let mut core = self.core.lock();
+        // A write from a listener runs on a receive thread, which must never wait: the
+        // acknowledgments it would wait for arrive on that same thread.
+        let may_wait = !crate::transport::recv::on_receive_thread();
+        if self.keep_all && may_wait {
+            // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
+            // samples instead and never blocks on a slow or silent reader.
+            core.set_flow_window(flow_window(payload.len()));
+        }
+        let seq = loop {
+            match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
+                Ok(seq) => break seq,
+                Err(WriteError::HistoryFull) => {
+                    if !may_wait {
+                        return Err(Error::OutOfResources(
+                            "history full; a write from a listener does not wait".into(),
+                        ));
+                    }
+                    if now >= deadline {
+                        return Err(Error::Timeout);
+                    }
+                    // Let the event thread resend heartbeats so readers ack promptly.
+                    p.kick.ensure_by(Some(now));
+                    self.waiting.fetch_add(1, Ordering::AcqRel);
+                    let _ = self
+                        .space
+                        .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    now = Instant::now();
+                }
+                Err(e) => return Err(Error::OutOfResources(e.to_string())),
+            }
+        };
+        // Local readers have the sample when `write` returns; their statuses are raised once
+        // the core lock is released. Nothing is allocated when there are none.
+        let locals = self.local_readers.read().clone();
+        let mut outcomes = Vec::new();
+        if !locals.is_empty() {
+            outcomes.resize(locals.len(), LocalOutcome::default());
+            self.deliver_local(
+                &locals,
+                &mut outcomes,
+                LocalSample {
+                    seq,
+                    payload: &payload,
+                    key_hash,
+                    status,
+                    key_only,
+                    timestamp: Some(ts),
+                },
+            );
+        }
+        if self.batching.load(Ordering::Relaxed) {
+            let pending =
+                self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
+            let started = self.batch_started.load(Ordering::Relaxed);
+            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
+            if pending < BATCH_BYTES && !stale {
+                if started == 0 {
+                    // No wake-up of the event thread here: that would cost a context switch per
+                    // batch. The batch goes out when full, on `flush`, with the first write after
+                    // BATCH_DELAY, or on the event thread's next pass.
+                    self.batch_started
+                        .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
+                }
+                drop(core);
+                notify_local(&locals, &outcomes);
+                return Ok(());
+            }
+        }
+        outbox::flush_writer(&p, &mut core, now);
+        self.unflushed.store(0, Ordering::Relaxed);
+        self.batch_started.store(0, Ordering::Relaxed);
+        let next = core.poll_timeout();
+        drop(core);
+        p.kick.ensure_by(next);
+        notify_local(&locals, &outcomes);
+        Ok(())
     }
 
     /// A reader of this participant matched: it joins the direct-delivery list (not the core:
@@ -262,6 +368,39 @@ impl WriterEndpoint {
             }
         }
         notify_local(&readers, &outcomes);
+    }
+
+    /// Blocks until every matched reliable reader acknowledged everything written, or `timeout`.
+    fn wait_acked(&self, timeout: Duration) -> Result<()> {
+        let deadline = far_deadline(Instant::now(), timeout);
+        let mut core = self.core.lock();
+        while !core.all_acked() {
+            if let Some(p) = self.participant.upgrade() {
+                p.kick.ensure_by(Some(Instant::now()));
+            }
+            self.waiting.fetch_add(1, Ordering::AcqRel);
+            let timed_out = self
+                .space
+                .wait_until(
+                    &mut core,
+                    deadline.min(Instant::now() + Duration::from_millis(20)),
+                )
+                .timed_out();
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            if timed_out && Instant::now() >= deadline && !core.all_acked() {
+                return Err(Error::Timeout);
+            }
+        }
+        Ok(())
+    }
+
+    /// The status bits of an unregistration: it disposes too when autodispose is on.
+    fn unregister_status(&self) -> u32 {
+        if self.autodispose {
+            STATUS_UNREGISTERED | STATUS_DISPOSED
+        } else {
+            STATUS_UNREGISTERED
+        }
     }
 
     fn wake_waiters(&self) {
@@ -375,12 +514,33 @@ impl LocalWriter for WriterEndpoint {
 
 /// Removes the writer from its participant when the last handle goes.
 struct WriterOwner {
+    ep: Arc<WriterEndpoint>,
     participant: DomainParticipant,
     entity_id: EntityId,
 }
 
 impl Drop for WriterOwner {
     fn drop(&mut self) {
+        // DDS: deleting a writer unregisters every instance it still has (and so, with
+        // autodispose, disposes them), before the writer itself goes away.
+        let instances = std::mem::take(&mut *self.ep.instances.lock());
+        let status = self.ep.unregister_status();
+        let unregistered = !instances.is_empty();
+        for (key_hash, key) in instances {
+            if let Err(e) = self
+                .ep
+                .submit(key, Some(key_hash), status, true, now_nanos())
+            {
+                tracing::debug!(error = %e, "unregister on writer deletion failed");
+            }
+        }
+        // Linger (as Cyclone's writer does) until reliable readers have the unregistrations:
+        // the SEDP dispose that follows travels on another socket and could overtake them,
+        // leaving the instances NOT_ALIVE_NO_WRITERS instead of disposed. Not on a receive
+        // thread, where the acknowledgments would arrive.
+        if unregistered && !crate::transport::recv::on_receive_thread() {
+            let _ = self.ep.wait_acked(WRITER_LINGER);
+        }
         let p = self.participant.shared();
         // Dropped after the lock is released (see `ReaderOwner::drop`).
         let removed = p.endpoints.write().writers.remove(&self.entity_id);
@@ -448,11 +608,22 @@ impl<T: TopicType> DataWriter<T> {
         self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
         let payload = Arc::new(buf);
         let key_hash = if T::KEYED {
-            Some(cdr::key_hash(sample))
+            let kh = cdr::key_hash(sample);
+            self.track_instance(kh, sample);
+            Some(kh)
         } else {
             None
         };
-        self.submit(payload, key_hash, 0, false, source_ns)
+        self.ep.submit(payload, key_hash, 0, false, source_ns)
+    }
+
+    /// Remembers an instance this writer registered or wrote (one hash lookup when known).
+    fn track_instance(&self, key_hash: [u8; 16], sample: &T) {
+        self.ep.instances.lock().entry(key_hash).or_insert_with(|| {
+            let mut key = Vec::new();
+            cdr::serialize_key(sample, self.encoding(), &mut key);
+            Arc::new(key)
+        });
     }
 
     /// Disposes the instance of `sample`'s key.
@@ -460,15 +631,22 @@ impl<T: TopicType> DataWriter<T> {
         self.write_key_only(sample, STATUS_DISPOSED)
     }
 
-    /// Unregisters the instance of `sample`'s key.
+    /// Unregisters the instance of `sample`'s key; with WRITER_DATA_LIFECYCLE
+    /// `autodispose_unregistered_instances` (the default) this disposes it too.
     pub fn unregister_instance(&self, sample: &T) -> Result<()> {
-        self.write_key_only(sample, STATUS_UNREGISTERED)
+        self.write_key_only(sample, self.ep.unregister_status())?;
+        if T::KEYED {
+            self.ep.instances.lock().remove(&cdr::key_hash(sample));
+        }
+        Ok(())
     }
 
     /// Registers the instance of `sample`'s key and returns its handle (no data is sent).
     pub fn register_instance(&self, sample: &T) -> Result<InstanceHandle> {
         let kh = if T::KEYED {
-            cdr::key_hash(sample)
+            let kh = cdr::key_hash(sample);
+            self.track_instance(kh, sample);
+            kh
         } else {
             [0; 16]
         };
@@ -486,7 +664,7 @@ impl<T: TopicType> DataWriter<T> {
         let mut buf = Vec::new();
         cdr::serialize_key(sample, self.encoding(), &mut buf);
         let payload = Arc::new(buf);
-        self.submit(
+        self.ep.submit(
             payload,
             Some(cdr::key_hash(sample)),
             status,
@@ -501,103 +679,6 @@ impl<T: TopicType> DataWriter<T> {
         } else {
             cdr::Encoding::XCDR1_LE
         }
-    }
-
-    fn submit(
-        &self,
-        payload: Arc<Vec<u8>>,
-        key_hash: Option<[u8; 16]>,
-        status: u32,
-        key_only: bool,
-        source_ns: i64,
-    ) -> Result<()> {
-        let p = self.ep.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
-        let ts = Timestamp::from_nanos(source_ns);
-        let mut now = Instant::now();
-        let deadline = far_deadline(now, self.ep.max_blocking);
-        let mut core = self.ep.core.lock();
-        // A write from a listener runs on a receive thread, which must never wait: the
-        // acknowledgments it would wait for arrive on that same thread.
-        let may_wait = !crate::transport::recv::on_receive_thread();
-        if self.ep.keep_all && may_wait {
-            // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
-            // samples instead and never blocks on a slow or silent reader.
-            core.set_flow_window(flow_window(payload.len()));
-        }
-        let seq = loop {
-            match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
-                Ok(seq) => break seq,
-                Err(WriteError::HistoryFull) => {
-                    if !may_wait {
-                        return Err(Error::OutOfResources(
-                            "history full; a write from a listener does not wait".into(),
-                        ));
-                    }
-                    if now >= deadline {
-                        return Err(Error::Timeout);
-                    }
-                    // Let the event thread resend heartbeats so readers ack promptly.
-                    p.kick.ensure_by(Some(now));
-                    self.ep.waiting.fetch_add(1, Ordering::AcqRel);
-                    let _ = self
-                        .ep
-                        .space
-                        .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
-                    self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
-                    now = Instant::now();
-                }
-                Err(e) => return Err(Error::OutOfResources(e.to_string())),
-            }
-        };
-        // Local readers have the sample when `write` returns; their statuses are raised once
-        // the core lock is released. Nothing is allocated when there are none.
-        let locals = self.ep.local_readers.read().clone();
-        let mut outcomes = Vec::new();
-        if !locals.is_empty() {
-            outcomes.resize(locals.len(), LocalOutcome::default());
-            self.ep.deliver_local(
-                &locals,
-                &mut outcomes,
-                LocalSample {
-                    seq,
-                    payload: &payload,
-                    key_hash,
-                    status,
-                    key_only,
-                    timestamp: Some(ts),
-                },
-            );
-        }
-        if self.ep.batching.load(Ordering::Relaxed) {
-            let pending = self
-                .ep
-                .unflushed
-                .fetch_add(payload.len(), Ordering::Relaxed)
-                + payload.len();
-            let started = self.ep.batch_started.load(Ordering::Relaxed);
-            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
-            if pending < BATCH_BYTES && !stale {
-                if started == 0 {
-                    // No wake-up of the event thread here: that would cost a context switch per
-                    // batch. The batch goes out when full, on `flush`, with the first write after
-                    // BATCH_DELAY, or on the event thread's next pass.
-                    self.ep
-                        .batch_started
-                        .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
-                }
-                drop(core);
-                notify_local(&locals, &outcomes);
-                return Ok(());
-            }
-        }
-        outbox::flush_writer(&p, &mut core, now);
-        self.ep.unflushed.store(0, Ordering::Relaxed);
-        self.ep.batch_started.store(0, Ordering::Relaxed);
-        let next = core.poll_timeout();
-        drop(core);
-        p.kick.ensure_by(next);
-        notify_local(&locals, &outcomes);
-        Ok(())
     }
 
     /// Turns write batching on or off. With batching, several samples share a datagram: a
@@ -637,27 +718,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Blocks until every matched reliable reader acknowledged every sample written so far.
     pub fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<()> {
-        let deadline = far_deadline(Instant::now(), timeout);
-        let mut core = self.ep.core.lock();
-        while !core.all_acked() {
-            if let Some(p) = self.ep.participant.upgrade() {
-                p.kick.ensure_by(Some(Instant::now()));
-            }
-            self.ep.waiting.fetch_add(1, Ordering::AcqRel);
-            let timed_out = self
-                .ep
-                .space
-                .wait_until(
-                    &mut core,
-                    deadline.min(Instant::now() + Duration::from_millis(20)),
-                )
-                .timed_out();
-            self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
-            if timed_out && Instant::now() >= deadline && !core.all_acked() {
-                return Err(Error::Timeout);
-            }
-        }
-        Ok(())
+        self.ep.wait_acked(timeout)
     }
 
     /// PUBLICATION_MATCHED; reading it resets the change counts.

@@ -5,24 +5,10 @@ mod support;
 use std::time::Duration;
 use support::peer::{listener, receives, FakePeer};
 use support::{participants, serial, wait_until, Keyed};
-use tessera::qos::{DataReaderQos, History, Reliability, TopicQos};
 use tessera::rtps::discovery::DiscoveredWriterData;
 use tessera::rtps::types::EntityId;
 use tessera::rtps::wire::Submessage;
 use tessera::TopicType;
-
-fn reliable_reader(p: &tessera::DomainParticipant, topic: &str) -> tessera::DataReader<Keyed> {
-    let t = p.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
-    p.create_subscriber(Default::default())
-        .unwrap()
-        .create_datareader(
-            &t,
-            DataReaderQos::default()
-                .with_reliability(Reliability::reliable(Duration::from_secs(1)))
-                .with_history(History::KeepAll),
-        )
-        .unwrap()
-}
 
 fn is_acknack(sm: &Submessage<'_>) -> bool {
     matches!(sm, Submessage::AckNack(_))
@@ -32,7 +18,7 @@ fn is_acknack(sm: &Submessage<'_>) -> bool {
 fn sedp_and_spdp_updates_are_not_new_matches() {
     let _serial = serial();
     let Some(ps) = participants(1) else { return };
-    let r = reliable_reader(&ps[0], "Reannounce");
+    let r = support::reliable_reader(&ps[0], "Reannounce");
     let (s1, l1) = listener();
     let (s2, l2) = listener();
     let (s3, l3) = listener();
@@ -93,7 +79,7 @@ fn spdp_metatraffic_change_moves_sedp_traffic() {
     peer.announce();
     std::thread::sleep(Duration::from_millis(100));
     // SEDP (heartbeats until the peer acknowledges, then data) follows the new metatraffic locator.
-    let _r = reliable_reader(&ps[0], "MetaMove");
+    let _r = support::reliable_reader(&ps[0], "MetaMove");
     assert!(
         receives(
             &meta2,

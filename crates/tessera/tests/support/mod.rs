@@ -72,6 +72,22 @@ pub fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
+/// A reliable KEEP_ALL reader of `Keyed` on `topic`.
+pub fn reliable_reader(p: &DomainParticipant, topic: &str) -> tessera::DataReader<Keyed> {
+    let t = p
+        .create_topic::<Keyed>(topic, tessera::qos::TopicQos::default())
+        .unwrap();
+    p.create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(
+            &t,
+            tessera::qos::DataReaderQos::default()
+                .with_reliability(tessera::qos::Reliability::reliable(Duration::from_secs(1)))
+                .with_history(tessera::qos::History::KeepAll),
+        )
+        .unwrap()
+}
+
 /// A keyed sample type.
 #[derive(TopicType, Debug, Clone, PartialEq)]
 pub struct Keyed {
