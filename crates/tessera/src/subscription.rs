@@ -334,6 +334,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
     }
 
     fn unmatched(&self, remote: Guid, lost: bool) {
+        tracing::debug!(reader = ?self.guid, writer = ?remote, lost, "writer unmatched");
         self.core.lock().remove_writer(remote);
         self.matched.lock().retain(|g| *g != remote);
         let data_changed = self
@@ -347,13 +348,13 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             st.current_count -= 1;
             st.current_count_change -= 1;
             st.last_publication_handle = Some(remote);
+            // Every matched writer is alive: liveliness is the participant's lease, and a
+            // lease that runs out removes the writer too (`lost`). A removed writer leaves the
+            // counts altogether; `not_alive_count` counts only writers still matched but not
+            // alive, of which there are none.
             let l = &mut s.liveliness_changed;
             l.alive_count -= 1;
             l.alive_count_change -= 1;
-            if lost {
-                l.not_alive_count += 1;
-                l.not_alive_count_change += 1;
-            }
             l.last_publication_handle = Some(remote);
         }
         let mut mask = StatusMask::SUBSCRIPTION_MATCHED | StatusMask::LIVELINESS_CHANGED;
