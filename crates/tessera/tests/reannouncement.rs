@@ -5,7 +5,7 @@ mod support;
 use std::time::Duration;
 use support::peer::{listener, receives, FakePeer};
 use support::{participants, serial, wait_until, Keyed};
-use tessera::rtps::discovery::DiscoveredWriterData;
+use tessera::rtps::discovery::{DiscoveredReaderData, DiscoveredWriterData};
 use tessera::rtps::types::EntityId;
 use tessera::rtps::wire::Submessage;
 use tessera::TopicType;
@@ -89,4 +89,38 @@ fn spdp_metatraffic_change_moves_sedp_traffic() {
         ),
         "SEDP still goes to the old metatraffic locator"
     );
+}
+
+#[test]
+fn a_re_announced_reader_is_not_a_new_match_of_a_writer() {
+    let _serial = serial();
+    let Some(ps) = participants(1) else { return };
+    let t = ps[0]
+        .create_topic::<Keyed>("ReannounceReader", Default::default())
+        .unwrap();
+    let w = ps[0]
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, Default::default())
+        .unwrap();
+    let (_s1, l1) = listener();
+    let (_s2, l2) = listener();
+    let (_meta, lmeta) = listener();
+    let mut peer = FakePeer::new(3, l1, lmeta);
+    peer.announce();
+    std::thread::sleep(Duration::from_millis(100));
+    let mut rd = DiscoveredReaderData::new(
+        peer.guid(EntityId::new(5, 0x07)),
+        "ReannounceReader",
+        Keyed::TYPE_NAME,
+    );
+    peer.announce_reader(&rd);
+    wait_until(5, "match", || w.matched_subscriptions().len() == 1);
+    rd.unicast_locators = vec![l2];
+    peer.announce_reader(&rd);
+    peer.spdp.default_unicast_locators = vec![l2];
+    peer.announce();
+    std::thread::sleep(Duration::from_millis(200));
+    let m = w.publication_matched_status();
+    assert_eq!((m.total_count, m.current_count), (1, 1), "{m:?}");
 }

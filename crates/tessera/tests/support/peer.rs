@@ -4,8 +4,8 @@
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::time::{Duration, Instant};
 use tessera::rtps::discovery::{
-    encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind, DiscoveredWriterData,
-    SpdpParticipantData, StatusInfo,
+    encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind, DiscoveredReaderData,
+    DiscoveredWriterData, SpdpParticipantData, StatusInfo,
 };
 use tessera::rtps::types::{EntityId, Guid, GuidPrefix, Locator};
 use tessera::rtps::wire::{
@@ -22,6 +22,7 @@ pub struct FakePeer {
     out: UdpSocket,
     spdp_seq: i64,
     sedp_seq: i64,
+    sedp_sub_seq: i64,
     hb_count: i32,
 }
 
@@ -48,6 +49,7 @@ impl FakePeer {
             out,
             spdp_seq: 0,
             sedp_seq: 0,
+            sedp_sub_seq: 0,
             hb_count: 0,
         }
     }
@@ -82,25 +84,38 @@ impl FakePeer {
 
     /// Announces (or re-announces) a writer over SEDP.
     pub fn announce_writer(&mut self, w: &DiscoveredWriterData) {
-        self.send_sedp_from(self.prefix, PayloadKind::Data, &w.to_payload(), &[]);
+        self.send_sedp(true, PayloadKind::Data, &w.to_payload(), &[]);
     }
 
-    /// Sends SEDP publication DATA (e.g. a dispose) as the next SEDP sample, with `source` in
-    /// the message header.
-    pub fn send_sedp_from(
-        &mut self,
-        source: GuidPrefix,
-        kind: PayloadKind,
-        payload: &[u8],
-        qos: &[u8],
-    ) {
-        self.sedp_seq += 1;
+    /// Announces (or re-announces) a reader over SEDP.
+    pub fn announce_reader(&mut self, r: &DiscoveredReaderData) {
+        self.send_sedp(false, PayloadKind::Data, &r.to_payload(), &[]);
+    }
+
+    /// Sends SEDP publication (or subscription) DATA, e.g. a dispose, as the next sample of
+    /// that SEDP writer.
+    fn send_sedp(&mut self, publications: bool, kind: PayloadKind, payload: &[u8], qos: &[u8]) {
+        let (writer_id, reader_id, seq) = if publications {
+            self.sedp_seq += 1;
+            (
+                EntityId::SEDP_PUBLICATIONS_WRITER,
+                EntityId::SEDP_PUBLICATIONS_READER,
+                self.sedp_seq,
+            )
+        } else {
+            self.sedp_sub_seq += 1;
+            (
+                EntityId::SEDP_SUBSCRIPTIONS_WRITER,
+                EntityId::SEDP_SUBSCRIPTIONS_READER,
+                self.sedp_sub_seq,
+            )
+        };
         self.send_message(
-            source,
+            self.prefix,
             &Submessage::Data(Data {
-                reader_id: EntityId::SEDP_PUBLICATIONS_READER,
-                writer_id: EntityId::SEDP_PUBLICATIONS_WRITER,
-                writer_sn: self.sedp_seq,
+                reader_id,
+                writer_id,
+                writer_sn: seq,
                 inline_qos: parse_qos(qos),
                 payload_kind: kind,
                 payload,
@@ -123,7 +138,7 @@ impl FakePeer {
         encode_dispose_key_payload(BuiltinTopicKind::Endpoint, victim, &mut payload);
         let mut qos = Vec::new();
         encode_dispose_inline_qos(victim, StatusInfo(3), &mut qos);
-        self.send_sedp_from(self.prefix, PayloadKind::Key, &payload, &qos);
+        self.send_sedp(true, PayloadKind::Key, &payload, &qos);
     }
 
     /// A HEARTBEAT from one of this peer's writers that asks readers to answer.
