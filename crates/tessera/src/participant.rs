@@ -217,6 +217,13 @@ impl EventKick {
         self.scheduled.store(Self::RUNNING, Ordering::Release);
     }
 
+    /// Wakes the event thread now, whatever it is doing (shutdown): a plain kick could land
+    /// between the end of a pass and its sleep and be cleared there.
+    fn wake_now(&self) {
+        self.scheduled.store(0, Ordering::Release);
+        self.kick();
+    }
+
     fn kick(&self) {
         *self.lock.lock() = true;
         self.cv.notify_one();
@@ -257,7 +264,7 @@ impl Drop for ParticipantOwner {
     fn drop(&mut self) {
         self.shared.discovery.lock().announce_leaving(&self.shared);
         self.shared.shutdown.store(true, Ordering::Release);
-        self.shared.kick.kick();
+        self.shared.kick.wake_now();
         drop(self.receivers.lock().take());
         if let Some(t) = self.events.lock().take() {
             let _ = t.join();
