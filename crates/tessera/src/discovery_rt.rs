@@ -29,8 +29,8 @@ use tessera_rtps::wire::{
 };
 use tessera_rtps::writer::WriterCore;
 
-/// A received SEDP sample: (publications?, payload, status info, key hash).
-type SedpSample = (bool, Vec<u8>, u32, Option<[u8; 16]>);
+/// A received SEDP sample: (publications?, sending participant, payload, status info, key hash).
+type SedpSample = (bool, GuidPrefix, Vec<u8>, u32, Option<[u8; 16]>);
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
@@ -139,14 +139,7 @@ impl DiscoveryRuntime {
         data.metatraffic_multicast_locators = l.metatraffic_multicast.into_iter().collect();
         data.lease_duration = LEASE;
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
-        data.builtin_endpoints = BuiltinEndpointSet(
-            BuiltinEndpointSet::PARTICIPANT_ANNOUNCER
-                | BuiltinEndpointSet::PARTICIPANT_DETECTOR
-                | BuiltinEndpointSet::PUBLICATIONS_ANNOUNCER
-                | BuiltinEndpointSet::PUBLICATIONS_DETECTOR
-                | BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER
-                | BuiltinEndpointSet::SUBSCRIPTIONS_DETECTOR,
-        );
+        data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         data.user_data = qos.user_data.0.clone();
         let mut payload = Vec::new();
         data.encode(&mut payload);
@@ -304,7 +297,9 @@ impl DiscoveryRuntime {
     ) -> Vec<MatchAction> {
         self.db.on_participant_alive(rs.source_prefix, now);
         match &rs.submessage {
-            Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => self.on_spdp(p, d, now),
+            Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
+                self.on_spdp(p, rs.source_prefix, d, now)
+            }
             Submessage::AckNack(a) => {
                 let core = match a.writer_id {
                     EntityId::SEDP_PUBLICATIONS_WRITER => &mut self.sedp_pub_writer,
@@ -344,7 +339,13 @@ impl DiscoveryRuntime {
                     &mut self.sedp_sub_reader
                 };
                 let mut deliver = |d: Delivered<'_>| {
-                    received.push((publications, d.payload.to_vec(), d.status_info, d.key_hash));
+                    received.push((
+                        publications,
+                        d.writer.prefix,
+                        d.payload.to_vec(),
+                        d.status_info,
+                        d.key_hash,
+                    ));
                 };
                 match sm {
                     Submessage::Data(d) => {
@@ -363,15 +364,15 @@ impl DiscoveryRuntime {
                     _ => {}
                 }
                 outbox::flush_reader(p, core, now);
-                for (publications, payload, status, key_hash) in received {
-                    self.on_sedp(publications, &payload, status, key_hash);
+                for (publications, source, payload, status, key_hash) in received {
+                    self.on_sedp(publications, source, &payload, status, key_hash);
                 }
             }
         }
         self.drain_events(p, now)
     }
 
-    fn on_spdp(&mut self, p: &ParticipantShared, d: &Data<'_>, now: Instant) {
+    fn on_spdp(&mut self, p: &ParticipantShared, source: GuidPrefix, d: &Data<'_>, now: Instant) {
         let status = d
             .inline_qos
             .as_ref()
@@ -383,8 +384,14 @@ impl DiscoveryRuntime {
                 d.inline_qos.as_ref(),
                 d.payload,
             ) {
-                self.forget_participant(guid.prefix);
-                self.db.on_participant_disposed(guid.prefix);
+                // Only a participant may say that it is gone: anyone else's word would let any
+                // host unmatch any participant.
+                if guid.prefix == source {
+                    self.forget_participant(guid.prefix);
+                    self.db.on_participant_disposed(guid.prefix);
+                } else {
+                    tracing::debug!(from = ?source, victim = ?guid, "ignored SPDP dispose of another participant");
+                }
             }
             return;
         }
@@ -424,11 +431,17 @@ impl DiscoveryRuntime {
             vendor: data.vendor_id,
             user_data: data.user_data.clone(),
         };
-        self.participants
-            .insert(data.guid_prefix, (meta, info.clone()));
+        let old_meta = self
+            .participants
+            .insert(data.guid_prefix, (meta, info.clone()))
+            .map(|(m, _)| m);
         if is_new {
             self.notify(ParticipantEvent::Discovered(info));
             tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
+        }
+        // A known participant that moved its metatraffic locators: the SEDP proxies below
+        // already exist, and adding them again only gives them the new locators.
+        if is_new || old_meta.is_some_and(|m| m != meta) {
             let prefix = data.guid_prefix;
             let eps = data.builtin_endpoints;
             if eps.contains(BuiltinEndpointSet::PUBLICATIONS_DETECTOR) {
@@ -465,6 +478,8 @@ impl DiscoveryRuntime {
                     now,
                 );
             }
+        }
+        if is_new {
             // Answer at once so the peer need not wait for our next periodic announcement.
             self.send_spdp(p, meta.as_slice());
             for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
@@ -497,6 +512,7 @@ impl DiscoveryRuntime {
     fn on_sedp(
         &mut self,
         publications: bool,
+        source: GuidPrefix,
         payload: &[u8],
         status: u32,
         key_hash: Option<[u8; 16]>,
@@ -506,8 +522,15 @@ impl DiscoveryRuntime {
                 .ok()
                 .map(|(g, _)| g)
                 .or_else(|| key_hash.map(Guid::from_bytes));
-            if let Some(g) = guid {
-                self.db.on_remote_endpoint_disposed(g);
+            match guid {
+                // An endpoint is disposed only by its own participant.
+                Some(g) if g.prefix == source => {
+                    self.db.on_remote_endpoint_disposed(g);
+                }
+                Some(g) => {
+                    tracing::debug!(from = ?source, victim = ?g, "ignored SEDP dispose of another participant's endpoint");
+                }
+                None => {}
             }
             return;
         }
@@ -549,6 +572,9 @@ impl DiscoveryRuntime {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
                     self.forget_participant(prefix);
                 }
+                // A re-announced remote (SEDP update, or its participant's default locators
+                // moved) goes the same way: `matched` of a remote the endpoint already has only
+                // refreshes its locators and counts nothing.
                 DiscoveryEvent::Matched { local, remote }
                 | DiscoveryEvent::MatchUpdated { local, remote } => {
                     let r = remote_endpoint(&remote);
@@ -679,9 +705,11 @@ impl DiscoveryRuntime {
                     durable: r.qos.durability != Durability::Volatile,
                     locators: self.own_locators,
                 };
+                // Matching guarantees the writer offers at least what the reader requests; the
+                // pair's reliability is the reader's.
                 let as_writer = RemoteEndpoint {
                     guid: w.guid,
-                    reliable: w.qos.reliability.kind == ReliabilityKind::Reliable,
+                    reliable,
                     durable: w.qos.durability != Durability::Volatile,
                     locators: self.own_locators,
                 };

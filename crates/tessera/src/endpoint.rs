@@ -5,6 +5,7 @@ use crate::participant::ParticipantShared;
 use std::cell::RefCell;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
+use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{Guid, Locator, Locators};
 use tessera_rtps::wire::ReceivedSubmessage;
 
@@ -49,6 +50,30 @@ pub(crate) trait LocalReader: Send + Sync {
     fn unmatched(&self, remote: Guid, lost: bool);
     /// A remote writer was found with incompatible QoS (DDS policy ids).
     fn incompatible(&self, policies: &[u32]);
+    /// A sample of a writer of this participant, handed over in the writer's thread: decoded
+    /// into the history at once, with no reliability protocol on the way. Runs under the
+    /// writer's lock (which keeps its samples in order), so it raises no status: the writer
+    /// passes the outcome to [`LocalReader::notify_local`] once its lock is released.
+    fn deliver_local(&self, sample: &Delivered<'_>) -> LocalOutcome;
+    /// Raises the statuses (and runs the listener) for what `deliver_local` did.
+    fn notify_local(&self, p: &ParticipantShared, outcome: LocalOutcome);
+}
+
+/// What handing samples to a local reader did to it.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct LocalOutcome {
+    /// The history changed (DATA_AVAILABLE).
+    pub available: bool,
+    /// Samples refused by resource limits (SAMPLE_REJECTED).
+    pub rejected: u32,
+}
+
+impl LocalOutcome {
+    /// Adds another outcome to this one.
+    pub fn merge(&mut self, o: LocalOutcome) {
+        self.available |= o.available;
+        self.rejected += o.rejected;
+    }
 }
 
 thread_local! {

@@ -2,6 +2,7 @@
 //!
 //! Every error says whose fault it is: the caller ([`Error::BadParameter`],
 //! [`Error::InconsistentPolicy`], [`Error::PreconditionNotMet`], [`Error::AlreadyDeleted`]),
+//! this implementation's limits ([`Error::Unsupported`]),
 //! a resource ([`Error::OutOfResources`], [`Error::Timeout`], [`Error::Io`], [`Error::Transport`]), or the state of the
 //! data ([`Error::NoData`], [`Error::UnknownInstance`]). Peers' mistakes never surface here: malformed network input is
 //! counted and dropped inside the runtime.
@@ -37,6 +38,11 @@ pub enum Error {
     /// The instance handle is unknown to this entity.
     #[error("unknown instance")]
     UnknownInstance,
+    /// The request is valid DDS but this implementation does not provide it (e.g. TRANSIENT
+    /// or PERSISTENT durability, which need a durability service); refused rather than
+    /// silently given a weaker behaviour.
+    #[error("unsupported: {0}")]
+    Unsupported(String),
     /// No data was available (non-blocking take/read on an empty reader).
     #[error("no data")]
     NoData,

@@ -94,37 +94,104 @@ pub struct CountersSnapshot {
     pub samples_rejected: u64,
 }
 
+/// The local readers matched with one remote writer: an immutable snapshot, so that the receive
+/// thread clones it (one reference count, no allocation) and runs the readers' handlers, and
+/// with them their listeners, without holding the endpoints table's lock.
+pub(crate) type ReaderList = Arc<[Arc<dyn LocalReader>]>;
+
 /// The local endpoints, by entity id, and which local readers each remote writer feeds.
 #[derive(Default)]
 pub(crate) struct Endpoints {
     pub writers: FastHashMap<EntityId, Arc<dyn LocalWriter>>,
     pub readers: FastHashMap<EntityId, Arc<dyn LocalReader>>,
     /// Remote writer → the local readers matched with it.
-    pub readers_of_remote_writer: FastHashMap<Guid, Vec<Arc<dyn LocalReader>>>,
+    readers_of_remote_writer: FastHashMap<Guid, ReaderList>,
+}
+
+impl Endpoints {
+    /// The readers `remote` feeds (a snapshot; see [`ReaderList`]).
+    pub fn readers_of(&self, remote: &Guid) -> Option<ReaderList> {
+        self.readers_of_remote_writer.get(remote).cloned()
+    }
+
+    /// Routes `remote`'s submessages to `r` too.
+    pub fn add_reader_of(&mut self, remote: Guid, r: Arc<dyn LocalReader>) {
+        let list = self.readers_of_remote_writer.entry(remote).or_default();
+        if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
+            *list = list.iter().cloned().chain(std::iter::once(r)).collect();
+        }
+    }
+
+    /// Stops routing `remote`'s submessages to the reader `reader`. Returns the replaced list:
+    /// drop it after releasing the lock, since it may hold the last reference to an endpoint
+    /// whose listener owns entities (their deletion takes this lock).
+    #[must_use]
+    pub fn remove_reader_of(&mut self, remote: &Guid, reader: Guid) -> Option<ReaderList> {
+        let list = self.readers_of_remote_writer.get_mut(remote)?;
+        if !list.iter().any(|x| x.guid() == reader) {
+            return None;
+        }
+        let rest: ReaderList = list
+            .iter()
+            .filter(|x| x.guid() != reader)
+            .cloned()
+            .collect();
+        if rest.is_empty() {
+            self.readers_of_remote_writer.remove(remote)
+        } else {
+            Some(std::mem::replace(list, rest))
+        }
+    }
+
+    /// Stops routing anything to the reader `reader` (it is being deleted). Returns the
+    /// replaced lists, to drop after releasing the lock.
+    #[must_use]
+    pub fn remove_reader_everywhere(&mut self, reader: Guid) -> Vec<ReaderList> {
+        let remotes: Vec<Guid> = self
+            .readers_of_remote_writer
+            .iter()
+            .filter(|(_, l)| l.iter().any(|x| x.guid() == reader))
+            .map(|(g, _)| *g)
+            .collect();
+        remotes
+            .iter()
+            .filter_map(|g| self.remove_reader_of(g, reader))
+            .collect()
+    }
 }
 
 /// Wakes the event thread early when an endpoint's next deadline moved forward.
+///
+/// `scheduled` is the earliest time anyone needs the event thread: while it sleeps, its wake-up
+/// time; while it runs a pass, [`EventKick::RUNNING`] lowered by every deadline requested during
+/// the pass (the pass may already have looked at that endpoint). A requester lowers it with
+/// `fetch_min` and kicks only when it did lower it; the thread's next sleep ends no later than
+/// the lowest value, so no request is lost, whenever it comes.
 #[derive(Debug)]
 pub(crate) struct EventKick {
     epoch: Instant,
-    /// The event thread's current wake-up time, in ns since `epoch`.
+    /// ns since `epoch`, as above.
     scheduled: AtomicU64,
     lock: Mutex<bool>,
     cv: Condvar,
 }
 
 impl EventKick {
+    /// `scheduled` while a pass runs and nothing was requested during it.
+    const RUNNING: u64 = u64::MAX;
+
     fn new() -> Self {
         EventKick {
             epoch: Instant::now(),
-            scheduled: AtomicU64::new(0),
+            // The event thread starts with a pass.
+            scheduled: AtomicU64::new(Self::RUNNING),
             lock: Mutex::new(false),
             cv: Condvar::new(),
         }
     }
 
     fn to_ns(&self, t: Instant) -> u64 {
-        t.saturating_duration_since(self.epoch).as_nanos() as u64
+        (t.saturating_duration_since(self.epoch).as_nanos() as u64).min(Self::RUNNING - 1)
     }
 
     /// `t` as ns since this participant's epoch (for compact atomics).
@@ -141,22 +208,39 @@ impl EventKick {
     /// thread is already due earlier (the common case on the write path).
     pub fn ensure_by(&self, deadline: Option<Instant>) {
         if let Some(d) = deadline {
-            if self.to_ns(d) < self.scheduled.load(Ordering::Acquire) {
-                *self.lock.lock() = true;
-                self.cv.notify_one();
+            let ns = self.to_ns(d);
+            if ns < self.scheduled.load(Ordering::Acquire)
+                && ns < self.scheduled.fetch_min(ns, Ordering::AcqRel)
+            {
+                self.kick();
             }
         }
     }
 
+    /// Ends a pass: sleeps until `deadline` or the earliest deadline requested meanwhile,
+    /// whichever comes first, then begins the next pass.
     fn sleep_until(&self, deadline: Instant) {
-        self.scheduled
-            .store(self.to_ns(deadline), Ordering::Release);
+        // Every kick so far lowered `scheduled` before it set the flag: the flag adds nothing
+        // that the `fetch_min` below does not see.
+        *self.lock.lock() = false;
+        let ns = self.to_ns(deadline);
+        let target = ns.min(self.scheduled.fetch_min(ns, Ordering::AcqRel));
         let mut kicked = self.lock.lock();
         if !*kicked {
-            let _ = self.cv.wait_until(&mut kicked, deadline);
+            let _ = self.cv.wait_until(&mut kicked, self.instant_of(target));
         }
         *kicked = false;
+        drop(kicked);
+        // The pass that follows reads every endpoint's deadline after this store; requests
+        // made from here on lower `scheduled` again and shorten the next sleep.
+        self.scheduled.store(Self::RUNNING, Ordering::Release);
+    }
+
+    /// Wakes the event thread now, whatever it is doing (shutdown): a plain kick could land
+    /// between the end of a pass and its sleep and be cleared there.
+    fn wake_now(&self) {
         self.scheduled.store(0, Ordering::Release);
+        self.kick();
     }
 
     fn kick(&self) {
@@ -201,7 +285,7 @@ impl Drop for ParticipantOwner {
     fn drop(&mut self) {
         self.shared.discovery.lock().announce_leaving(&self.shared);
         self.shared.shutdown.store(true, Ordering::Release);
-        self.shared.kick.kick();
+        self.shared.kick.wake_now();
         drop(self.receivers.lock().take());
         if let Some(t) = self.events.lock().take() {
             let _ = t.join();
@@ -466,10 +550,12 @@ impl ParticipantShared {
                 }
             } else {
                 let remote = Guid::new(rs.source_prefix, entity);
-                let eps = self.endpoints.read();
-                match eps.readers_of_remote_writer.get(&remote) {
+                // The lock is released before any handler (and listener) runs: a listener may
+                // create or delete entities, which takes it for writing.
+                let readers = self.endpoints.read().readers_of(&remote);
+                match readers {
                     Some(readers) => {
-                        for r in readers {
+                        for r in readers.iter() {
                             r.handle(self, &rs, now);
                         }
                     }
@@ -508,10 +594,9 @@ impl ParticipantShared {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.matched(self, &remote, now);
-                        let mut eps = self.endpoints.write();
-                        let list = eps.readers_of_remote_writer.entry(remote.guid).or_default();
-                        if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
-                            list.push(r);
+                        // A local writer delivers directly; nothing of it comes by the network.
+                        if remote.guid.prefix != self.guid_prefix {
+                            self.endpoints.write().add_reader_of(remote.guid, r);
                         }
                     }
                 }
@@ -522,14 +607,8 @@ impl ParticipantShared {
                 } => {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
-                        let mut eps = self.endpoints.write();
-                        if let Some(list) = eps.readers_of_remote_writer.get_mut(&remote) {
-                            list.retain(|x| !Arc::ptr_eq(x, &r));
-                            if list.is_empty() {
-                                eps.readers_of_remote_writer.remove(&remote);
-                            }
-                        }
-                        drop(eps);
+                        let old = self.endpoints.write().remove_reader_of(&remote, local);
+                        drop(old);
                         r.unmatched(remote, lost);
                     }
                 }
@@ -615,4 +694,45 @@ fn new_guid_prefix() -> GuidPrefix {
     p[4..8].copy_from_slice(&pid.to_be_bytes());
     p[8..12].copy_from_slice(&(n ^ (salt & 0xffff) << 16).to_be_bytes());
     GuidPrefix(p)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EventKick;
+    use std::time::{Duration, Instant};
+
+    /// The event thread's protocol, driven on one thread: a deadline requested while the thread
+    /// runs a pass (between two `sleep_until`s) must cut the next sleep short.
+    #[test]
+    fn a_deadline_requested_during_a_pass_is_honoured() {
+        let kick = EventKick::new();
+        // A pass ends at once and the next one begins.
+        kick.sleep_until(Instant::now());
+        // During that pass, an endpoint asks to be served in 5 ms.
+        let asked = Instant::now();
+        kick.ensure_by(Some(asked + Duration::from_millis(5)));
+        // The pass, which had already looked at that endpoint, plans to sleep 2 s.
+        kick.sleep_until(asked + Duration::from_secs(2));
+        let slept = asked.elapsed();
+        assert!(
+            slept < Duration::from_secs(1),
+            "the request was lost: slept {slept:?}"
+        );
+    }
+
+    /// A request for a later deadline than the planned wake-up costs nothing and changes nothing.
+    #[test]
+    fn a_later_deadline_does_not_wake_early() {
+        let kick = EventKick::new();
+        kick.sleep_until(Instant::now());
+        let t = Instant::now();
+        kick.ensure_by(Some(t + Duration::from_secs(5)));
+        kick.sleep_until(t + Duration::from_millis(30));
+        let slept = t.elapsed();
+        assert!(slept >= Duration::from_millis(30), "woke early: {slept:?}");
+        assert!(
+            slept < Duration::from_secs(4),
+            "slept to the later deadline: {slept:?}"
+        );
+    }
 }

@@ -6,22 +6,24 @@
 //! receive thread (in answer to ACKNACKs).
 
 use crate::condition::{Condition, ConditionKind, Notifier};
-use crate::endpoint::{LocalWriter, RemoteEndpoint};
+use crate::endpoint::{LocalOutcome, LocalReader, LocalWriter, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::outbox;
-use crate::participant::{DomainParticipant, ParticipantShared};
+use crate::participant::{DomainParticipant, ParticipantShared, ReaderList};
 use crate::qos::{DataWriterQos, PublisherQos};
 use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
 use crate::topic::Topic;
 use crate::TopicType;
-use parking_lot::{Condvar, Mutex};
+use parking_lot::{Condvar, Mutex, RwLock};
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
-use tessera_rtps::types::{EntityId, Guid, Timestamp};
-use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
+use tessera_rtps::fasthash::FastHashMap;
+use tessera_rtps::reader::Delivered;
+use tessera_rtps::types::{EntityId, Guid, SequenceNumber, Timestamp};
+use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
 
 /// A handle naming an instance (derived from its key hash).
@@ -58,6 +60,7 @@ impl Publisher {
     ) -> Result<DataWriter<T>> {
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        check_durability_supported(qos.durability)?;
         if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
@@ -84,6 +87,9 @@ impl Publisher {
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
+            local_readers: RwLock::new(Vec::new().into()),
+            instances: Mutex::new(FastHashMap::default()),
+            autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
         });
@@ -97,6 +103,7 @@ impl Publisher {
                 .add_local_writer(&p, guid, topic, &self.qos, &qos, Instant::now());
         p.apply_discovery_events(actions, Instant::now());
         let owner = Arc::new(WriterOwner {
+            ep: ep.clone(),
             participant: self.participant.clone(),
             entity_id,
         });
@@ -142,11 +149,47 @@ pub(crate) struct WriterEndpoint {
     unflushed: AtomicUsize,
     batch_started: AtomicU64,
     matched: Mutex<Vec<Guid>>,
+    /// Matched readers of this participant: `write` hands them each sample directly (a
+    /// snapshot, cloned under the core lock without allocating).
+    local_readers: RwLock<ReaderList>,
+    /// The instances this writer registered or wrote and has not unregistered: key hash →
+    /// serialized key, to unregister them when the writer is deleted.
+    instances: Mutex<FastHashMap<[u8; 16], Arc<Vec<u8>>>>,
+    /// WRITER_DATA_LIFECYCLE `autodispose_unregistered_instances`.
+    autodispose: bool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
 }
+
+/// A sample as handed to local readers.
+struct LocalSample<'a> {
+    seq: SequenceNumber,
+    payload: &'a [u8],
+    key_hash: Option<[u8; 16]>,
+    status: u32,
+    key_only: bool,
+    timestamp: Option<Timestamp>,
+}
+
+/// Raises the statuses of local readers after a delivery (no writer lock held: their listeners
+/// may write).
+fn notify_local(
+    p: &ParticipantShared,
+    readers: &[Arc<dyn LocalReader>],
+    outcomes: &[LocalOutcome],
+) {
+    for (r, o) in readers.iter().zip(outcomes) {
+        if o.available || o.rejected > 0 {
+            r.notify_local(p, *o);
+        }
+    }
+}
+
+/// How long a deleted writer waits at most for reliable readers to acknowledge the
+/// unregistration of its instances.
+const WRITER_LINGER: Duration = Duration::from_secs(1);
 
 /// How long a batched sample may wait for company before it is sent anyway.
 const BATCH_DELAY: Duration = Duration::from_micros(500);
@@ -160,6 +203,207 @@ impl WriterEndpoint {
         let l = self.listener.lock().clone();
         if let (Some(l), Some(me)) = (l, self.me.upgrade()) {
             l(me, mask);
+        }
+    }
+
+    /// Hands one sample (just written, or retained for a late joiner) to local readers. Runs
+    /// under the core lock, so that they get the writer's samples in order; the caller raises
+    /// their statuses with [`notify_local`] after releasing it.
+    fn deliver_local(
+        &self,
+        readers: &[Arc<dyn LocalReader>],
+        outcomes: &mut [LocalOutcome],
+        sample: LocalSample<'_>,
+    ) {
+        let d = Delivered {
+            writer: self.guid,
+            seq: sample.seq,
+            kind: if sample.key_only {
+                PayloadKind::Key
+            } else {
+                PayloadKind::Data
+            },
+            payload: std::borrow::Cow::Borrowed(sample.payload),
+            status_info: sample.status,
+            key_hash: sample.key_hash,
+            source_timestamp: sample.timestamp,
+        };
+        for (r, o) in readers.iter().zip(outcomes.iter_mut()) {
+            o.merge(r.deliver_local(&d));
+        }
+    }
+
+    /// Writes one sample (or, with `key_only`, a dispose/unregister) and sends it.
+    fn submit(
+        &self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+    ) -> Result<()> {
+        let p = self.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
+        let ts = Timestamp::from_nanos(source_ns);
+        let mut now = Instant::now();
+        let deadline = far_deadline(now, self.max_blocking);
+        let mut core = self.core.lock();
+        // A write from a listener runs on a receive thread, which must never wait: the
+        // acknowledgments it would wait for arrive on that same thread.
+        let may_wait = !crate::transport::recv::on_receive_thread();
+        if self.keep_all && may_wait {
+            // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
+            // samples instead and never blocks on a slow or silent reader.
+            core.set_flow_window(flow_window(payload.len()));
+        }
+        let seq = loop {
+            match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
+                Ok(seq) => break seq,
+                Err(WriteError::HistoryFull) => {
+                    if !may_wait {
+                        return Err(Error::OutOfResources(
+                            "history full; a write from a listener does not wait".into(),
+                        ));
+                    }
+                    if now >= deadline {
+                        return Err(Error::Timeout);
+                    }
+                    // Let the event thread resend heartbeats so readers ack promptly.
+                    p.kick.ensure_by(Some(now));
+                    self.waiting.fetch_add(1, Ordering::AcqRel);
+                    let _ = self
+                        .space
+                        .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
+                    self.waiting.fetch_sub(1, Ordering::AcqRel);
+                    now = Instant::now();
+                }
+                Err(e) => return Err(Error::OutOfResources(e.to_string())),
+            }
+        };
+        // Local readers have the sample when `write` returns; their statuses are raised once
+        // the core lock is released. Nothing is allocated when there are none.
+        let locals = self.local_readers.read().clone();
+        let mut outcomes = Vec::new();
+        if !locals.is_empty() {
+            outcomes.resize(locals.len(), LocalOutcome::default());
+            self.deliver_local(
+                &locals,
+                &mut outcomes,
+                LocalSample {
+                    seq,
+                    payload: &payload,
+                    key_hash,
+                    status,
+                    key_only,
+                    timestamp: Some(ts),
+                },
+            );
+        }
+        if self.batching.load(Ordering::Relaxed) {
+            let pending =
+                self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
+            let started = self.batch_started.load(Ordering::Relaxed);
+            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
+            if pending < BATCH_BYTES && !stale {
+                if started == 0 {
+                    // No wake-up of the event thread here: that would cost a context switch per
+                    // batch. The batch goes out when full, on `flush`, with the first write after
+                    // BATCH_DELAY, or on the event thread's next pass.
+                    self.batch_started
+                        .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
+                }
+                drop(core);
+                notify_local(&p, &locals, &outcomes);
+                return Ok(());
+            }
+        }
+        outbox::flush_writer(&p, &mut core, now);
+        self.unflushed.store(0, Ordering::Relaxed);
+        self.batch_started.store(0, Ordering::Relaxed);
+        let next = core.poll_timeout();
+        drop(core);
+        p.kick.ensure_by(next);
+        notify_local(&p, &locals, &outcomes);
+        Ok(())
+    }
+
+    /// A reader of this participant matched: it joins the direct-delivery list (not the core:
+    /// no heartbeats, no acknowledgments, no flow control), and a durable one gets the
+    /// retained history of a TRANSIENT_LOCAL writer at once.
+    fn matched_local(&self, p: &ParticipantShared, remote: &RemoteEndpoint) {
+        let Some(reader) = p
+            .endpoints
+            .read()
+            .readers
+            .get(&remote.guid.entity_id)
+            .cloned()
+        else {
+            return;
+        };
+        let readers: ReaderList = {
+            let mut l = self.local_readers.write();
+            if l.iter().any(|r| r.guid() == remote.guid) {
+                return;
+            }
+            *l = l
+                .iter()
+                .cloned()
+                .chain(std::iter::once(reader.clone()))
+                .collect();
+            Arc::from([reader])
+        };
+        let mut outcomes = [LocalOutcome::default()];
+        {
+            let core = self.core.lock();
+            if core.config().transient_local && remote.durable {
+                core.for_each_retained(|seq, payload, key_hash, status, key_only, timestamp| {
+                    self.deliver_local(
+                        &readers,
+                        &mut outcomes,
+                        LocalSample {
+                            seq,
+                            payload,
+                            key_hash,
+                            status,
+                            key_only,
+                            timestamp,
+                        },
+                    );
+                });
+            }
+        }
+        notify_local(p, &readers, &outcomes);
+    }
+
+    /// Blocks until every matched reliable reader acknowledged everything written, or `timeout`.
+    fn wait_acked(&self, timeout: Duration) -> Result<()> {
+        let deadline = far_deadline(Instant::now(), timeout);
+        let mut core = self.core.lock();
+        while !core.all_acked() {
+            if let Some(p) = self.participant.upgrade() {
+                p.kick.ensure_by(Some(Instant::now()));
+            }
+            self.waiting.fetch_add(1, Ordering::AcqRel);
+            let timed_out = self
+                .space
+                .wait_until(
+                    &mut core,
+                    deadline.min(Instant::now() + Duration::from_millis(20)),
+                )
+                .timed_out();
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            if timed_out && Instant::now() >= deadline && !core.all_acked() {
+                return Err(Error::Timeout);
+            }
+        }
+        Ok(())
+    }
+
+    /// The status bits of an unregistration: it disposes too when autodispose is on.
+    fn unregister_status(&self) -> u32 {
+        if self.autodispose {
+            STATUS_UNREGISTERED | STATUS_DISPOSED
+        } else {
+            STATUS_UNREGISTERED
         }
     }
 
@@ -206,7 +450,9 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
-        {
+        if remote.guid.prefix == self.guid.prefix {
+            self.matched_local(p, remote);
+        } else {
             let mut core = self.core.lock();
             core.add_reader(
                 remote.guid,
@@ -218,6 +464,14 @@ impl LocalWriter for WriterEndpoint {
             outbox::flush_writer(p, &mut core, now);
         }
         {
+            let mut m = self.matched.lock();
+            if m.contains(&remote.guid) {
+                // A re-announcement: the core took the new locators; not a new match.
+                return;
+            }
+            m.push(remote.guid);
+        }
+        {
             let mut s = self.statuses.lock();
             let st = &mut s.publication_matched;
             st.total_count += 1;
@@ -225,16 +479,22 @@ impl LocalWriter for WriterEndpoint {
             st.current_count += 1;
             st.current_count_change += 1;
             st.last_subscription_handle = Some(remote.guid);
-            let mut m = self.matched.lock();
-            if !m.contains(&remote.guid) {
-                m.push(remote.guid);
-            }
         }
         self.status_changed(StatusMask::PUBLICATION_MATCHED);
     }
 
     fn unmatched(&self, remote: Guid) {
-        self.core.lock().remove_reader(remote);
+        if remote.prefix == self.guid.prefix {
+            let old = {
+                let mut l = self.local_readers.write();
+                let rest: ReaderList = l.iter().filter(|r| r.guid() != remote).cloned().collect();
+                std::mem::replace(&mut *l, rest)
+            };
+            // The last reference to a deleted reader may go here: not under our lock.
+            drop(old);
+        } else {
+            self.core.lock().remove_reader(remote);
+        }
         self.matched.lock().retain(|g| *g != remote);
         self.wake_waiters();
         {
@@ -258,14 +518,37 @@ impl LocalWriter for WriterEndpoint {
 
 /// Removes the writer from its participant when the last handle goes.
 struct WriterOwner {
+    ep: Arc<WriterEndpoint>,
     participant: DomainParticipant,
     entity_id: EntityId,
 }
 
 impl Drop for WriterOwner {
     fn drop(&mut self) {
+        // DDS: deleting a writer unregisters every instance it still has (and so, with
+        // autodispose, disposes them), before the writer itself goes away.
+        let instances = std::mem::take(&mut *self.ep.instances.lock());
+        let status = self.ep.unregister_status();
+        let unregistered = !instances.is_empty();
+        for (key_hash, key) in instances {
+            if let Err(e) = self
+                .ep
+                .submit(key, Some(key_hash), status, true, now_nanos())
+            {
+                tracing::debug!(error = %e, "unregister on writer deletion failed");
+            }
+        }
+        // Linger (as Cyclone's writer does) until reliable readers have the unregistrations:
+        // the SEDP dispose that follows travels on another socket and could overtake them,
+        // leaving the instances NOT_ALIVE_NO_WRITERS instead of disposed. Not on a receive
+        // thread, where the acknowledgments would arrive.
+        if unregistered && !crate::transport::recv::on_receive_thread() {
+            let _ = self.ep.wait_acked(WRITER_LINGER);
+        }
         let p = self.participant.shared();
-        p.endpoints.write().writers.remove(&self.entity_id);
+        // Dropped after the lock is released (see `ReaderOwner::drop`).
+        let removed = p.endpoints.write().writers.remove(&self.entity_id);
+        drop(removed);
         let now = Instant::now();
         let actions = p.discovery.lock().remove_local_endpoint(
             p,
@@ -329,11 +612,22 @@ impl<T: TopicType> DataWriter<T> {
         self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
         let payload = Arc::new(buf);
         let key_hash = if T::KEYED {
-            Some(cdr::key_hash(sample))
+            let kh = cdr::key_hash(sample);
+            self.track_instance(kh, sample);
+            Some(kh)
         } else {
             None
         };
-        self.submit(payload, key_hash, 0, false, source_ns)
+        self.ep.submit(payload, key_hash, 0, false, source_ns)
+    }
+
+    /// Remembers an instance this writer registered or wrote (one hash lookup when known).
+    fn track_instance(&self, key_hash: [u8; 16], sample: &T) {
+        self.ep.instances.lock().entry(key_hash).or_insert_with(|| {
+            let mut key = Vec::new();
+            cdr::serialize_key(sample, self.encoding(), &mut key);
+            Arc::new(key)
+        });
     }
 
     /// Disposes the instance of `sample`'s key.
@@ -341,15 +635,22 @@ impl<T: TopicType> DataWriter<T> {
         self.write_key_only(sample, STATUS_DISPOSED)
     }
 
-    /// Unregisters the instance of `sample`'s key.
+    /// Unregisters the instance of `sample`'s key; with WRITER_DATA_LIFECYCLE
+    /// `autodispose_unregistered_instances` (the default) this disposes it too.
     pub fn unregister_instance(&self, sample: &T) -> Result<()> {
-        self.write_key_only(sample, STATUS_UNREGISTERED)
+        self.write_key_only(sample, self.ep.unregister_status())?;
+        if T::KEYED {
+            self.ep.instances.lock().remove(&cdr::key_hash(sample));
+        }
+        Ok(())
     }
 
     /// Registers the instance of `sample`'s key and returns its handle (no data is sent).
     pub fn register_instance(&self, sample: &T) -> Result<InstanceHandle> {
         let kh = if T::KEYED {
-            cdr::key_hash(sample)
+            let kh = cdr::key_hash(sample);
+            self.track_instance(kh, sample);
+            kh
         } else {
             [0; 16]
         };
@@ -367,7 +668,7 @@ impl<T: TopicType> DataWriter<T> {
         let mut buf = Vec::new();
         cdr::serialize_key(sample, self.encoding(), &mut buf);
         let payload = Arc::new(buf);
-        self.submit(
+        self.ep.submit(
             payload,
             Some(cdr::key_hash(sample)),
             status,
@@ -382,81 +683,6 @@ impl<T: TopicType> DataWriter<T> {
         } else {
             cdr::Encoding::XCDR1_LE
         }
-    }
-
-    fn submit(
-        &self,
-        payload: Arc<Vec<u8>>,
-        key_hash: Option<[u8; 16]>,
-        status: u32,
-        key_only: bool,
-        source_ns: i64,
-    ) -> Result<()> {
-        let p = self.ep.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
-        let ts = Timestamp::from_nanos(source_ns);
-        let mut now = Instant::now();
-        let deadline = far_deadline(now, self.ep.max_blocking);
-        let mut core = self.ep.core.lock();
-        // A write from a listener runs on a receive thread, which must never wait: the
-        // acknowledgments it would wait for arrive on that same thread.
-        let may_wait = !crate::transport::recv::on_receive_thread();
-        if self.ep.keep_all && may_wait {
-            // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
-            // samples instead and never blocks on a slow or silent reader.
-            core.set_flow_window(flow_window(payload.len()));
-        }
-        loop {
-            match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
-                Ok(_) => break,
-                Err(WriteError::HistoryFull) => {
-                    if !may_wait {
-                        return Err(Error::OutOfResources(
-                            "history full; a write from a listener does not wait".into(),
-                        ));
-                    }
-                    if now >= deadline {
-                        return Err(Error::Timeout);
-                    }
-                    // Let the event thread resend heartbeats so readers ack promptly.
-                    p.kick.ensure_by(Some(now));
-                    self.ep.waiting.fetch_add(1, Ordering::AcqRel);
-                    let _ = self
-                        .ep
-                        .space
-                        .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
-                    self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
-                    now = Instant::now();
-                }
-                Err(e) => return Err(Error::OutOfResources(e.to_string())),
-            }
-        }
-        if self.ep.batching.load(Ordering::Relaxed) {
-            let pending = self
-                .ep
-                .unflushed
-                .fetch_add(payload.len(), Ordering::Relaxed)
-                + payload.len();
-            let started = self.ep.batch_started.load(Ordering::Relaxed);
-            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
-            if pending < BATCH_BYTES && !stale {
-                if started == 0 {
-                    // No wake-up of the event thread here: that would cost a context switch per
-                    // batch. The batch goes out when full, on `flush`, with the first write after
-                    // BATCH_DELAY, or on the event thread's next pass.
-                    self.ep
-                        .batch_started
-                        .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
-                }
-                return Ok(());
-            }
-        }
-        outbox::flush_writer(&p, &mut core, now);
-        self.ep.unflushed.store(0, Ordering::Relaxed);
-        self.ep.batch_started.store(0, Ordering::Relaxed);
-        let next = core.poll_timeout();
-        drop(core);
-        p.kick.ensure_by(next);
-        Ok(())
     }
 
     /// Turns write batching on or off. With batching, several samples share a datagram: a
@@ -496,27 +722,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Blocks until every matched reliable reader acknowledged every sample written so far.
     pub fn wait_for_acknowledgments(&self, timeout: Duration) -> Result<()> {
-        let deadline = far_deadline(Instant::now(), timeout);
-        let mut core = self.ep.core.lock();
-        while !core.all_acked() {
-            if let Some(p) = self.ep.participant.upgrade() {
-                p.kick.ensure_by(Some(Instant::now()));
-            }
-            self.ep.waiting.fetch_add(1, Ordering::AcqRel);
-            let timed_out = self
-                .ep
-                .space
-                .wait_until(
-                    &mut core,
-                    deadline.min(Instant::now() + Duration::from_millis(20)),
-                )
-                .timed_out();
-            self.ep.waiting.fetch_sub(1, Ordering::AcqRel);
-            if timed_out && Instant::now() >= deadline && !core.all_acked() {
-                return Err(Error::Timeout);
-            }
-        }
-        Ok(())
+        self.ep.wait_acked(timeout)
     }
 
     /// PUBLICATION_MATCHED; reading it resets the change counts.
@@ -568,6 +774,18 @@ impl<T: TopicType> DataWriter<T> {
             Arc::new(f)
         });
         *self.ep.listener.lock() = erased;
+    }
+}
+
+/// Refuses durability kinds that need a durability service, which Tessera does not have: a
+/// TRANSIENT or PERSISTENT endpoint would be announced as such but behave as TRANSIENT_LOCAL.
+pub(crate) fn check_durability_supported(d: crate::qos::Durability) -> Result<()> {
+    use crate::qos::Durability;
+    match d {
+        Durability::Volatile | Durability::TransientLocal => Ok(()),
+        Durability::Transient | Durability::Persistent => Err(Error::Unsupported(format!(
+            "{d:?} durability (no durability service); use TransientLocal"
+        ))),
     }
 }
 

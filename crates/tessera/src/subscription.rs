@@ -5,7 +5,7 @@
 //! the history's own lock, and waiting threads (wait sets, listeners) are woken right there.
 
 use crate::condition::{Condition, ConditionKind, Notifier};
-use crate::endpoint::{LocalReader, RemoteEndpoint};
+use crate::endpoint::{LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, InstanceHandle, Sample, StateMasks, UpdateOutcome};
 use crate::outbox;
@@ -21,6 +21,7 @@ use parking_lot::Mutex;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::cdr;
+use tessera_rtps::qos::ReliabilityKind;
 use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
 use tessera_rtps::types::{EntityId, Guid};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
@@ -56,6 +57,7 @@ impl Subscriber {
     ) -> Result<DataReader<T>> {
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        crate::publication::check_durability_supported(qos.durability)?;
         if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
@@ -172,6 +174,42 @@ impl<T: TopicType> ReaderEndpoint<T> {
             if mask.intersects(StatusMask::SAMPLE_LOST) {
                 l.on_sample_lost(&r, r.sample_lost_status());
             }
+            if mask.intersects(StatusMask::SAMPLE_REJECTED) {
+                l.on_sample_rejected(&r, r.sample_rejected_status());
+            }
+        }
+    }
+
+    /// Records what a delivery did and raises the matching statuses (and listener calls).
+    fn raise(
+        &self,
+        counters: &crate::participant::RuntimeCounters,
+        available: bool,
+        rejected: u32,
+        lost: u64,
+    ) {
+        let mut mask = StatusMask::NONE;
+        if available {
+            mask |= StatusMask::DATA_AVAILABLE;
+        }
+        if lost > 0 {
+            let mut s = self.statuses.lock();
+            add_count(&mut s.sample_lost.total_count, lost);
+            add_count(&mut s.sample_lost.total_count_change, lost);
+            mask |= StatusMask::SAMPLE_LOST;
+        }
+        if rejected > 0 {
+            counters
+                .samples_rejected
+                .fetch_add(rejected.into(), std::sync::atomic::Ordering::Relaxed);
+            tracing::debug!(reader = ?self.guid, rejected, "history refused samples (resource limits)");
+            let mut s = self.statuses.lock();
+            add_count(&mut s.sample_rejected.total_count, rejected.into());
+            add_count(&mut s.sample_rejected.total_count_change, rejected.into());
+            mask |= StatusMask::SAMPLE_REJECTED;
+        }
+        if mask != StatusMask::NONE {
+            self.status_changed(mask);
         }
     }
 
@@ -266,32 +304,26 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             outbox::flush_reader(p, &mut core, now);
             p.kick.ensure_by(core.poll_timeout());
         }
-        let mut mask = StatusMask::NONE;
-        if available {
-            mask |= StatusMask::DATA_AVAILABLE;
+        self.raise(
+            &p.counters,
+            available,
+            rejected,
+            lost_after.saturating_sub(lost_before),
+        );
+    }
+
+    fn deliver_local(&self, sample: &Delivered<'_>) -> LocalOutcome {
+        let mut history = self.history.lock();
+        let mut rejected = 0;
+        let available = self.accept(sample, &mut history, &mut rejected);
+        LocalOutcome {
+            available,
+            rejected,
         }
-        if lost_after > lost_before {
-            let mut s = self.statuses.lock();
-            add_count(&mut s.sample_lost.total_count, lost_after - lost_before);
-            add_count(
-                &mut s.sample_lost.total_count_change,
-                lost_after - lost_before,
-            );
-            mask |= StatusMask::SAMPLE_LOST;
-        }
-        if rejected > 0 {
-            p.counters
-                .samples_rejected
-                .fetch_add(rejected as u64, std::sync::atomic::Ordering::Relaxed);
-            tracing::debug!(reader = ?self.guid, rejected, "history refused samples (resource limits)");
-            let mut s = self.statuses.lock();
-            add_count(&mut s.sample_rejected.total_count, rejected.into());
-            add_count(&mut s.sample_rejected.total_count_change, rejected.into());
-            mask |= StatusMask::SAMPLE_REJECTED;
-        }
-        if mask != StatusMask::NONE {
-            self.status_changed(mask);
-        }
+    }
+
+    fn notify_local(&self, p: &ParticipantShared, o: LocalOutcome) {
+        self.raise(&p.counters, o.available, o.rejected, 0);
     }
 
     fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
@@ -306,9 +338,26 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 
     fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
         {
-            let mut core = self.core.lock();
-            core.add_writer(remote.guid, remote.locators, remote.reliable, now);
-            outbox::flush_reader(p, &mut core, now);
+            // The pair is reliable only when this reader asks for it: a reliable writer treats
+            // a best-effort reader as best effort (no HEARTBEAT, no GAP), so a reliable proxy
+            // here would wait for ever for sequence numbers it will never be told about.
+            let reliable =
+                remote.reliable && self.qos.reliability.kind == ReliabilityKind::Reliable;
+            // A writer of this participant hands its samples over directly
+            // (`deliver_local`): no reliability protocol with it.
+            if remote.guid.prefix != self.guid.prefix {
+                let mut core = self.core.lock();
+                core.add_writer(remote.guid, remote.locators, reliable, now);
+                outbox::flush_reader(p, &mut core, now);
+            }
+        }
+        {
+            let mut m = self.matched.lock();
+            if m.contains(&remote.guid) {
+                // A re-announcement: the core took the new locators; not a new match.
+                return;
+            }
+            m.push(remote.guid);
         }
         {
             let mut s = self.statuses.lock();
@@ -318,10 +367,6 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             st.current_count += 1;
             st.current_count_change += 1;
             st.last_publication_handle = Some(remote.guid);
-            let mut m = self.matched.lock();
-            if !m.contains(&remote.guid) {
-                m.push(remote.guid);
-            }
             let l = &mut s.liveliness_changed;
             l.alive_count += 1;
             l.alive_count_change += 1;
@@ -331,6 +376,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
     }
 
     fn unmatched(&self, remote: Guid, lost: bool) {
+        tracing::debug!(reader = ?self.guid, writer = ?remote, lost, "writer unmatched");
         self.core.lock().remove_writer(remote);
         self.matched.lock().retain(|g| *g != remote);
         let data_changed = self
@@ -344,13 +390,13 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             st.current_count -= 1;
             st.current_count_change -= 1;
             st.last_publication_handle = Some(remote);
+            // Every matched writer is alive: liveliness is the participant's lease, and a
+            // lease that runs out removes the writer too (`lost`). A removed writer leaves the
+            // counts altogether; `not_alive_count` counts only writers still matched but not
+            // alive, of which there are none.
             let l = &mut s.liveliness_changed;
             l.alive_count -= 1;
             l.alive_count_change -= 1;
-            if lost {
-                l.not_alive_count += 1;
-                l.not_alive_count_change += 1;
-            }
             l.last_publication_handle = Some(remote);
         }
         let mut mask = StatusMask::SUBSCRIPTION_MATCHED | StatusMask::LIVELINESS_CHANGED;
@@ -379,14 +425,16 @@ impl Drop for ReaderOwner {
     fn drop(&mut self) {
         let p = self.participant.shared();
         let guid = Guid::new(p.guid_prefix, self.entity_id);
-        {
+        // What leaves the table is dropped after the lock is released: the last reference to
+        // the reader drops its listener, which may own entities whose deletion takes the lock.
+        let removed = {
             let mut eps = p.endpoints.write();
-            eps.readers.remove(&self.entity_id);
-            for list in eps.readers_of_remote_writer.values_mut() {
-                list.retain(|r| r.guid() != guid);
-            }
-            eps.readers_of_remote_writer.retain(|_, l| !l.is_empty());
-        }
+            (
+                eps.readers.remove(&self.entity_id),
+                eps.remove_reader_everywhere(guid),
+            )
+        };
+        drop(removed);
         let now = Instant::now();
         let actions = p.discovery.lock().remove_local_endpoint(p, guid, now);
         p.apply_discovery_events(actions, now);

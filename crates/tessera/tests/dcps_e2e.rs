@@ -7,7 +7,9 @@ use common::in_netns;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::qos::{
+    DataReaderQos, DataWriterQos, History, Reliability, TopicQos, WriterDataLifecycle,
+};
 use tessera::{
     DataReader, DataReaderListener, DomainParticipant, InstanceState, StateMasks, StatusMask,
     TopicType, WaitSet,
@@ -37,7 +39,15 @@ fn pair(
     let w = a
         .create_publisher(Default::default())
         .unwrap()
-        .create_datawriter(&ta, DataWriterQos::default().with_history(History::KeepAll))
+        .create_datawriter(
+            &ta,
+            // Unregistering does not dispose, so the two instance states stay distinct.
+            DataWriterQos::default()
+                .with_history(History::KeepAll)
+                .with_writer_data_lifecycle(WriterDataLifecycle {
+                    autodispose_unregistered_instances: false,
+                }),
+        )
         .unwrap();
     let rqos = DataReaderQos::default()
         .with_reliability(Reliability::reliable(Duration::from_secs(1)))

@@ -61,7 +61,7 @@ fn key(n: u64) -> KeyHash {
     k
 }
 
-/// Writes and disposes `rounds × per_round` fresh keys, calling `after_round` after each round;
+/// Writes, disposes and unregisters `rounds × per_round` fresh keys, calling `after_round` after each round;
 /// returns the live bytes after the first round and the highest instance count seen.
 fn churn(
     h: &mut History<Vec<u8>>,
@@ -77,6 +77,7 @@ fn churn(
             let t = n as i64;
             h.insert(key(n), W, vec![n as u8; 64], t, t);
             h.dispose(key(n), W, t, t);
+            h.unregister(key(n), W, t, t);
             n += 1;
             peak = peak.max(h.instance_count());
         }

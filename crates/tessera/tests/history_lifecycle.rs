@@ -27,12 +27,20 @@ fn with_lifecycle(nowriter: Option<u64>, disposed: Option<u64>) -> History<u32> 
 }
 
 #[test]
-fn taking_the_last_sample_of_a_disposed_instance_frees_it() {
+fn taking_the_last_sample_of_a_disposed_instance_frees_it_once_no_writer_is_left() {
     let mut h = with_lifecycle(None, None);
     h.insert(key(1), W1, 1, 10, 10);
     h.dispose(key(1), W1, 11, 11);
     assert_eq!(h.instance_count(), 1);
-    // W1 is still registered; the instance goes all the same once nothing is left to read.
+    // While W1 is registered the reader keeps the instance (DDS: its states must be computed
+    // for W1's next sample), even with nothing left to read.
+    h.insert(key(1), W1, 2, 12, 12);
+    h.dispose(key(1), W1, 13, 13);
+    assert_eq!(h.take(UNLIMITED, StateMasks::ANY).len(), 2);
+    assert_eq!(h.instance_count(), 1, "W1 still registered");
+    h.insert(key(1), W1, 3, 14, 14);
+    h.dispose(key(1), W1, 15, 15);
+    h.unregister(key(1), W1, 16, 16);
     let s = h.take(1, StateMasks::ANY);
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].info.instance_state, InstanceState::NotAliveDisposed);
@@ -47,6 +55,7 @@ fn reading_does_not_free_and_partial_take_keeps_the_instance() {
         h.insert(key(1), W1, v, v as i64, v as i64);
     }
     h.dispose(key(1), W1, 5, 5);
+    h.unregister(key(1), W1, 6, 6);
     assert_eq!(h.read(UNLIMITED, StateMasks::ANY).len(), 3);
     assert_eq!(h.instance_count(), 1, "read samples are still held");
     assert_eq!(h.take(2, StateMasks::ANY).len(), 2);
@@ -166,6 +175,7 @@ fn taken_instances_leave_the_purge_queue() {
     for k in 0..100 {
         h.insert(key(k), W1, k, 0, 0);
         h.dispose(key(k), W1, 1, 1);
+        h.unregister(key(k), W1, 1, 1);
     }
     assert_eq!(h.next_purge(), Some(11));
     h.take(UNLIMITED, StateMasks::ANY);

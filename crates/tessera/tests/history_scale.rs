@@ -178,7 +178,8 @@ fn check_invariants(h: &History<u64>, cfg: &HistoryConfig, rng: &mut Rng) {
         assert!(j == all.len() || !all[j..].iter().any(|s| s.info.instance_handle == handle));
         i = j;
     }
-    // Every instance: alive implies writers; not-alive ones are purged once empty.
+    // Every instance: alive implies writers; not-alive ones are purged once empty and
+    // without writers.
     let handles: Vec<_> = h.instance_handles().collect();
     assert_eq!(handles.len(), h.instance_count());
     let mut survivors = 0;
@@ -187,9 +188,9 @@ fn check_invariants(h: &History<u64>, cfg: &HistoryConfig, rng: &mut Rng) {
         if st.instance_state.is_alive() {
             assert!(st.writers > 0);
         }
-        assert!(st.samples > 0 || st.instance_state.is_alive());
+        assert!(st.samples > 0 || st.instance_state.is_alive() || st.writers > 0);
         assert_eq!(h.lookup_instance(&st.key_hash), Some(hd));
-        if st.instance_state.is_alive() {
+        if st.instance_state.is_alive() || st.writers > 0 {
             survivors += 1;
         }
     }

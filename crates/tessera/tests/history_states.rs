@@ -160,19 +160,14 @@ fn dispose_with_unread_sample_adds_no_invalid_sample() {
     let s = h.take(UNLIMITED, StateMasks::ANY);
     assert_eq!(data(&s), [Some(7)]);
     assert_eq!(s[0].info.instance_state, InstanceState::NotAliveDisposed);
-    // Disposed and empty: reclaimed although W1 is still registered.
-    assert_eq!(h.instance_count(), 0, "purged");
-    assert_eq!(h.lookup_instance(&key(1)), None);
+    // Disposed, empty, but W1 is still registered: kept until W1 unregisters.
+    assert_eq!(h.instance_count(), 1);
     assert_eq!(
         h.unregister(key(1), W1, 2, 2),
-        UpdateOutcome::UnknownInstance
+        UpdateOutcome::Unchanged(s[0].info.instance_handle)
     );
-    // Writing the key again makes a new instance.
-    assert!(h.insert(key(1), W1, 8, 3, 3).is_stored());
-    let s2 = h.take(UNLIMITED, StateMasks::ANY);
-    assert_ne!(s2[0].info.instance_handle, s[0].info.instance_handle);
-    assert_eq!(s2[0].info.view_state, ViewState::New);
-    assert_eq!(s2[0].info.disposed_generation_count, 0);
+    assert_eq!(h.instance_count(), 0, "purged");
+    assert_eq!(h.lookup_instance(&key(1)), None);
 }
 
 #[test]
@@ -344,8 +339,13 @@ fn dispose_of_unknown_instance_creates_it() {
     assert!(!s[0].info.valid_data);
     assert_eq!(s[0].info.view_state, ViewState::New);
     assert_eq!(s[0].info.instance_state, InstanceState::NotAliveDisposed);
-    assert_eq!(h.instance_count(), 0, "taken and disposed: reclaimed");
-    assert_eq!(h.writer_lost(W1, 5), 0);
+    assert_eq!(
+        h.unregister(key(4), W2, 4, 4),
+        UpdateOutcome::Unchanged(handle)
+    );
+    assert_eq!(h.instance_count(), 1, "W1 still registered");
+    h.writer_lost(W1, 5);
+    assert_eq!(h.instance_count(), 0);
     assert_eq!(
         h.unregister(key(4), W1, 6, 6),
         UpdateOutcome::UnknownInstance
@@ -396,9 +396,7 @@ fn state_masks_select_instances_and_samples() {
     let mut got = data(&h.take(UNLIMITED, not_alive_read));
     got.sort();
     assert_eq!(got, [Some(2), Some(3)]);
-    assert_eq!(h.instance_count(), 2, "keys 2 and 3 purged");
-    assert_eq!(h.lookup_instance(&key(2)), None);
-    assert_eq!(h.lookup_instance(&key(3)), None);
+    assert_eq!(h.instance_count(), 3, "key 3 purged; key 2 keeps W1");
 }
 
 #[test]

@@ -95,7 +95,11 @@ fn reader_without_instance_limit_gets_the_participant_cap() {
         .unwrap()
         .create_datareader(&tb, DataReaderQos::default())
         .unwrap();
-    wait_for("match", || w.publication_matched_status().current_count > 0);
+    // Both sides: a best-effort reader drops what arrives before it knows the writer.
+    wait_for("match", || {
+        w.publication_matched_status().current_count > 0
+            && r.subscription_matched_status().current_count > 0
+    });
     for id in 0..100 {
         w.write(&Keyed { id, value: 1 }).unwrap();
     }
@@ -111,10 +115,11 @@ fn reader_without_instance_limit_gets_the_participant_cap() {
     );
     assert_eq!(r.sample_rejected_status().total_count as usize, 100 - CAP);
 
-    // Disposing and taking frees the instances: new keys are accepted again.
+    // Unregistering (which disposes, by default) and taking frees the instances: new keys are
+    // accepted again.
     for s in &got {
         if let Some(d) = &s.data {
-            w.dispose(d).unwrap();
+            w.unregister_instance(d).unwrap();
         }
     }
     wait_for("disposes", || {
@@ -165,7 +170,10 @@ fn autopurge_frees_disposed_instances_the_application_never_takes() {
             DataReaderQos::default().with_reader_data_lifecycle(lifecycle),
         )
         .unwrap();
-    wait_for("match", || w.publication_matched_status().current_count > 0);
+    wait_for("match", || {
+        w.publication_matched_status().current_count > 0
+            && r.subscription_matched_status().current_count > 0
+    });
     for id in 0..20 {
         let s = Keyed { id, value: 0 };
         w.write(&s).unwrap();

@@ -47,7 +47,7 @@ pub struct SpdpParticipantData {
 
 impl SpdpParticipantData {
     /// Announcement data for a Tessera participant with the given prefix: our protocol version
-    /// and vendor, the default lease and the SPDP/SEDP/participant-message built-in endpoints;
+    /// and vendor, the default lease and the SPDP/SEDP built-in endpoints;
     /// no locators.
     pub fn new(guid_prefix: GuidPrefix) -> Self {
         SpdpParticipantData {

@@ -91,17 +91,16 @@ impl BuiltinEndpointSet {
     /// Participant message (writer liveliness) reader.
     pub const PARTICIPANT_MESSAGE_READER: u32 = 1 << 11;
 
-    /// What a Tessera participant has: SPDP, SEDP publications and subscriptions, and the
-    /// participant message endpoints.
+    /// What a Tessera participant has: SPDP and the SEDP publications and subscriptions
+    /// endpoints. Not the participant message (writer liveliness) endpoints: they are not
+    /// built, and a peer told they exist would send to them and wait for their messages.
     pub const TESSERA_DEFAULT: BuiltinEndpointSet = BuiltinEndpointSet(
         Self::PARTICIPANT_ANNOUNCER
             | Self::PARTICIPANT_DETECTOR
             | Self::PUBLICATIONS_ANNOUNCER
             | Self::PUBLICATIONS_DETECTOR
             | Self::SUBSCRIPTIONS_ANNOUNCER
-            | Self::SUBSCRIPTIONS_DETECTOR
-            | Self::PARTICIPANT_MESSAGE_WRITER
-            | Self::PARTICIPANT_MESSAGE_READER,
+            | Self::SUBSCRIPTIONS_DETECTOR,
     );
 
     /// Whether every bit of `bits` is set.

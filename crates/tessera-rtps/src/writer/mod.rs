@@ -465,6 +465,28 @@ impl WriterCore {
         self.sh.frag_size
     }
 
+    /// Calls `f` with every sample of the retained history, oldest first: what a late-joining
+    /// durable reader gets (for a runtime that hands it to a reader of its own process
+    /// directly). Arguments: sequence number, payload, key hash, status info, key flag, source
+    /// timestamp.
+    pub fn for_each_retained(
+        &self,
+        mut f: impl FnMut(SequenceNumber, &Arc<Vec<u8>>, Option<[u8; 16]>, u32, bool, Option<Timestamp>),
+    ) {
+        let mut from = 1;
+        while let Some((seq, s)) = self.sh.history.next_from(from) {
+            f(
+                seq,
+                &s.payload,
+                s.key_hash,
+                s.status_info,
+                s.key_flag,
+                s.timestamp,
+            );
+            from = seq + 1;
+        }
+    }
+
     /// Number of matched readers.
     pub fn matched_readers(&self) -> usize {
         self.readers.len()

@@ -319,3 +319,22 @@ fn reader_expecting_older_numbers_learns_its_start_before_data() {
     }
     assert!(kinds(mine[0]).contains(&"data"));
 }
+
+#[test]
+fn for_each_retained_yields_the_live_history_oldest_first() {
+    let mut w = writer(|c| {
+        c.transient_local = true;
+        c.history = HistoryKind::KeepLast(1);
+    });
+    let now = t0();
+    for (i, key) in [[1u8; 16], [2; 16], [1; 16]].into_iter().enumerate() {
+        w.write(Arc::new(vec![i as u8]), Some(key), 0, false, None, now)
+            .unwrap();
+    }
+    let mut seen = Vec::new();
+    w.for_each_retained(|seq, payload, key, status, key_flag, _| {
+        seen.push((seq, payload[0], key.unwrap()[0], status, key_flag));
+    });
+    // Sample 1 (key 1) was replaced by sample 3 under KEEP_LAST 1.
+    assert_eq!(seen, vec![(2, 1, 2, 0, false), (3, 2, 1, 0, false)]);
+}

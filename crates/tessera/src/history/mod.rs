@@ -22,11 +22,11 @@
 //!   There is at most one invalid sample per instance, always the newest; it is dropped when
 //!   valid data arrives (the new data shows the change through its generation counts). Invalid
 //!   samples do not count against the history depth or the resource limits.
-//! * An instance that holds no sample and is not alive is **purged** at once, even if a writer
-//!   that disposed it is still registered (DDS allows reclaiming it): a take of the last sample
-//!   of a disposed instance frees it, which keeps memory bounded when instances come and go.
-//!   Its handle is then unknown; a later write of the same key makes a new instance (view
-//!   state NEW, generation counts from zero).
+//! * An instance that holds no sample, is not alive and has no registered writer is **purged**
+//!   at once (DDS: a reader keeps an instance while writers may still write it, to compute its
+//!   states). Its handle is then unknown; a later write of the same key makes a new instance
+//!   (view state NEW, generation counts from zero). Disposed instances whose writers never
+//!   unregister are bounded by autopurge (below) and by the reader's instance limit.
 //! * **Autopurge** (the READER_DATA_LIFECYCLE QoS, [`Lifecycle`]): an instance that stays
 //!   NOT_ALIVE_NO_WRITERS or NOT_ALIVE_DISPOSED for the configured delay is purged with all its
 //!   samples, read or not. The cache has no clock: delays count from the local times given
@@ -855,12 +855,11 @@ impl<T> History<T> {
         }
     }
 
-    /// Removes an instance that holds no sample and is not alive (whether or not writers are
-    /// still registered with it).
+    /// Removes an instance that holds no sample, is not alive and has no registered writer.
     fn purge_if_dead(&mut self, slot: Slot) {
-        let dead = self
-            .inst(slot)
-            .is_some_and(|i| i.samples.is_empty() && !i.state.is_alive() && !i.linked);
+        let dead = self.inst(slot).is_some_and(|i| {
+            i.samples.is_empty() && !i.state.is_alive() && i.writers.is_empty() && !i.linked
+        });
         if dead {
             self.free_slot(slot);
         }
