@@ -18,7 +18,7 @@ use crate::publication::Publisher;
 use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
-use crate::transport::{Channel, Receivers, UdpConfig, UdpTransport};
+use crate::transport::{Channel, InProcessNetwork, Receivers, Transports, UdpConfig};
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -26,7 +26,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tessera_rtps::fasthash::FastHashMap;
-use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix};
+use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{MessageReceiver, Submessage};
 
 /// Configuration of a participant that is not QoS: where it sends and listens.
@@ -35,9 +35,22 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
+    /// Use this in-process network instead of UDP: no socket is opened, and only participants
+    /// of the same network (and domain) are reached. For tests.
+    pub in_process: Option<InProcessNetwork>,
     /// Do not match this participant's readers with its own writers (Cyclone's "ignore local
     /// participant"; `ddsperf` relies on it). Off by default: DDS delivers locally.
     pub ignore_local: bool,
+}
+
+impl ParticipantConfig {
+    /// A configuration that uses `network` (an in-process network) instead of UDP.
+    pub fn with_in_process(network: InProcessNetwork) -> ParticipantConfig {
+        ParticipantConfig {
+            in_process: Some(network),
+            ..ParticipantConfig::default()
+        }
+    }
 }
 
 /// Counters of what the runtime dropped or repaired; read with
@@ -151,7 +164,8 @@ pub(crate) struct ParticipantShared {
     pub guid_prefix: GuidPrefix,
     pub domain_id: u32,
     pub qos: DomainParticipantQos,
-    pub transport: UdpTransport,
+    /// The transports, keyed by locator kind.
+    pub transport: Transports,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
     pub kick: EventKick,
@@ -225,16 +239,16 @@ impl DomainParticipant {
                 "domain id {domain_id} is above 232 (port mapping limit)"
             )));
         }
-        let udp = match config.udp {
-            Some(c) => c,
-            None => UdpConfig::new(domain_id)?,
-        };
-        if udp.domain_id != domain_id {
+        if config
+            .udp
+            .as_ref()
+            .is_some_and(|u| u.domain_id != domain_id)
+        {
             return Err(Error::BadParameter(
                 "transport configuration is for another domain".into(),
             ));
         }
-        let transport = UdpTransport::new(udp)?;
+        let transport = Transports::open(domain_id, config.udp, config.in_process.as_ref())?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
         let discovery = DiscoveryRuntime::new(
@@ -259,7 +273,7 @@ impl DomainParticipant {
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
-        let handler = move |buf: &[u8], _from: std::net::SocketAddrV4, channel: Channel| {
+        let handler = move |buf: &[u8], _from: Locator, channel: Channel| {
             if let Some(s) = weak.upgrade() {
                 s.handle_datagram(buf, channel);
             }

@@ -249,6 +249,19 @@ pub struct SendStats {
     pub errors: AtomicU64,
     /// Destinations skipped: unknown locator kind, or multicast while multicast is off.
     pub ignored: AtomicU64,
+    /// Non-blocking sends refused for lack of room (the datagram was queued by the caller).
+    pub would_block: AtomicU64,
+    /// Datagrams dropped by the transport itself (in-process: a full receive queue or
+    /// injected loss).
+    pub dropped: AtomicU64,
+}
+
+impl SendStats {
+    /// Counts one datagram of `len` bytes sent.
+    pub fn record_sent(&self, len: usize) {
+        self.datagrams.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
 }
 
 /// Counters of one transport.
@@ -568,21 +581,36 @@ impl UdpTransport {
         Some(SocketAddr::V4(a))
     }
 
-    /// Sends one datagram. Unknown locator kinds (UDPv6, shared memory, ...) and multicast
-    /// while multicast is off are skipped and return `Ok`.
+    /// Sends one datagram; blocks while the send buffer is full. Unknown locator kinds (UDPv6,
+    /// shared memory, ...) and multicast while multicast is off are skipped and return `Ok`.
     pub fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        self.send_with(buf, dest, 0)
+    }
+
+    /// Like [`UdpTransport::send_to`] but never blocks: a full send buffer is
+    /// [`io::ErrorKind::WouldBlock`] (counted as `would_block`, not as an error).
+    pub fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        self.send_with(buf, dest, libc::MSG_DONTWAIT)
+    }
+
+    fn send_with(&self, buf: &[u8], dest: &Locator, flags: libc::c_int) -> io::Result<()> {
         let Some(a) = self.dest(dest) else {
             self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        match self.send.send_to(buf, a) {
+        let r = if flags == 0 {
+            self.send.send_to(buf, a)
+        } else {
+            SockRef::from(&self.send).send_to_with_flags(buf, &SockAddr::from(a), flags)
+        };
+        match r {
             Ok(_) => {
-                self.stats.send.datagrams.fetch_add(1, Ordering::Relaxed);
-                self.stats
-                    .send
-                    .bytes
-                    .fetch_add(buf.len() as u64, Ordering::Relaxed);
+                self.stats.send.record_sent(buf.len());
                 Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
+                Err(e)
             }
             Err(e) => {
                 self.stats.send.errors.fetch_add(1, Ordering::Relaxed);
@@ -747,6 +775,53 @@ fn spdp_destinations(
     out.retain(|l| !is_self(l) && seen.insert(*l));
     out
 }
+
+impl super::Transport for UdpTransport {
+    fn name(&self) -> &'static str {
+        "udp4"
+    }
+
+    fn kinds(&self) -> &[i32] {
+        &[locator_kind::UDPV4]
+    }
+
+    fn reaches(&self, l: &Locator) -> bool {
+        self.dest(l).is_some()
+    }
+
+    fn locators(&self) -> TransportLocators {
+        self.locators
+    }
+
+    fn spdp_destinations(&self) -> &[Locator] {
+        &self.spdp_destinations
+    }
+
+    fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        UdpTransport::send_to(self, buf, dest)
+    }
+
+    fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        UdpTransport::try_send_to(self, buf, dest)
+    }
+
+    fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
+        UdpTransport::start(self, handler)
+    }
+
+    fn max_datagram_size(&self) -> usize {
+        MAX_UDP_PAYLOAD
+    }
+
+    fn stats(&self) -> &TransportStats {
+        &self.stats
+    }
+}
+
+/// The largest UDP/IPv4 payload (65535 − 20 bytes IP header − 8 bytes UDP header). Datagrams
+/// beyond one Ethernet frame are fragmented by IP; the writer keeps its own, smaller sizes
+/// for data and repairs.
+pub const MAX_UDP_PAYLOAD: usize = 65507;
 
 #[cfg(test)]
 #[path = "udp_tests.rs"]
