@@ -71,6 +71,20 @@ pub struct RuntimeCounters {
     pub send_errors: AtomicU64,
 }
 
+impl RuntimeCounters {
+    fn snapshot(&self, send_queue_drops: &AtomicU64) -> CountersSnapshot {
+        CountersSnapshot {
+            malformed_messages: self.malformed_messages.load(Ordering::Relaxed),
+            malformed_submessages: self.malformed_submessages.load(Ordering::Relaxed),
+            unroutable_submessages: self.unroutable_submessages.load(Ordering::Relaxed),
+            datagrams_received: self.datagrams_received.load(Ordering::Relaxed),
+            datagrams_sent: self.datagrams_sent.load(Ordering::Relaxed),
+            send_errors: self.send_errors.load(Ordering::Relaxed),
+            send_queue_drops: send_queue_drops.load(Ordering::Relaxed),
+        }
+    }
+}
+
 /// A snapshot of the runtime's drop and traffic counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CountersSnapshot {
@@ -86,6 +100,8 @@ pub struct CountersSnapshot {
     pub datagrams_sent: u64,
     /// Send errors.
     pub send_errors: u64,
+    /// Datagrams dropped because a slow destination's send queue was full.
+    pub send_queue_drops: u64,
 }
 
 /// The local endpoints, by entity id, and which local readers each remote writer feeds.
@@ -166,6 +182,8 @@ pub(crate) struct ParticipantShared {
     pub qos: DomainParticipantQos,
     /// The transports, keyed by locator kind.
     pub transport: Transports,
+    /// Datagrams waiting for destinations that could not take them without blocking.
+    pub send_queues: crate::outbox::SendQueues,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
     pub kick: EventKick,
@@ -264,6 +282,7 @@ impl DomainParticipant {
             domain_id,
             qos,
             transport,
+            send_queues: Default::default(),
             endpoints: RwLock::new(Endpoints::default()),
             discovery: Mutex::new(discovery),
             kick: EventKick::new(),
@@ -354,15 +373,8 @@ impl DomainParticipant {
 
     /// A snapshot of the runtime's drop and traffic counters.
     pub fn counters(&self) -> CountersSnapshot {
-        let c = &self.owner.shared.counters;
-        CountersSnapshot {
-            malformed_messages: c.malformed_messages.load(Ordering::Relaxed),
-            malformed_submessages: c.malformed_submessages.load(Ordering::Relaxed),
-            unroutable_submessages: c.unroutable_submessages.load(Ordering::Relaxed),
-            datagrams_received: c.datagrams_received.load(Ordering::Relaxed),
-            datagrams_sent: c.datagrams_sent.load(Ordering::Relaxed),
-            send_errors: c.send_errors.load(Ordering::Relaxed),
-        }
+        let s = &self.owner.shared;
+        s.counters.snapshot(&s.send_queues.dropped)
     }
 }
 
@@ -560,6 +572,10 @@ impl ParticipantShared {
                 }
             }
             drop((writers, readers));
+            if self.send_queues.drain_ready(&self) {
+                // A destination is still blocked: try again soon (never blocking here).
+                next = next.min(now + Duration::from_millis(1));
+            }
             self.kick
                 .sleep_until(next.max(now + Duration::from_micros(50)));
         }

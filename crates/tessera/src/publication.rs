@@ -456,6 +456,8 @@ impl<T: TopicType> DataWriter<T> {
         let next = core.poll_timeout();
         drop(core);
         p.kick.ensure_by(next);
+        // Backpressure, with the lock released: wait for slow destinations (see outbox).
+        outbox::wait_sent(&p, deadline);
         Ok(())
     }
 

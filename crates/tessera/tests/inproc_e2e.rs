@@ -125,3 +125,92 @@ fn networks_are_isolated() {
     assert_eq!(found, vec![c.guid()]);
     assert!(b.discovered_participants().is_empty());
 }
+
+/// Regression test for the send path: a writer whose link to one reader is shaped (a
+/// bandwidth-limited in-process link stands in for a slow or shaped UDP link) must not stall
+/// the participant's receive and event threads. Before the fix, the application thread held
+/// the writer's lock across a blocking send to the slow reader, and receive threads blocked on
+/// that lock (or sent to the slow reader themselves), so a new participant's SPDP went
+/// unanswered for seconds.
+#[test]
+fn a_shaped_destination_does_not_stall_discovery_or_acknowledgments() {
+    let net = InProcessNetwork::new();
+    let a = participant(&net); // node 0: the writer
+    let b = participant(&net); // node 1: the slow reader
+    let c = participant(&net); // node 2: a healthy reader
+    let w = writer(&a, "Shaped");
+    let (rb, rc) = (reader(&b, "Shaped"), reader(&c, "Shaped"));
+    wait_matched(&w, &rb);
+    wait_matched(&w, &rc);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.publication_matched_status().current_count < 2 {
+        assert!(
+            Instant::now() < deadline,
+            "writer never matched both readers"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // 5 kB/s towards b: one 8 kB sample takes 1.6 s on that link.
+    assert!(net.set_node_faults(
+        1,
+        FaultConfig {
+            bandwidth: Some(5_000),
+            link_buffer: 4096,
+            ..FaultConfig::default()
+        }
+    ));
+    /// Stops the writing thread however the test ends (a failed assertion included).
+    struct StopOnDrop(std::sync::Arc<std::sync::atomic::AtomicBool>);
+    impl Drop for StopOnDrop {
+        fn drop(&mut self) {
+            self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+    let stop = StopOnDrop(Default::default());
+    let writing = {
+        let stop = stop.0.clone();
+        std::thread::spawn(move || {
+            let mut i = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                let _ = w.write(&Reading {
+                    sensor: 1,
+                    seq: i,
+                    text: "x".repeat(8000),
+                });
+                i += 1;
+            }
+        })
+    };
+    std::thread::sleep(Duration::from_millis(500));
+
+    // A newcomer is discovered (SPDP received, answered, SEDP exchanged) and matched with
+    // the busy writer promptly, and the healthy reader keeps receiving.
+    let t0 = Instant::now();
+    let d = participant(&net);
+    let wd = writer(&d, "Other");
+    let rd = reader(&d, "Shaped");
+    let ra = reader(&a, "Other");
+    while ra.subscription_matched_status().current_count == 0
+        || rd.subscription_matched_status().current_count == 0
+        || !a
+            .discovered_participants()
+            .iter()
+            .any(|p| p.guid == d.guid())
+    {
+        assert!(
+            t0.elapsed() < Duration::from_secs(1),
+            "the writer's participant took over 1 s to discover a newcomer while one link is slow"
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    drop(wd);
+    let before = rc.take(1000).unwrap().len();
+    std::thread::sleep(Duration::from_millis(600));
+    let during = rc.take(1000).unwrap().len();
+    drop(stop);
+    writing.join().unwrap();
+    assert!(
+        before + during > 0,
+        "the healthy reader received nothing while the writer ran"
+    );
+}

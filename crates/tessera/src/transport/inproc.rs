@@ -391,16 +391,18 @@ impl InProcessTransport {
             let backlog = q
                 .link_free_at
                 .map_or(Duration::ZERO, |t| t.saturating_duration_since(now));
+            // As a UDP socket's send buffer: a datagram of any size is taken while the buffer
+            // is not full (so small datagrams cannot starve a large one).
             let held = backlog.as_secs_f64() * bw as f64;
-            if force || held + buf.len() as f64 <= f.link_buffer.max(buf.len()) as f64 {
+            if force || held < f.link_buffer as f64 {
                 break q;
             }
             if !block {
                 self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
                 return Err(io::ErrorKind::WouldBlock.into());
             }
-            // Wait until the link has drained enough for this datagram.
-            let excess = held + buf.len() as f64 - f.link_buffer as f64;
+            // Wait until the link has drained below its buffer.
+            let excess = held - f.link_buffer as f64;
             drop(q);
             std::thread::sleep(Duration::from_secs_f64((excess / bw as f64).max(1e-4)));
         };
