@@ -18,7 +18,9 @@ use crate::publication::Publisher;
 use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
-use crate::transport::{Channel, InProcessNetwork, Receivers, Transports, UdpConfig};
+use crate::transport::{
+    Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
+};
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -35,6 +37,9 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
+    /// The UDP transports to open, the preferred first (`None`: `TESSERA_TRANSPORTS`, e.g.
+    /// `udp4,udp6`, or UDPv4 alone when it is unset).
+    pub transports: Option<Vec<TransportKind>>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -266,7 +271,12 @@ impl DomainParticipant {
                 "transport configuration is for another domain".into(),
             ));
         }
-        let transport = Transports::open(domain_id, config.udp, config.in_process.as_ref())?;
+        let transport = Transports::open(
+            domain_id,
+            config.udp,
+            config.transports.as_deref(),
+            config.in_process.as_ref(),
+        )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
         let discovery = DiscoveryRuntime::new(

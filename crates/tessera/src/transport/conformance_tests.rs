@@ -269,3 +269,125 @@ fn inproc_bandwidth_limit_blocks_or_refuses() {
             .expect("shaped datagrams arrive");
     }
 }
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn udp6_conformance() {
+    require_netns();
+    let cfg = UdpConfig::new(26).unwrap();
+    let a = Arc::new(Udp6Transport::new(&cfg).unwrap());
+    let b = Arc::new(Udp6Transport::new(&cfg).unwrap());
+    assert!(
+        a.multicast_enabled(),
+        "netns-run provides an IPv6 multicast interface (TESSERA_INTERFACE6)"
+    );
+    assert_eq!(
+        a.spdp_destinations(),
+        &[Locator::udpv6(DEFAULT_MULTICAST_GROUP_V6, 7400 + 250 * 26)]
+    );
+    conformance(a, b);
+}
+
+#[test]
+fn transport_lists_parse() {
+    use TransportKind::*;
+    assert_eq!(
+        parse_transports("udp4, udp6,udp4").unwrap(),
+        vec![Udp4, Udp6]
+    );
+    assert_eq!(parse_transports("UDPv6").unwrap(), vec![Udp6]);
+    assert!(parse_transports("udp4,shm").is_err());
+    assert!(parse_transports(" , ").is_err());
+}
+
+/// A registry of in-process transports of two networks stands in for a dual-stack host:
+/// `select` keeps only what one of our transports reaches, and of those only the preferred
+/// transport's locators.
+#[test]
+fn registry_routes_by_kind_and_selects_reachable_locators() {
+    let (n1, n2) = (InProcessNetwork::new(), InProcessNetwork::new());
+    let ours = Arc::new(InProcessTransport::new(&n1, 0));
+    let peer = InProcessTransport::new(&n1, 0);
+    let elsewhere = InProcessTransport::new(&n2, 0);
+    let reg = Transports::new(vec![ours.clone()]).unwrap();
+    assert!(
+        Transports::new(vec![ours.clone(), ours.clone()]).is_err(),
+        "kind claimed twice"
+    );
+    assert!(Transports::new(vec![]).is_err());
+    let v4 = Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, 7411);
+    let announced = [
+        v4,
+        elsewhere.locators().default_unicast,
+        peer.locators().default_unicast,
+    ];
+    assert_eq!(
+        reg.select(&announced).as_slice(),
+        &[peer.locators().default_unicast]
+    );
+    assert!(reg.reaches(&peer.locators().metatraffic_unicast));
+    assert!(!reg.reaches(&v4));
+    assert_eq!(reg.max_datagram_size(), inproc::MAX_DATAGRAM);
+    // A kind no transport handles is skipped by the registry itself.
+    reg.try_send_to(b"x", &v4).unwrap();
+    assert_eq!(ours.stats().send.ignored.load(Ordering::Relaxed), 0);
+}
+
+/// DCPS over UDPv6 alone, and a dual-stack participant talking to a v6-only one.
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn dcps_over_udp6_and_dual_stack() {
+    use crate::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+    require_netns();
+    #[derive(crate::TopicType, Debug, Clone, PartialEq)]
+    #[topic(cdr_path = "::tessera_rtps::cdr")]
+    struct Num {
+        n: u32,
+    }
+    let make = |kinds: Vec<TransportKind>| {
+        let config = crate::ParticipantConfig {
+            transports: Some(kinds),
+            ..Default::default()
+        };
+        crate::DomainParticipant::with_qos(27, Default::default(), config).unwrap()
+    };
+    let a = make(vec![TransportKind::Udp4, TransportKind::Udp6]);
+    let b = make(vec![TransportKind::Udp6]);
+    let ta = a.create_topic::<Num>("V6", TopicQos::default()).unwrap();
+    let tb = b.create_topic::<Num>("V6", TopicQos::default()).unwrap();
+    let w = a
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&ta, DataWriterQos::default().with_history(History::KeepAll))
+        .unwrap();
+    let r = b
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(
+            &tb,
+            DataReaderQos::default()
+                .with_reliability(Reliability::reliable(Duration::from_secs(1)))
+                .with_history(History::KeepAll),
+        )
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.publication_matched_status().current_count == 0 {
+        assert!(Instant::now() < deadline, "no match over UDPv6");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    for n in 0..50 {
+        w.write(&Num { n }).unwrap();
+    }
+    let mut got = Vec::new();
+    while got.len() < 50 {
+        assert!(Instant::now() < deadline, "received {} of 50", got.len());
+        got.extend(
+            r.take(64)
+                .unwrap()
+                .into_iter()
+                .filter_map(|s| s.data.map(|d| d.n)),
+        );
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert_eq!(got, (0..50).collect::<Vec<_>>());
+}

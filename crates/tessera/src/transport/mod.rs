@@ -25,24 +25,74 @@ pub mod inproc;
 pub mod ports;
 pub mod recv;
 pub mod udp;
+pub mod udp6;
 
 use std::io;
 use std::sync::Arc;
 
 pub use iface::{Interface, InterfaceError};
 pub use inproc::{FaultConfig, InProcessNetwork, InProcessTransport};
-pub use ports::{PortMapping, DEFAULT_MULTICAST_GROUP};
+pub use ports::{PortMapping, DEFAULT_MULTICAST_GROUP, DEFAULT_MULTICAST_GROUP_V6};
 pub use recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 pub use udp::{
     parse_peers, Peer, SendStats, TransportError, TransportLocators, TransportStats, UdpConfig,
     UdpTransport,
 };
+pub use udp6::Udp6Transport;
 
 use tessera_rtps::types::{Locator, Locators};
 
 /// Environment variable selecting the transports of a participant without an explicit
 /// configuration: a comma-separated list of `udp4` and `udp6` (default `udp4`).
 pub const ENV_TRANSPORTS: &str = "TESSERA_TRANSPORTS";
+
+/// A socket transport a participant can use (the in-process one is chosen by its network).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// UDP over IPv4 (the default).
+    Udp4,
+    /// UDP over IPv6.
+    Udp6,
+}
+
+impl std::str::FromStr for TransportKind {
+    type Err = TransportError;
+
+    fn from_str(s: &str) -> Result<TransportKind, TransportError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "udp4" | "udpv4" | "udp" => Ok(TransportKind::Udp4),
+            "udp6" | "udpv6" => Ok(TransportKind::Udp6),
+            other => Err(TransportError::InvalidConfig(format!(
+                "unknown transport {other:?} (expected udp4 or udp6)"
+            ))),
+        }
+    }
+}
+
+/// Parses a `TESSERA_TRANSPORTS` list (`udp4,udp6`); empty items are skipped, repeats ignored.
+pub fn parse_transports(s: &str) -> Result<Vec<TransportKind>, TransportError> {
+    let mut out = Vec::new();
+    for item in s.split(',').filter(|i| !i.trim().is_empty()) {
+        let k: TransportKind = item.parse()?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if out.is_empty() {
+        return Err(TransportError::InvalidConfig(format!(
+            "{ENV_TRANSPORTS} names no transport"
+        )));
+    }
+    Ok(out)
+}
+
+/// The transports selected by `TESSERA_TRANSPORTS`, or UDPv4 alone when it is unset.
+pub fn transports_from_env() -> Result<Vec<TransportKind>, TransportError> {
+    match std::env::var(ENV_TRANSPORTS) {
+        Ok(v) => parse_transports(&v),
+        Err(_) => Ok(vec![TransportKind::Udp4]),
+    }
+}
 
 /// One way of moving datagrams between participants. Object-safe: a participant holds
 /// `Arc<dyn Transport>`s in a [`Transports`] registry.
@@ -115,21 +165,41 @@ impl Transports {
     }
 
     /// The transports of a participant in `domain`: the in-process transport on `in_process`
-    /// if given (and nothing else: no socket is opened), otherwise UDP per `udp` (`None`: the
-    /// defaults with the environment applied).
+    /// if given (and nothing else: no socket is opened), otherwise the UDP transports `kinds`
+    /// (`None`: [`transports_from_env`]) configured by `udp` (`None`: the defaults with the
+    /// environment applied). The first kind is the preferred one (see [`Transports::select`]).
+    /// With both UDP transports, UDPv6 takes the participant index UDPv4 found.
     pub fn open(
         domain: u32,
         udp: Option<UdpConfig>,
+        kinds: Option<&[TransportKind]>,
         in_process: Option<&InProcessNetwork>,
     ) -> Result<Transports, TransportError> {
         if let Some(net) = in_process {
             return Transports::new(vec![Arc::new(InProcessTransport::new(net, domain))]);
         }
-        let udp = match udp {
+        let mut udp = match udp {
             Some(c) => c,
             None => UdpConfig::new(domain)?,
         };
-        Transports::new(vec![Arc::new(UdpTransport::new(udp)?)])
+        let kinds = match kinds {
+            Some(k) => k.to_vec(),
+            None => transports_from_env()?,
+        };
+        let mut v4 = None;
+        if kinds.contains(&TransportKind::Udp4) {
+            let t = UdpTransport::new(udp.clone())?;
+            udp.participant_id = Some(t.participant_id());
+            v4 = Some(Arc::new(t));
+        }
+        let mut list: Vec<Arc<dyn Transport>> = Vec::new();
+        for k in kinds {
+            match k {
+                TransportKind::Udp4 => list.extend(v4.take().map(|t| t as Arc<dyn Transport>)),
+                TransportKind::Udp6 => list.push(Arc::new(Udp6Transport::new(&udp)?)),
+            }
+        }
+        Transports::new(list)
     }
 
     /// The transports, in configuration order.

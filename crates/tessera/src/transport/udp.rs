@@ -48,6 +48,8 @@ use super::recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 pub const ENV_INTERFACE: &str = "TESSERA_INTERFACE";
 /// Environment variable listing unicast peers, `ip[:port],...`.
 pub const ENV_PEERS: &str = "TESSERA_PEERS";
+/// Environment variable naming the UDPv6 transport's interface (name or IPv6 address).
+pub const ENV_INTERFACE6: &str = "TESSERA_INTERFACE6";
 /// Environment variable that disables multicast when `0`, `false`, `no` or `off`.
 pub const ENV_MULTICAST: &str = "TESSERA_MULTICAST";
 
@@ -95,7 +97,7 @@ pub enum TransportError {
     AlreadyStarted,
 }
 
-fn sock_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> TransportError {
+pub(super) fn sock_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> TransportError {
     let what = what.into();
     move |source| TransportError::Socket { what, source }
 }
@@ -152,6 +154,11 @@ pub struct UdpConfig {
     pub ports: PortMapping,
     /// Multicast group for SPDP and user multicast.
     pub multicast_group: Ipv4Addr,
+    /// Interface of the UDPv6 transport (name or IPv6 address; `None`: see
+    /// [`super::iface::select_ipv6`]). Read from `TESSERA_INTERFACE6`.
+    pub interface6: Option<String>,
+    /// IPv6 multicast group for SPDP and user multicast (UDPv6 transport).
+    pub multicast_group6: std::net::Ipv6Addr,
     /// Whether multicast may be used at all (it is also used only if the interface has it).
     pub multicast: bool,
     /// Unicast discovery peers.
@@ -189,6 +196,8 @@ impl UdpConfig {
             max_participant_id: ports.max_participant_id(),
             ports,
             multicast_group: DEFAULT_MULTICAST_GROUP,
+            interface6: None,
+            multicast_group6: super::ports::DEFAULT_MULTICAST_GROUP_V6,
             multicast: true,
             peers: Vec::new(),
             socket_buffer: DEFAULT_SOCKET_BUFFER,
@@ -197,13 +206,20 @@ impl UdpConfig {
         }
     }
 
-    /// Applies `TESSERA_INTERFACE` (if no interface is set yet), `TESSERA_PEERS` (appended) and
-    /// `TESSERA_MULTICAST`.
+    /// Applies `TESSERA_INTERFACE` and `TESSERA_INTERFACE6` (if no interface is set yet),
+    /// `TESSERA_PEERS` (appended) and `TESSERA_MULTICAST`.
     pub fn apply_env(&mut self) -> Result<(), TransportError> {
         if self.interface.is_none() {
             if let Ok(v) = std::env::var(ENV_INTERFACE) {
                 if !v.trim().is_empty() {
                     self.interface = Some(v.trim().to_string());
+                }
+            }
+        }
+        if self.interface6.is_none() {
+            if let Ok(v) = std::env::var(ENV_INTERFACE6) {
+                if !v.trim().is_empty() {
+                    self.interface6 = Some(v.trim().to_string());
                 }
             }
         }
@@ -257,6 +273,25 @@ pub struct SendStats {
 }
 
 impl SendStats {
+    /// Counts the outcome of one send of `len` bytes (a full buffer is `would_block`, not an
+    /// error) and passes it on.
+    pub fn record(&self, r: io::Result<usize>, len: usize) -> io::Result<()> {
+        match r {
+            Ok(_) => {
+                self.record_sent(len);
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.would_block.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+            Err(e) => {
+                self.errors.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
     /// Counts one datagram of `len` bytes sent.
     pub fn record_sent(&self, len: usize) {
         self.datagrams.fetch_add(1, Ordering::Relaxed);
@@ -300,7 +335,7 @@ fn new_udp_socket() -> io::Result<Socket> {
 
 /// Requests `size` bytes of socket buffer, first with the `*FORCE` option (works as root,
 /// beyond `net.core.[rw]mem_max`), then the ordinary option. Returns the size granted.
-fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
+pub(super) fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
     let (force, plain) = if recv {
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)
     } else {
@@ -343,7 +378,7 @@ fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
 /// Sizes the send buffer per [`UdpConfig::send_buffer`]: `Some(n)` asks for `n` bytes; `None`
 /// keeps the host's default, raised to [`MIN_SEND_BUFFER`] if smaller, so that a sender on a slow
 /// or shaped link blocks instead of overfilling the queue in front of it.
-fn size_send_buffer(sock: &Socket, send: Option<usize>) {
+pub(super) fn size_send_buffer(sock: &Socket, send: Option<usize>) {
     match send {
         Some(size) => {
             set_buffer(sock, size, false);
@@ -603,20 +638,7 @@ impl UdpTransport {
         } else {
             SockRef::from(&self.send).send_to_with_flags(buf, &SockAddr::from(a), flags)
         };
-        match r {
-            Ok(_) => {
-                self.stats.send.record_sent(buf.len());
-                Ok(())
-            }
-            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
-                Err(e)
-            }
-            Err(e) => {
-                self.stats.send.errors.fetch_add(1, Ordering::Relaxed);
-                Err(e)
-            }
-        }
+        self.stats.send.record(r, buf.len())
     }
 
     /// Sends one datagram to each destination (with `sendmmsg`, in one syscall per 16
