@@ -217,12 +217,18 @@ pub fn seq_from_wire(high: i32, low: u32) -> SequenceNumber {
 pub mod locator_kind {
     /// Invalid locator.
     pub const INVALID: i32 = -1;
+    /// Reserved by the specification (never a usable address).
+    pub const RESERVED: i32 = 0;
     /// UDP over IPv4.
     pub const UDPV4: i32 = 1;
     /// UDP over IPv6.
     pub const UDPV6: i32 = 2;
     /// Fast DDS shared memory (ignored by us).
     pub const FASTDDS_SHM: i32 = 16;
+    /// Tessera's in-process transport (vendor-specific range, above every kind assigned by the
+    /// specification or used by Cyclone DDS and Fast DDS): only meaningful inside one process,
+    /// so a peer that sees it in an announcement keeps it and never sends to it.
+    pub const TESSERA_INPROC: i32 = 0x01a7_0001;
 }
 
 /// A transport address: kind, port and a 16-byte address (IPv4 in the last 4 bytes).
@@ -248,34 +254,71 @@ impl Locator {
         }
     }
 
+    /// A UDPv6 locator.
+    pub fn udpv6(ip: std::net::Ipv6Addr, port: u16) -> Locator {
+        Locator {
+            kind: locator_kind::UDPV6,
+            port: port as u32,
+            address: ip.octets(),
+        }
+    }
+
+    /// The UDP port, if the locator's port fits one and is not 0.
+    fn udp_port(&self) -> Option<u16> {
+        u16::try_from(self.port).ok().filter(|p| *p != 0)
+    }
+
     /// The socket address if this is a usable UDPv4 locator.
     pub fn to_socket_addr_v4(&self) -> Option<std::net::SocketAddrV4> {
-        if self.kind != locator_kind::UDPV4 || self.port == 0 || self.port > 65535 {
+        if self.kind != locator_kind::UDPV4 {
             return None;
         }
         let a = &self.address;
         Some(std::net::SocketAddrV4::new(
             std::net::Ipv4Addr::new(a[12], a[13], a[14], a[15]),
-            self.port as u16,
+            self.udp_port()?,
         ))
     }
 
-    /// Whether the address is an IPv4 multicast address.
+    /// The socket address if this is a usable UDPv4 or UDPv6 locator.
+    pub fn to_socket_addr(&self) -> Option<std::net::SocketAddr> {
+        match self.kind {
+            locator_kind::UDPV4 => self.to_socket_addr_v4().map(std::net::SocketAddr::V4),
+            locator_kind::UDPV6 => Some(std::net::SocketAddr::V6(std::net::SocketAddrV6::new(
+                std::net::Ipv6Addr::from(self.address),
+                self.udp_port()?,
+                0,
+                0,
+            ))),
+            _ => None,
+        }
+    }
+
+    /// Whether the address is an IPv4 or IPv6 multicast address.
     pub fn is_multicast(&self) -> bool {
-        self.kind == locator_kind::UDPV4 && (224..=239).contains(&self.address[12])
+        match self.kind {
+            locator_kind::UDPV4 => (224..=239).contains(&self.address[12]),
+            locator_kind::UDPV6 => self.address[0] == 0xff,
+            _ => false,
+        }
     }
 }
 
 impl fmt::Debug for Locator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self.to_socket_addr_v4() {
-            Some(a) => write!(f, "udp/{a}"),
-            None => write!(f, "locator(kind {}, port {})", self.kind, self.port),
+        match (self.kind, self.to_socket_addr()) {
+            (locator_kind::UDPV4, Some(a)) => write!(f, "udp/{a}"),
+            (locator_kind::UDPV6, Some(a)) => write!(f, "udp6/{a}"),
+            (locator_kind::TESSERA_INPROC, _) => {
+                let id = u64::from_be_bytes(self.address[8..].try_into().unwrap_or([0; 8]));
+                write!(f, "inproc/{id}:{}", self.port)
+            }
+            _ => write!(f, "locator(kind {}, port {})", self.kind, self.port),
         }
     }
 }
 
-/// A small set of locators held inline (no allocation); used for transmit destinations.
+/// A small set of locators held inline (no allocation, `Copy`); used for transmit destinations.
 /// Holds at most [`Locators::CAPACITY`] entries; further pushes are ignored and reported.
 #[derive(Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Locators {
@@ -284,8 +327,9 @@ pub struct Locators {
 }
 
 impl Locators {
-    /// Maximum number of locators held.
-    pub const CAPACITY: usize = 4;
+    /// Maximum number of locators held: room for unicast and multicast of a few transports
+    /// (UDPv4 and UDPv6 of a dual-stack peer, plus a vendor's shared memory) per endpoint.
+    pub const CAPACITY: usize = 8;
 
     /// The empty set.
     pub const fn new() -> Self {
@@ -322,6 +366,11 @@ impl Locators {
     /// Whether the set is empty.
     pub fn is_empty(&self) -> bool {
         self.len == 0
+    }
+
+    /// The number of locators held.
+    pub fn len(&self) -> usize {
+        self.len as usize
     }
 }
 
@@ -428,6 +477,49 @@ impl DurationT {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn locators_hold_eight_and_report_overflow() {
+        let mut s = Locators::new();
+        for p in 1..=8u16 {
+            assert!(s.push(Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, p)));
+        }
+        assert!(
+            s.push(Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, 1)),
+            "duplicate"
+        );
+        assert!(!s.push(Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, 9)));
+        assert_eq!(s.len(), 8);
+    }
+
+    #[test]
+    fn udpv6_locators_convert_and_detect_multicast() {
+        let group: std::net::Ipv6Addr = "ff02::ffff:239.255.0.1".parse().unwrap();
+        let m = Locator::udpv6(group, 7400);
+        assert!(m.is_multicast());
+        assert_eq!(
+            m.to_socket_addr(),
+            Some(std::net::SocketAddr::new(group.into(), 7400))
+        );
+        assert_eq!(m.to_socket_addr_v4(), None);
+        let u = Locator::udpv6(std::net::Ipv6Addr::LOCALHOST, 7410);
+        assert!(!u.is_multicast());
+        assert_eq!(format!("{u:?}"), "udp6/[::1]:7410");
+        let v4 = Locator::udpv4(std::net::Ipv4Addr::new(239, 255, 0, 1), 7400);
+        assert!(v4.is_multicast());
+        assert_eq!(
+            v4.to_socket_addr(),
+            Some("239.255.0.1:7400".parse().unwrap())
+        );
+        let bad_port = Locator { port: 70000, ..u };
+        assert_eq!(bad_port.to_socket_addr(), None);
+        let other = Locator {
+            kind: locator_kind::FASTDDS_SHM,
+            ..u
+        };
+        assert!(!other.is_multicast());
+        assert_eq!(other.to_socket_addr(), None);
+    }
 
     #[test]
     fn timestamp_round_trips_every_nanosecond_parity() {

@@ -7,7 +7,7 @@ use std::time::Duration;
 use proptest::prelude::*;
 use tessera_rtps::discovery::*;
 use tessera_rtps::qos::*;
-use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
+use tessera_rtps::types::{entity_kind, locator_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{pid, ParameterList};
 
 // ------------------------------------------------------------------ a raw byte builder
@@ -110,7 +110,7 @@ fn endpoint_guid(key: u32, kind: u8) -> Guid {
 }
 
 /// An SPDP sample shaped like Cyclone 0.10.2's, including vendor-specific parameters and a
-/// Fast DDS shared-memory locator that must be ignored.
+/// Fast DDS shared-memory locator that must be kept (the runtime decides what it can reach).
 fn cyclone_spdp(le: bool) -> Vec<u8> {
     Raw::new(le)
         .param(pid::PROTOCOL_VERSION, &[2, 1])
@@ -151,10 +151,15 @@ fn decodes_cyclone_spdp_le_and_be() {
                 | BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER
                 | BuiltinEndpointSet::PARTICIPANT_MESSAGE_READER
         ));
+        let shm = Locator {
+            kind: locator_kind::FASTDDS_SHM,
+            port: 7777,
+            address: [0; 16],
+        };
         assert_eq!(
             d.default_unicast_locators,
-            vec![Locator::udpv4(Ipv4Addr::LOCALHOST, 44123)],
-            "the SHM locator is dropped"
+            vec![Locator::udpv4(Ipv4Addr::LOCALHOST, 44123), shm],
+            "the SHM locator is kept, not dropped"
         );
         assert_eq!(
             d.metatraffic_multicast_locators,

@@ -11,7 +11,7 @@ use crate::outbox;
 use crate::participant::ParticipantShared;
 use crate::qos::{DataReaderQos, DataWriterQos, DomainParticipantQos, PublisherQos, SubscriberQos};
 use crate::topic::Topic;
-use crate::transport::UdpTransport;
+use crate::transport::Transports;
 use crate::TopicType;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -125,18 +125,21 @@ impl DiscoveryRuntime {
         prefix: GuidPrefix,
         domain_id: u32,
         qos: &DomainParticipantQos,
-        transport: &UdpTransport,
+        transport: &Transports,
         ignore_local: bool,
         budgets: &Budgets,
         now: Instant,
     ) -> Self {
-        let l = transport.locators();
         let mut data = SpdpParticipantData::new(prefix);
         data.domain_id = Some(domain_id);
-        data.default_unicast_locators = vec![l.default_unicast];
-        data.default_multicast_locators = l.default_multicast.into_iter().collect();
-        data.metatraffic_unicast_locators = vec![l.metatraffic_unicast];
-        data.metatraffic_multicast_locators = l.metatraffic_multicast.into_iter().collect();
+        for l in transport.locators() {
+            data.default_unicast_locators.push(l.default_unicast);
+            data.default_multicast_locators.extend(l.default_multicast);
+            data.metatraffic_unicast_locators
+                .push(l.metatraffic_unicast);
+            data.metatraffic_multicast_locators
+                .extend(l.metatraffic_multicast);
+        }
         data.lease_duration = LEASE;
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
@@ -157,7 +160,7 @@ impl DiscoveryRuntime {
             db: DiscoveryDb::new(prefix, domain_id),
             spdp_payload: payload.into(),
             spdp_seq: 0,
-            spdp_destinations: transport.spdp_destinations().to_vec(),
+            spdp_destinations: transport.spdp_destinations(),
             started: now,
             next_announce: now,
             startup_step: 0,
@@ -170,7 +173,8 @@ impl DiscoveryRuntime {
             local_writers: HashMap::new(),
             local_readers: HashMap::new(),
             ignore_local,
-            own_locators: std::iter::once(transport.locators().default_unicast).collect(),
+            // Local pairs go through the first (preferred) transport only: one copy each.
+            own_locators: transport.default_unicast().into_iter().take(1).collect(),
         }
     }
 
@@ -415,16 +419,9 @@ impl DiscoveryRuntime {
             return;
         }
         let meta: Locators = if data.metatraffic_unicast_locators.is_empty() {
-            data.metatraffic_multicast_locators
-                .iter()
-                .copied()
-                .collect()
+            p.transport.select(&data.metatraffic_multicast_locators)
         } else {
-            data.metatraffic_unicast_locators
-                .iter()
-                .copied()
-                .filter(|l| l.to_socket_addr_v4().is_some())
-                .collect()
+            p.transport.select(&data.metatraffic_unicast_locators)
         };
         let info = ParticipantInfo {
             guid: Guid::new(data.guid_prefix, EntityId::PARTICIPANT),
@@ -548,7 +545,7 @@ impl DiscoveryRuntime {
     }
 
     /// Turns database events into endpoint actions.
-    fn drain_events(&mut self, _p: &ParticipantShared, _now: Instant) -> Vec<MatchAction> {
+    fn drain_events(&mut self, p: &ParticipantShared, _now: Instant) -> Vec<MatchAction> {
         let mut events = Vec::new();
         while let Some(ev) = self.db.poll_event() {
             events.push(ev);
@@ -577,7 +574,7 @@ impl DiscoveryRuntime {
                 // refreshes its locators and counts nothing.
                 DiscoveryEvent::Matched { local, remote }
                 | DiscoveryEvent::MatchUpdated { local, remote } => {
-                    let r = remote_endpoint(&remote);
+                    let r = remote_endpoint(&remote, &p.transport);
                     if local.entity_id.is_writer() {
                         out.push(MatchAction::MatchWriter { local, remote: r });
                     } else {
@@ -630,7 +627,7 @@ impl DiscoveryRuntime {
     ) -> Vec<MatchAction> {
         let mut data = DiscoveredWriterData::new(guid, topic.name(), topic.type_name())
             .with_qos(WriterSideQos::new(topic.qos(), pub_qos, qos));
-        data.unicast_locators = vec![p.transport.locators().default_unicast];
+        data.unicast_locators = p.transport.default_unicast();
         let payload = data.to_payload();
         let _ = self.sedp_pub_writer.write(
             payload.into(),
@@ -665,7 +662,7 @@ impl DiscoveryRuntime {
     ) -> Vec<MatchAction> {
         let mut data = DiscoveredReaderData::new(guid, topic.name(), topic.type_name())
             .with_qos(ReaderSideQos::new(topic.qos(), sub_qos, qos));
-        data.unicast_locators = vec![p.transport.locators().default_unicast];
+        data.unicast_locators = p.transport.default_unicast();
         let payload = data.to_payload();
         let _ = self.sedp_sub_writer.write(
             payload.into(),
@@ -798,13 +795,8 @@ fn now_ts() -> Timestamp {
 }
 
 /// What a local endpoint needs to know of a matched remote one.
-fn remote_endpoint(info: &RemoteEndpointInfo) -> RemoteEndpoint {
-    let locators: Locators = info
-        .unicast_locators()
-        .iter()
-        .copied()
-        .filter(|l| l.to_socket_addr_v4().is_some())
-        .collect();
+fn remote_endpoint(info: &RemoteEndpointInfo, transport: &Transports) -> RemoteEndpoint {
+    let locators = transport.select(info.unicast_locators());
     let (reliable, durable) = match info {
         RemoteEndpointInfo::Writer(w) => (
             w.qos.reliability.kind == ReliabilityKind::Reliable,

@@ -3,7 +3,6 @@
 
 use crate::participant::ParticipantShared;
 use std::cell::RefCell;
-use std::sync::atomic::Ordering;
 use std::time::Instant;
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{Guid, Locator, Locators};
@@ -86,17 +85,10 @@ pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
     SEND_BUF.with(|b| f(&mut b.borrow_mut()))
 }
 
-/// Sends one encoded datagram to every locator, counting what happens.
+/// Sends one encoded datagram to every locator without blocking, from any thread: what a
+/// destination cannot take now waits in its send queue (see [`crate::outbox::SendQueues`]).
 pub(crate) fn send_datagram(p: &ParticipantShared, buf: &[u8], dests: &[Locator]) {
     for l in dests {
-        match p.transport.send_to(buf, l) {
-            Ok(()) => {
-                p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
-            }
-            Err(e) => {
-                p.counters.send_errors.fetch_add(1, Ordering::Relaxed);
-                tracing::debug!(error = %e, dest = ?l, "send failed");
-            }
-        }
+        p.send_queues.send(p, buf, l);
     }
 }

@@ -1,15 +1,31 @@
-//! The glue between the sans-IO reliability cores and the sockets: QoS → core configuration, and
-//! draining a core's transmits into datagrams.
+//! The glue between the sans-IO reliability cores and the sockets: QoS → core configuration,
+//! draining a core's transmits into datagrams, and the per-destination send queues.
+//!
+//! # Who may wait for the network
+//! Every send is non-blocking ([`crate::transport::Transport::try_send_to`]). A datagram that a
+//! destination cannot take now (a full socket buffer in front of a slow or shaped link) goes
+//! into that destination's bounded queue in [`SendQueues`], and later sends to the same
+//! destination queue behind it, so order is kept. Receive and event threads therefore never
+//! block on the network: one slow peer cannot stall ACKNACK processing, repairs or SPDP
+//! replies for the others. Queues are drained by the event thread (non-blocking, every pass
+//! while anything is queued) and by application threads after a `write`, which — holding no
+//! endpoint lock by then — wait for the blocked destinations to take their datagrams
+//! ([`wait_sent`]): that is the writer's backpressure, and only the writing thread feels it.
 
 use crate::endpoint::{send_datagram, with_send_buf};
 use crate::history::HistoryConfig;
 use crate::participant::ParticipantShared;
 use crate::qos::{DataReaderQos, DataWriterQos};
+use parking_lot::Mutex;
 use std::cell::RefCell;
-use std::time::Instant;
+use std::collections::VecDeque;
+use std::io;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
 use tessera_rtps::reader::ReaderCore;
-use tessera_rtps::types::Guid;
+use tessera_rtps::types::{Guid, Locator};
 use tessera_rtps::wire::{MessageBuilder, Submessage};
 use tessera_rtps::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
 
@@ -44,6 +60,197 @@ pub(crate) fn flush_writer(p: &ParticipantShared, core: &mut WriterCore, now: In
 /// Sends every datagram (ACKNACK, NACK_FRAG) a reader core has ready.
 pub(crate) fn flush_reader(p: &ParticipantShared, core: &mut ReaderCore, now: Instant) {
     drain(p, |t| core.poll_transmit_into(now, t));
+}
+
+/// Datagrams one destination's send queue holds; further ones are dropped (and repaired by
+/// the reliability protocol like any other loss).
+pub const SEND_QUEUE_DATAGRAMS: usize = 1024;
+/// Bytes one destination's send queue holds.
+pub const SEND_QUEUE_BYTES: usize = 4 << 20;
+
+/// Datagrams waiting for destinations that could not take them without blocking. See the
+/// module docs.
+#[derive(Debug, Default)]
+pub(crate) struct SendQueues {
+    /// Datagrams queued over all destinations: the fast path (nothing queued) takes no lock.
+    queued: AtomicUsize,
+    dests: Mutex<FastHashMap<Locator, DestQueue>>,
+    /// Datagrams dropped because their destination's queue was full.
+    pub dropped: AtomicU64,
+}
+
+#[derive(Debug, Default)]
+struct DestQueue {
+    q: VecDeque<Box<[u8]>>,
+    bytes: usize,
+    /// An application thread is sending this queue's head with a blocking send: others queue
+    /// behind it instead of overtaking.
+    busy: bool,
+    /// Drops since the queue was created (the first is logged at warn level).
+    dropped: u64,
+}
+
+/// What a non-blocking send attempt came to.
+enum Attempt {
+    Sent,
+    WouldBlock,
+    Failed,
+}
+
+fn attempt(p: &ParticipantShared, buf: &[u8], dest: &Locator) -> Attempt {
+    match p.transport.try_send_to(buf, dest) {
+        Ok(()) => {
+            p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
+            Attempt::Sent
+        }
+        Err(e) if e.kind() == io::ErrorKind::WouldBlock => Attempt::WouldBlock,
+        Err(e) => {
+            fail(p, dest, &e);
+            Attempt::Failed
+        }
+    }
+}
+
+fn fail(p: &ParticipantShared, dest: &Locator, e: &io::Error) {
+    p.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+    tracing::debug!(error = %e, ?dest, "send failed");
+}
+
+impl SendQueues {
+    /// Sends `buf` to `dest` without blocking, or queues it behind what `dest` already has.
+    pub fn send(&self, p: &ParticipantShared, buf: &[u8], dest: &Locator) {
+        if self.queued.load(Ordering::Acquire) == 0 {
+            match attempt(p, buf, dest) {
+                Attempt::Sent | Attempt::Failed => return,
+                Attempt::WouldBlock => {}
+            }
+            let mut dests = self.dests.lock();
+            self.push(&mut dests, *dest, buf);
+            return;
+        }
+        let mut dests = self.dests.lock();
+        if let Some(d) = dests.get_mut(dest) {
+            // Older datagrams for this destination go first.
+            if !d.busy {
+                self.drain_one(p, *dest, d);
+            }
+            if !d.q.is_empty() || d.busy {
+                self.push(&mut dests, *dest, buf);
+                return;
+            }
+            dests.remove(dest);
+        }
+        if let Attempt::WouldBlock = attempt(p, buf, dest) {
+            self.push(&mut dests, *dest, buf);
+        }
+    }
+
+    fn push(&self, dests: &mut FastHashMap<Locator, DestQueue>, dest: Locator, buf: &[u8]) {
+        let d = dests.entry(dest).or_default();
+        if d.q.len() >= SEND_QUEUE_DATAGRAMS || d.bytes + buf.len() > SEND_QUEUE_BYTES {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            d.dropped += 1;
+            if d.dropped == 1 {
+                tracing::warn!(
+                    ?dest,
+                    "send queue full: dropping datagrams to a slow destination"
+                );
+            } else {
+                tracing::debug!(?dest, dropped = d.dropped, "send queue full");
+            }
+            return;
+        }
+        d.bytes += buf.len();
+        d.q.push_back(buf.into());
+        self.queued.fetch_add(1, Ordering::Release);
+    }
+
+    fn pop(&self, d: &mut DestQueue) -> Option<Box<[u8]>> {
+        let b = d.q.pop_front()?;
+        d.bytes -= b.len();
+        self.queued.fetch_sub(1, Ordering::Release);
+        Some(b)
+    }
+
+    /// Sends `d`'s datagrams until the destination would block again.
+    fn drain_one(&self, p: &ParticipantShared, dest: Locator, d: &mut DestQueue) {
+        while let Some(b) = d.q.front() {
+            match attempt(p, b, &dest) {
+                Attempt::WouldBlock => return,
+                Attempt::Sent | Attempt::Failed => {
+                    let _ = self.pop(d);
+                }
+            }
+        }
+    }
+
+    /// Whether anything is queued.
+    pub fn is_empty(&self) -> bool {
+        self.queued.load(Ordering::Acquire) == 0
+    }
+
+    /// Sends what the destinations take now, without blocking (the event thread, each pass).
+    /// Returns whether datagrams remain queued.
+    pub fn drain_ready(&self, p: &ParticipantShared) -> bool {
+        if self.is_empty() {
+            return false;
+        }
+        let mut dests = self.dests.lock();
+        dests.retain(|dest, d| {
+            if !d.busy {
+                self.drain_one(p, *dest, d);
+            }
+            d.busy || !d.q.is_empty()
+        });
+        !self.is_empty()
+    }
+
+    /// Sends everything queued with blocking sends, until the queues are empty or `deadline`
+    /// passes. For application threads holding no endpoint lock.
+    fn drain_blocking(&self, p: &ParticipantShared, deadline: Instant) {
+        while !self.is_empty() && Instant::now() < deadline {
+            let next = {
+                let mut dests = self.dests.lock();
+                let found = dests.iter_mut().find(|(_, d)| !d.busy && !d.q.is_empty());
+                match found {
+                    Some((dest, d)) => {
+                        d.busy = true;
+                        let b = self.pop(d);
+                        b.map(|b| (*dest, b))
+                    }
+                    None => None,
+                }
+            };
+            let Some((dest, b)) = next else {
+                // Every backlog is being sent by another application thread.
+                std::thread::sleep(Duration::from_micros(200));
+                continue;
+            };
+            match p.transport.send_to(&b, &dest) {
+                Ok(()) => {
+                    p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
+                }
+                Err(e) => fail(p, &dest, &e),
+            }
+            let mut dests = self.dests.lock();
+            if let Some(d) = dests.get_mut(&dest) {
+                d.busy = false;
+                if d.q.is_empty() {
+                    dests.remove(&dest);
+                }
+            }
+        }
+    }
+}
+
+/// Called by an application thread after a `write`, with no endpoint lock held: waits until
+/// every queued datagram is sent (or `deadline`), sending them itself. Never waits on a receive
+/// thread. See the module docs.
+pub(crate) fn wait_sent(p: &ParticipantShared, deadline: Instant) {
+    if p.send_queues.is_empty() || crate::transport::recv::on_receive_thread() {
+        return;
+    }
+    p.send_queues.drain_blocking(p, deadline);
 }
 
 /// The reliability core's configuration for a user writer with this QoS.

@@ -19,7 +19,9 @@ use crate::publication::Publisher;
 use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
-use crate::transport::{Channel, Receivers, UdpConfig, UdpTransport};
+use crate::transport::{
+    Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
+};
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -27,7 +29,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tessera_rtps::fasthash::FastHashMap;
-use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix};
+use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{MessageReceiver, Submessage};
 
 /// Configuration of a participant that is not QoS: where it sends and listens.
@@ -36,6 +38,12 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
+    /// The UDP transports to open, the preferred first (`None`: `TESSERA_TRANSPORTS`, e.g.
+    /// `udp4,udp6`, or UDPv4 alone when it is unset).
+    pub transports: Option<Vec<TransportKind>>,
+    /// Use this in-process network instead of UDP: no socket is opened, and only participants
+    /// of the same network (and domain) are reached. For tests.
+    pub in_process: Option<InProcessNetwork>,
     /// Do not match this participant's readers with its own writers (Cyclone's "ignore local
     /// participant"; `ddsperf` relies on it). Off by default: DDS delivers locally.
     pub ignore_local: bool,
@@ -43,6 +51,16 @@ pub struct ParticipantConfig {
     /// and out-of-order bytes, participant-event channels); see [`ResourceBounds`] for the
     /// defaults.
     pub limits: ResourceBounds,
+}
+
+impl ParticipantConfig {
+    /// A configuration that uses `network` (an in-process network) instead of UDP.
+    pub fn with_in_process(network: InProcessNetwork) -> ParticipantConfig {
+        ParticipantConfig {
+            in_process: Some(network),
+            ..ParticipantConfig::default()
+        }
+    }
 }
 
 /// Counters of what the runtime dropped or repaired; read with
@@ -92,6 +110,8 @@ pub struct CountersSnapshot {
     /// Samples and instance updates a reader's history refused: RESOURCE_LIMITS, or
     /// [`ResourceBounds::max_instances_per_reader`] (also in each reader's SAMPLE_REJECTED).
     pub samples_rejected: u64,
+    /// Datagrams dropped because a slow destination's send queue was full.
+    pub send_queue_drops: u64,
 }
 
 /// The local readers matched with one remote writer: an immutable snapshot, so that the receive
@@ -254,7 +274,10 @@ pub(crate) struct ParticipantShared {
     pub guid_prefix: GuidPrefix,
     pub domain_id: u32,
     pub qos: DomainParticipantQos,
-    pub transport: UdpTransport,
+    /// The transports, keyed by locator kind.
+    pub transport: Transports,
+    /// Datagrams waiting for destinations that could not take them without blocking.
+    pub send_queues: crate::outbox::SendQueues,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
     pub kick: EventKick,
@@ -330,16 +353,21 @@ impl DomainParticipant {
                 "domain id {domain_id} is above 232 (port mapping limit)"
             )));
         }
-        let udp = match config.udp {
-            Some(c) => c,
-            None => UdpConfig::new(domain_id)?,
-        };
-        if udp.domain_id != domain_id {
+        if config
+            .udp
+            .as_ref()
+            .is_some_and(|u| u.domain_id != domain_id)
+        {
             return Err(Error::BadParameter(
                 "transport configuration is for another domain".into(),
             ));
         }
-        let transport = UdpTransport::new(udp)?;
+        let transport = Transports::open(
+            domain_id,
+            config.udp,
+            config.transports.as_deref(),
+            config.in_process.as_ref(),
+        )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
         let budgets = Budgets::new(&config.limits);
@@ -357,6 +385,7 @@ impl DomainParticipant {
             domain_id,
             qos,
             transport,
+            send_queues: Default::default(),
             endpoints: RwLock::new(Endpoints::default()),
             discovery: Mutex::new(discovery),
             kick: EventKick::new(),
@@ -368,7 +397,7 @@ impl DomainParticipant {
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
-        let handler = move |buf: &[u8], _from: std::net::SocketAddrV4, channel: Channel| {
+        let handler = move |buf: &[u8], _from: Locator, channel: Channel| {
             if let Some(s) = weak.upgrade() {
                 s.handle_datagram(buf, channel);
             }
@@ -472,6 +501,7 @@ impl ParticipantShared {
             reassembly_refused: self.budgets.reassembly.refused(),
             out_of_order_refused: self.budgets.out_of_order.refused(),
             samples_rejected: c.samples_rejected.load(Ordering::Relaxed),
+            send_queue_drops: self.send_queues.dropped.load(Ordering::Relaxed),
         }
     }
 
@@ -667,6 +697,10 @@ impl ParticipantShared {
                 }
             }
             drop((writers, readers));
+            if self.send_queues.drain_ready(&self) {
+                // A destination is still blocked: try again soon (never blocking here).
+                next = next.min(now + Duration::from_millis(1));
+            }
             self.kick
                 .sleep_until(next.max(now + Duration::from_micros(50)));
         }

@@ -323,6 +323,8 @@ impl WriterEndpoint {
         drop(core);
         p.kick.ensure_by(next);
         notify_local(&p, &locals, &outcomes);
+        // Backpressure, with the lock released: wait for slow destinations (see outbox).
+        outbox::wait_sent(&p, deadline);
         Ok(())
     }
 

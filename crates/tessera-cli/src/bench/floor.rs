@@ -787,9 +787,11 @@ pub(crate) mod netns {
     //! Runs a test body inside a fresh network namespace: the test re-executes its own test
     //! binary under `unshare -n` for one `#[ignore]`d inner test.
 
-    /// Whether this process runs inside a namespace made by [`run_inner`].
+    /// Whether this process runs inside a namespace made by [`run_inner`] (not merely inside
+    /// `scripts/netns-run`, whose namespace other tests share: `scripts/test` runs ignored
+    /// tests there, and an inner test must not add loss or domain-0 traffic to it).
     pub fn inside() -> bool {
-        std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1")
+        std::env::var("TESSERA_INNER_NETNS").as_deref() == Ok("1")
     }
 
     /// Runs the ignored test `name` (full path) in a new network namespace with loopback up.
@@ -821,6 +823,7 @@ pub(crate) mod netns {
                 "--test-threads=1",
             ])
             .env("TESSERA_IN_NETNS", "1")
+            .env("TESSERA_INNER_NETNS", "1")
             .status();
         match status {
             Ok(s) => {

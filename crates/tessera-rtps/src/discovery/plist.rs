@@ -145,13 +145,15 @@ impl<'a> Value<'a> {
         let kind = self.i32()?;
         let port = self.u32()?;
         let address = self.array::<16>()?;
+        // Every valid kind is kept (shared memory, TCP, vendor kinds): whether one of our
+        // transports reaches it is the runtime's decision, and a relay may need it intact.
         Ok(match kind {
-            locator_kind::UDPV4 | locator_kind::UDPV6 => Some(Locator {
+            locator_kind::INVALID | locator_kind::RESERVED => None,
+            _ => Some(Locator {
                 kind,
                 port,
                 address,
             }),
-            _ => None,
         })
     }
 }

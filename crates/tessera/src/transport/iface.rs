@@ -7,7 +7,7 @@
 
 use std::ffi::CStr;
 use std::io;
-use std::net::Ipv4Addr;
+use std::net::{Ipv4Addr, Ipv6Addr};
 
 /// One IPv4 address of a network interface.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,14 +44,16 @@ pub enum InterfaceError {
     NoneUp,
 }
 
-/// Lists the IPv4 addresses of all interfaces (up or not), in the kernel's order.
-pub fn list_ipv4() -> Result<Vec<Interface>, InterfaceError> {
+/// Calls `f` with every address entry of every interface: the entry, its address family, its
+/// name, its kernel index and its flags.
+fn for_each_ifaddr(
+    mut f: impl FnMut(&libc::ifaddrs, i32, String, u32, u32),
+) -> Result<(), InterfaceError> {
     let mut head: *mut libc::ifaddrs = std::ptr::null_mut();
     // SAFETY: `head` is a valid out-pointer; on success the list is freed below.
     if unsafe { libc::getifaddrs(&mut head) } != 0 {
         return Err(InterfaceError::List(io::Error::last_os_error()));
     }
-    let mut out = Vec::new();
     let mut cur = head;
     while !cur.is_null() {
         // SAFETY: `cur` is a node of the list returned by getifaddrs, alive until freeifaddrs.
@@ -61,9 +63,30 @@ pub fn list_ipv4() -> Result<Vec<Interface>, InterfaceError> {
             continue;
         }
         // SAFETY: ifa_addr is non-null and points to a sockaddr of at least sa_family's size.
-        let family = unsafe { (*ifa.ifa_addr).sa_family };
-        if i32::from(family) != libc::AF_INET {
-            continue;
+        let family = i32::from(unsafe { (*ifa.ifa_addr).sa_family });
+        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
+        let cname = unsafe { CStr::from_ptr(ifa.ifa_name) };
+        // SAFETY: cname is a valid NUL-terminated string.
+        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
+        f(
+            ifa,
+            family,
+            cname.to_string_lossy().into_owned(),
+            index,
+            ifa.ifa_flags,
+        );
+    }
+    // SAFETY: `head` came from a successful getifaddrs and is freed exactly once.
+    unsafe { libc::freeifaddrs(head) };
+    Ok(())
+}
+
+/// Lists the IPv4 addresses of all interfaces (up or not), in the kernel's order.
+pub fn list_ipv4() -> Result<Vec<Interface>, InterfaceError> {
+    let mut out = Vec::new();
+    for_each_ifaddr(|ifa, family, name, index, flags| {
+        if family != libc::AF_INET {
+            return;
         }
         // SAFETY: family is AF_INET, so the address is a sockaddr_in.
         let addr = unsafe { sockaddr_in_to_ip(ifa.ifa_addr) };
@@ -73,13 +96,8 @@ pub fn list_ipv4() -> Result<Vec<Interface>, InterfaceError> {
             // SAFETY: the netmask of an AF_INET entry is a sockaddr_in.
             unsafe { sockaddr_in_to_ip(ifa.ifa_netmask) }
         };
-        // SAFETY: ifa_name is a NUL-terminated string owned by the list.
-        let cname = unsafe { CStr::from_ptr(ifa.ifa_name) };
-        // SAFETY: cname is a valid NUL-terminated string.
-        let index = unsafe { libc::if_nametoindex(cname.as_ptr()) };
-        let flags = ifa.ifa_flags;
         out.push(Interface {
-            name: cname.to_string_lossy().into_owned(),
+            name,
             index,
             addr,
             netmask,
@@ -88,10 +106,83 @@ pub fn list_ipv4() -> Result<Vec<Interface>, InterfaceError> {
             multicast: flags & libc::IFF_MULTICAST as u32 != 0,
             point_to_point: flags & libc::IFF_POINTOPOINT as u32 != 0,
         });
-    }
-    // SAFETY: `head` came from a successful getifaddrs and is freed exactly once.
-    unsafe { libc::freeifaddrs(head) };
+    })?;
     Ok(out)
+}
+
+/// One IPv6 address of a network interface.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Interface6 {
+    /// Interface name.
+    pub name: String,
+    /// Kernel interface index (the scope id of link-local addresses).
+    pub index: u32,
+    /// The address.
+    pub addr: Ipv6Addr,
+    /// `IFF_UP`.
+    pub up: bool,
+    /// `IFF_LOOPBACK`.
+    pub loopback: bool,
+    /// `IFF_MULTICAST`.
+    pub multicast: bool,
+}
+
+impl Interface6 {
+    /// Whether the address is link-local (`fe80::/10`): usable only with the interface index.
+    pub fn link_local(&self) -> bool {
+        self.addr.segments()[0] & 0xffc0 == 0xfe80
+    }
+}
+
+/// Lists the IPv6 addresses of all interfaces (up or not), in the kernel's order.
+pub fn list_ipv6() -> Result<Vec<Interface6>, InterfaceError> {
+    let mut out = Vec::new();
+    for_each_ifaddr(|ifa, family, name, index, flags| {
+        if family != libc::AF_INET6 {
+            return;
+        }
+        // SAFETY: family is AF_INET6, so the address is a sockaddr_in6 (read unaligned: the
+        // list gives no alignment guarantee).
+        let sin6 = unsafe { std::ptr::read_unaligned(ifa.ifa_addr.cast::<libc::sockaddr_in6>()) };
+        out.push(Interface6 {
+            name,
+            index,
+            addr: Ipv6Addr::from(sin6.sin6_addr.s6_addr),
+            up: flags & libc::IFF_UP as u32 != 0,
+            loopback: flags & libc::IFF_LOOPBACK as u32 != 0,
+            multicast: flags & libc::IFF_MULTICAST as u32 != 0,
+        });
+    })?;
+    Ok(out)
+}
+
+/// Picks the IPv6 interface: `wanted` (a name or an address) if given; otherwise the first up
+/// non-loopback multicast interface with a global address, then one with a link-local
+/// address, then loopback (`::1`, which carries unicast only: Linux does not loop IPv6
+/// multicast back on `lo`).
+pub fn select_ipv6(
+    list: &[Interface6],
+    wanted: Option<&str>,
+) -> Result<Interface6, InterfaceError> {
+    let up = || list.iter().filter(|i| i.up);
+    if let Some(w) = wanted {
+        let by_addr = w.parse::<Ipv6Addr>().ok();
+        // Several addresses per interface: prefer a global one.
+        let mut m: Vec<&Interface6> = up()
+            .filter(|i| i.name == w || Some(i.addr) == by_addr)
+            .collect();
+        m.sort_by_key(|i| i.link_local());
+        return m
+            .first()
+            .map(|i| (*i).clone())
+            .ok_or_else(|| InterfaceError::NotFound(w.to_string()));
+    }
+    let normal = |ll: bool| up().find(|i| !i.loopback && i.multicast && i.link_local() == ll);
+    normal(false)
+        .or_else(|| normal(true))
+        .or_else(|| up().find(|i| i.loopback))
+        .cloned()
+        .ok_or(InterfaceError::NoneUp)
 }
 
 /// # Safety

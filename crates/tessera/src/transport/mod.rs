@@ -1,39 +1,318 @@
 //! Transports: how RTPS messages get from one participant to another.
 //!
-//! [`udp`] is the UDP/IPv4 transport that interoperates with other RTPS implementations:
-//! well-known ports ([`ports`]), interface selection ([`iface`]), and receive threads that
-//! deliver datagrams straight to a handler on the thread that read them ([`recv`]).
+//! A [`Transport`] sends datagrams to the locator kinds it handles, advertises locators, and
+//! runs receive threads that deliver datagrams straight to a [`DatagramHandler`] on the thread
+//! that read them. A participant holds a [`Transports`] registry, keyed by locator kind, and
+//! sends each destination locator through the transport that handles its kind.
 //!
-//! A participant opens a [`UdpTransport`], advertises its [`UdpTransport::locators`], sends
-//! SPDP to [`UdpTransport::spdp_destinations`], calls [`UdpTransport::send_to`] /
-//! [`UdpTransport::send_to_many`] from any thread, and starts the receive threads with
-//! [`UdpTransport::start`]; dropping the returned [`Receivers`] joins them.
+//! | transport | locator kind | module |
+//! |---|---|---|
+//! | UDP/IPv4 (default; interoperates with other RTPS implementations) | `UDPV4` | [`udp`] |
+//! | UDP/IPv6 | `UDPV6` | [`udp`] (same code, other address family) |
+//! | in-process (tests: no sockets, fault injection) | `TESSERA_INPROC` | [`inproc`] |
+//!
+//! Shared pieces: well-known ports ([`ports`]), interface selection ([`iface`]), the UDP
+//! receive threads ([`recv`]).
+//!
+//! # Sending and blocking
+//! [`Transport::send_to`] may block (a full socket buffer on a shaped link): only application
+//! threads call it. Receive and event threads call [`Transport::try_send_to`], which returns
+//! [`std::io::ErrorKind::WouldBlock`] instead; the participant then queues the datagram (see
+//! `crate::outbox`).
 
 pub mod iface;
+pub mod inproc;
 pub mod ports;
 pub mod recv;
 pub mod udp;
+pub mod udp6;
+
+use std::io;
+use std::sync::Arc;
 
 pub use iface::{Interface, InterfaceError};
-pub use ports::{PortMapping, DEFAULT_MULTICAST_GROUP};
+pub use inproc::{FaultConfig, InProcessNetwork, InProcessTransport};
+pub use ports::{PortMapping, DEFAULT_MULTICAST_GROUP, DEFAULT_MULTICAST_GROUP_V6};
 pub use recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 pub use udp::{
     parse_peers, Peer, SendStats, TransportError, TransportLocators, TransportStats, UdpConfig,
     UdpTransport,
 };
+pub use udp6::Udp6Transport;
+
+use tessera_rtps::types::{Locator, Locators};
+
+/// Environment variable selecting the transports of a participant without an explicit
+/// configuration: a comma-separated list of `udp4` and `udp6` (default `udp4`).
+pub const ENV_TRANSPORTS: &str = "TESSERA_TRANSPORTS";
+
+/// A socket transport a participant can use (the in-process one is chosen by its network).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TransportKind {
+    /// UDP over IPv4 (the default).
+    Udp4,
+    /// UDP over IPv6.
+    Udp6,
+}
+
+impl std::str::FromStr for TransportKind {
+    type Err = TransportError;
+
+    fn from_str(s: &str) -> Result<TransportKind, TransportError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "udp4" | "udpv4" | "udp" => Ok(TransportKind::Udp4),
+            "udp6" | "udpv6" => Ok(TransportKind::Udp6),
+            other => Err(TransportError::InvalidConfig(format!(
+                "unknown transport {other:?} (expected udp4 or udp6)"
+            ))),
+        }
+    }
+}
+
+/// Parses a `TESSERA_TRANSPORTS` list (`udp4,udp6`); empty items are skipped, repeats ignored.
+pub fn parse_transports(s: &str) -> Result<Vec<TransportKind>, TransportError> {
+    let mut out = Vec::new();
+    for item in s.split(',').filter(|i| !i.trim().is_empty()) {
+        let k: TransportKind = item.parse()?;
+        if !out.contains(&k) {
+            out.push(k);
+        }
+    }
+    if out.is_empty() {
+        return Err(TransportError::InvalidConfig(format!(
+            "{ENV_TRANSPORTS} names no transport"
+        )));
+    }
+    Ok(out)
+}
+
+/// The transports selected by `TESSERA_TRANSPORTS`, or UDPv4 alone when it is unset.
+pub fn transports_from_env() -> Result<Vec<TransportKind>, TransportError> {
+    match std::env::var(ENV_TRANSPORTS) {
+        Ok(v) => parse_transports(&v),
+        Err(_) => Ok(vec![TransportKind::Udp4]),
+    }
+}
+
+/// One way of moving datagrams between participants. Object-safe: a participant holds
+/// `Arc<dyn Transport>`s in a [`Transports`] registry.
+pub trait Transport: Send + Sync + std::fmt::Debug {
+    /// A short name for logs (`udp4`, `udp6`, `inproc`).
+    fn name(&self) -> &'static str;
+
+    /// The locator kinds this transport sends to (each kind belongs to one transport).
+    fn kinds(&self) -> &[i32];
+
+    /// Whether this transport can send to `l` (its kind, and e.g. multicast only when enabled,
+    /// the same in-process network only).
+    fn reaches(&self, l: &Locator) -> bool {
+        self.kinds().contains(&l.kind)
+    }
+
+    /// The locators to advertise in SPDP.
+    fn locators(&self) -> TransportLocators;
+
+    /// Where to send SPDP announcements.
+    fn spdp_destinations(&self) -> &[Locator];
+
+    /// Sends one datagram; may block until the transport has room (application threads only).
+    /// A locator the transport does not reach is skipped and returns `Ok`.
+    fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()>;
+
+    /// Sends one datagram without blocking: [`io::ErrorKind::WouldBlock`] when the transport
+    /// has no room now (the caller queues it). Unreachable locators are skipped (`Ok`).
+    fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()>;
+
+    /// Starts the receive threads, delivering to `handler`. Called once; dropping the returned
+    /// [`Receivers`] stops and joins the threads.
+    fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError>;
+
+    /// The largest datagram this transport carries, in bytes (RTPS header included).
+    fn max_datagram_size(&self) -> usize;
+
+    /// Counters.
+    fn stats(&self) -> &TransportStats;
+}
+
+/// The transports of one participant, keyed by locator kind.
+#[derive(Debug, Clone)]
+pub struct Transports {
+    list: Vec<Arc<dyn Transport>>,
+    /// Locator kind → index in `list`; a handful of entries, searched linearly.
+    by_kind: Vec<(i32, usize)>,
+}
+
+impl Transports {
+    /// A registry of `list`. Fails if it is empty or two transports claim the same kind.
+    pub fn new(list: Vec<Arc<dyn Transport>>) -> Result<Transports, TransportError> {
+        if list.is_empty() {
+            return Err(TransportError::InvalidConfig(
+                "no transport selected".into(),
+            ));
+        }
+        let mut by_kind: Vec<(i32, usize)> = Vec::new();
+        for (i, t) in list.iter().enumerate() {
+            for &k in t.kinds() {
+                if by_kind.iter().any(|(kk, _)| *kk == k) {
+                    return Err(TransportError::InvalidConfig(format!(
+                        "two transports handle locator kind {k}"
+                    )));
+                }
+                by_kind.push((k, i));
+            }
+        }
+        Ok(Transports { list, by_kind })
+    }
+
+    /// The transports of a participant in `domain`: the in-process transport on `in_process`
+    /// if given (and nothing else: no socket is opened), otherwise the UDP transports `kinds`
+    /// (`None`: [`transports_from_env`]) configured by `udp` (`None`: the defaults with the
+    /// environment applied). The first kind is the preferred one (see [`Transports::select`]).
+    /// With both UDP transports, UDPv6 takes the participant index UDPv4 found.
+    pub fn open(
+        domain: u32,
+        udp: Option<UdpConfig>,
+        kinds: Option<&[TransportKind]>,
+        in_process: Option<&InProcessNetwork>,
+    ) -> Result<Transports, TransportError> {
+        if let Some(net) = in_process {
+            return Transports::new(vec![Arc::new(InProcessTransport::new(net, domain))]);
+        }
+        let mut udp = match udp {
+            Some(c) => c,
+            None => UdpConfig::new(domain)?,
+        };
+        let kinds = match kinds {
+            Some(k) => k.to_vec(),
+            None => transports_from_env()?,
+        };
+        let mut v4 = None;
+        if kinds.contains(&TransportKind::Udp4) {
+            let t = UdpTransport::new(udp.clone())?;
+            udp.participant_id = Some(t.participant_id());
+            v4 = Some(Arc::new(t));
+        }
+        let mut list: Vec<Arc<dyn Transport>> = Vec::new();
+        for k in kinds {
+            match k {
+                TransportKind::Udp4 => list.extend(v4.take().map(|t| t as Arc<dyn Transport>)),
+                TransportKind::Udp6 => list.push(Arc::new(Udp6Transport::new(&udp)?)),
+            }
+        }
+        Transports::new(list)
+    }
+
+    /// The transports, in configuration order.
+    pub fn iter(&self) -> impl Iterator<Item = &Arc<dyn Transport>> {
+        self.list.iter()
+    }
+
+    /// The transport that handles `l`'s kind.
+    pub fn for_locator(&self, l: &Locator) -> Option<&dyn Transport> {
+        self.by_kind
+            .iter()
+            .find(|(k, _)| *k == l.kind)
+            .map(|(_, i)| &*self.list[*i])
+    }
+
+    /// Whether one of our transports can send to `l`.
+    pub fn reaches(&self, l: &Locator) -> bool {
+        self.for_locator(l).is_some_and(|t| t.reaches(l))
+    }
+
+    /// The locators of a remote endpoint to send to: those one of our transports reaches, of
+    /// the most preferred transport (configuration order) that reaches any, so that a
+    /// dual-stack peer gets each datagram once, not once per address family. Unknown kinds are
+    /// never chosen (but stay in the discovery data).
+    pub fn select(&self, announced: &[Locator]) -> Locators {
+        for t in &self.list {
+            let mine: Locators = announced
+                .iter()
+                .filter(|l| t.kinds().contains(&l.kind) && t.reaches(l))
+                .copied()
+                .collect();
+            if !mine.is_empty() {
+                return mine;
+            }
+        }
+        Locators::new()
+    }
+
+    /// Sends through the transport that handles `dest` (may block; application threads only).
+    /// A locator of no transport's kind is skipped (`Ok`).
+    pub fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        match self.for_locator(dest) {
+            Some(t) => t.send_to(buf, dest),
+            None => Ok(()),
+        }
+    }
+
+    /// Sends without blocking ([`io::ErrorKind::WouldBlock`] when there is no room now).
+    pub fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        match self.for_locator(dest) {
+            Some(t) => t.try_send_to(buf, dest),
+            None => Ok(()),
+        }
+    }
+
+    /// Every transport's advertised locators.
+    pub fn locators(&self) -> Vec<TransportLocators> {
+        self.list.iter().map(|t| t.locators()).collect()
+    }
+
+    /// The default (user data) unicast locators of all transports.
+    pub fn default_unicast(&self) -> Vec<Locator> {
+        self.list
+            .iter()
+            .map(|t| t.locators().default_unicast)
+            .collect()
+    }
+
+    /// The SPDP destinations of all transports.
+    pub fn spdp_destinations(&self) -> Vec<Locator> {
+        self.list
+            .iter()
+            .flat_map(|t| t.spdp_destinations().iter().copied())
+            .collect()
+    }
+
+    /// The largest datagram every transport carries (the writer sizes datagrams by it).
+    pub fn max_datagram_size(&self) -> usize {
+        self.list
+            .iter()
+            .map(|t| t.max_datagram_size())
+            .min()
+            .unwrap_or(1472)
+    }
+
+    /// Starts every transport's receive threads.
+    pub fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
+        let mut all: Option<Receivers> = None;
+        for t in &self.list {
+            let r = t.start(handler.clone())?;
+            match &mut all {
+                Some(a) => a.merge(r),
+                None => all = Some(r),
+            }
+        }
+        all.ok_or_else(|| TransportError::InvalidConfig("no transport selected".into()))
+    }
+}
 
 /// Helpers for tests that open sockets.
 #[cfg(test)]
 pub(crate) mod test_support {
-    /// True when running inside a private network namespace prepared by `scripts/netns-run`
-    /// (`TESSERA_IN_NETNS=1`). Otherwise prints a note and returns false: the caller skips, so
-    /// that no test ever sends discovery traffic on the machine's real interfaces.
-    pub(crate) fn in_netns(test: &str) -> bool {
-        if std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1") {
-            true
-        } else {
-            eprintln!("SKIP {test}: not in a network namespace (run via scripts/netns-run)");
-            false
-        }
+    /// Panics unless running inside a private network namespace prepared by
+    /// `scripts/netns-run` (`TESSERA_IN_NETNS=1`): an ignored socket test run with
+    /// `--include-ignored` outside one must fail loudly, never send on real interfaces.
+    pub(crate) fn require_netns() {
+        assert_eq!(
+            std::env::var("TESSERA_IN_NETNS").as_deref(),
+            Ok("1"),
+            "this test opens sockets: run it via scripts/netns-run"
+        );
     }
 }
+
+#[cfg(test)]
+mod conformance_tests;

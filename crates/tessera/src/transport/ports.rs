@@ -10,6 +10,13 @@ use std::net::Ipv4Addr;
 /// The default SPDP multicast group (RTPS 2.x §9.6.1.4.1).
 pub const DEFAULT_MULTICAST_GROUP: Ipv4Addr = Ipv4Addr::new(239, 255, 0, 1);
 
+/// The default IPv6 SPDP multicast group: Cyclone DDS's, the IPv4 group mapped into the
+/// link-local scope (`ff02::ffff:239.255.0.1`). Chosen over Fast DDS's `ff1e::ffff:efff:1`
+/// because Cyclone is the peer we interoperate with by default, and because link-local scope
+/// keeps discovery on the link, as TTL 1 does for IPv4 (ff1e is global scope).
+pub const DEFAULT_MULTICAST_GROUP_V6: std::net::Ipv6Addr =
+    std::net::Ipv6Addr::new(0xff02, 0, 0, 0, 0, 0xffff, 0xefff, 0x0001);
+
 /// The highest domain id whose ports fit in 16 bits with the default parameters.
 pub const MAX_DOMAIN_ID: u32 = 232;
 

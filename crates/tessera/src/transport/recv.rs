@@ -27,7 +27,7 @@
 //! switches to `recvmmsg` for whole batches until the backlog is gone.
 
 use std::io;
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::Ipv4Addr;
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -35,6 +35,7 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use socket2::Socket;
+use tessera_rtps::types::Locator;
 
 /// Size of one receive buffer: the largest possible UDP datagram fits.
 pub const MAX_DATAGRAM: usize = 65536;
@@ -66,12 +67,13 @@ impl Channel {
 
 /// Receives datagrams on the receive threads.
 ///
-/// Implemented for every `Fn(&[u8], SocketAddrV4, Channel) + Send + Sync`. Calls for one
+/// Implemented for every `Fn(&[u8], Locator, Channel) + Send + Sync`. Calls for one
 /// channel come from one thread, in arrival order; different channels call concurrently.
-/// The slice is only valid during the call.
+/// The slice is only valid during the call. The source is transport-neutral: a UDPv4 or UDPv6
+/// locator for UDP, an in-process locator for [`super::inproc`].
 pub trait DatagramHandler: Send + Sync + 'static {
     /// One datagram from `from`.
-    fn on_datagram(&self, data: &[u8], from: SocketAddrV4, channel: Channel);
+    fn on_datagram(&self, data: &[u8], from: Locator, channel: Channel);
 
     /// Called after each batch of datagrams read by one syscall (at least one datagram).
     fn on_batch_end(&self, _channel: Channel) {}
@@ -79,9 +81,9 @@ pub trait DatagramHandler: Send + Sync + 'static {
 
 impl<F> DatagramHandler for F
 where
-    F: Fn(&[u8], SocketAddrV4, Channel) + Send + Sync + 'static,
+    F: Fn(&[u8], Locator, Channel) + Send + Sync + 'static,
 {
-    fn on_datagram(&self, data: &[u8], from: SocketAddrV4, channel: Channel) {
+    fn on_datagram(&self, data: &[u8], from: Locator, channel: Channel) {
         self(data, from, channel)
     }
 }
@@ -97,7 +99,7 @@ pub struct ReceiveStats {
     pub batches: AtomicU64,
     /// Datagrams dropped because they were larger than the buffer.
     pub truncated: AtomicU64,
-    /// Datagrams dropped because they did not come from an IPv4 address.
+    /// Datagrams dropped because their source address was of no known family.
     pub bad_source: AtomicU64,
     /// Receive errors other than timeouts and interrupts.
     pub errors: AtomicU64,
@@ -106,10 +108,19 @@ pub struct ReceiveStats {
 }
 
 /// A set of running receive threads. Dropping it stops and joins them.
-#[derive(Debug)]
 pub struct Receivers {
     stop: Arc<AtomicBool>,
-    threads: Vec<(Arc<Socket>, Option<JoinHandle<()>>)>,
+    /// Wakes threads blocked in a receive call once `stop` is raised.
+    wake: Vec<Box<dyn Fn() + Send + Sync>>,
+    threads: Vec<Option<JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Receivers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Receivers")
+            .field("threads", &self.threads.len())
+            .finish()
+    }
 }
 
 impl Receivers {
@@ -123,10 +134,7 @@ impl Receivers {
         prefix: &str,
     ) -> io::Result<Receivers> {
         let stop = Arc::new(AtomicBool::new(false));
-        let mut r = Receivers {
-            stop: stop.clone(),
-            threads: Vec::with_capacity(sockets.len()),
-        };
+        let mut r = Receivers::new(stop.clone());
         for (socket, channel) in sockets {
             // No timeout: see the module docs (shutdown wakes the thread).
             socket.set_read_timeout(None)?;
@@ -143,24 +151,57 @@ impl Receivers {
             let h = std::thread::Builder::new()
                 .name(name)
                 .spawn(move || ctx.run())?;
-            r.threads.push((socket, Some(h)));
+            r.wake.push(Box::new(move || {
+                // SAFETY: the descriptor is valid while `socket` is alive (this closure owns a
+                // reference). shutdown(SHUT_RD) on an unconnected UDP socket returns ENOTCONN
+                // but still wakes blocked readers on Linux; the result is deliberately ignored.
+                unsafe { libc::shutdown(socket.as_raw_fd(), libc::SHUT_RD) };
+            }));
+            r.threads.push(Some(h));
         }
         Ok(r)
+    }
+
+    /// An empty set whose threads (added with [`Receivers::add`]) watch `stop`; for transports
+    /// other than UDP.
+    pub(crate) fn new(stop: Arc<AtomicBool>) -> Receivers {
+        Receivers {
+            stop,
+            wake: Vec::new(),
+            threads: Vec::new(),
+        }
+    }
+
+    /// Adds a thread that ends soon after `stop` is raised and `wake` is called.
+    pub(crate) fn add(&mut self, thread: JoinHandle<()>, wake: Box<dyn Fn() + Send + Sync>) {
+        self.threads.push(Some(thread));
+        self.wake.push(wake);
+    }
+
+    /// Joins another set into this one (a participant with several transports).
+    pub fn merge(&mut self, mut other: Receivers) {
+        let stop = other.stop.clone();
+        self.wake
+            .push(Box::new(move || stop.store(true, Ordering::SeqCst)));
+        self.wake.append(&mut other.wake);
+        self.threads.append(&mut other.threads);
+        // `other`'s threads now belong to `self`; its drop has nothing left to stop.
     }
 
     /// Stops and joins the threads (same as dropping).
     pub fn stop(self) {}
 
     fn stop_all(&mut self) {
+        if self.threads.is_empty() {
+            // Nothing to stop (or merged into another set, whose drop stops the threads).
+            return;
+        }
         self.stop.store(true, Ordering::SeqCst);
-        for (sock, _) in &self.threads {
-            // SAFETY: the descriptor is valid while `sock` is alive. shutdown(SHUT_RD) on an
-            // unconnected UDP socket returns ENOTCONN but still wakes blocked readers on Linux;
-            // the result is deliberately ignored (the receive timeout is the fallback).
-            unsafe { libc::shutdown(sock.as_raw_fd(), libc::SHUT_RD) };
+        for w in &self.wake {
+            w();
         }
         let me = std::thread::current().id();
-        for (_, h) in &mut self.threads {
+        for h in &mut self.threads {
             if let Some(h) = h.take() {
                 // A handler may drop the last reference to us from a receive thread; never
                 // join oneself.
@@ -187,14 +228,25 @@ struct RecvLoop {
     batch: usize,
 }
 
-fn addr_from_sockaddr_in(sin: &libc::sockaddr_in) -> Option<SocketAddrV4> {
-    if i32::from(sin.sin_family) != libc::AF_INET {
-        return None;
+/// The source of a datagram as a locator (UDPv4 or UDPv6; the buffer is a
+/// `sockaddr_storage`-sized `sockaddr_in6`, big enough for both families).
+fn locator_from_sockaddr(sa: &libc::sockaddr_in6) -> Option<Locator> {
+    match i32::from(sa.sin6_family) {
+        libc::AF_INET => {
+            // SAFETY: an AF_INET address was written; sockaddr_in is smaller than sockaddr_in6
+            // and has no stricter alignment.
+            let sin: &libc::sockaddr_in = unsafe { &*(sa as *const libc::sockaddr_in6).cast() };
+            Some(Locator::udpv4(
+                Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
+                u16::from_be(sin.sin_port),
+            ))
+        }
+        libc::AF_INET6 => Some(Locator::udpv6(
+            std::net::Ipv6Addr::from(sa.sin6_addr.s6_addr),
+            u16::from_be(sa.sin6_port),
+        )),
+        _ => None,
     }
-    Some(SocketAddrV4::new(
-        Ipv4Addr::from(u32::from_be(sin.sin_addr.s_addr)),
-        u16::from_be(sin.sin_port),
-    ))
 }
 
 /// What to do after a failed receive call.
@@ -214,6 +266,12 @@ thread_local! {
     static ON_RECEIVE_THREAD: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Marks the calling thread as a receive thread (for transports other than UDP, whose receive
+/// threads must behave the same way).
+pub(crate) fn mark_receive_thread() {
+    ON_RECEIVE_THREAD.with(|f| f.set(true));
+}
+
 /// Whether the calling thread is one of the transport's receive threads (listeners run there).
 /// Code that would wait for network progress must not wait on it: the progress it waits for
 /// (e.g. ACKNACKs) is delivered by this very thread.
@@ -227,7 +285,7 @@ const BACKLOG_THRESHOLD: Duration = Duration::from_micros(3);
 
 impl RecvLoop {
     fn run(self) {
-        ON_RECEIVE_THREAD.with(|f| f.set(true));
+        mark_receive_thread();
         if self.batch <= 1 {
             self.run_single()
         } else {
@@ -235,12 +293,12 @@ impl RecvLoop {
         }
     }
 
-    fn deliver(&self, data: &[u8], sin: &libc::sockaddr_in, flags: i32) {
+    fn deliver(&self, data: &[u8], sin: &libc::sockaddr_in6, flags: i32) {
         if flags & libc::MSG_TRUNC != 0 {
             self.stats.truncated.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let Some(from) = addr_from_sockaddr_in(sin) else {
+        let Some(from) = locator_from_sockaddr(sin) else {
             self.stats.bad_source.fetch_add(1, Ordering::Relaxed);
             return;
         };
@@ -255,7 +313,11 @@ impl RecvLoop {
         }));
         if r.is_err() {
             self.stats.handler_panics.fetch_add(1, Ordering::Relaxed);
-            tracing::error!(channel = self.channel.name(), %from, "datagram handler panicked");
+            tracing::error!(
+                channel = self.channel.name(),
+                ?from,
+                "datagram handler panicked"
+            );
         }
     }
 
@@ -263,16 +325,16 @@ impl RecvLoop {
         let fd = self.socket.as_raw_fd();
         let mut buf = vec![0u8; MAX_DATAGRAM];
         while !self.stop.load(Ordering::Relaxed) {
-            // SAFETY: all-zero is a valid sockaddr_in.
-            let mut sin: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+            // SAFETY: all-zero is a valid sockaddr_in6.
+            let mut sin: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
             let mut iov = libc::iovec {
                 iov_base: buf.as_mut_ptr().cast(),
                 iov_len: buf.len(),
             };
             // SAFETY: all-zero is a valid msghdr; the pointers set below outlive the call.
             let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-            msg.msg_name = (&mut sin as *mut libc::sockaddr_in).cast();
-            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+            msg.msg_name = (&mut sin as *mut libc::sockaddr_in6).cast();
+            msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
             msg.msg_iov = &mut iov;
             msg.msg_iovlen = 1;
             // SAFETY: `msg` describes valid, writable memory for the duration of the call.
@@ -295,8 +357,8 @@ impl RecvLoop {
         let fd = self.socket.as_raw_fd();
         let batch = self.batch;
         let mut buf = vec![0u8; batch * MAX_DATAGRAM];
-        // SAFETY: all-zero is a valid sockaddr_in / mmsghdr.
-        let mut names: Vec<libc::sockaddr_in> = vec![unsafe { std::mem::zeroed() }; batch];
+        // SAFETY: all-zero is a valid sockaddr_in6 / mmsghdr.
+        let mut names: Vec<libc::sockaddr_in6> = vec![unsafe { std::mem::zeroed() }; batch];
         // All accesses to `buf` and `names` below go through these two base pointers (the
         // kernel writes through pointers derived from them), so no reference to either is
         // alive while the kernel writes.
@@ -325,7 +387,8 @@ impl RecvLoop {
         let mut vlen = 1usize;
         while !self.stop.load(Ordering::Relaxed) {
             for m in msgs.iter_mut().take(vlen) {
-                m.msg_hdr.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+                m.msg_hdr.msg_namelen =
+                    std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
                 m.msg_hdr.msg_flags = 0;
                 m.msg_len = 0;
             }

@@ -48,6 +48,8 @@ use super::recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 pub const ENV_INTERFACE: &str = "TESSERA_INTERFACE";
 /// Environment variable listing unicast peers, `ip[:port],...`.
 pub const ENV_PEERS: &str = "TESSERA_PEERS";
+/// Environment variable naming the UDPv6 transport's interface (name or IPv6 address).
+pub const ENV_INTERFACE6: &str = "TESSERA_INTERFACE6";
 /// Environment variable that disables multicast when `0`, `false`, `no` or `off`.
 pub const ENV_MULTICAST: &str = "TESSERA_MULTICAST";
 
@@ -95,7 +97,7 @@ pub enum TransportError {
     AlreadyStarted,
 }
 
-fn sock_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> TransportError {
+pub(super) fn sock_err(what: impl Into<String>) -> impl FnOnce(io::Error) -> TransportError {
     let what = what.into();
     move |source| TransportError::Socket { what, source }
 }
@@ -152,6 +154,11 @@ pub struct UdpConfig {
     pub ports: PortMapping,
     /// Multicast group for SPDP and user multicast.
     pub multicast_group: Ipv4Addr,
+    /// Interface of the UDPv6 transport (name or IPv6 address; `None`: see
+    /// [`super::iface::select_ipv6`]). Read from `TESSERA_INTERFACE6`.
+    pub interface6: Option<String>,
+    /// IPv6 multicast group for SPDP and user multicast (UDPv6 transport).
+    pub multicast_group6: std::net::Ipv6Addr,
     /// Whether multicast may be used at all (it is also used only if the interface has it).
     pub multicast: bool,
     /// Unicast discovery peers.
@@ -189,6 +196,8 @@ impl UdpConfig {
             max_participant_id: ports.max_participant_id(),
             ports,
             multicast_group: DEFAULT_MULTICAST_GROUP,
+            interface6: None,
+            multicast_group6: super::ports::DEFAULT_MULTICAST_GROUP_V6,
             multicast: true,
             peers: Vec::new(),
             socket_buffer: DEFAULT_SOCKET_BUFFER,
@@ -197,13 +206,20 @@ impl UdpConfig {
         }
     }
 
-    /// Applies `TESSERA_INTERFACE` (if no interface is set yet), `TESSERA_PEERS` (appended) and
-    /// `TESSERA_MULTICAST`.
+    /// Applies `TESSERA_INTERFACE` and `TESSERA_INTERFACE6` (if no interface is set yet),
+    /// `TESSERA_PEERS` (appended) and `TESSERA_MULTICAST`.
     pub fn apply_env(&mut self) -> Result<(), TransportError> {
         if self.interface.is_none() {
             if let Ok(v) = std::env::var(ENV_INTERFACE) {
                 if !v.trim().is_empty() {
                     self.interface = Some(v.trim().to_string());
+                }
+            }
+        }
+        if self.interface6.is_none() {
+            if let Ok(v) = std::env::var(ENV_INTERFACE6) {
+                if !v.trim().is_empty() {
+                    self.interface6 = Some(v.trim().to_string());
                 }
             }
         }
@@ -249,6 +265,38 @@ pub struct SendStats {
     pub errors: AtomicU64,
     /// Destinations skipped: unknown locator kind, or multicast while multicast is off.
     pub ignored: AtomicU64,
+    /// Non-blocking sends refused for lack of room (the datagram was queued by the caller).
+    pub would_block: AtomicU64,
+    /// Datagrams dropped by the transport itself (in-process: a full receive queue or
+    /// injected loss).
+    pub dropped: AtomicU64,
+}
+
+impl SendStats {
+    /// Counts the outcome of one send of `len` bytes (a full buffer is `would_block`, not an
+    /// error) and passes it on.
+    pub fn record(&self, r: io::Result<usize>, len: usize) -> io::Result<()> {
+        match r {
+            Ok(_) => {
+                self.record_sent(len);
+                Ok(())
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                self.would_block.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+            Err(e) => {
+                self.errors.fetch_add(1, Ordering::Relaxed);
+                Err(e)
+            }
+        }
+    }
+
+    /// Counts one datagram of `len` bytes sent.
+    pub fn record_sent(&self, len: usize) {
+        self.datagrams.fetch_add(1, Ordering::Relaxed);
+        self.bytes.fetch_add(len as u64, Ordering::Relaxed);
+    }
 }
 
 /// Counters of one transport.
@@ -287,7 +335,7 @@ fn new_udp_socket() -> io::Result<Socket> {
 
 /// Requests `size` bytes of socket buffer, first with the `*FORCE` option (works as root,
 /// beyond `net.core.[rw]mem_max`), then the ordinary option. Returns the size granted.
-fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
+pub(super) fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
     let (force, plain) = if recv {
         (libc::SO_RCVBUFFORCE, libc::SO_RCVBUF)
     } else {
@@ -330,7 +378,7 @@ fn set_buffer(sock: &Socket, size: usize, recv: bool) -> usize {
 /// Sizes the send buffer per [`UdpConfig::send_buffer`]: `Some(n)` asks for `n` bytes; `None`
 /// keeps the host's default, raised to [`MIN_SEND_BUFFER`] if smaller, so that a sender on a slow
 /// or shaped link blocks instead of overfilling the queue in front of it.
-fn size_send_buffer(sock: &Socket, send: Option<usize>) {
+pub(super) fn size_send_buffer(sock: &Socket, send: Option<usize>) {
     match send {
         Some(size) => {
             set_buffer(sock, size, false);
@@ -568,27 +616,29 @@ impl UdpTransport {
         Some(SocketAddr::V4(a))
     }
 
-    /// Sends one datagram. Unknown locator kinds (UDPv6, shared memory, ...) and multicast
-    /// while multicast is off are skipped and return `Ok`.
+    /// Sends one datagram; blocks while the send buffer is full. Unknown locator kinds (UDPv6,
+    /// shared memory, ...) and multicast while multicast is off are skipped and return `Ok`.
     pub fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        self.send_with(buf, dest, 0)
+    }
+
+    /// Like [`UdpTransport::send_to`] but never blocks: a full send buffer is
+    /// [`io::ErrorKind::WouldBlock`] (counted as `would_block`, not as an error).
+    pub fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        self.send_with(buf, dest, libc::MSG_DONTWAIT)
+    }
+
+    fn send_with(&self, buf: &[u8], dest: &Locator, flags: libc::c_int) -> io::Result<()> {
         let Some(a) = self.dest(dest) else {
             self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        match self.send.send_to(buf, a) {
-            Ok(_) => {
-                self.stats.send.datagrams.fetch_add(1, Ordering::Relaxed);
-                self.stats
-                    .send
-                    .bytes
-                    .fetch_add(buf.len() as u64, Ordering::Relaxed);
-                Ok(())
-            }
-            Err(e) => {
-                self.stats.send.errors.fetch_add(1, Ordering::Relaxed);
-                Err(e)
-            }
-        }
+        let r = if flags == 0 {
+            self.send.send_to(buf, a)
+        } else {
+            SockRef::from(&self.send).send_to_with_flags(buf, &SockAddr::from(a), flags)
+        };
+        self.stats.send.record(r, buf.len())
     }
 
     /// Sends one datagram to each destination (with `sendmmsg`, in one syscall per 16
@@ -747,6 +797,53 @@ fn spdp_destinations(
     out.retain(|l| !is_self(l) && seen.insert(*l));
     out
 }
+
+impl super::Transport for UdpTransport {
+    fn name(&self) -> &'static str {
+        "udp4"
+    }
+
+    fn kinds(&self) -> &[i32] {
+        &[locator_kind::UDPV4]
+    }
+
+    fn reaches(&self, l: &Locator) -> bool {
+        self.dest(l).is_some()
+    }
+
+    fn locators(&self) -> TransportLocators {
+        self.locators
+    }
+
+    fn spdp_destinations(&self) -> &[Locator] {
+        &self.spdp_destinations
+    }
+
+    fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        UdpTransport::send_to(self, buf, dest)
+    }
+
+    fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
+        UdpTransport::try_send_to(self, buf, dest)
+    }
+
+    fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
+        UdpTransport::start(self, handler)
+    }
+
+    fn max_datagram_size(&self) -> usize {
+        MAX_UDP_PAYLOAD
+    }
+
+    fn stats(&self) -> &TransportStats {
+        &self.stats
+    }
+}
+
+/// The largest UDP/IPv4 payload (65535 − 20 bytes IP header − 8 bytes UDP header). Datagrams
+/// beyond one Ethernet frame are fragmented by IP; the writer keeps its own, smaller sizes
+/// for data and repairs.
+pub const MAX_UDP_PAYLOAD: usize = 65507;
 
 #[cfg(test)]
 #[path = "udp_tests.rs"]
