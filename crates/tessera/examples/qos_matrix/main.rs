@@ -20,6 +20,11 @@
 //! --settle-ms S         wfirst: pause between the match and the live stream (default 300)
 //! --timeout SECS        give up waiting for the other side (default 10)
 //! --linger SECS         writer: stay alive after reporting (default 20; the driver kills it)
+//! --qos SIDE            perf roles: our side's QoS (default rel.vol.all)
+//! --count N             perf-writer: samples written after the match (= --live)
+//! --pre N               perf-writer: samples written before any reader exists (default 0)
+//! --duration SECS       perf-reader: how long ddsperf publishes (default 3)
+//! --expect-incompatible perf roles: the pair must not match
 //! ```
 //!
 //! Each role prints `ready` once its entity exists, then a `json {...}` line with what it saw
@@ -63,6 +68,8 @@ pub(crate) struct Opts {
     pub(crate) side: Option<promise::Side>,
     /// perf roles: the pair must not match.
     pub(crate) expect_incompatible: bool,
+    /// perf-writer: samples written before waiting for a reader.
+    pub(crate) pre: u32,
     /// perf-reader: how long the foreign writer publishes.
     pub(crate) duration: Duration,
 }
@@ -82,6 +89,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         side: None,
         expect_incompatible: false,
         duration: Duration::from_secs(3),
+        pre: 0,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -103,6 +111,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--timeout" => o.timeout = Duration::from_secs_f64(num(a, val()?)?),
             "--linger" => o.linger = Duration::from_secs_f64(num(a, val()?)?),
             "--duration" => o.duration = Duration::from_secs_f64(num(a, val()?)?),
+            "--pre" => o.pre = num(a, val()?)?,
             "--expect-incompatible" => o.expect_incompatible = true,
             other => return Err(format!("unknown option {other}")),
         }

@@ -37,23 +37,35 @@ pub(crate) fn run_writer(o: &Opts) -> tessera::Result<ExitCode> {
     let w = p
         .create_publisher(Default::default())?
         .create_datawriter(&t, me.writer_qos())?;
+    let sample = |seq: u32| KeyedSeq {
+        seq,
+        keyval: seq % o.instances,
+        baggage: Vec::new(),
+    };
+    // --pre: written before any reader exists (a late-joining ddsperf is started after
+    // `ready`); a VOLATILE reader must not get them, and they must not hold up the rest.
+    let mut errors = 0u32;
+    for seq in 0..o.pre {
+        if w.write_with_timestamp(&sample(seq), even_now_ns()).is_err() {
+            errors += 1;
+        }
+    }
     say("ready");
     let mut problems = Vec::new();
     let appeared = wait_until(o.timeout, || {
         w.publication_matched_status().total_count > 0
             || w.offered_incompatible_qos_status().total_count > 0
     });
-    let (mut written, mut errors, mut acked) = (0u32, 0u32, None);
+    let (mut written, mut acked) = (0u32, None);
     if !appeared {
         problems.push(format!("no reader appeared within {:?}", o.timeout));
     } else if !o.expect_incompatible {
-        for seq in 0..o.live {
-            let s = KeyedSeq {
-                seq,
-                keyval: seq % o.instances,
-                baggage: Vec::new(),
-            };
-            match w.write_with_timestamp(&s, even_now_ns()) {
+        // Our writer sees the match first; a VOLATILE Cyclone reader takes data only from its
+        // first HEARTBEAT after it discovered us. --settle-ms covers that discovery, so that
+        // "every sample" below means every sample written once both sides matched.
+        std::thread::sleep(o.settle);
+        for seq in o.pre..o.pre + o.live {
+            match w.write_with_timestamp(&sample(seq), even_now_ns()) {
                 Ok(()) => written += 1,
                 Err(e) => {
                     eprintln!("perf-writer: write {seq}: {e}");
