@@ -17,6 +17,7 @@
 //! --history-per-instance H  wfirst: samples per instance written before the reader exists (10)
 //! --live N     samples written after the match (default 30)
 //! --period-ms P         pause between live samples (default 10)
+//! --burst B             then samples written without a pause (default 30)
 //! --settle-ms S         wfirst: pause between the match and the live stream (default 300)
 //! --timeout SECS        give up waiting for the other side (default 10)
 //! --linger SECS         writer: stay alive after reporting (default 20; the driver kills it)
@@ -60,6 +61,7 @@ pub(crate) struct Opts {
     pub(crate) instances: u32,
     pub(crate) history_per_instance: u32,
     pub(crate) live: u32,
+    pub(crate) burst: u32,
     pub(crate) period: Duration,
     pub(crate) settle: Duration,
     pub(crate) timeout: Duration,
@@ -82,6 +84,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         instances: 3,
         history_per_instance: 10,
         live: 30,
+        burst: 30,
         period: Duration::from_millis(10),
         settle: Duration::from_millis(300),
         timeout: Duration::from_secs(10),
@@ -105,6 +108,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--instances" => o.instances = num::<u32>(a, val()?)?.max(1),
             "--history-per-instance" => o.history_per_instance = num(a, val()?)?,
             "--live" => o.live = num::<u32>(a, val()?)?.max(1),
+            "--burst" => o.burst = num(a, val()?)?,
             "--count" => o.live = num::<u32>(a, val()?)?.max(1),
             "--period-ms" => o.period = Duration::from_millis(num(a, val()?)?),
             "--settle-ms" => o.settle = Duration::from_millis(num(a, val()?)?),
@@ -129,6 +133,7 @@ impl Opts {
             instances: self.instances,
             pre,
             live: self.live,
+            burst: self.burst,
         }
     }
 }
@@ -221,9 +226,12 @@ fn run_writer(o: &Opts, c: &Cell) -> tessera::Result<ExitCode> {
             // KEEP_LAST reader is promised both.
             std::thread::sleep(o.settle);
         }
-        for seq in s.pre..s.total() {
+        for seq in s.pre..s.pre + s.live {
             write(seq);
             std::thread::sleep(o.period);
+        }
+        for seq in s.pre + s.live..s.total() {
+            write(seq);
         }
         if c.w.reliable {
             obs.acked = Some(w.wait_for_acknowledgments(Duration::from_secs(3)).is_ok());
@@ -262,7 +270,6 @@ fn run_reader(o: &Opts, c: &Cell) -> tessera::Result<ExitCode> {
     let mut obs = ReaderObs::default();
     let mut buf = Vec::new();
     let mut got = vec![false; s.total() as usize];
-    let live_missing = |got: &[bool]| got[s.pre as usize..].iter().filter(|g| !**g).count();
     let start = Instant::now();
     let mut end = start + o.timeout;
     let mut peer_at = None;
@@ -290,9 +297,7 @@ fn run_reader(o: &Opts, c: &Cell) -> tessera::Result<ExitCode> {
             peer_at = Some(now - start);
             end = now + window;
         }
-        // Done early once the last sample is in and, when reliable, the whole live stream.
-        let last_in = got.last().copied().unwrap_or(false);
-        if c.compatible() && last_in && (!c.r.reliable || live_missing(&got) == 0) {
+        if promise::reader_complete(c, &s, &got) {
             break;
         }
         if Instant::now() >= end {
@@ -317,17 +322,24 @@ fn run_reader(o: &Opts, c: &Cell) -> tessera::Result<ExitCode> {
         .map(|(k, v)| format!("\"{k}\":[{}]", v.join(",")))
         .collect();
     say(&format!(
-        "summary history {} live {}/{} duplicates {} out-of-order {}",
-        tally.history, tally.live, s.live, tally.duplicates, tally.out_of_order
+        "summary history {} live {}/{} burst {}/{} duplicates {} out-of-order {}",
+        tally.history,
+        tally.live,
+        s.live,
+        tally.burst,
+        s.burst,
+        tally.duplicates,
+        tally.out_of_order
     ));
     say(&format!(
-        "json {{\"role\":\"reader\",\"cell\":{},\"history_written\":{},\"live_written\":{},\"received\":{{{}}},\"history\":{},\"live\":{},\"duplicates\":{},\"out_of_order\":{},\"matched\":{},\"incompatible\":{},\"sample_lost\":{},\"peer_after_ms\":{},\"problems\":{}}}",
+        "json {{\"role\":\"reader\",\"cell\":{},\"history_written\":{},\"live_written\":{},\"received\":{{{}}},\"history\":{},\"live\":{},\"burst\":{},\"duplicates\":{},\"out_of_order\":{},\"matched\":{},\"incompatible\":{},\"sample_lost\":{},\"peer_after_ms\":{},\"problems\":{}}}",
         js(&c.to_string()),
         s.pre,
         s.live,
         per.join(","),
         tally.history,
         tally.live,
+        tally.burst,
         tally.duplicates,
         tally.out_of_order,
         obs.matched_total,

@@ -232,16 +232,22 @@ impl fmt::Display for Cell {
 
 /// The samples of a cell: `seq` runs 0.. over all instances and `keyval = seq % instances`
 /// (ddsperf's scheme). Sequence numbers below `pre` are written before any reader exists
-/// (only when the writer starts first); the `live` ones after the writer saw the match.
+/// (only when the writer starts first); the `live` ones after the writer saw the match, paced
+/// so that the reader keeps up; then `burst` ones as fast as `write` returns.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Stream {
     pub(crate) instances: u32,
     pub(crate) pre: u32,
     pub(crate) live: u32,
+    pub(crate) burst: u32,
 }
 
 impl Stream {
     pub(crate) fn total(&self) -> u32 {
+        self.pre + self.live + self.burst
+    }
+
+    fn live_end(&self) -> u32 {
         self.pre + self.live
     }
 
@@ -280,6 +286,7 @@ pub(crate) struct WriterObs {
 pub(crate) struct Tally {
     pub(crate) history: u32,
     pub(crate) live: u32,
+    pub(crate) burst: u32,
     pub(crate) duplicates: u32,
     pub(crate) out_of_order: u32,
 }
@@ -295,8 +302,10 @@ pub(crate) fn tally(s: &Stream, obs: &ReaderObs) -> Tally {
         }
         if seq < s.pre {
             t.history += 1;
-        } else {
+        } else if seq < s.live_end() {
             t.live += 1;
+        } else {
+            t.burst += 1;
         }
         if let Some(prev) = last.insert(k, seq) {
             if seq <= prev {
@@ -415,7 +424,7 @@ pub(crate) fn check_reader(c: &Cell, s: &Stream, obs: &ReaderObs) -> Vec<String>
     // replaces nothing); best effort → samples keep arriving to the end: each of the last three
     // fifths of the stream has at least one (the start may go while the reader still learns
     // of the writer, which may take longer than the writer took to learn of it).
-    let live = s.pre..s.total();
+    let live = s.pre..s.live_end();
     if c.r.reliable {
         let missing: Vec<u32> = live.filter(|q| !got.contains(q)).collect();
         if !missing.is_empty() {
@@ -431,7 +440,7 @@ pub(crate) fn check_reader(c: &Cell, s: &Stream, obs: &ReaderObs) -> Vec<String>
         let mut empty = Vec::new();
         for f in 2..5u32 {
             let lo = s.pre + f * fifth;
-            let hi = (lo + fifth).min(s.total());
+            let hi = (lo + fifth).min(s.live_end());
             if lo < hi && got.range(lo..hi).next().is_none() {
                 empty.push(format!("{lo}-{}", hi - 1));
             }
@@ -445,7 +454,45 @@ pub(crate) fn check_reader(c: &Cell, s: &Stream, obs: &ReaderObs) -> Vec<String>
             ));
         }
     }
+
+    // Burst: a writer faster than the reader. KEEP_ALL on both sides holds everything (the
+    // writer waits for acknowledgments); with KEEP_LAST on either side samples may be replaced
+    // before they are sent or taken, but the last one of every instance must arrive.
+    if c.r.reliable && s.burst > 0 {
+        let burst: Vec<u32> = (s.live_end()..s.total()).collect();
+        let need: Vec<u32> = if c.w.hist == Hist::All && c.r.hist == Hist::All {
+            burst
+        } else {
+            let last = |i: u32| burst.iter().rev().find(|&&q| q % s.instances == i).copied();
+            (0..s.instances).filter_map(last).collect()
+        };
+        let mut missing: Vec<u32> = need.into_iter().filter(|q| !got.contains(q)).collect();
+        missing.sort_unstable();
+        if !missing.is_empty() {
+            bad.push(format!("missing from the burst: {}", ranges(&missing)));
+        }
+    }
     bad
+}
+
+/// Whether `got` (indexed by seq) holds everything the reader is owed: it may stop waiting.
+pub(crate) fn reader_complete(c: &Cell, s: &Stream, got: &[bool]) -> bool {
+    let has = |q: u32| got.get(q as usize).copied().unwrap_or(false);
+    if !c.compatible() || !has(s.total() - 1) {
+        return false;
+    }
+    if !c.r.reliable {
+        return true;
+    }
+    let obs = ReaderObs {
+        received: (0..s.total())
+            .filter(|&q| has(q))
+            .map(|q| (q % s.instances, q))
+            .collect(),
+        matched_total: 1,
+        incompatible_total: 0,
+    };
+    check_reader(c, s, &obs).is_empty()
 }
 
 /// The writer side of the promise.
@@ -487,6 +534,7 @@ mod tests {
         instances: 3,
         pre: 30,
         live: 30,
+        burst: 0,
     };
 
     fn obs(seqs: impl IntoIterator<Item = u32>) -> ReaderObs {
@@ -566,6 +614,26 @@ mod tests {
             bad,
             vec!["1 duplicates", "1 out of order within an instance"]
         );
+    }
+
+    #[test]
+    fn a_burst_owes_everything_only_to_keep_all_pairs() {
+        let s = Stream { burst: 30, ..S };
+        let late = cell("rel.tl.all~rel.vol.all@wfirst");
+        assert!(check_reader(&late, &s, &obs(30..90)).is_empty());
+        let bad = check_reader(&late, &s, &obs((30..90).filter(|&q| q != 70)));
+        assert_eq!(bad, vec!["missing from the burst: 70"]);
+        // KEEP_LAST on one side: only the last of each instance (87, 88, 89) is owed.
+        let k8 = cell("rel.tl.k8~rel.vol.all@wfirst");
+        let some = (30..60).chain([61, 75, 87, 88, 89]);
+        assert!(check_reader(&k8, &s, &obs(some.clone())).is_empty());
+        let bad = check_reader(&k8, &s, &obs((30..60).chain([61, 75, 87, 89])));
+        assert_eq!(bad, vec!["missing from the burst: 88"]);
+        let mut got = vec![false; 90];
+        some.for_each(|q| got[q as usize] = true);
+        assert!(reader_complete(&k8, &s, &got));
+        got[88] = false;
+        assert!(!reader_complete(&k8, &s, &got));
     }
 
     #[test]
