@@ -1,9 +1,10 @@
 //! DCPS behaviour across two participants over real sockets: instance lifecycle (dispose,
 //! unregister) with sample/instance states, wait sets with read and status conditions, and
-//! listeners. Runs only inside a test network namespace.
+//! listeners. Ignored by a plain `cargo test`: runs inside a test network namespace
+//! (`scripts/test`).
 
 mod common;
-use common::in_netns;
+use common::require_netns;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -79,10 +80,9 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn dispose_and_unregister_reach_the_reader_as_instance_states() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     let (_a, _b, w, r) = pair("Lifecycle");
     let t1 = Track {
         id: 1,
@@ -139,10 +139,9 @@ fn dispose_and_unregister_reach_the_reader_as_instance_states() {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn waitset_wakes_on_read_and_status_conditions() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     let (_a, _b, w, r) = pair("Waiting");
     let mut ws = WaitSet::new();
     let data = r.create_readcondition(StateMasks::NOT_READ);
@@ -195,10 +194,9 @@ impl DataReaderListener<Track> for Counting {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn listener_takes_every_sample_on_the_receive_thread() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     let (_a, _b, w, r) = pair("Listening");
     let l = Arc::new(Counting {
         data: AtomicUsize::new(0),

@@ -302,7 +302,7 @@ fn randomized_operations_keep_invariants() {
 /// `cargo test --release -p tessera --test history_scale -- --ignored --nocapture`.
 #[test]
 #[ignore]
-fn throughput() {
+fn measure_throughput() {
     let mut h: History<[u8; 16]> = History::new(HistoryConfig {
         history: HistoryKind::KeepAll,
         ..Default::default()

@@ -1,5 +1,6 @@
-//! End-to-end over real UDP sockets: two participants in one process. Runs only inside a
-//! network namespace made for the test run (`scripts/netns-run`), never on the host's interfaces.
+//! End-to-end over real UDP sockets: two participants in one process. Ignored by a plain
+//! `cargo test`; runs only inside a network namespace made for the test run
+//! (`scripts/netns-run`, `scripts/test`), never on the host's interfaces.
 
 use std::time::{Duration, Instant};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
@@ -14,13 +15,12 @@ struct Reading {
 }
 
 mod common;
-use common::in_netns;
+use common::require_netns;
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn reliable_keep_all_between_two_participants() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     let a = DomainParticipant::new(0).unwrap();
     let b = DomainParticipant::new(0).unwrap();
     let ta = a
@@ -72,10 +72,9 @@ fn reliable_keep_all_between_two_participants() {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn writer_and_reader_in_one_participant_match_unless_ignore_local() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     for ignore_local in [false, true] {
         let config = tessera::ParticipantConfig {
             ignore_local,
