@@ -606,6 +606,11 @@ impl ParticipantShared {
         now: Instant,
     ) {
         use crate::discovery_rt::MatchAction;
+        if events.is_empty() {
+            // The event thread calls this on every pass: a kick here would make it kick itself
+            // with a deadline already past and spin.
+            return;
+        }
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {
