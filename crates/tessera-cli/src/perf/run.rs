@@ -1481,36 +1481,38 @@ mod tests {
         assert!(v.iter().any(|&x| x < u32::MAX / 2));
     }
 
+    /// Adds a rule dropping 10 % of the datagrams arriving on every port but SPDP's (7400) to
+    /// this namespace, with `nft`; says why when `nft` is missing or refuses.
+    fn add_loss_rule() -> Result<(), String> {
+        let nft = |args: &[&str]| match std::process::Command::new("nft").args(args).status() {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("nft {}: {s}", args.join(" "))),
+            Err(e) => Err(format!("nft (Debian package nftables): {e}")),
+        };
+        nft(&["add", "table", "inet", "loss"])?;
+        nft(&[
+            "add",
+            "chain",
+            "inet",
+            "loss",
+            "in",
+            "{ type filter hook input priority 0; }",
+        ])?;
+        nft(&[
+            "add", "rule", "inet", "loss", "in", "udp", "dport", "!=", "7400", "numgen", "random",
+            "mod", "100", "<", "10", "drop",
+        ])
+    }
+
     /// `DataWriter::retransmitted_samples` (the `-X` rexmit field) counts repairs: two
-    /// participants in a namespace whose loopback drops 10% of the datagrams (nftables).
+    /// participants in a namespace whose loopback drops 10% of the datagrams (nftables). Fails
+    /// when the loss cannot be injected: without loss there would be nothing to count.
     #[test]
     #[ignore = "runs inside a network namespace (see retransmit_counter_under_loss)"]
     fn retransmit_counter_under_loss_inner() {
-        if !crate::bench::floor::netns::inside() {
-            return;
-        }
-        let nft = |args: &[&str]| {
-            std::process::Command::new("nft")
-                .args(args)
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if !(nft(&["add", "table", "inet", "loss"])
-            && nft(&[
-                "add",
-                "chain",
-                "inet",
-                "loss",
-                "in",
-                "{ type filter hook input priority 0; }",
-            ])
-            && nft(&[
-                "add", "rule", "inet", "loss", "in", "udp", "dport", "!=", "7400", "numgen",
-                "random", "mod", "100", "<", "10", "drop",
-            ]))
-        {
-            eprintln!("SKIP: nft cannot add a loss rule here");
-            return;
+        crate::testns::require_inside("retransmit_counter_under_loss");
+        if let Err(e) = add_loss_rule() {
+            panic!("cannot inject loss: {e}");
         }
         let a = DomainParticipant::new(0).unwrap();
         let b = DomainParticipant::new(0).unwrap();
@@ -1567,9 +1569,32 @@ mod tests {
 
     #[test]
     fn retransmit_counter_under_loss() {
-        crate::bench::floor::netns::run_inner(
-            "perf::run::tests::retransmit_counter_under_loss_inner",
+        crate::testns::run_inner("perf::run::tests::retransmit_counter_under_loss_inner");
+    }
+
+    /// The loss test must not pass when `nft` fails: here an `nft` that always fails comes
+    /// first on `PATH`.
+    #[test]
+    fn retransmit_counter_under_loss_fails_without_nft() {
+        let dir = std::env::temp_dir().join(format!("tessera-no-nft-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("nft");
+        std::fs::write(&fake, "#!/bin/sh\necho 'nft: refused (test)' >&2\nexit 1\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
         );
+        let status = crate::testns::run_inner_status(
+            "perf::run::tests::retransmit_counter_under_loss_inner",
+            &[("PATH", &path)],
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(!status.success(), "passed although nft failed: {status}");
     }
 
     #[test]

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::super::results::{
+use crate::results::{
     BoxPlot, Environment, Implementation, Kind, LatencyStats, Pair, Point, ProcStats, ResultSet,
     ThroughputStats,
 };

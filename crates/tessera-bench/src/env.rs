@@ -194,7 +194,7 @@ fn search_path(name: &OsStr, path: &OsStr) -> Option<PathBuf> {
 }
 
 /// True for a regular file with an execute bit.
-fn is_executable(p: &Path) -> bool {
+pub(crate) fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
