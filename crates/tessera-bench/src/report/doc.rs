@@ -84,7 +84,10 @@ pub(super) fn environment_paragraph(rs: &ResultSet) -> String {
     }
     s.push_str("; ");
     match &e.cyclone_version {
-        Some(v) => s.push_str(&format!("Cyclone DDS {v} (Debian's ddsperf).")),
+        Some(v) => match &e.ddsperf {
+            Some(d) => s.push_str(&format!("Cyclone DDS {v}, ddsperf {d}.")),
+            None => s.push_str(&format!("Cyclone DDS {v}.")),
+        },
         None => s.push_str("Cyclone DDS not installed."),
     }
     if !e.wakeup.is_empty() {
