@@ -235,15 +235,39 @@ impl<T: PerfSample> Ctx<T> {
 
     /// Answers a sample from the writer `writer_guid` on the pong writer for its participant;
     /// nothing if that participant is not (yet) a known peer.
+    ///
+    /// Writes under the map's read lock rather than on a clone: this runs in a listener, inside
+    /// the participant's receive path, and a clone could become the writer's last handle (the
+    /// peer was just lost, or the run is ending) whose drop there deletes the writer and
+    /// deadlocks on the participant's endpoint table. Pong writers are KEEP_LAST(1), so
+    /// writing never blocks while the lock is held; writers are dropped only after they leave
+    /// the map ([`Ctx::remove_pong_writers`]).
     fn answer(&self, writer_guid: &[u8; 16], sample: &T, ts: i64) {
-        let w = self
+        let writers = self.pong_writers.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = writers.get(&prefix_of(writer_guid)) {
+            Self::write_flush(w, sample, ts);
+        }
+    }
+
+    /// Adds the pong writer for the peer `prefix`; one it replaces is dropped after the map's
+    /// lock is released (see [`Ctx::remove_pong_writers`]).
+    fn add_pong_writer(&self, prefix: [u8; 12], w: DataWriter<T>) {
+        let old = self
             .pong_writers
-            .read()
+            .write()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&prefix_of(writer_guid))
-            .cloned();
-        if let Some(w) = w {
-            Self::write_flush(&w, sample, ts);
+            .insert(prefix, w);
+        drop(old);
+    }
+
+    /// Takes the pong writers out of the map (all, or the one of `prefix`) and returns them, so
+    /// that the caller drops them with no lock held (deleting a writer takes the participant's
+    /// endpoint table, which a listener in [`Ctx::answer`] holds while waiting for the map).
+    fn remove_pong_writers(&self, prefix: Option<&[u8; 12]>) -> Vec<DataWriter<T>> {
+        let mut map = self.pong_writers.write().unwrap_or_else(|e| e.into_inner());
+        match prefix {
+            Some(p) => map.remove(p).into_iter().collect(),
+            None => map.drain().map(|(_, w)| w).collect(),
         }
     }
 
@@ -483,11 +507,7 @@ impl<T: PerfSample> Discovery<T> {
                 if let Some(partition) = new.pong_partition {
                     match self.create_pong_writer(partition) {
                         Ok(w) => {
-                            self.ctx
-                                .pong_writers
-                                .write()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .insert(prefix_of(&g), w);
+                            self.ctx.add_pong_writer(prefix_of(&g), w);
                             lock(&self.ctx.ping).peers_changed(1, now);
                         }
                         Err(e) => {
@@ -504,13 +524,7 @@ impl<T: PerfSample> Discovery<T> {
                 let Some(gone) = gone else { return };
                 self.ctx.emit(&gone.line);
                 if gone.had_pong_writer {
-                    let w = self
-                        .ctx
-                        .pong_writers
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&prefix_of(&g));
-                    drop(w);
+                    drop(self.ctx.remove_pong_writers(Some(&prefix_of(&g))));
                     lock(&self.ctx.ping).peers_changed(-1, now);
                 }
             }
@@ -887,10 +901,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
                 publisher.create_datawriter(&pong_topic, pp_wqos.clone())
             );
             w.set_batching(true);
-            ctx.pong_writers
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(prefix_of(&own_guid), w);
+            ctx.add_pong_writer(prefix_of(&own_guid), w);
             lock(&ctx.ping).peers_changed(1, tdisc);
         }
     }
@@ -971,10 +982,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     }
     ping_writer.set_listener(None);
     data_writer.set_listener(None);
-    ctx.pong_writers
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    drop(ctx.remove_pong_writers(None));
     let _ = lock(&ctx.out).flush();
     code
 }
