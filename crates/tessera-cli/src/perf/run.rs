@@ -157,8 +157,49 @@ struct PongSource {
     stats: LatencyStats,
 }
 
-/// State shared by every thread and listener of one run.
+/// State shared by every thread and listener of one run: the part that does not depend on the
+/// sample type ([`Shared`], reached through `Deref`) and the typed writers.
+///
+/// The split keeps the type-independent code (the main loop, the reports, the verdict) out of
+/// the ten monomorphized copies of the run, one per `-T` type: a smaller `tessera` binary, whose
+/// text is most of its resident memory.
 struct Ctx<T: PerfSample> {
+    shared: Shared,
+    ping_writer: DataWriter<T>,
+    /// Pong writer per peer participant, by GUID prefix.
+    pong_writers: RwLock<HashMap<[u8; 12], DataWriter<T>>>,
+    /// The data writer (for the `-X` retransmit counter).
+    data_writer: DataWriter<T>,
+}
+
+impl<T: PerfSample> std::ops::Deref for Ctx<T> {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// What the type-independent code needs from the typed half of [`Ctx`].
+trait Typed {
+    /// Sends a ping with sequence number `seq`.
+    fn send_ping(&self, seq: u32);
+    /// The data writer's retransmitted samples (`-X`).
+    fn retransmitted_samples(&self) -> u64;
+}
+
+impl<T: PerfSample> Typed for Ctx<T> {
+    fn send_ping(&self, seq: u32) {
+        Ctx::send_ping(self, seq);
+    }
+
+    fn retransmitted_samples(&self) -> u64 {
+        self.data_writer.retransmitted_samples()
+    }
+}
+
+/// The type-independent state of a run.
+struct Shared {
     cfg: PerfConfig,
     pid: u32,
     out: Mutex<Reporter<Stdout>>,
@@ -166,9 +207,6 @@ struct Ctx<T: PerfSample> {
     /// the whole context (that would keep the participant alive past the end of the run).
     stop: Arc<AtomicBool>,
     guard: GuardCondition,
-    ping_writer: DataWriter<T>,
-    /// Pong writer per peer participant, by GUID prefix.
-    pong_writers: RwLock<HashMap<[u8; 12], DataWriter<T>>>,
     peers: Mutex<PeerTable>,
     ping: Mutex<PingScheduler>,
     pongs: Mutex<Vec<PongSource>>,
@@ -178,15 +216,13 @@ struct Ctx<T: PerfSample> {
     matched: Sender<()>,
     /// Whether the data listener processes data (switched on after `initwait`).
     data_on: AtomicBool,
-    /// The data writer (for the `-X` retransmit counter).
-    data_writer: DataWriter<T>,
     /// Time reference (ns) of the `"t"` of JSON event lines: `-R`, else the process start.
     t_events_ref: i64,
     /// When the first pong arrived (ns; 0: none yet), for `--warmup`.
     first_pong: AtomicI64,
 }
 
-impl<T: PerfSample> Ctx<T> {
+impl Shared {
     /// Prints one line right away (event lines from any thread). Returns whether something was
     /// printed.
     fn emit(&self, line: &ReportLine) -> bool {
@@ -225,7 +261,9 @@ impl<T: PerfSample> Ctx<T> {
         let _ = std::io::stdout().flush();
         std::process::exit(EXIT_BAD_ARGS);
     }
+}
 
+impl<T: PerfSample> Ctx<T> {
     /// Writes `sample` with timestamp `ts` on `w` and flushes the batch (ping/pong traffic).
     fn write_flush(w: &DataWriter<T>, sample: &T, ts: i64) {
         if w.write_with_timestamp(sample, ts).is_ok() {
@@ -482,56 +520,35 @@ struct MatchSources<T: PerfSample> {
     pong_reader: DataReader<T>,
 }
 
-/// Everything the discovery thread needs to create pong writers.
-struct Discovery<T: PerfSample> {
+/// Everything the discovery thread needs that depends on the sample type: creating and
+/// removing pong writers, and listing the matches of our endpoints.
+struct DiscoveryTyped<T: PerfSample> {
     ctx: Arc<Ctx<T>>,
     participant: DomainParticipant,
     pong_topic: Topic<T>,
     pong_qos: DataWriterQos,
     sources: MatchSources<T>,
     matched_tx: Sender<()>,
-    /// (remote endpoint GUID, mask) pairs already attributed to their peer.
-    seen: HashSet<([u8; 16], u32)>,
 }
 
-impl<T: PerfSample> Discovery<T> {
-    fn on_event(&mut self, ev: ParticipantEvent) {
-        let now = now_ns();
-        match ev {
-            ParticipantEvent::Discovered(info) => {
-                let g = info.guid.to_bytes();
-                let new =
-                    lock(&self.ctx.peers).on_participant(handle_of(&g), g, &info.user_data, now);
-                let Some(new) = new else { return };
-                self.ctx.emit(&new.line);
-                if let Some(partition) = new.pong_partition {
-                    match self.create_pong_writer(partition) {
-                        Ok(w) => {
-                            self.ctx.add_pong_writer(prefix_of(&g), w);
-                            lock(&self.ctx.ping).peers_changed(1, now);
-                        }
-                        Err(e) => {
-                            println!("dds_create_writer(pong): {e}");
-                            let _ = std::io::stdout().flush();
-                            std::process::exit(EXIT_DDS_ERROR);
-                        }
-                    }
-                }
-            }
-            ParticipantEvent::Lost(guid) => {
-                let g = guid.to_bytes();
-                let gone = lock(&self.ctx.peers).on_participant_gone(handle_of(&g));
-                let Some(gone) = gone else { return };
-                self.ctx.emit(&gone.line);
-                if gone.had_pong_writer {
-                    drop(self.ctx.remove_pong_writers(Some(&prefix_of(&g))));
-                    lock(&self.ctx.ping).peers_changed(-1, now);
-                }
-            }
-        }
+/// The typed operations of the discovery thread, so that its loop ([`Discovery`]) is compiled
+/// once rather than once per sample type.
+trait DiscoveryOps: Send {
+    fn shared(&self) -> &Shared;
+    /// Creates the pong writer in `partition` for the peer `prefix`.
+    fn add_pong_writer(&self, prefix: [u8; 12], partition: String) -> tessera::Result<()>;
+    /// Removes (and deletes) the pong writer of the peer `prefix`.
+    fn remove_pong_writer(&self, prefix: &[u8; 12]);
+    /// Every (remote endpoint, kind) our endpoints are matched with now.
+    fn current_matches(&self) -> Vec<(Guid, MatchMask)>;
+}
+
+impl<T: PerfSample> DiscoveryOps for DiscoveryTyped<T> {
+    fn shared(&self) -> &Shared {
+        &self.ctx
     }
 
-    fn create_pong_writer(&self, partition: String) -> tessera::Result<DataWriter<T>> {
+    fn add_pong_writer(&self, prefix: [u8; 12], partition: String) -> tessera::Result<()> {
         let publisher = self
             .participant
             .create_publisher(PublisherQos::default().with_partition(Partition(vec![partition])))?;
@@ -540,11 +557,15 @@ impl<T: PerfSample> Discovery<T> {
         w.set_listener(Some(Arc::new(WriterListener {
             matched: self.matched_tx.clone(),
         })));
-        Ok(w)
+        self.ctx.add_pong_writer(prefix, w);
+        Ok(())
     }
 
-    /// Attributes every new (remote endpoint, kind) match to the remote's participant.
-    fn rescan(&mut self) {
+    fn remove_pong_writer(&self, prefix: &[u8; 12]) {
+        drop(self.ctx.remove_pong_writers(Some(prefix)));
+    }
+
+    fn current_matches(&self) -> Vec<(Guid, MatchMask)> {
         let s = &self.sources;
         let mut current: Vec<(Guid, MatchMask)> = Vec::new();
         let mut add =
@@ -570,8 +591,57 @@ impl<T: PerfSample> Discovery<T> {
         for w in &pong_writers {
             add(w.matched_subscriptions(), MatchMask::RD_PONG);
         }
+        current
+    }
+}
+
+/// The discovery thread: peers coming and going, pong writers for them, and attributing every
+/// match to its peer.
+struct Discovery {
+    ops: Box<dyn DiscoveryOps>,
+    /// (remote endpoint GUID, mask) pairs already attributed to their peer.
+    seen: HashSet<([u8; 16], u32)>,
+}
+
+impl Discovery {
+    fn on_event(&mut self, ev: ParticipantEvent) {
+        let now = now_ns();
+        let ctx = self.ops.shared();
+        match ev {
+            ParticipantEvent::Discovered(info) => {
+                let g = info.guid.to_bytes();
+                let new = lock(&ctx.peers).on_participant(handle_of(&g), g, &info.user_data, now);
+                let Some(new) = new else { return };
+                ctx.emit(&new.line);
+                if let Some(partition) = new.pong_partition {
+                    match self.ops.add_pong_writer(prefix_of(&g), partition) {
+                        Ok(()) => lock(&ctx.ping).peers_changed(1, now),
+                        Err(e) => {
+                            println!("dds_create_writer(pong): {e}");
+                            let _ = std::io::stdout().flush();
+                            std::process::exit(EXIT_DDS_ERROR);
+                        }
+                    }
+                }
+            }
+            ParticipantEvent::Lost(guid) => {
+                let g = guid.to_bytes();
+                let gone = lock(&ctx.peers).on_participant_gone(handle_of(&g));
+                let Some(gone) = gone else { return };
+                ctx.emit(&gone.line);
+                if gone.had_pong_writer {
+                    self.ops.remove_pong_writer(&prefix_of(&g));
+                    lock(&ctx.ping).peers_changed(-1, now);
+                }
+            }
+        }
+    }
+
+    /// Attributes every new (remote endpoint, kind) match to the remote's participant.
+    fn rescan(&mut self) {
+        let current = self.ops.current_matches();
         let mut still = HashSet::with_capacity(current.len());
-        let mut peers = lock(&self.ctx.peers);
+        let mut peers = lock(&self.ops.shared().peers);
         for (g, m) in current {
             let key = (g.to_bytes(), m.0);
             still.insert(key);
@@ -588,7 +658,7 @@ impl<T: PerfSample> Discovery<T> {
     }
 
     fn run(mut self, events: Receiver<ParticipantEvent>, matched_rx: Receiver<()>) {
-        while !self.ctx.stopping() {
+        while !self.ops.shared().stopping() {
             crossbeam_channel::select! {
                 recv(events) -> ev => match ev {
                     Ok(ev) => self.on_event(ev),
@@ -821,14 +891,12 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     // Shared state.
     let (matched_tx, matched_rx) = crossbeam_channel::bounded::<()>(1);
     let own_handle = handle_of(&own_guid);
-    let ctx = Arc::new(Ctx {
+    let shared = Shared {
         cfg: cfg.clone(),
         pid,
         out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
         stop: Arc::new(AtomicBool::new(false)),
         guard: GuardCondition::new(),
-        ping_writer: ping_writer.clone(),
-        pong_writers: RwLock::new(HashMap::new()),
         peers: Mutex::new(PeerTable::new(
             pid,
             own_handle,
@@ -841,9 +909,14 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         pubhist: Mutex::new(PubHist::default()),
         matched: matched_tx.clone(),
         data_on: AtomicBool::new(false),
-        data_writer: data_writer.clone(),
         t_events_ref: cfg.time_ref.unwrap_or(t_process),
         first_pong: AtomicI64::new(0),
+    };
+    let ctx = Arc::new(Ctx {
+        shared,
+        ping_writer: ping_writer.clone(),
+        pong_writers: RwLock::new(HashMap::new()),
+        data_writer: data_writer.clone(),
     });
     if let Some(set) = sigset {
         let (stop, guard) = (ctx.stop.clone(), ctx.guard.clone());
@@ -909,17 +982,19 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     // Discovery thread.
     let events = participant.participant_events();
     let disc = Discovery {
-        ctx: ctx.clone(),
-        participant: participant.clone(),
-        pong_topic: pong_topic.clone(),
-        pong_qos: pp_wqos,
-        sources: MatchSources {
-            data_writer: data_writer.clone(),
-            data_reader: data_reader.clone(),
-            ping_reader: ping_reader.clone(),
-            pong_reader: pong_reader.clone(),
-        },
-        matched_tx,
+        ops: Box::new(DiscoveryTyped {
+            ctx: ctx.clone(),
+            participant: participant.clone(),
+            pong_topic: pong_topic.clone(),
+            pong_qos: pp_wqos,
+            sources: MatchSources {
+                data_writer: data_writer.clone(),
+                data_reader: data_reader.clone(),
+                ping_reader: ping_reader.clone(),
+                pong_reader: pong_reader.clone(),
+            },
+            matched_tx,
+        }),
         seen: HashSet::new(),
     };
     let disc_thread = std::thread::Builder::new()
@@ -958,7 +1033,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     let mut code = 0;
     let mut tref = None;
     if !aborted {
-        let r = main_loop(&ctx, &hostname, &cpu_writer, cpu_reader.as_ref());
+        let r = main_loop(&ctx, &*ctx, &hostname, &cpu_writer, cpu_reader.as_ref());
         aborted = r.aborted;
         tref = Some(r.tref);
         code = finish(&ctx, aborted, r.rss);
@@ -1153,8 +1228,9 @@ struct LoopResult {
 
 /// The once-per-second reporting loop (§10, §11) with the ping, matching, maxwait and
 /// duration timers.
-fn main_loop<T: PerfSample>(
-    ctx: &Ctx<T>,
+fn main_loop(
+    ctx: &Shared,
+    typed: &dyn Typed,
     hostname: &str,
     cpu_writer: &DataWriter<CpuStats>,
     cpu_reader: Option<&DataReader<CpuStats>>,
@@ -1208,7 +1284,7 @@ fn main_loop<T: PerfSample>(
                     ctx.emit(&ReportLine::PingTimeout { pid, total });
                 }
                 if let Some(seq) = action.send_seq {
-                    ctx.send_ping(seq);
+                    typed.send_ping(seq);
                 }
                 tping = Some(action.next_deadline.unwrap_or(now + SEC).max(now + 1));
             }
@@ -1216,6 +1292,7 @@ fn main_loop<T: PerfSample>(
         if now >= tnext {
             let printed = report(
                 ctx,
+                typed,
                 Stamp::new(pid, now, tref),
                 now - tprev,
                 now,
@@ -1259,8 +1336,9 @@ fn main_loop<T: PerfSample>(
 /// Prints one report (the lines due each second, in ddsperf's order). Returns whether
 /// anything was printed.
 #[allow(clippy::too_many_arguments)]
-fn report<T: PerfSample>(
-    ctx: &Ctx<T>,
+fn report(
+    ctx: &Shared,
+    typed: &dyn Typed,
     stamp: Stamp,
     dt_ns: i64,
     now: i64,
@@ -1371,7 +1449,7 @@ fn report<T: PerfSample>(
         let _ = out.emit(&ReportLine::Extended {
             stamp,
             stats: ExtendedStats {
-                rexmit: ctx.data_writer.retransmitted_samples(),
+                rexmit: typed.retransmitted_samples(),
                 ..ExtendedStats::default()
             },
         });
@@ -1382,7 +1460,7 @@ fn report<T: PerfSample>(
 
 /// The end-of-run checks (§12): prints the errors (and the JSON summary) and returns the exit
 /// status.
-fn finish<T: PerfSample>(ctx: &Ctx<T>, aborted: bool, rss: Option<(f64, f64)>) -> i32 {
+fn finish(ctx: &Shared, aborted: bool, rss: Option<(f64, f64)>) -> i32 {
     let cfg = &ctx.cfg;
     let (unmatched, match_count) = {
         let p = lock(&ctx.peers);
