@@ -45,7 +45,8 @@ use tessera::rtps::types::{EntityId, Guid};
 use tessera::status::{PublicationMatchedStatus, SubscriptionMatchedStatus};
 use tessera::{
     DataReader, DataReaderListener, DataWriter, DataWriterListener, DomainParticipant,
-    GuardCondition, ParticipantConfig, ParticipantEvent, Sample, StateMasks, Topic, WaitSet,
+    GuardCondition, ParticipantConfig, ParticipantEvent, Publisher, Sample, StateMasks, Subscriber,
+    Topic, WaitSet,
 };
 
 use super::args::{History, PerfConfig, PubRate, SubMode};
@@ -76,17 +77,21 @@ const MATCH_RESCAN: Duration = Duration::from_millis(100);
 
 /// Runs the benchmark described by `cfg` and returns the exit status.
 pub fn run(cfg: &PerfConfig) -> i32 {
+    let base = match Base::new(cfg) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
     match cfg.topic {
-        TopicKind::KS => run_typed::<KeyedSeq>(cfg),
-        TopicKind::K32 => run_typed::<Keyed32>(cfg),
-        TopicKind::K256 => run_typed::<Keyed256>(cfg),
-        TopicKind::OU => run_typed::<OneULong>(cfg),
-        TopicKind::UK16 => run_typed::<Unkeyed16>(cfg),
-        TopicKind::UK1024 => run_typed::<Unkeyed1024>(cfg),
-        TopicKind::S16 => run_typed::<Struct16>(cfg),
-        TopicKind::S256 => run_typed::<Struct256>(cfg),
-        TopicKind::S4k => run_typed::<Struct4k>(cfg),
-        TopicKind::S32k => run_typed::<Struct32k>(cfg),
+        TopicKind::KS => run_typed::<KeyedSeq>(cfg, base),
+        TopicKind::K32 => run_typed::<Keyed32>(cfg, base),
+        TopicKind::K256 => run_typed::<Keyed256>(cfg, base),
+        TopicKind::OU => run_typed::<OneULong>(cfg, base),
+        TopicKind::UK16 => run_typed::<Unkeyed16>(cfg, base),
+        TopicKind::UK1024 => run_typed::<Unkeyed1024>(cfg, base),
+        TopicKind::S16 => run_typed::<Struct16>(cfg, base),
+        TopicKind::S256 => run_typed::<Struct256>(cfg, base),
+        TopicKind::S4k => run_typed::<Struct4k>(cfg, base),
+        TopicKind::S32k => run_typed::<Struct32k>(cfg, base),
     }
 }
 
@@ -748,40 +753,111 @@ macro_rules! tryd {
 /// new since the last report.
 type PeerCpu = Vec<((String, u32), super::protocol::CpuStatsSample, bool)>;
 
-fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
-    let t_process = now_ns();
-    let pid = sysinfo::pid();
-    let hostname = sysinfo::hostname();
-    let sigset = block_signals();
+/// The type-independent start of a run: the participant (with ddsperf's user data), its
+/// publisher and subscriber, with the signals blocked first.
+struct Base {
+    t_process: i64,
+    pid: u32,
+    hostname: String,
+    sigset: Option<libc::sigset_t>,
+    participant: DomainParticipant,
+    own_guid: [u8; 16],
+    publisher: Publisher,
+    subscriber: Subscriber,
+}
 
-    // Participant, with ddsperf's user data.
-    let pqos = DomainParticipantQos::default().with_user_data(UserData(user_data(
-        cfg.has_data_reader(),
-        pid,
-        &hostname,
-    )));
-    let participant = tryd!(
-        "dds_create_participant",
-        DomainParticipant::with_qos(
+impl Base {
+    /// Creates the participant and its publisher and subscriber; `Err` holds the exit status
+    /// after the error was printed.
+    fn new(cfg: &PerfConfig) -> Result<Base, i32> {
+        let t_process = now_ns();
+        let pid = sysinfo::pid();
+        let hostname = sysinfo::hostname();
+        let sigset = block_signals();
+        let pqos = DomainParticipantQos::default().with_user_data(UserData(user_data(
+            cfg.has_data_reader(),
+            pid,
+            &hostname,
+        )));
+        let participant = DomainParticipant::with_qos(
             cfg.domain_id.unwrap_or(0),
             pqos,
             // ddsperf ignores its own participant's endpoints unless -L.
             ParticipantConfig {
                 ignore_local: cfg.ignore_local,
                 ..Default::default()
-            }
+            },
         )
-    );
-    let own_guid = participant.guid().to_bytes();
-    let publisher = tryd!(
-        "dds_create_publisher",
-        participant.create_publisher(PublisherQos::default())
-    );
-    let subscriber = tryd!(
-        "dds_create_subscriber",
-        participant.create_subscriber(SubscriberQos::default())
-    );
+        .map_err(|e| dds_error("dds_create_participant", e))?;
+        let publisher = participant
+            .create_publisher(PublisherQos::default())
+            .map_err(|e| dds_error("dds_create_publisher", e))?;
+        let subscriber = participant
+            .create_subscriber(SubscriberQos::default())
+            .map_err(|e| dds_error("dds_create_subscriber", e))?;
+        Ok(Base {
+            t_process,
+            pid,
+            hostname,
+            sigset,
+            own_guid: participant.guid().to_bytes(),
+            participant,
+            publisher,
+            subscriber,
+        })
+    }
+}
 
+impl Shared {
+    fn new(cfg: &PerfConfig, base: &Base, matched: Sender<()>) -> Shared {
+        Shared {
+            cfg: cfg.clone(),
+            pid: base.pid,
+            out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
+            stop: Arc::new(AtomicBool::new(false)),
+            guard: GuardCondition::new(),
+            peers: Mutex::new(PeerTable::new(
+                base.pid,
+                handle_of(&base.own_guid),
+                cfg.ignore_local,
+                cfg.has_data_reader(),
+            )),
+            ping: Mutex::new(PingScheduler::new(cfg.ping)),
+            pongs: Mutex::new(Vec::new()),
+            seq: Mutex::new(SeqTracker::new(cfg.nkeyvals, cfg.sub_latency)),
+            pubhist: Mutex::new(PubHist::default()),
+            matched,
+            data_on: AtomicBool::new(false),
+            t_events_ref: cfg.time_ref.unwrap_or(base.t_process),
+            first_pong: AtomicI64::new(0),
+        }
+    }
+
+    /// `-Q initwait`: waits for enough peers before starting; true when they did not come (or
+    /// the run was stopped).
+    fn init_wait(&self) -> bool {
+        let cfg = &self.cfg;
+        let Some(iw) = cfg.init_wait_ns() else {
+            return false;
+        };
+        let deadline = now_ns() + iw;
+        loop {
+            if lock(&self.peers).match_count() >= cfg.criteria.min_match {
+                std::thread::sleep(Duration::from_millis(100));
+                return false;
+            }
+            if now_ns() >= deadline || self.stopping() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn run_typed<T: PerfSample>(cfg: &PerfConfig, base: Base) -> i32 {
+    let (pid, sigset, own_guid) = (base.pid, base.sigset, base.own_guid);
+    let (hostname, participant) = (&base.hostname, &base.participant);
+    let (publisher, subscriber) = (&base.publisher, &base.subscriber);
     // Topics.
     let rel = reliability(cfg);
     let tqos = TopicQos::default().with_reliability(rel);
@@ -891,27 +967,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     // Shared state.
     let (matched_tx, matched_rx) = crossbeam_channel::bounded::<()>(1);
     let own_handle = handle_of(&own_guid);
-    let shared = Shared {
-        cfg: cfg.clone(),
-        pid,
-        out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
-        stop: Arc::new(AtomicBool::new(false)),
-        guard: GuardCondition::new(),
-        peers: Mutex::new(PeerTable::new(
-            pid,
-            own_handle,
-            cfg.ignore_local,
-            cfg.has_data_reader(),
-        )),
-        ping: Mutex::new(PingScheduler::new(cfg.ping)),
-        pongs: Mutex::new(Vec::new()),
-        seq: Mutex::new(SeqTracker::new(cfg.nkeyvals, cfg.sub_latency)),
-        pubhist: Mutex::new(PubHist::default()),
-        matched: matched_tx.clone(),
-        data_on: AtomicBool::new(false),
-        t_events_ref: cfg.time_ref.unwrap_or(t_process),
-        first_pong: AtomicI64::new(0),
-    };
+    let shared = Shared::new(cfg, &base, matched_tx.clone());
     let ctx = Arc::new(Ctx {
         shared,
         ping_writer: ping_writer.clone(),
@@ -955,7 +1011,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
 
     // Our own participant (ddsperf sees itself through the built-in topic; Tessera's
     // discovery events only cover remote participants).
-    let own_ud = user_data(cfg.has_data_reader(), pid, &hostname);
+    let own_ud = user_data(cfg.has_data_reader(), pid, hostname);
     let tdisc = now_ns();
     let own = lock(&ctx.peers).on_participant(own_handle, own_guid, &own_ud, tdisc);
     if let Some(own) = own {
@@ -1005,22 +1061,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         Err(e) => return dds_error("thread", tessera::Error::Io(e)),
     };
 
-    // -Q initwait: wait for enough peers before starting.
-    let mut aborted = false;
-    if let Some(iw) = cfg.init_wait_ns() {
-        let deadline = now_ns() + iw;
-        loop {
-            if lock(&ctx.peers).match_count() >= cfg.criteria.min_match {
-                std::thread::sleep(Duration::from_millis(100));
-                break;
-            }
-            if now_ns() >= deadline || ctx.stopping() {
-                aborted = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    let mut aborted = ctx.init_wait();
 
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     if !aborted {
@@ -1033,7 +1074,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     let mut code = 0;
     let mut tref = None;
     if !aborted {
-        let r = main_loop(&ctx, &*ctx, &hostname, &cpu_writer, cpu_reader.as_ref());
+        let r = main_loop(&ctx, &*ctx, hostname, &cpu_writer, cpu_reader.as_ref());
         aborted = r.aborted;
         tref = Some(r.tref);
         code = finish(&ctx, aborted, r.rss);
