@@ -4,7 +4,7 @@
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
-use tessera::qos::{DataReaderQos, History, Reliability, TopicQos};
+use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
 use tessera::rtps::types::Locator;
 use tessera::transport::{InProcessTransport, Transport as _};
 use tessera::TopicType;
@@ -131,7 +131,9 @@ fn participants_survive_and_count_hostile_datagrams(t: Transport) {
     let w = a
         .create_publisher(Default::default())
         .unwrap()
-        .create_datawriter(&ta, Default::default())
+        // KEEP_ALL: every sample is promised; a KEEP_LAST 1 writer may replace a sample that
+        // the garbage delayed before it is repaired.
+        .create_datawriter(&ta, DataWriterQos::default().with_history(History::KeepAll))
         .unwrap();
     let rqos = DataReaderQos::default()
         .with_reliability(Reliability::reliable(Duration::from_secs(1)))
