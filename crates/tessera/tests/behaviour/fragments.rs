@@ -12,7 +12,8 @@ fn body(seq: u32, len: usize) -> Vec<u8> {
 }
 
 fn large_reliable_samples_arrive_whole(t: Transport) {
-    let ps = t.participants(2);
+    let d = t.domain(2);
+    let ps = &d.participants;
     let w = writer::<Blob>(&ps[0], "F_large", keep_all_writer());
     let r = reader::<Blob>(&ps[1], "F_large", keep_all_reader());
     matched(&w, &r);
@@ -38,6 +39,7 @@ fn large_reliable_samples_arrive_whole(t: Transport) {
         r.take(usize::MAX).unwrap().is_empty(),
         "a sample came twice"
     );
+    assert_lossy_network_lost(&d);
 }
 
 per_transport!(all: large_reliable_samples_arrive_whole);

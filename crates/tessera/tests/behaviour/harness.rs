@@ -7,7 +7,7 @@ use tessera::qos::{
 };
 use tessera::{DataReader, DataWriter, DomainParticipant, Sample, TopicType};
 
-pub use crate::support::{wait_until, Keyed, Transport};
+pub use crate::support::{wait_until, Domain, Keyed, Transport};
 
 /// A keyless sample with a body of any size (for fragmentation).
 #[derive(TopicType, Debug, Clone, PartialEq)]
@@ -118,4 +118,12 @@ pub fn seqs(samples: &[Sample<Keyed>]) -> Vec<(u32, u32)> {
 pub fn settle(t: Transport) {
     let ms = if t.lossy() { 400 } else { 150 };
     std::thread::sleep(Duration::from_millis(ms));
+}
+
+/// Over the lossy network, proves that it lost something: otherwise a reliable test there proves
+/// no more than over the clean one.
+pub fn assert_lossy_network_lost(d: &Domain) {
+    if let (true, Some(net)) = (d.transport.lossy(), &d.net) {
+        assert!(net.dropped() > 0, "the lossy network lost nothing");
+    }
 }

@@ -8,7 +8,8 @@ use std::time::Duration;
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, ResourceLimits};
 
 fn reliable_delivers_all_in_order_exactly_once(t: Transport) {
-    let ps = t.participants(2);
+    let d = t.domain(2);
+    let ps = &d.participants;
     let (wq, rq) = (keep_all_writer(), keep_all_reader());
     let w = writer::<Keyed>(&ps[0], "R_all", wq);
     let r = reader::<Keyed>(&ps[1], "R_all", rq);
@@ -31,6 +32,7 @@ fn reliable_delivers_all_in_order_exactly_once(t: Transport) {
         r.take(usize::MAX).unwrap().is_empty(),
         "a sample came twice"
     );
+    assert_lossy_network_lost(&d);
 }
 
 fn best_effort_gives_an_in_order_subset_without_stalling(t: Transport) {
