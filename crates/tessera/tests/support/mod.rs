@@ -10,9 +10,6 @@ pub use tessera::transport::FaultConfig;
 use tessera::transport::{InProcessNetwork, TransportKind};
 use tessera::{DomainParticipant, ParticipantConfig, TopicType};
 
-/// Why a socket test is ignored by a plain `cargo test`.
-pub const NEEDS_NETNS: &str = "needs a network namespace: scripts/netns-run (scripts/test runs it)";
-
 /// Panics unless the test runs inside a network namespace made for the test run
 /// (`scripts/netns-run` sets `TESSERA_IN_NETNS=1`): an ignored socket test asked for elsewhere
 /// must fail, not send discovery traffic out of the machine's own interfaces.
