@@ -198,24 +198,41 @@ fn acknack(r: &mut ReaderCore, now: std::time::Instant) -> (SequenceNumber, Vec<
     }
 }
 
-#[test]
-fn core_refusal_holds_next_through_buffering_gaps_and_heartbeats() {
-    let mut r = ReaderCore::new(ReaderConfig::new(reader_guid(0)));
-    let w = writer_guid();
-    let src = w.prefix;
-    let now = epoch();
-    r.add_writer(w, Locators::new(), true, now);
-    let p = [0u8, 1, 0, 0, 9];
-    let mut room = 1usize;
-    let mut got = Vec::new();
-    let mut cb = |d: Delivered<'_>| {
-        if room == 0 {
+/// An application that takes `room` more samples, then refuses.
+struct App {
+    room: usize,
+    got: Vec<SequenceNumber>,
+}
+
+impl App {
+    fn offer(&mut self, d: &Delivered<'_>) -> Verdict {
+        if self.room == 0 {
             return Verdict::Refused;
         }
-        room -= 1;
-        got.push(d.seq);
+        self.room -= 1;
+        self.got.push(d.seq);
         Verdict::Accepted
-    };
+    }
+}
+
+fn core() -> (ReaderCore, Guid, std::time::Instant) {
+    let mut r = ReaderCore::new(ReaderConfig::new(reader_guid(0)));
+    let w = writer_guid();
+    let now = epoch();
+    r.add_writer(w, Locators::new(), true, now);
+    (r, w, now)
+}
+
+#[test]
+fn core_refusal_holds_next_through_buffering_gaps_and_heartbeats() {
+    let (mut r, w, now) = core();
+    let src = w.prefix;
+    let p = [0u8, 1, 0, 0, 9];
+    let app = std::cell::RefCell::new(App {
+        room: 1,
+        got: Vec::new(),
+    });
+    let mut cb = |d: Delivered<'_>| app.borrow_mut().offer(&d);
     let gap = |start: i64, base: i64| Gap {
         reader_id: EntityId::UNKNOWN,
         writer_id: w.entity_id,
@@ -248,15 +265,7 @@ fn core_refusal_holds_next_through_buffering_gaps_and_heartbeats() {
     // Room again: resume asks for everything missing at once.
     r.resume(later);
     assert_eq!(acknack(&mut r, later), (3, vec![3, 6]));
-    room = 2;
-    let mut cb = |d: Delivered<'_>| {
-        if room == 0 {
-            return Verdict::Refused;
-        }
-        room -= 1;
-        got.push(d.seq);
-        Verdict::Accepted
-    };
+    app.borrow_mut().room = 2;
     // 3 accepted, the drain passes 4 (irrelevant) and delivers 5; 6 is missing.
     r.on_data(src, &data(w, 3, &p), None, later, &mut cb);
     assert_eq!(r.next_expected(w), Some(6));
@@ -264,10 +273,10 @@ fn core_refusal_holds_next_through_buffering_gaps_and_heartbeats() {
     r.on_data(src, &data(w, 6, &p), None, later, &mut cb);
     assert_eq!(r.next_expected(w), Some(6));
     // A callback returning () accepts everything.
-    let mut cb = |d: Delivered<'_>| got.push(d.seq);
+    let mut cb = |d: Delivered<'_>| app.borrow_mut().got.push(d.seq);
     r.on_data(src, &data(w, 6, &p), None, later, &mut cb);
     assert_eq!(r.next_expected(w), Some(8));
-    assert_eq!(got, vec![2, 3, 5, 6, 7]);
+    assert_eq!(app.borrow().got, vec![2, 3, 5, 6, 7]);
     let c = r.counters();
     assert_eq!((c.delivered, c.refused, c.lost), (5, 2, 0), "{c:?}");
     assert_eq!(r.buffered_bytes(), 0);
@@ -275,33 +284,25 @@ fn core_refusal_holds_next_through_buffering_gaps_and_heartbeats() {
 
 #[test]
 fn core_refused_buffered_sample_is_dropped_to_be_resent() {
-    let mut r = ReaderCore::new(ReaderConfig::new(reader_guid(0)));
-    let w = writer_guid();
+    let (mut r, w, now) = core();
     let src = w.prefix;
-    let now = epoch();
-    r.add_writer(w, Locators::new(), true, now);
     let p = [0u8, 1, 0, 0, 9];
-    let mut room = 1usize;
-    let mut got = Vec::new();
-    let mut cb = |d: Delivered<'_>| {
-        if room == 0 {
-            return Verdict::Refused;
-        }
-        room -= 1;
-        got.push(d.seq);
-        Verdict::Accepted
-    };
+    let app = std::cell::RefCell::new(App {
+        room: 1,
+        got: Vec::new(),
+    });
+    let mut cb = |d: Delivered<'_>| app.borrow_mut().offer(&d);
     r.on_heartbeat(src, &hb(w, 1, 3, 1), now, &mut cb);
     r.on_data(src, &data(w, 2, &p), None, now, &mut cb);
     r.on_data(src, &data(w, 3, &p), None, now, &mut cb);
     // 1 accepted, the drain offers 2: refused, dropped; 3 stays buffered.
     r.on_data(src, &data(w, 1, &p), None, now, &mut cb);
-    assert_eq!(got, vec![1]);
+    assert_eq!(app.borrow().got, vec![1]);
     assert_eq!(r.next_expected(w), Some(2));
     r.resume(now);
     assert_eq!(acknack(&mut r, now), (2, vec![2]));
-    let mut cb = |d: Delivered<'_>| got.push(d.seq);
+    let mut cb = |d: Delivered<'_>| app.borrow_mut().got.push(d.seq);
     r.on_data(src, &data(w, 2, &p), None, now, &mut cb);
-    assert_eq!(got, vec![1, 2, 3]);
+    assert_eq!(app.borrow().got, vec![1, 2, 3]);
     assert_eq!(r.buffered_bytes(), 0);
 }
