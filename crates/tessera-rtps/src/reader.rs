@@ -40,8 +40,9 @@
 //! `next` stays at it (it is neither delivered, skipped nor lost), so the ACKNACK base stays
 //! at it and the writer keeps it; the sample itself is dropped (buffered ones behind it stay
 //! buffered) and resent when requested. While the reader refuses, its ACKNACKs request only
-//! `next` (a probe), at the usual NACK pace, so a reader that does not take costs one repair
-//! per answer, not a resend of everything missing. [`ReaderCore::resume`] ends that when the
+//! `next` (a probe), not everything missing, and each probe the application refuses again
+//! doubles the time to the next one (up to [`ReaderConfig::nack_suppression_max`]), so a
+//! reader that does not take costs a few repairs a second, not a storm. [`ReaderCore::resume`] ends that when the
 //! application made room: the full request goes out at once. A HEARTBEAT whose `first_sn` is
 //! above a refused sample still skips it (the writer no longer has it: counted as lost).
 //!
@@ -232,6 +233,10 @@ struct WriterProxy {
     /// `next` (a probe, like TCP's zero-window probe), not the whole missing range, so that a
     /// reader that is not taking does not cause a repair storm.
     probing: bool,
+    /// Resends of `next` refused in a row: each doubles the time between probes, up to
+    /// [`ReaderConfig::nack_suppression_max`] (a reader full for long costs ~2 repairs a
+    /// second at the default).
+    probe_backoff: u32,
 }
 
 impl WriterProxy {
@@ -246,13 +251,19 @@ impl WriterProxy {
         }
     }
 
-    /// How long requested numbers are not requested again.
+    /// How long requested numbers are not requested again (longer between probes).
     fn suppression(&self, cfg: &ReaderConfig) -> Duration {
-        self.repair_rtt.bound(
+        let d = self.repair_rtt.bound(
             cfg.nack_suppression,
             cfg.nack_suppression,
             cfg.nack_suppression_max,
-        )
+        );
+        if !self.probing {
+            return d;
+        }
+        d.saturating_mul(1 << self.probe_backoff)
+            .min(cfg.nack_suppression_max)
+            .max(d)
     }
 }
 
@@ -309,11 +320,13 @@ impl Shared {
             Verdict::Accepted => {
                 self.counters.delivered += 1;
                 w.probing = false;
+                w.probe_backoff = 0;
                 true
             }
             Verdict::Refused => {
                 if w.refused_seq == Some(seq) {
                     self.counters.refused_again += 1;
+                    w.probe_backoff = (w.probe_backoff + 1).min(16);
                 } else {
                     self.counters.refused += 1;
                     w.refused_seq = Some(seq);
@@ -533,6 +546,7 @@ impl ReaderCore {
             frags: Reassembler::new(),
             refused_seq: None,
             probing: false,
+            probe_backoff: 0,
         });
     }
 
@@ -815,6 +829,7 @@ impl ReaderCore {
     pub fn resume(&mut self, now: Instant) {
         for w in self.writers.iter_mut().filter(|w| w.probing) {
             w.probing = false;
+            w.probe_backoff = 0;
             // The probe's request must not hold back the full one.
             w.nack_at = None;
             w.ack_due = Some(now);
