@@ -18,11 +18,12 @@ use crate::status::{
 use crate::topic::Topic;
 use crate::TopicType;
 use parking_lot::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::cdr;
 use tessera_rtps::qos::ReliabilityKind;
-use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
+use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore, Verdict};
 use tessera_rtps::types::{EntityId, Guid};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 
@@ -85,6 +86,8 @@ impl Subscriber {
             listener: Mutex::new(None),
             qos: qos.clone(),
             matched: Mutex::new(Vec::new()),
+            refused: AtomicBool::new(false),
+            participant: Arc::downgrade(&p),
         });
         p.endpoints
             .write()
@@ -140,9 +143,29 @@ pub(crate) struct ReaderEndpoint<T: TopicType> {
     listener: Mutex<Option<Arc<dyn DataReaderListener<T>>>>,
     qos: DataReaderQos,
     matched: Mutex<Vec<Guid>>,
+    /// The history refused a sample (resource limits) since the last `take` made room.
+    refused: AtomicBool,
+    /// To send the ACKNACK that asks for refused samples again ([`ReaderEndpoint::resume`]).
+    participant: Weak<ParticipantShared>,
 }
 
 impl<T: TopicType> ReaderEndpoint<T> {
+    /// After a `take` of `taken` samples: if the history had refused samples, the core asks
+    /// their writers to resend them now rather than at its next heartbeat answer.
+    fn resume(&self, taken: usize) {
+        if taken == 0 || !self.refused.swap(false, Ordering::Relaxed) {
+            return;
+        }
+        let Some(p) = self.participant.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut core = self.core.lock();
+        core.resume(now);
+        outbox::flush_reader(&p, &mut core, now);
+        p.kick.ensure_by(core.poll_timeout());
+    }
+
     /// The history, locked, with the instances whose autopurge delay ran out purged first
     /// (the clock is read only when a purge is scheduled).
     fn history_purged(&self) -> parking_lot::MutexGuard<'_, History<T>> {
@@ -272,18 +295,27 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 
     fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut available = false;
-        let mut rejected = 0u32;
+        let rejected;
         let lost_before;
         let lost_after;
         {
             let mut core = self.core.lock();
             lost_before = core.counters().lost;
+            let refused_before = core.counters().refused;
             // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
             // nearly every datagram) then costs no history lock.
             let mut history = None;
             let mut deliver = |d: Delivered<'_>| {
                 let h = history.get_or_insert_with(|| self.history.lock());
-                available |= self.accept(&d, h, &mut rejected);
+                let mut refused = 0;
+                available |= self.accept(&d, h, &mut refused);
+                if refused == 0 {
+                    return Verdict::Accepted;
+                }
+                // A resource limit: a reliable writer keeps the sample unacknowledged and
+                // resends it once a `take` made room (a best-effort one's is dropped).
+                self.refused.store(true, Ordering::Relaxed);
+                Verdict::Refused
             };
             match &rs.submessage {
                 Submessage::Data(d) => {
@@ -301,6 +333,8 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             }
             drop(history);
             lost_after = core.counters().lost;
+            // SAMPLE_REJECTED counts each sample once, not each resend of it.
+            rejected = (core.counters().refused - refused_before) as u32;
             outbox::flush_reader(p, &mut core, now);
             p.kick.ensure_by(core.poll_timeout());
         }
@@ -507,6 +541,7 @@ impl<T: TopicType> DataReader<T> {
     pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
         let out = self.ep.history_purged().take(max, masks);
         self.after_access();
+        self.ep.resume(out.len());
         Ok(out)
     }
 
@@ -515,6 +550,7 @@ impl<T: TopicType> DataReader<T> {
     pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
         let n = self.ep.history_purged().take_into(out, max);
         self.after_access();
+        self.ep.resume(n);
         n
     }
 
@@ -550,6 +586,7 @@ impl<T: TopicType> DataReader<T> {
             .take_instance(handle, max, masks)
             .map_err(|_| Error::UnknownInstance)?;
         self.after_access();
+        self.ep.resume(out.len());
         Ok(out)
     }
 
@@ -585,6 +622,7 @@ impl<T: TopicType> DataReader<T> {
             masks,
         );
         self.after_access();
+        self.ep.resume(out.len());
         Ok(out)
     }
 
