@@ -268,9 +268,10 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
     }
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
-            "Tessera sends user data to each matched reader by unicast (a shared multicast \
-             destination is not built yet); `multicast = false` switches Cyclone to \
-             multicast for discovery only."
+            "With `multicast = true` (the default) both implementations send data once per \
+             multicast group that several readers share; `multicast = false` restricts both to \
+             multicast for discovery only (Cyclone: AllowMulticast=spdp, Tessera: \
+             TESSERA_ALLOW_MULTICAST=spdp), so data goes by unicast to each reader."
                 .to_string(),
         );
     }
@@ -366,6 +367,11 @@ impl Ctx<'_> {
             Implementation::Tessera => {
                 let mut c = topo.command(host, &self.opts.tessera_exe);
                 c.arg("perf").arg("--json");
+                if !multicast {
+                    // Like Cyclone's AllowMulticast=spdp below: discovery by multicast, data by
+                    // unicast to each reader.
+                    c.env("TESSERA_ALLOW_MULTICAST", "spdp");
+                }
                 c
             }
             Implementation::Cyclone => {

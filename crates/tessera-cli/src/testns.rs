@@ -31,6 +31,21 @@ pub fn require_inside(outer: &str) {
 /// with loopback up and multicast routed to it, with `envs` added to its environment; returns
 /// its exit status. Panics when the namespace cannot be made (no `unshare`, not allowed).
 pub fn run_inner_status(name: &str, envs: &[(&str, &str)]) -> ExitStatus {
+    inner_command(name, envs)
+        .status()
+        .unwrap_or_else(|e| panic!("{name}: cannot run unshare (util-linux): {e}"))
+}
+
+/// [`run_inner_status`] with the inner test's output captured rather than printed: for tests that
+/// expect the inner test to fail, whose `FAILED` lines would otherwise read as a failure of the
+/// whole run.
+pub fn run_inner_output(name: &str, envs: &[(&str, &str)]) -> std::process::Output {
+    inner_command(name, envs)
+        .output()
+        .unwrap_or_else(|e| panic!("{name}: cannot run unshare (util-linux): {e}"))
+}
+
+fn inner_command(name: &str, envs: &[(&str, &str)]) -> Command {
     let exe = std::env::current_exe().expect("the test binary's path");
     // SAFETY: geteuid has no preconditions and cannot fail.
     let root = unsafe { libc::geteuid() } == 0;
@@ -40,8 +55,8 @@ pub fn run_inner_status(name: &str, envs: &[(&str, &str)]) -> ExitStatus {
     } else {
         &["--user", "--map-root-user", "--net"]
     };
-    Command::new("unshare")
-        .args(ns)
+    let mut cmd = Command::new("unshare");
+    cmd.args(ns)
         .args([
             "--",
             "sh",
@@ -58,9 +73,8 @@ pub fn run_inner_status(name: &str, envs: &[(&str, &str)]) -> ExitStatus {
             "--test-threads=1",
         ])
         .env(IN_NETNS, "1")
-        .envs(envs.iter().copied())
-        .status()
-        .unwrap_or_else(|e| panic!("{name}: cannot run unshare (util-linux): {e}"))
+        .envs(envs.iter().copied());
+    cmd
 }
 
 /// [`run_inner_status`] without extra environment, asserting that the inner test passed.

@@ -1716,12 +1716,18 @@ mod tests {
             dir.display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let status = crate::testns::run_inner_status(
+        let out = crate::testns::run_inner_output(
             "perf::run::tests::retransmit_counter_under_loss_inner",
             &[("PATH", &path)],
         );
         std::fs::remove_dir_all(&dir).unwrap();
-        assert!(!status.success(), "passed although nft failed: {status}");
+        assert!(
+            !out.status.success(),
+            "passed although nft failed: {}",
+            out.status
+        );
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("cannot inject loss"), "{said}");
     }
 
     #[test]
