@@ -367,7 +367,7 @@ impl InProcessTransport {
     }
 
     /// Puts `buf` in `node`'s queue under the link's faults. With a bandwidth limit, a full
-    /// link waits (`block`), says `WouldBlock`, or (`force`, multicast) queues anyway.
+    /// link waits (`block`), says `WouldBlock`, or (`force`, multicast) drops the datagram.
     fn deliver(
         &self,
         node: &Node,
@@ -407,8 +407,15 @@ impl InProcessTransport {
             // As a UDP socket's send buffer: a datagram of any size is taken while the buffer
             // is not full (so small datagrams cannot starve a large one).
             let held = backlog.as_secs_f64() * bw as f64;
-            if force || held < f.link_buffer as f64 {
+            if held < f.link_buffer as f64 {
                 break q;
+            }
+            if force {
+                // Multicast waits for no receiver: what a full link cannot take is lost there
+                // (as at a switch port), rather than queued for an ever later delivery.
+                drop(q);
+                self.drop_one("multicast to a full link");
+                return Ok(());
             }
             if !block {
                 self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
