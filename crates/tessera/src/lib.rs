@@ -80,3 +80,4 @@ pub use publication::{DataWriter, DataWriterListener, Publisher};
 pub use status::StatusMask;
 pub use subscription::{DataReader, DataReaderListener, Subscriber};
 pub use topic::Topic;
+pub use transport::AllowMulticast;

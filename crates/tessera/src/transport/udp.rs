@@ -29,6 +29,15 @@
 //! - `TESSERA_INTERFACE`: interface name or IPv4 address.
 //! - `TESSERA_PEERS`: `ip[:port],...` unicast discovery peers.
 //! - `TESSERA_MULTICAST`: `0`/`false`/`off` disables multicast.
+//!
+//! What multicast is used for is the participant's choice
+//! ([`crate::ParticipantConfig::allow_multicast`], `TESSERA_ALLOW_MULTICAST=false|spdp|true`,
+//! see [`super::AllowMulticast`]); `false` there closes the multicast sockets as well.
+//!
+//! # Datagram size
+//! [`Transport::max_datagram_size`](super::Transport::max_datagram_size) is the interface's MTU
+//! less the IPv4 and UDP headers (65,507 on loopback, 1,472 on Ethernet): writers size their
+//! datagrams by it, so nothing they send is fragmented by IP on the way out.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -317,6 +326,8 @@ pub struct UdpTransport {
     participant_id: u32,
     interface: Interface,
     multicast: bool,
+    /// The interface's MTU less the IPv4 and UDP headers (see [`iface::max_udp4_payload`]).
+    max_datagram: usize,
     locators: TransportLocators,
     spdp_destinations: Vec<Locator>,
     send: UdpSocket,
@@ -550,6 +561,7 @@ impl UdpTransport {
         Ok(UdpTransport {
             domain_id: d,
             participant_id: pid,
+            max_datagram: iface::max_udp4_payload(&itf),
             interface: itf,
             multicast,
             locators,
@@ -832,7 +844,7 @@ impl super::Transport for UdpTransport {
     }
 
     fn max_datagram_size(&self) -> usize {
-        MAX_UDP_PAYLOAD
+        self.max_datagram
     }
 
     fn stats(&self) -> &TransportStats {
