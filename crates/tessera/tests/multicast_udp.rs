@@ -3,7 +3,7 @@
 //! per sample (to the user multicast group every reader participant joined); with
 //! `TESSERA_ALLOW_MULTICAST=spdp` one per reader. Every reader gets every sample once.
 
-mod common;
+mod support;
 
 use std::time::{Duration, Instant};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
@@ -116,7 +116,7 @@ fn measure(domain: u32, allow: Option<AllowMulticast>) -> f64 {
 #[test]
 #[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn multicast_sends_about_one_datagram_per_sample() {
-    common::require_netns();
+    support::require_netns();
     let per_sample = measure(61, Some(AllowMulticast::On));
     assert!(per_sample < 1.6, "{per_sample} datagrams per sample");
 }
@@ -124,7 +124,7 @@ fn multicast_sends_about_one_datagram_per_sample() {
 #[test]
 #[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn spdp_env_sends_one_copy_per_reader() {
-    common::require_netns();
+    support::require_netns();
     if std::env::var(CHILD).is_ok() {
         // The configuration leaves it to TESSERA_ALLOW_MULTICAST=spdp.
         let per_sample = measure(62, None);
