@@ -4,6 +4,8 @@
 //! sharing a datagram — gets every sample exactly once, and `AllowMulticast::SpdpOnly` goes back
 //! to one unicast copy per reader. Plain `cargo test`: no socket.
 
+mod support;
+
 use std::time::{Duration, Instant};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
 use tessera::transport::{FaultConfig, InProcessNetwork};
@@ -84,28 +86,8 @@ fn run(
     }
     w.wait_for_acknowledgments(Duration::from_secs(20)).unwrap();
     let sent = wp.counters().datagrams_sent - before;
-    let mut got = vec![Vec::new(); readers.len()];
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while got.iter().any(|g| g.len() < n as usize) {
-        assert!(
-            Instant::now() < deadline,
-            "received {:?} of {n}",
-            got.iter().map(Vec::len).collect::<Vec<_>>()
-        );
-        for (r, g) in readers.iter().zip(got.iter_mut()) {
-            for s in r.take(256).unwrap() {
-                g.extend(s.data.map(|d| d.seq));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    // Nothing more arrives: exactly once per reader.
-    std::thread::sleep(Duration::from_millis(200));
-    for (r, g) in readers.iter().zip(got.iter_mut()) {
-        for s in r.take(256).unwrap() {
-            g.extend(s.data.map(|d| d.seq));
-        }
-    }
+    // Exactly once per reader: the helper also takes what arrives late.
+    let got = support::take_until_each_has(&readers, n as usize, |b| b.seq);
     (sent as f64 / n as f64, got)
 }
 

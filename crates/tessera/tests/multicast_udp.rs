@@ -80,26 +80,8 @@ fn measure(domain: u32, allow: Option<AllowMulticast>) -> f64 {
     }
     w.wait_for_acknowledgments(Duration::from_secs(20)).unwrap();
     let sent = wp.counters().datagrams_sent - before;
-    let mut got = vec![Vec::new(); readers.len()];
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while got.iter().any(|g| g.len() < SAMPLES as usize) {
-        assert!(
-            Instant::now() < deadline,
-            "received {:?} of {SAMPLES}",
-            got.iter().map(Vec::len).collect::<Vec<_>>()
-        );
-        for (r, g) in readers.iter().zip(got.iter_mut()) {
-            for s in r.take(512).unwrap() {
-                g.extend(s.data.map(|d| d.seq));
-            }
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    for (r, g) in readers.iter().zip(got.iter_mut()) {
-        for s in r.take(512).unwrap() {
-            g.extend(s.data.map(|d| d.seq));
-        }
+    let got = support::take_until_each_has(&readers, SAMPLES as usize, |b| b.seq);
+    for g in &got {
         let mut sorted = g.clone();
         sorted.sort_unstable();
         assert_eq!(

@@ -245,3 +245,34 @@ pub struct Keyless {
     pub seq: u32,
     pub text: String,
 }
+
+/// Takes from every reader until each holds `n` samples (within 20 s), then once more after
+/// 200 ms, so that a duplicate arriving late is caught too; returns each reader's `seq(..)` of
+/// every valid sample, in arrival order.
+pub fn take_until_each_has<T: TopicType>(
+    readers: &[tessera::DataReader<T>],
+    n: usize,
+    seq: impl Fn(&T) -> u32,
+) -> Vec<Vec<u32>> {
+    let mut got = vec![Vec::new(); readers.len()];
+    let take_all = |got: &mut Vec<Vec<u32>>| {
+        for (r, g) in readers.iter().zip(got.iter_mut()) {
+            for s in r.take(512).unwrap() {
+                g.extend(s.data.as_ref().map(&seq));
+            }
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.iter().any(|g| g.len() < n) {
+        assert!(
+            Instant::now() < deadline,
+            "received {:?} of {n}",
+            got.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        take_all(&mut got);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    take_all(&mut got);
+    got
+}
