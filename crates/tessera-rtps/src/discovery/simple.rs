@@ -225,7 +225,8 @@ impl SimpleDiscovery {
 
     fn wall(&self, now: Instant) -> Timestamp {
         let since = now.saturating_duration_since(self.wall_origin.0).as_nanos();
-        Timestamp::from_nanos(self.wall_origin.1.saturating_add(since as i64))
+        // Even, as the runtime's timestamps (ddsperf reads an odd one as a ping).
+        Timestamp::from_nanos(self.wall_origin.1.saturating_add(since as i64) & !1)
     }
 
     /// Queues one SPDP DATA to `dests` (several datagrams when they exceed one `Locators`).
