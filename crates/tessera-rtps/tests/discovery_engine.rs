@@ -459,6 +459,7 @@ fn disposes_from_another_participant_are_ignored() {
     x.receive(1, &sedp);
 
     assert_eq!(x.nodes[1].engine.counters().forged_disposes, 2);
+    assert_eq!(x.nodes[1].engine.rejected(), 2);
     assert_eq!(x.events(1).len(), before, "{:?}", &x.events(1)[before..]);
     assert!(x.nodes[1].engine.db().is_matched(rg, wg));
     assert!(x.nodes[1].engine.peer_locators(prefix(0)).is_some());
@@ -550,4 +551,23 @@ fn the_local_matcher_pairs_a_participants_own_endpoints() {
         }]
     );
     assert!(m.writer(wg).is_none() && m.reader(rg).is_some());
+}
+
+#[test]
+fn an_undecodable_spdp_sample_is_counted_and_changes_nothing() {
+    let mut x = Exchange::new(2, LEASE);
+    let mut buf = Vec::new();
+    let mut m = MessageBuilder::new(&mut buf, prefix(1));
+    m.submessage(&Submessage::Data(Data {
+        reader_id: EntityId::SPDP_READER,
+        writer_id: EntityId::SPDP_WRITER,
+        writer_sn: 1,
+        inline_qos: None,
+        payload_kind: PayloadKind::Data,
+        payload: &[0, 3, 0, 0, 0xff, 0xff, 0xff],
+    }));
+    x.receive(0, &buf);
+    assert_eq!(x.nodes[0].engine.counters().undecodable, 1);
+    assert!(x.events(0).is_empty());
+    assert!(x.nodes[0].engine.peer_locators(prefix(1)).is_none());
 }

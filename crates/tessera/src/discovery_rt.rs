@@ -237,7 +237,11 @@ impl DiscoveryRuntime {
         if !self.engine.owns(entity) {
             return Vec::new();
         }
+        let rejected = self.engine.rejected();
         self.engine.handle_submessage(rs, now);
+        if self.engine.rejected() > rejected {
+            tracing::debug!(from = ?rs.source_prefix, "dropped an undecodable or forged built-in sample");
+        }
         self.flush(p, now);
         let mut out = Vec::new();
         self.drain_engine(p, &mut out);

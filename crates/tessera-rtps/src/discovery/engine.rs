@@ -129,4 +129,8 @@ pub trait DiscoveryEngine: Send {
 
     /// The next event, if any.
     fn poll_event(&mut self) -> Option<EngineEvent>;
+
+    /// How many received built-in samples were dropped so far as the peer's fault
+    /// (undecodable, forged); the runtime logs when it grows.
+    fn rejected(&self) -> u64;
 }

@@ -653,4 +653,8 @@ impl DiscoveryEngine for SimpleDiscovery {
     fn poll_event(&mut self) -> Option<EngineEvent> {
         self.events.pop_front()
     }
+
+    fn rejected(&self) -> u64 {
+        self.counters.undecodable + self.counters.forged_disposes
+    }
 }
