@@ -66,10 +66,15 @@ fn config(i: usize, lease: Duration) -> SimpleDiscoveryConfig {
 
 impl Exchange {
     fn new(n: usize, lease: Duration) -> Exchange {
+        Self::with_configs((0..n).map(|i| config(i, lease)).collect())
+    }
+
+    fn with_configs(configs: Vec<SimpleDiscoveryConfig>) -> Exchange {
         let now = epoch();
-        let nodes = (0..n)
-            .map(|i| Node {
-                engine: SimpleDiscovery::new(config(i, lease), now),
+        let nodes = configs
+            .into_iter()
+            .map(|c| Node {
+                engine: SimpleDiscovery::new(c, now),
                 events: Vec::new(),
                 running: true,
             })
@@ -570,4 +575,31 @@ fn an_undecodable_spdp_sample_is_counted_and_changes_nothing() {
     assert_eq!(x.nodes[0].engine.counters().undecodable, 1);
     assert!(x.events(0).is_empty());
     assert!(x.nodes[0].engine.peer_locators(prefix(1)).is_none());
+}
+
+#[test]
+fn participants_of_another_domain_tag_are_not_discovered() {
+    let mut tagged = config(1, LEASE);
+    tagged.participant.domain_tag = "lab".into();
+    let mut x = Exchange::with_configs(vec![config(0, LEASE), tagged]);
+    x.run_for(Duration::from_millis(500));
+    for i in 0..2 {
+        assert!(x.events(i).is_empty(), "node {i}: {:?}", x.events(i));
+        assert!(x.nodes[i].engine.peer_locators(prefix(1 - i)).is_none());
+    }
+}
+
+#[test]
+fn a_changed_participant_announcement_is_reported() {
+    let mut x = Exchange::new(2, LEASE);
+    x.run_for(Duration::from_millis(50));
+    let mut changed = config(1, LEASE);
+    changed.participant.user_data = b"v2".to_vec();
+    x.nodes[1].engine = SimpleDiscovery::new(changed, x.now);
+    x.run_for(Duration::from_millis(50));
+    let updated = x.events(0).iter().find_map(|e| match e {
+        EngineEvent::ParticipantUpdated(p) => Some(p.user_data.clone()),
+        _ => None,
+    });
+    assert_eq!(updated, Some(b"v2".to_vec()));
 }

@@ -361,6 +361,14 @@ impl DiscoveryRuntime {
                     self.participants.insert(data.guid_prefix, info.clone());
                     self.watchers.send(&ParticipantEvent::Discovered(info));
                 }
+                // Kept current for `participants()`, as before; watchers hear only of arrivals
+                // and departures.
+                EngineEvent::ParticipantUpdated(data) => {
+                    if let Some(info) = self.participants.get_mut(&data.guid_prefix) {
+                        info.vendor = data.vendor_id;
+                        info.user_data.clone_from(&data.user_data);
+                    }
+                }
                 EngineEvent::ParticipantLost { prefix, reason } => {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
                     if self.participants.remove(&prefix).is_some() {

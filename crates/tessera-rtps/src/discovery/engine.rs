@@ -48,6 +48,8 @@ impl LocatorSelector for SelectAll {
 pub enum EngineEvent {
     /// A remote participant was discovered (what it announced about itself).
     ParticipantDiscovered(Arc<SpdpParticipantData>),
+    /// A known participant re-announced itself with different data (e.g. its user data).
+    ParticipantUpdated(Arc<SpdpParticipantData>),
     /// A remote participant is gone. Its endpoints' `Unmatched` events come before this one.
     ParticipantLost {
         /// Its prefix.

@@ -118,6 +118,7 @@ struct Peer {
 pub struct SimpleDiscovery {
     prefix: GuidPrefix,
     domain_id: u32,
+    domain_tag: String,
     db: DiscoveryDb,
     selector: Box<dyn LocatorSelector>,
     /// Our SPDP payload (serialized once).
@@ -179,6 +180,7 @@ impl SimpleDiscovery {
         SimpleDiscovery {
             prefix,
             domain_id,
+            domain_tag: config.participant.domain_tag.clone(),
             db: DiscoveryDb::new(prefix, domain_id)
                 .with_domain_tag(config.participant.domain_tag.clone()),
             sedp_pub_writer: writer(EntityId::SEDP_PUBLICATIONS_WRITER),
@@ -296,8 +298,11 @@ impl SimpleDiscovery {
                 return;
             }
         };
-        if data.guid_prefix == self.prefix || data.domain_id.is_some_and(|id| id != self.domain_id)
-        {
+        // Another domain (id or tag) is not ours: the database ignores it too, and a peer known
+        // here but not there would never expire.
+        let other_domain = data.domain_id.is_some_and(|id| id != self.domain_id)
+            || data.domain_tag != self.domain_tag;
+        if data.guid_prefix == self.prefix || other_domain {
             return;
         }
         let is_new = !self.peers.contains_key(&data.guid_prefix);
@@ -488,8 +493,8 @@ impl SimpleDiscovery {
                     remote,
                     policies,
                 },
+                DiscoveryEvent::ParticipantUpdated(data) => EngineEvent::ParticipantUpdated(data),
                 DiscoveryEvent::ParticipantDiscovered(_)
-                | DiscoveryEvent::ParticipantUpdated(_)
                 | DiscoveryEvent::RemoteEndpointDiscovered(_)
                 | DiscoveryEvent::RemoteEndpointLost { .. } => continue,
             };
