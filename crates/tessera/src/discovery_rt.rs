@@ -118,6 +118,8 @@ pub(crate) struct DiscoveryRuntime {
     /// allowed for data).
     reader_multicast: Vec<Locator>,
     allow_multicast: AllowMulticast,
+    /// Picks remote endpoints' locators (a clone of the participant's registry).
+    transport: Transports,
 }
 
 impl DiscoveryRuntime {
@@ -189,6 +191,7 @@ impl DiscoveryRuntime {
                 Vec::new()
             },
             allow_multicast,
+            transport: transport.clone(),
         }
     }
 
@@ -222,7 +225,7 @@ impl DiscoveryRuntime {
         self.engine.handle_timeout(now);
         self.flush(p, now);
         let mut out = Vec::new();
-        self.drain_engine(p, &mut out);
+        self.drain_engine(&mut out);
         out
     }
 
@@ -244,7 +247,7 @@ impl DiscoveryRuntime {
         }
         self.flush(p, now);
         let mut out = Vec::new();
-        self.drain_engine(p, &mut out);
+        self.drain_engine(&mut out);
         out
     }
 
@@ -320,11 +323,11 @@ impl DiscoveryRuntime {
         if let Some(m) = &mut self.local {
             let mut events = Vec::new();
             local(m, &mut events);
-            self.apply(p, events, &mut out);
+            self.apply(events, &mut out);
         }
         engine(self.engine.as_mut());
         self.flush(p, now);
-        self.drain_engine(p, &mut out);
+        self.drain_engine(&mut out);
         out
     }
 
@@ -334,21 +337,16 @@ impl DiscoveryRuntime {
         outbox::drain(p, |t| engine.poll_transmit(now, t));
     }
 
-    fn drain_engine(&mut self, p: &ParticipantShared, out: &mut Vec<MatchAction>) {
+    fn drain_engine(&mut self, out: &mut Vec<MatchAction>) {
         let mut events = Vec::new();
         while let Some(ev) = self.engine.poll_event() {
             events.push(ev);
         }
-        self.apply(p, events, out);
+        self.apply(events, out);
     }
 
     /// Turns engine (or local matcher) events into endpoint actions and participant events.
-    fn apply(
-        &mut self,
-        p: &ParticipantShared,
-        events: Vec<EngineEvent>,
-        out: &mut Vec<MatchAction>,
-    ) {
+    fn apply(&mut self, events: Vec<EngineEvent>, out: &mut Vec<MatchAction>) {
         for ev in events {
             match ev {
                 EngineEvent::ParticipantDiscovered(data) => {
@@ -381,7 +379,7 @@ impl DiscoveryRuntime {
                 // refreshes its locators and counts nothing.
                 EngineEvent::Matched { local, remote }
                 | EngineEvent::MatchUpdated { local, remote } => {
-                    let r = self.remote_endpoint(p, local, &remote);
+                    let r = self.remote_endpoint(local, &remote);
                     out.push(if local.entity_id.is_writer() {
                         MatchAction::MatchWriter { local, remote: r }
                     } else {
@@ -416,12 +414,7 @@ impl DiscoveryRuntime {
     }
 
     /// What local endpoint `local` needs to know of a matched endpoint.
-    fn remote_endpoint(
-        &self,
-        p: &ParticipantShared,
-        local: Guid,
-        info: &RemoteEndpointInfo,
-    ) -> RemoteEndpoint {
+    fn remote_endpoint(&self, local: Guid, info: &RemoteEndpointInfo) -> RemoteEndpoint {
         let durable = |d: Durability| d != Durability::Volatile;
         if info.guid().prefix == self.prefix {
             // One of our own: reached at our own unicast locator, and the pair's reliability is
@@ -446,12 +439,12 @@ impl DiscoveryRuntime {
                 multicast: Locators::new(),
             };
         }
-        let locators = p.transport.select(info.unicast_locators());
+        let locators = self.transport.select(info.unicast_locators());
         // The engine already replaced an endpoint's empty locator lists by its participant's
         // defaults. Only readers' multicast locators matter (we never send to a writer's).
         let multicast = match info {
             RemoteEndpointInfo::Reader(r) if self.allow_multicast.for_data() => {
-                p.transport.select(&r.multicast_locators)
+                self.transport.select(&r.multicast_locators)
             }
             _ => Locators::new(),
         };
