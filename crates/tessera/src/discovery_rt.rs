@@ -1,36 +1,30 @@
-//! The runtime side of discovery: SPDP announcements, the SEDP built-in endpoints, and turning
-//! the discovery database's decisions into actions on local endpoints.
+//! The runtime side of discovery: a thin adapter over a sans-IO
+//! [`DiscoveryEngine`](tessera_rtps::discovery::DiscoveryEngine).
 //!
-//! The decisions themselves (who matches whom, lease expiry) are made by the sans-IO
-//! [`DiscoveryDb`]; this module moves its inputs and outputs over the network. It runs under the
-//! participant's discovery lock, never on the per-sample data path.
+//! The protocol (SPDP announcements, the SEDP endpoints, leases, matching decisions) lives in
+//! the engine, [`SimpleDiscovery`] by default. This module feeds it received built-in
+//! submessages and timeouts, sends its datagrams through the participant's transports
+//! (non-blocking, via [`outbox`]), keeps the participant-discovery watchers, matches the
+//! participant's own endpoints with each other ([`LocalMatcher`]), and turns both's events into
+//! [`MatchAction`]s on local endpoints. It runs under the participant's discovery lock, never on
+//! the per-sample data path, and knows nothing of `Topic<T>` or user types.
 
 use crate::bounds::{Budgets, EventFanout};
-use crate::endpoint::{send_datagram, with_send_buf, RemoteEndpoint};
+use crate::endpoint::RemoteEndpoint;
 use crate::outbox;
 use crate::participant::ParticipantShared;
-use crate::qos::{DataReaderQos, DataWriterQos, DomainParticipantQos, PublisherQos, SubscriberQos};
-use crate::topic::Topic;
+use crate::qos::DomainParticipantQos;
 use crate::transport::{AllowMulticast, Transports};
-use crate::TopicType;
 use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use tessera_rtps::discovery::{
-    decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, evaluate_match,
-    BuiltinEndpointSet, BuiltinTopicKind, DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb,
-    DiscoveryEvent, LostReason, MatchOutcome, RemoteEndpointInfo, SpdpParticipantData, StatusInfo,
+    BuiltinEndpointSet, DiscoveredReaderData, DiscoveredWriterData, DiscoveryEngine, EngineEvent,
+    LocalMatcher, LocatorSelector, RemoteEndpointInfo, SimpleDiscovery, SimpleDiscoveryConfig,
+    SpdpParticipantData, SPDP_LEASE,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
-use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
-use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators, Timestamp};
-use tessera_rtps::wire::{
-    Data, MessageBuilder, ParameterList, PayloadKind, ReceivedSubmessage, Submessage,
-};
-use tessera_rtps::writer::WriterCore;
-
-/// A received SEDP sample: (publications?, sending participant, payload, status info, key hash).
-type SedpSample = (bool, GuidPrefix, Vec<u8>, u32, Option<[u8; 16]>);
+use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
+use tessera_rtps::wire::ReceivedSubmessage;
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
@@ -62,18 +56,6 @@ pub(crate) enum MatchAction {
     },
 }
 
-/// How often SPDP is announced in steady state, and the lease we announce.
-const SPDP_PERIOD: Duration = Duration::from_secs(3);
-const LEASE: Duration = Duration::from_secs(10);
-/// Quick re-announcements right after start, so peers that started at the same moment (and
-/// missed the first one) find us within tens of milliseconds rather than a period.
-const STARTUP_ANNOUNCEMENTS: [Duration; 4] = [
-    Duration::from_millis(20),
-    Duration::from_millis(100),
-    Duration::from_millis(300),
-    Duration::from_secs(1),
-];
-
 /// Participant settings that change what discovery announces and matches.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct DiscoveryOptions {
@@ -81,36 +63,6 @@ pub(crate) struct DiscoveryOptions {
     pub ignore_local: bool,
     /// Whether readers announce (and writers use) multicast locators for user data.
     pub allow_multicast: AllowMulticast,
-}
-
-pub(crate) struct DiscoveryRuntime {
-    prefix: GuidPrefix,
-    db: DiscoveryDb,
-    /// Our SPDP payload (serialized once; our data does not change).
-    spdp_payload: Arc<Vec<u8>>,
-    spdp_seq: i64,
-    spdp_destinations: Vec<Locator>,
-    started: Instant,
-    next_announce: Instant,
-    startup_step: usize,
-    sedp_pub_writer: WriterCore,
-    sedp_sub_writer: WriterCore,
-    sedp_pub_reader: ReaderCore,
-    sedp_sub_reader: ReaderCore,
-    /// Remote participants' metatraffic locators (for SEDP) and what they announced.
-    participants: HashMap<GuidPrefix, (Locators, ParticipantInfo)>,
-    /// Subscribers to participant discovery events (bounded channels).
-    watchers: EventFanout<ParticipantEvent>,
-    /// This participant's own endpoints, matched with each other here (the database matches
-    /// only local against remote). Empty maps when `ignore_local` is set.
-    local_writers: HashMap<Guid, DiscoveredWriterData>,
-    local_readers: HashMap<Guid, DiscoveredReaderData>,
-    ignore_local: bool,
-    own_locators: Locators,
-    /// The default multicast locators our readers announce (empty unless multicast is
-    /// allowed for data).
-    reader_multicast: Vec<Locator>,
-    allow_multicast: AllowMulticast,
 }
 
 /// What a remote participant announced about itself.
@@ -133,7 +85,45 @@ pub enum ParticipantEvent {
     Lost(Guid),
 }
 
+/// The engine picks peers' locators the way user endpoints do: those of our most preferred
+/// transport that reaches any.
+impl LocatorSelector for Transports {
+    fn select(&self, announced: &[Locator]) -> Locators {
+        Transports::select(self, announced)
+    }
+}
+
+/// What a local endpoint announces besides its GUID: plain data, no `Topic<T>`.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct EndpointTopic<'a> {
+    pub topic_name: &'a str,
+    pub type_name: &'a str,
+}
+
+pub(crate) struct DiscoveryRuntime {
+    prefix: GuidPrefix,
+    engine: Box<dyn DiscoveryEngine>,
+    /// The participant's own writers and readers, matched with each other here (the engine
+    /// matches only local against remote). `None` with `ignore_local`.
+    local: Option<LocalMatcher>,
+    /// The remote participants discovered, for `participants()` and new watchers.
+    participants: HashMap<GuidPrefix, ParticipantInfo>,
+    /// Subscribers to participant discovery events (bounded channels).
+    watchers: EventFanout<ParticipantEvent>,
+    /// The unicast locators our endpoints announce.
+    default_unicast: Vec<Locator>,
+    /// Local pairs go through the first (preferred) transport only: one copy each.
+    own_locators: Locators,
+    /// The default multicast locators our readers announce (empty unless multicast is
+    /// allowed for data).
+    reader_multicast: Vec<Locator>,
+    allow_multicast: AllowMulticast,
+    /// Picks remote endpoints' locators (a clone of the participant's registry).
+    transport: Transports,
+}
+
 impl DiscoveryRuntime {
+    /// Standard SPDP/SEDP discovery for a participant with these transports.
     pub fn new(
         prefix: GuidPrefix,
         domain_id: u32,
@@ -143,10 +133,7 @@ impl DiscoveryRuntime {
         budgets: &Budgets,
         now: Instant,
     ) -> Self {
-        let DiscoveryOptions {
-            ignore_local,
-            allow_multicast,
-        } = options;
+        let allow_multicast = options.allow_multicast;
         let mut data = SpdpParticipantData::new(prefix);
         data.domain_id = Some(domain_id);
         for l in transport.locators() {
@@ -160,40 +147,39 @@ impl DiscoveryRuntime {
             data.metatraffic_multicast_locators
                 .extend(l.metatraffic_multicast);
         }
-        data.lease_duration = LEASE;
+        data.lease_duration = SPDP_LEASE;
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         data.user_data = qos.user_data.0.clone();
-        let mut payload = Vec::new();
-        data.encode(&mut payload);
-        let sedp_writer =
-            |id| WriterCore::new(outbox::builtin_writer_config(Guid::new(prefix, id)));
+        let mut config = SimpleDiscoveryConfig::new(
+            data,
+            transport.spdp_destinations(),
+            Box::new(transport.clone()),
+        );
         // The SEDP readers draw from the participant's byte pools like user readers do.
-        let sedp_reader = |id| {
-            let mut cfg = ReaderConfig::new(Guid::new(prefix, id));
-            cfg.shared_reassembly = Some(budgets.reassembly.clone());
-            cfg.shared_buffered = Some(budgets.out_of_order.clone());
-            ReaderCore::new(cfg)
-        };
+        config.shared_reassembly = Some(budgets.reassembly.clone());
+        config.shared_buffered = Some(budgets.out_of_order.clone());
+        config.wall_clock_nanos = crate::publication::now_nanos();
+        let engine = Box::new(SimpleDiscovery::new(config, now));
+        Self::with_engine(prefix, engine, transport, options, budgets)
+    }
+
+    /// The adapter over any engine (a discovery-server client plugs in here).
+    pub fn with_engine(
+        prefix: GuidPrefix,
+        engine: Box<dyn DiscoveryEngine>,
+        transport: &Transports,
+        options: DiscoveryOptions,
+        budgets: &Budgets,
+    ) -> Self {
+        let allow_multicast = options.allow_multicast;
         DiscoveryRuntime {
             prefix,
-            db: DiscoveryDb::new(prefix, domain_id),
-            spdp_payload: payload.into(),
-            spdp_seq: 0,
-            spdp_destinations: transport.spdp_destinations(),
-            started: now,
-            next_announce: now,
-            startup_step: 0,
-            sedp_pub_writer: sedp_writer(EntityId::SEDP_PUBLICATIONS_WRITER),
-            sedp_sub_writer: sedp_writer(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
-            sedp_pub_reader: sedp_reader(EntityId::SEDP_PUBLICATIONS_READER),
-            sedp_sub_reader: sedp_reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
+            engine,
+            local: (!options.ignore_local).then(LocalMatcher::new),
             participants: HashMap::new(),
             watchers: EventFanout::new(budgets.events_dropped.clone()),
-            local_writers: HashMap::new(),
-            local_readers: HashMap::new(),
-            ignore_local,
-            // Local pairs go through the first (preferred) transport only: one copy each.
+            default_unicast: transport.default_unicast(),
             own_locators: transport.default_unicast().into_iter().take(1).collect(),
             reader_multicast: if allow_multicast.for_data() {
                 transport
@@ -205,11 +191,12 @@ impl DiscoveryRuntime {
                 Vec::new()
             },
             allow_multicast,
+            transport: transport.clone(),
         }
     }
 
     pub fn participants(&self) -> Vec<ParticipantInfo> {
-        self.participants.values().map(|(_, i)| i.clone()).collect()
+        self.participants.values().cloned().collect()
     }
 
     /// A channel of at most `capacity` participant events, starting with every participant
@@ -218,554 +205,94 @@ impl DiscoveryRuntime {
         let known = self
             .participants
             .values()
-            .map(|(_, info)| ParticipantEvent::Discovered(info.clone()));
+            .map(|info| ParticipantEvent::Discovered(info.clone()));
         self.watchers.watch(capacity, known)
     }
 
-    fn notify(&mut self, ev: ParticipantEvent) {
-        self.watchers.send(&ev);
-    }
-
-    /// Sends our SPDP sample to `dests` now.
-    fn send_spdp(&mut self, p: &ParticipantShared, dests: &[Locator]) {
-        self.spdp_seq += 1;
-        let data = Data {
-            reader_id: EntityId::SPDP_READER,
-            writer_id: EntityId::SPDP_WRITER,
-            writer_sn: self.spdp_seq,
-            inline_qos: None,
-            payload_kind: PayloadKind::Data,
-            payload: &self.spdp_payload,
-        };
-        with_send_buf(|buf| {
-            let mut m = MessageBuilder::new(buf, self.prefix);
-            m.info_ts(Some(Timestamp::from_nanos(crate::publication::now_nanos())));
-            m.submessage(&Submessage::Data(data));
-            send_datagram(p, buf, dests);
-        });
-    }
-
-    pub fn announce_now(&mut self, p: &ParticipantShared, now: Instant) {
-        let dests = std::mem::take(&mut self.spdp_destinations);
-        self.send_spdp(p, &dests);
-        self.spdp_destinations = dests;
-        self.schedule_next_announce(now);
-    }
-
-    fn schedule_next_announce(&mut self, now: Instant) {
-        self.next_announce = match STARTUP_ANNOUNCEMENTS.get(self.startup_step) {
-            Some(d) => {
-                self.startup_step += 1;
-                self.started + *d
-            }
-            None => now + SPDP_PERIOD,
-        };
-    }
-
-    /// Tells peers we are leaving (SPDP dispose), so they unmatch at once rather than after
-    /// the lease.
+    /// Tells peers we are leaving, so they unmatch at once rather than after the lease.
     pub fn announce_leaving(&mut self, p: &ParticipantShared) {
-        let guid = Guid::new(self.prefix, EntityId::PARTICIPANT);
-        let mut payload = Vec::new();
-        encode_dispose_key_payload(BuiltinTopicKind::Participant, guid, &mut payload);
-        let mut qos = Vec::new();
-        encode_dispose_inline_qos(guid, StatusInfo(3), &mut qos);
-        self.spdp_seq += 1;
-        let mut dests = self.spdp_destinations.clone();
-        for (l, _) in self.participants.values() {
-            dests.extend_from_slice(l.as_slice());
-        }
-        with_send_buf(|buf| {
-            let mut m = MessageBuilder::new(buf, self.prefix);
-            m.submessage(&Submessage::Data(Data {
-                reader_id: EntityId::SPDP_READER,
-                writer_id: EntityId::SPDP_WRITER,
-                writer_sn: self.spdp_seq,
-                inline_qos: ParameterList::parse(&qos, true).ok(),
-                payload_kind: PayloadKind::Key,
-                payload: &payload,
-            }));
-            send_datagram(p, buf, &dests);
-        });
+        let now = Instant::now();
+        self.engine.shutdown(now);
+        self.flush(p, now);
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        let mut d = Some(self.next_announce);
-        for t in [
-            self.db.poll_timeout(),
-            self.sedp_pub_writer.poll_timeout(),
-            self.sedp_sub_writer.poll_timeout(),
-            self.sedp_pub_reader.poll_timeout(),
-            self.sedp_sub_reader.poll_timeout(),
-        ]
-        .into_iter()
-        .flatten()
-        {
-            d = Some(d.map_or(t, |x: Instant| x.min(t)));
-        }
-        d
+        self.engine.poll_timeout()
     }
 
+    /// Runs the engine's timers (announcements, leases, SEDP heartbeats and repairs).
     pub fn on_timeout(&mut self, p: &ParticipantShared, now: Instant) -> Vec<MatchAction> {
-        if now >= self.next_announce {
-            self.announce_now(p, now);
-        }
-        self.db.handle_timeout(now);
-        for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
-            core.handle_timeout(now);
-            outbox::flush_writer(p, core, now);
-        }
-        for core in [&mut self.sedp_pub_reader, &mut self.sedp_sub_reader] {
-            core.handle_timeout(now);
-            outbox::flush_reader(p, core, now);
-        }
-        self.drain_events(p, now)
-    }
-
-    /// A submessage from or to a built-in endpoint.
-    pub fn handle(
-        &mut self,
-        p: &ParticipantShared,
-        rs: &ReceivedSubmessage<'_>,
-        now: Instant,
-    ) -> Vec<MatchAction> {
-        self.db.on_participant_alive(rs.source_prefix, now);
-        match &rs.submessage {
-            Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
-                self.on_spdp(p, rs.source_prefix, d, now)
-            }
-            Submessage::AckNack(a) => {
-                let core = match a.writer_id {
-                    EntityId::SEDP_PUBLICATIONS_WRITER => &mut self.sedp_pub_writer,
-                    EntityId::SEDP_SUBSCRIPTIONS_WRITER => &mut self.sedp_sub_writer,
-                    _ => return Vec::new(),
-                };
-                core.on_acknack(rs.source_prefix, a, now);
-                outbox::flush_writer(p, core, now);
-            }
-            Submessage::NackFrag(n) => {
-                let core = match n.writer_id {
-                    EntityId::SEDP_PUBLICATIONS_WRITER => &mut self.sedp_pub_writer,
-                    EntityId::SEDP_SUBSCRIPTIONS_WRITER => &mut self.sedp_sub_writer,
-                    _ => return Vec::new(),
-                };
-                core.on_nack_frag(rs.source_prefix, n, now);
-                outbox::flush_writer(p, core, now);
-            }
-            sm => {
-                let writer_id = match sm {
-                    Submessage::Data(d) => d.writer_id,
-                    Submessage::DataFrag(d) => d.writer_id,
-                    Submessage::Heartbeat(h) => h.writer_id,
-                    Submessage::HeartbeatFrag(h) => h.writer_id,
-                    Submessage::Gap(g) => g.writer_id,
-                    _ => return Vec::new(),
-                };
-                let publications = match writer_id {
-                    EntityId::SEDP_PUBLICATIONS_WRITER => true,
-                    EntityId::SEDP_SUBSCRIPTIONS_WRITER => false,
-                    _ => return Vec::new(),
-                };
-                let mut received: Vec<SedpSample> = Vec::new();
-                let core = if publications {
-                    &mut self.sedp_pub_reader
-                } else {
-                    &mut self.sedp_sub_reader
-                };
-                let mut deliver = |d: Delivered<'_>| {
-                    received.push((
-                        publications,
-                        d.writer.prefix,
-                        d.payload.to_vec(),
-                        d.status_info,
-                        d.key_hash,
-                    ));
-                };
-                match sm {
-                    Submessage::Data(d) => {
-                        core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
-                    }
-                    Submessage::DataFrag(d) => {
-                        core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
-                    }
-                    Submessage::Heartbeat(h) => {
-                        core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
-                    }
-                    Submessage::HeartbeatFrag(h) => {
-                        core.on_heartbeat_frag(rs.source_prefix, h, now)
-                    }
-                    Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
-                    _ => {}
-                }
-                outbox::flush_reader(p, core, now);
-                for (publications, source, payload, status, key_hash) in received {
-                    self.on_sedp(publications, source, &payload, status, key_hash);
-                }
-            }
-        }
-        self.drain_events(p, now)
-    }
-
-    fn on_spdp(&mut self, p: &ParticipantShared, source: GuidPrefix, d: &Data<'_>, now: Instant) {
-        let status = d
-            .inline_qos
-            .as_ref()
-            .and_then(|q| StatusInfo::from_inline_qos(q).ok())
-            .unwrap_or(StatusInfo(0));
-        if status.ends_instance() || d.payload_kind == PayloadKind::Key {
-            if let Ok((guid, _)) = decode_dispose(
-                BuiltinTopicKind::Participant,
-                d.inline_qos.as_ref(),
-                d.payload,
-            ) {
-                // Only a participant may say that it is gone: anyone else's word would let any
-                // host unmatch any participant.
-                if guid.prefix == source {
-                    self.forget_participant(guid.prefix);
-                    self.db.on_participant_disposed(guid.prefix);
-                } else {
-                    tracing::debug!(from = ?source, victim = ?guid, "ignored SPDP dispose of another participant");
-                }
-            }
-            return;
-        }
-        let data = match SpdpParticipantData::decode(d.payload) {
-            Ok(data) => data,
-            Err(e) => {
-                tracing::debug!(error = %e, "dropped undecodable SPDP sample");
-                return;
-            }
-        };
-        if data.guid_prefix == self.prefix {
-            return;
-        }
-        if data.domain_id.is_some_and(|id| id != p.domain_id) {
-            return;
-        }
-        let is_new = !self.participants.contains_key(&data.guid_prefix);
-        if is_new && self.participants.len() >= tessera_rtps::discovery::MAX_REMOTE_PARTICIPANTS {
-            // Bounded like the database (which counts it); a forged flood cannot grow memory.
-            self.db.on_spdp(data, now);
-            return;
-        }
-        let meta: Locators = if data.metatraffic_unicast_locators.is_empty() {
-            p.transport.select(&data.metatraffic_multicast_locators)
-        } else {
-            p.transport.select(&data.metatraffic_unicast_locators)
-        };
-        let info = ParticipantInfo {
-            guid: Guid::new(data.guid_prefix, EntityId::PARTICIPANT),
-            vendor: data.vendor_id,
-            user_data: data.user_data.clone(),
-        };
-        let old_meta = self
-            .participants
-            .insert(data.guid_prefix, (meta, info.clone()))
-            .map(|(m, _)| m);
-        if is_new {
-            self.notify(ParticipantEvent::Discovered(info));
-            tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
-        }
-        // A known participant that moved its metatraffic locators: the SEDP proxies below
-        // already exist, and adding them again only gives them the new locators.
-        if is_new || old_meta.is_some_and(|m| m != meta) {
-            let prefix = data.guid_prefix;
-            let eps = data.builtin_endpoints;
-            if eps.contains(BuiltinEndpointSet::PUBLICATIONS_DETECTOR) {
-                self.sedp_pub_writer.add_reader(
-                    Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER),
-                    meta,
-                    true,
-                    true,
-                    now,
-                );
-            }
-            if eps.contains(BuiltinEndpointSet::SUBSCRIPTIONS_DETECTOR) {
-                self.sedp_sub_writer.add_reader(
-                    Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER),
-                    meta,
-                    true,
-                    true,
-                    now,
-                );
-            }
-            if eps.contains(BuiltinEndpointSet::PUBLICATIONS_ANNOUNCER) {
-                self.sedp_pub_reader.add_writer(
-                    Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER),
-                    meta,
-                    true,
-                    now,
-                );
-            }
-            if eps.contains(BuiltinEndpointSet::SUBSCRIPTIONS_ANNOUNCER) {
-                self.sedp_sub_reader.add_writer(
-                    Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER),
-                    meta,
-                    true,
-                    now,
-                );
-            }
-        }
-        if is_new {
-            // Answer at once so the peer need not wait for our next periodic announcement.
-            self.send_spdp(p, meta.as_slice());
-            for core in [&mut self.sedp_pub_writer, &mut self.sedp_sub_writer] {
-                outbox::flush_writer(p, core, now);
-            }
-            for core in [&mut self.sedp_pub_reader, &mut self.sedp_sub_reader] {
-                outbox::flush_reader(p, core, now);
-            }
-        }
-        self.db.on_spdp(data, now);
-    }
-
-    fn forget_participant(&mut self, prefix: GuidPrefix) {
-        if self.participants.remove(&prefix).is_some() {
-            self.notify(ParticipantEvent::Lost(Guid::new(
-                prefix,
-                EntityId::PARTICIPANT,
-            )));
-            self.sedp_pub_writer
-                .remove_reader(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_READER));
-            self.sedp_sub_writer
-                .remove_reader(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_READER));
-            self.sedp_pub_reader
-                .remove_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER));
-            self.sedp_sub_reader
-                .remove_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER));
-        }
-    }
-
-    fn on_sedp(
-        &mut self,
-        publications: bool,
-        source: GuidPrefix,
-        payload: &[u8],
-        status: u32,
-        key_hash: Option<[u8; 16]>,
-    ) {
-        if StatusInfo(status).ends_instance() {
-            let guid = decode_dispose(BuiltinTopicKind::Endpoint, None, payload)
-                .ok()
-                .map(|(g, _)| g)
-                .or_else(|| key_hash.map(Guid::from_bytes));
-            match guid {
-                // An endpoint is disposed only by its own participant.
-                Some(g) if g.prefix == source => {
-                    self.db.on_remote_endpoint_disposed(g);
-                }
-                Some(g) => {
-                    tracing::debug!(from = ?source, victim = ?g, "ignored SEDP dispose of another participant's endpoint");
-                }
-                None => {}
-            }
-            return;
-        }
-        if publications {
-            match DiscoveredWriterData::decode(payload) {
-                Ok(w) => self.db.on_sedp_writer(w),
-                Err(e) => tracing::debug!(error = %e, "dropped undecodable SEDP publication"),
-            }
-        } else {
-            match DiscoveredReaderData::decode(payload) {
-                Ok(r) => self.db.on_sedp_reader(r),
-                Err(e) => tracing::debug!(error = %e, "dropped undecodable SEDP subscription"),
-            }
-        }
-    }
-
-    /// Turns database events into endpoint actions.
-    fn drain_events(&mut self, p: &ParticipantShared, _now: Instant) -> Vec<MatchAction> {
-        let mut events = Vec::new();
-        while let Some(ev) = self.db.poll_event() {
-            events.push(ev);
-        }
-        // The database reports a lost participant after unmatching its endpoints; those
-        // unmatches are liveliness losses rather than deletions.
-        let expired: Vec<GuidPrefix> = events
-            .iter()
-            .filter_map(|e| match e {
-                DiscoveryEvent::ParticipantLost {
-                    prefix,
-                    reason: LostReason::LeaseExpired,
-                } => Some(*prefix),
-                _ => None,
-            })
-            .collect();
+        self.engine.handle_timeout(now);
+        self.flush(p, now);
         let mut out = Vec::new();
-        for ev in events {
-            match ev {
-                DiscoveryEvent::ParticipantLost { prefix, reason } => {
-                    tracing::debug!(peer = ?prefix, ?reason, "participant lost");
-                    self.forget_participant(prefix);
-                }
-                // A re-announced remote (SEDP update, or its participant's default locators
-                // moved) goes the same way: `matched` of a remote the endpoint already has only
-                // refreshes its locators and counts nothing.
-                DiscoveryEvent::Matched { local, remote }
-                | DiscoveryEvent::MatchUpdated { local, remote } => {
-                    let r = remote_endpoint(&remote, &p.transport, self.allow_multicast);
-                    if local.entity_id.is_writer() {
-                        out.push(MatchAction::MatchWriter { local, remote: r });
-                    } else {
-                        out.push(MatchAction::MatchReader { local, remote: r });
-                    }
-                }
-                DiscoveryEvent::Unmatched { local, remote } => {
-                    if local.entity_id.is_writer() {
-                        out.push(MatchAction::UnmatchWriter { local, remote });
-                    } else {
-                        let lost = expired.contains(&remote.prefix);
-                        out.push(MatchAction::UnmatchReader {
-                            local,
-                            remote,
-                            lost,
-                        });
-                    }
-                }
-                DiscoveryEvent::IncompatibleQos {
-                    local, policies, ..
-                } => {
-                    let ids = policies.iter().map(|p| p.id()).collect();
-                    if local.entity_id.is_writer() {
-                        out.push(MatchAction::WriterIncompatible {
-                            local,
-                            policies: ids,
-                        });
-                    } else {
-                        out.push(MatchAction::ReaderIncompatible {
-                            local,
-                            policies: ids,
-                        });
-                    }
-                }
-                _ => {}
-            }
-        }
+        self.drain_engine(&mut out);
         out
     }
 
-    /// Registers a local writer: announces it over SEDP and matches it with known readers.
-    pub fn add_local_writer<T: TopicType>(
+    /// A submessage from or to the built-in endpoint `entity` (its writer id).
+    pub fn handle(
         &mut self,
         p: &ParticipantShared,
-        guid: Guid,
-        topic: &Topic<T>,
-        pub_qos: &PublisherQos,
-        qos: &DataWriterQos,
+        entity: EntityId,
+        rs: &ReceivedSubmessage<'_>,
         now: Instant,
     ) -> Vec<MatchAction> {
-        let mut data = DiscoveredWriterData::new(guid, topic.name(), topic.type_name())
-            .with_qos(WriterSideQos::new(topic.qos(), pub_qos, qos));
-        data.unicast_locators = p.transport.default_unicast();
-        let payload = data.to_payload();
-        let _ = self.sedp_pub_writer.write(
-            payload.into(),
-            Some(guid.to_bytes()),
-            0,
-            false,
-            Some(now_ts()),
-            now,
-        );
-        outbox::flush_writer(p, &mut self.sedp_pub_writer, now);
-        let mut actions = Vec::new();
-        if !self.ignore_local {
-            for r in self.local_readers.values() {
-                self.match_local(&data, r, &mut actions);
-            }
-            self.local_writers.insert(guid, data.clone());
+        if !self.engine.owns(entity) {
+            return Vec::new();
         }
-        self.db.add_local_writer(data);
-        actions.extend(self.drain_events(p, now));
-        actions
+        let rejected = self.engine.rejected();
+        self.engine.handle_submessage(rs, now);
+        if self.engine.rejected() > rejected {
+            tracing::debug!(from = ?rs.source_prefix, "dropped an undecodable or forged built-in sample");
+        }
+        self.flush(p, now);
+        let mut out = Vec::new();
+        self.drain_engine(&mut out);
+        out
     }
 
-    /// Registers a local reader: announces it over SEDP and matches it with known writers.
-    pub fn add_local_reader<T: TopicType>(
+    /// Registers a local writer: announces it and matches it with known readers.
+    pub fn add_local_writer(
         &mut self,
         p: &ParticipantShared,
         guid: Guid,
-        topic: &Topic<T>,
-        sub_qos: &SubscriberQos,
-        qos: &DataReaderQos,
+        topic: EndpointTopic<'_>,
+        qos: WriterSideQos,
         now: Instant,
     ) -> Vec<MatchAction> {
-        let mut data = DiscoveredReaderData::new(guid, topic.name(), topic.type_name())
-            .with_qos(ReaderSideQos::new(topic.qos(), sub_qos, qos));
-        data.unicast_locators = p.transport.default_unicast();
+        let mut data =
+            DiscoveredWriterData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
+        data.unicast_locators.clone_from(&self.default_unicast);
+        let local = data.clone();
+        self.local_change(
+            p,
+            now,
+            |m, ev| m.add_writer(local, ev),
+            |e| e.announce_writer(data, now),
+        )
+    }
+
+    /// Registers a local reader: announces it and matches it with known writers.
+    pub fn add_local_reader(
+        &mut self,
+        p: &ParticipantShared,
+        guid: Guid,
+        topic: EndpointTopic<'_>,
+        qos: ReaderSideQos,
+        now: Instant,
+    ) -> Vec<MatchAction> {
+        let mut data =
+            DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
+        data.unicast_locators.clone_from(&self.default_unicast);
         // As Cyclone's readers do: writers that share our group send each sample once to it.
         data.multicast_locators.clone_from(&self.reader_multicast);
-        let payload = data.to_payload();
-        let _ = self.sedp_sub_writer.write(
-            payload.into(),
-            Some(guid.to_bytes()),
-            0,
-            false,
-            Some(now_ts()),
+        let local = data.clone();
+        self.local_change(
+            p,
             now,
-        );
-        outbox::flush_writer(p, &mut self.sedp_sub_writer, now);
-        let mut actions = Vec::new();
-        if !self.ignore_local {
-            for w in self.local_writers.values() {
-                self.match_local(w, &data, &mut actions);
-            }
-            self.local_readers.insert(guid, data.clone());
-        }
-        self.db.add_local_reader(data);
-        actions.extend(self.drain_events(p, now));
-        actions
-    }
-
-    /// Matches a writer and a reader of this participant with each other; they exchange data
-    /// over the participant's own unicast locator, like any other pair.
-    fn match_local(
-        &self,
-        w: &DiscoveredWriterData,
-        r: &DiscoveredReaderData,
-        out: &mut Vec<MatchAction>,
-    ) {
-        match evaluate_match(w, r) {
-            MatchOutcome::Match => {
-                let reliable = r.qos.reliability.kind == ReliabilityKind::Reliable;
-                let as_reader = RemoteEndpoint {
-                    guid: r.guid,
-                    reliable,
-                    durable: r.qos.durability != Durability::Volatile,
-                    locators: self.own_locators,
-                    multicast: Locators::new(),
-                };
-                // Matching guarantees the writer offers at least what the reader requests; the
-                // pair's reliability is the reader's.
-                let as_writer = RemoteEndpoint {
-                    guid: w.guid,
-                    reliable,
-                    durable: w.qos.durability != Durability::Volatile,
-                    locators: self.own_locators,
-                    multicast: Locators::new(),
-                };
-                out.push(MatchAction::MatchWriter {
-                    local: w.guid,
-                    remote: as_reader,
-                });
-                out.push(MatchAction::MatchReader {
-                    local: r.guid,
-                    remote: as_writer,
-                });
-            }
-            MatchOutcome::Incompatible(policies) => {
-                let ids: Vec<u32> = policies.iter().map(|p| p.id()).collect();
-                out.push(MatchAction::WriterIncompatible {
-                    local: w.guid,
-                    policies: ids.clone(),
-                });
-                out.push(MatchAction::ReaderIncompatible {
-                    local: r.guid,
-                    policies: ids,
-                });
-            }
-            _ => {}
-        }
+            |m, ev| m.add_reader(local, ev),
+            |e| e.announce_reader(data, now),
+        )
     }
 
     /// Unannounces a deleted local endpoint and ends its local matches.
@@ -775,89 +302,168 @@ impl DiscoveryRuntime {
         guid: Guid,
         now: Instant,
     ) -> Vec<MatchAction> {
-        let mut actions = Vec::new();
-        if guid.entity_id.is_writer() {
-            if let Some(w) = self.local_writers.remove(&guid) {
-                for r in self.local_readers.values() {
-                    if evaluate_match(&w, r) == MatchOutcome::Match {
-                        actions.push(MatchAction::UnmatchReader {
-                            local: r.guid,
-                            remote: guid,
-                            lost: false,
-                        });
+        self.local_change(
+            p,
+            now,
+            |m, ev| m.remove(guid, ev),
+            |e| e.withdraw(guid, now),
+        )
+    }
+
+    /// A local endpoint changed: the local matches first (they need no network), then the
+    /// engine's announcement and whatever it decided at once.
+    fn local_change(
+        &mut self,
+        p: &ParticipantShared,
+        now: Instant,
+        local: impl FnOnce(&mut LocalMatcher, &mut Vec<EngineEvent>),
+        engine: impl FnOnce(&mut dyn DiscoveryEngine),
+    ) -> Vec<MatchAction> {
+        let mut out = Vec::new();
+        if let Some(m) = &mut self.local {
+            let mut events = Vec::new();
+            local(m, &mut events);
+            self.apply(events, &mut out);
+        }
+        engine(self.engine.as_mut());
+        self.flush(p, now);
+        self.drain_engine(&mut out);
+        out
+    }
+
+    /// Sends every datagram the engine has ready.
+    fn flush(&mut self, p: &ParticipantShared, now: Instant) {
+        let engine = &mut self.engine;
+        outbox::drain(p, |t| engine.poll_transmit(now, t));
+    }
+
+    fn drain_engine(&mut self, out: &mut Vec<MatchAction>) {
+        let mut events = Vec::new();
+        while let Some(ev) = self.engine.poll_event() {
+            events.push(ev);
+        }
+        self.apply(events, out);
+    }
+
+    /// Turns engine (or local matcher) events into endpoint actions and participant events.
+    fn apply(&mut self, events: Vec<EngineEvent>, out: &mut Vec<MatchAction>) {
+        for ev in events {
+            match ev {
+                EngineEvent::ParticipantDiscovered(data) => {
+                    tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
+                    let info = ParticipantInfo {
+                        guid: Guid::new(data.guid_prefix, EntityId::PARTICIPANT),
+                        vendor: data.vendor_id,
+                        user_data: data.user_data.clone(),
+                    };
+                    self.participants.insert(data.guid_prefix, info.clone());
+                    self.watchers.send(&ParticipantEvent::Discovered(info));
+                }
+                // Kept current for `participants()`, as before; watchers hear only of arrivals
+                // and departures.
+                EngineEvent::ParticipantUpdated(data) => {
+                    if let Some(info) = self.participants.get_mut(&data.guid_prefix) {
+                        info.vendor = data.vendor_id;
+                        info.user_data.clone_from(&data.user_data);
                     }
                 }
-            }
-        } else if let Some(r) = self.local_readers.remove(&guid) {
-            for w in self.local_writers.values() {
-                if evaluate_match(w, &r) == MatchOutcome::Match {
-                    actions.push(MatchAction::UnmatchWriter {
-                        local: w.guid,
-                        remote: guid,
+                EngineEvent::ParticipantLost { prefix, reason } => {
+                    tracing::debug!(peer = ?prefix, ?reason, "participant lost");
+                    if self.participants.remove(&prefix).is_some() {
+                        let guid = Guid::new(prefix, EntityId::PARTICIPANT);
+                        self.watchers.send(&ParticipantEvent::Lost(guid));
+                    }
+                }
+                // A re-announced remote (SEDP update, or its participant's default locators
+                // moved) goes the same way: `matched` of a remote the endpoint already has only
+                // refreshes its locators and counts nothing.
+                EngineEvent::Matched { local, remote }
+                | EngineEvent::MatchUpdated { local, remote } => {
+                    let r = self.remote_endpoint(local, &remote);
+                    out.push(if local.entity_id.is_writer() {
+                        MatchAction::MatchWriter { local, remote: r }
+                    } else {
+                        MatchAction::MatchReader { local, remote: r }
+                    });
+                }
+                EngineEvent::Unmatched {
+                    local,
+                    remote,
+                    lost,
+                } => out.push(if local.entity_id.is_writer() {
+                    MatchAction::UnmatchWriter { local, remote }
+                } else {
+                    MatchAction::UnmatchReader {
+                        local,
+                        remote,
+                        lost,
+                    }
+                }),
+                EngineEvent::IncompatibleQos {
+                    local, policies, ..
+                } => {
+                    let policies = policies.iter().map(|p| p.id()).collect();
+                    out.push(if local.entity_id.is_writer() {
+                        MatchAction::WriterIncompatible { local, policies }
+                    } else {
+                        MatchAction::ReaderIncompatible { local, policies }
                     });
                 }
             }
         }
-        let mut payload = Vec::new();
-        encode_dispose_key_payload(BuiltinTopicKind::Endpoint, guid, &mut payload);
-        let core = if guid.entity_id.is_writer() {
-            &mut self.sedp_pub_writer
-        } else {
-            &mut self.sedp_sub_writer
-        };
-        let _ = core.write(
-            payload.into(),
-            Some(guid.to_bytes()),
-            3,
-            true,
-            Some(now_ts()),
-            now,
-        );
-        outbox::flush_writer(p, core, now);
-        if guid.entity_id.is_writer() {
-            self.db.remove_local_writer(guid);
-        } else {
-            self.db.remove_local_reader(guid);
-        }
-        actions.extend(self.drain_events(p, now));
-        actions
     }
-}
 
-fn now_ts() -> Timestamp {
-    Timestamp::from_nanos(crate::publication::now_nanos())
-}
-
-/// What a local endpoint needs to know of a matched remote one.
-fn remote_endpoint(
-    info: &RemoteEndpointInfo,
-    transport: &Transports,
-    allow: AllowMulticast,
-) -> RemoteEndpoint {
-    let locators = transport.select(info.unicast_locators());
-    // The database already replaced an endpoint's empty locator lists by its participant's
-    // defaults. Only readers' multicast locators matter (we never send to a writer's).
-    let multicast = match info {
-        RemoteEndpointInfo::Reader(r) if allow.for_data() => {
-            transport.select(&r.multicast_locators)
+    /// What local endpoint `local` needs to know of a matched endpoint.
+    fn remote_endpoint(&self, local: Guid, info: &RemoteEndpointInfo) -> RemoteEndpoint {
+        let durable = |d: Durability| d != Durability::Volatile;
+        if info.guid().prefix == self.prefix {
+            // One of our own: reached at our own unicast locator, and the pair's reliability is
+            // the reader's (matching guarantees the writer offers at least that).
+            let reader = match info {
+                RemoteEndpointInfo::Reader(r) => Some(r.clone()),
+                RemoteEndpointInfo::Writer(_) => {
+                    self.local.as_ref().and_then(|m| m.reader(local)).cloned()
+                }
+            };
+            let reliable =
+                reader.is_some_and(|r| r.qos.reliability.kind == ReliabilityKind::Reliable);
+            let durable = match info {
+                RemoteEndpointInfo::Writer(w) => durable(w.qos.durability),
+                RemoteEndpointInfo::Reader(r) => durable(r.qos.durability),
+            };
+            return RemoteEndpoint {
+                guid: info.guid(),
+                reliable,
+                durable,
+                locators: self.own_locators,
+                multicast: Locators::new(),
+            };
         }
-        _ => Locators::new(),
-    };
-    let (reliable, durable) = match info {
-        RemoteEndpointInfo::Writer(w) => (
-            w.qos.reliability.kind == ReliabilityKind::Reliable,
-            w.qos.durability != Durability::Volatile,
-        ),
-        RemoteEndpointInfo::Reader(r) => (
-            r.qos.reliability.kind == ReliabilityKind::Reliable,
-            r.qos.durability != Durability::Volatile,
-        ),
-    };
-    RemoteEndpoint {
-        guid: info.guid(),
-        reliable,
-        durable,
-        locators,
-        multicast,
+        let locators = self.transport.select(info.unicast_locators());
+        // The engine already replaced an endpoint's empty locator lists by its participant's
+        // defaults. Only readers' multicast locators matter (we never send to a writer's).
+        let multicast = match info {
+            RemoteEndpointInfo::Reader(r) if self.allow_multicast.for_data() => {
+                self.transport.select(&r.multicast_locators)
+            }
+            _ => Locators::new(),
+        };
+        let (reliable, durable) = match info {
+            RemoteEndpointInfo::Writer(w) => (
+                w.qos.reliability.kind == ReliabilityKind::Reliable,
+                durable(w.qos.durability),
+            ),
+            RemoteEndpointInfo::Reader(r) => (
+                r.qos.reliability.kind == ReliabilityKind::Reliable,
+                durable(r.qos.durability),
+            ),
+        };
+        RemoteEndpoint {
+            guid: info.guid(),
+            reliable,
+            durable,
+            locators,
+            multicast,
+        }
     }
 }

@@ -34,7 +34,7 @@ thread_local! {
 }
 
 /// Encodes and sends everything `poll` yields, one datagram per transmit.
-fn drain(p: &ParticipantShared, mut poll: impl FnMut(&mut Transmit) -> bool) {
+pub(crate) fn drain(p: &ParticipantShared, mut poll: impl FnMut(&mut Transmit) -> bool) {
     TRANSMIT.with(|cell| {
         let (t, qos_scratch) = &mut *cell.borrow_mut();
         while poll(t) {
@@ -279,15 +279,6 @@ pub(crate) fn writer_config(
     if let Some(max) = qos.resource_limits.max_samples {
         c.max_samples = max as usize;
     }
-    c
-}
-
-/// SEDP writers: reliable, transient-local, keep-last 1 per endpoint (keyed by GUID).
-pub(crate) fn builtin_writer_config(guid: Guid) -> WriterConfig {
-    let mut c = WriterConfig::new(guid);
-    c.reliable = true;
-    c.transient_local = true;
-    c.history = HistoryKind::KeepLast(1);
     c
 }
 

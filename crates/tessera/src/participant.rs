@@ -433,7 +433,8 @@ impl DomainParticipant {
             .spawn(move || s.event_loop())
             .map_err(Error::Io)?;
         // First announcement right away so peers discover us without waiting a period.
-        shared.discovery.lock().announce_now(&shared, now);
+        let actions = shared.discovery.lock().on_timeout(&shared, now);
+        shared.apply_discovery_events(actions, now);
         Ok(DomainParticipant {
             owner: Arc::new(ParticipantOwner {
                 shared,
@@ -588,7 +589,7 @@ impl ParticipantShared {
                 _ => continue,
             };
             if entity.is_builtin() {
-                let events = self.discovery.lock().handle(self, &rs, now);
+                let events = self.discovery.lock().handle(self, entity, &rs, now);
                 self.apply_discovery_events(events, now);
                 continue;
             }

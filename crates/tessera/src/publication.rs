@@ -98,10 +98,16 @@ impl Publisher {
             .write()
             .writers
             .insert(entity_id, ep.clone() as Arc<dyn LocalWriter>);
-        let actions =
-            p.discovery
-                .lock()
-                .add_local_writer(&p, guid, topic, &self.qos, &qos, Instant::now());
+        let actions = p.discovery.lock().add_local_writer(
+            &p,
+            guid,
+            crate::discovery_rt::EndpointTopic {
+                topic_name: topic.name(),
+                type_name: topic.type_name(),
+            },
+            tessera_rtps::qos::WriterSideQos::new(topic.qos(), &self.qos, &qos),
+            Instant::now(),
+        );
         p.apply_discovery_events(actions, Instant::now());
         let owner = Arc::new(WriterOwner {
             ep: ep.clone(),

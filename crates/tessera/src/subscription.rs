@@ -93,10 +93,16 @@ impl Subscriber {
             .write()
             .readers
             .insert(entity_id, ep.clone() as Arc<dyn LocalReader>);
-        let actions =
-            p.discovery
-                .lock()
-                .add_local_reader(&p, guid, topic, &self.qos, &qos, Instant::now());
+        let actions = p.discovery.lock().add_local_reader(
+            &p,
+            guid,
+            crate::discovery_rt::EndpointTopic {
+                topic_name: topic.name(),
+                type_name: topic.type_name(),
+            },
+            tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &self.qos, &qos),
+            Instant::now(),
+        );
         p.apply_discovery_events(actions, Instant::now());
         let owner = Arc::new(ReaderOwner {
             participant: self.participant.clone(),

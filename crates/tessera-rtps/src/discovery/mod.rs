@@ -17,10 +17,20 @@
 //!   endpoints; it takes inputs with an explicit `now`, produces [`DiscoveryEvent`]s
 //!   (participant discovered/lost, matched/unmatched, incompatible QoS) and tells the caller its
 //!   next deadline. It never reads a clock.
+//! - [`DiscoveryEngine`] is the seam between a discovery protocol and the runtime: local
+//!   endpoints, received built-in submessages and timeouts in; datagrams ([`Transmit`]s) and
+//!   [`EngineEvent`]s out. [`SimpleDiscovery`] is standard SPDP/SEDP over the database; a
+//!   discovery-server client is another engine. [`LocalMatcher`] matches a participant's own
+//!   endpoints with each other, whatever the engine.
+//!
+//! [`Transmit`]: crate::writer::Transmit
 
 mod data;
 mod db;
+mod engine;
+mod local;
 mod plist;
+mod simple;
 
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
@@ -31,7 +41,13 @@ pub use db::{
     evaluate_match, DiscoveryDb, DiscoveryEvent, DiscoveryStats, LostReason, MatchOutcome,
     NoMatchReason, RemoteEndpointInfo, MAX_REMOTE_ENDPOINTS, MAX_REMOTE_PARTICIPANTS,
 };
+pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
+pub use local::LocalMatcher;
 pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};
+pub use simple::{
+    SimpleDiscovery, SimpleDiscoveryConfig, SimpleDiscoveryCounters, SPDP_LEASE, SPDP_PERIOD,
+    STARTUP_ANNOUNCEMENTS,
+};
 
 use crate::qos::InconsistentQos;
 use crate::wire::DecodeError;
