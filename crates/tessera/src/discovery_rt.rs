@@ -17,10 +17,12 @@ use crate::qos::DomainParticipantQos;
 use crate::transport::{AllowMulticast, Transports};
 use std::collections::HashMap;
 use std::time::Instant;
+use tessera_rtps::discovery::ds_common::{parse_server_list, ServerHost};
 use tessera_rtps::discovery::{
-    BuiltinEndpointSet, DiscoveredReaderData, DiscoveredWriterData, DiscoveryEngine, EngineEvent,
-    LocalMatcher, LocatorSelector, RemoteEndpointInfo, SimpleDiscovery, SimpleDiscoveryConfig,
-    SpdpParticipantData, SPDP_LEASE,
+    BuiltinEndpointSet, DiscoveredReaderData, DiscoveredWriterData, DiscoveryEngine,
+    DiscoveryServerClient, DsClientConfig, EngineEvent, LocalMatcher, LocatorSelector,
+    RemoteEndpointInfo, RemoteServer, SimpleDiscovery, SimpleDiscoveryConfig, SpdpParticipantData,
+    SPDP_LEASE,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
@@ -63,6 +65,58 @@ pub(crate) struct DiscoveryOptions {
     pub ignore_local: bool,
     /// Whether readers announce (and writers use) multicast locators for user data.
     pub allow_multicast: AllowMulticast,
+}
+
+/// How a participant finds the others (`ParticipantConfig::discovery`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum DiscoveryMode {
+    /// Standard SPDP/SEDP: multicast announcements, every participant talks to every other.
+    #[default]
+    Simple,
+    /// A client of discovery servers (Fast DDS 2.9's protocol; `tessera discovery-server` or
+    /// `fastdds discovery`): no multicast, discovery only with the servers, which relay what
+    /// this participant needs; user data still goes peer to peer.
+    Client(Vec<DiscoveryServer>),
+}
+
+/// A discovery server a client uses.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DiscoveryServer {
+    /// Its id (0..=255): the third byte of its well-known GUID prefix, `fastdds discovery -i`.
+    pub id: u8,
+    /// Where it listens.
+    pub address: std::net::SocketAddr,
+}
+
+impl DiscoveryMode {
+    /// Reads `ROS_DISCOVERY_SERVER` (`;`-separated servers, position = id, port 11811 by
+    /// default, e.g. `127.0.0.1:11811` or `;10.0.0.2` for id 1 alone): a client of those servers,
+    /// or [`DiscoveryMode::Simple`] when the variable is unset or empty.
+    pub fn from_env() -> crate::Result<DiscoveryMode> {
+        match std::env::var("ROS_DISCOVERY_SERVER") {
+            Ok(v) if !v.trim().is_empty() => Self::parse(&v),
+            _ => Ok(DiscoveryMode::Simple),
+        }
+    }
+
+    /// Parses a `ROS_DISCOVERY_SERVER` value (host names are resolved here).
+    pub fn parse(list: &str) -> crate::Result<DiscoveryMode> {
+        use std::net::{SocketAddr, ToSocketAddrs};
+        let bad = |e: String| crate::Error::BadParameter(format!("ROS_DISCOVERY_SERVER: {e}"));
+        let mut out = Vec::new();
+        for e in parse_server_list(list).map_err(|e| bad(e.to_string()))? {
+            let address = match &e.host {
+                ServerHost::Ip(ip) => SocketAddr::new(*ip, e.port),
+                ServerHost::Name(n) => (n.as_str(), e.port)
+                    .to_socket_addrs()
+                    .map_err(|err| bad(format!("{n}: {err}")))?
+                    .min_by_key(|a| a.is_ipv6())
+                    .ok_or_else(|| bad(format!("{n}: no address")))?,
+            };
+            out.push(DiscoveryServer { id: e.id, address });
+        }
+        Ok(DiscoveryMode::Client(out))
+    }
 }
 
 /// What a remote participant announced about itself.
@@ -123,13 +177,16 @@ pub(crate) struct DiscoveryRuntime {
 }
 
 impl DiscoveryRuntime {
-    /// Standard SPDP/SEDP discovery for a participant with these transports.
+    /// Discovery as `mode` says (standard SPDP/SEDP, or a discovery-server client) for a
+    /// participant with these transports.
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         prefix: GuidPrefix,
         domain_id: u32,
         qos: &DomainParticipantQos,
         transport: &Transports,
         options: DiscoveryOptions,
+        mode: &DiscoveryMode,
         budgets: &Budgets,
         now: Instant,
     ) -> Self {
@@ -151,6 +208,28 @@ impl DiscoveryRuntime {
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         data.user_data = qos.user_data.0.clone();
+        if let DiscoveryMode::Client(servers) = mode {
+            let config = DsClientConfig {
+                participant: data,
+                servers: servers
+                    .iter()
+                    .map(|s| RemoteServer {
+                        id: s.id,
+                        locators: [match s.address {
+                            std::net::SocketAddr::V4(a) => Locator::udpv4(*a.ip(), a.port()),
+                            std::net::SocketAddr::V6(a) => Locator::udpv6(*a.ip(), a.port()),
+                        }]
+                        .into_iter()
+                        .collect(),
+                    })
+                    .collect(),
+                shared_reassembly: Some(budgets.reassembly.clone()),
+                shared_buffered: Some(budgets.out_of_order.clone()),
+                wall_clock_nanos: crate::publication::now_nanos(),
+            };
+            let engine = Box::new(DiscoveryServerClient::new(config, now));
+            return Self::with_engine(prefix, engine, transport, options, budgets);
+        }
         let mut config = SimpleDiscoveryConfig::new(
             data,
             transport.spdp_destinations(),

@@ -70,7 +70,7 @@ pub mod qos {
 
 pub use bounds::ResourceBounds;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
-pub use discovery_rt::{ParticipantEvent, ParticipantInfo};
+pub use discovery_rt::{DiscoveryMode, DiscoveryServer, ParticipantEvent, ParticipantInfo};
 pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,

@@ -12,7 +12,9 @@
 //! [`crate::publication`]); no queue sits between `write` and the socket.
 
 use crate::bounds::{Budgets, DropReport, ResourceBounds};
-use crate::discovery_rt::{DiscoveryOptions, DiscoveryRuntime, ParticipantEvent, ParticipantInfo};
+use crate::discovery_rt::{
+    DiscoveryMode, DiscoveryOptions, DiscoveryRuntime, ParticipantEvent, ParticipantInfo,
+};
 use crate::endpoint::{LocalReader, LocalWriter};
 use crate::error::{Error, Result};
 use crate::publication::Publisher;
@@ -56,6 +58,9 @@ pub struct ParticipantConfig {
     /// user data). [`AllowMulticast::Off`] also closes the UDP multicast sockets, as
     /// `TESSERA_MULTICAST=false` does.
     pub allow_multicast: Option<AllowMulticast>,
+    /// How other participants are found: `None` reads `ROS_DISCOVERY_SERVER` (a client of
+    /// those discovery servers when set, standard SPDP/SEDP otherwise); see [`DiscoveryMode`].
+    pub discovery: Option<DiscoveryMode>,
 }
 
 impl ParticipantConfig {
@@ -369,6 +374,10 @@ impl DomainParticipant {
                 "transport configuration is for another domain".into(),
             ));
         }
+        let discovery_mode = match config.discovery {
+            Some(m) => m,
+            None => DiscoveryMode::from_env()?,
+        };
         let allow_multicast = match config.allow_multicast {
             Some(a) => a,
             None => AllowMulticast::from_env()?,
@@ -400,6 +409,7 @@ impl DomainParticipant {
                 ignore_local: config.ignore_local,
                 allow_multicast,
             },
+            &discovery_mode,
             &budgets,
             now,
         );

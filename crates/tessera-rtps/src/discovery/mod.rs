@@ -25,8 +25,11 @@
 //!
 //! [`Transmit`]: crate::writer::Transmit
 
+mod builtin;
 mod data;
 mod db;
+mod ds_client;
+pub mod ds_common;
 mod engine;
 mod local;
 mod plist;
@@ -41,6 +44,7 @@ pub use db::{
     evaluate_match, DiscoveryDb, DiscoveryEvent, DiscoveryStats, LostReason, MatchOutcome,
     NoMatchReason, RemoteEndpointInfo, MAX_REMOTE_ENDPOINTS, MAX_REMOTE_PARTICIPANTS,
 };
+pub use ds_client::{DiscoveryServerClient, DsClientConfig, DsClientCounters, RemoteServer};
 pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
 pub use local::LocalMatcher;
 pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};

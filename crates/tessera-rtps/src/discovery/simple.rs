@@ -5,6 +5,7 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use super::builtin::sedp_writer_config;
 use super::{
     decode_dispose, encode_dispose_key_payload, BuiltinEndpointSet, BuiltinTopicKind,
     DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEngine, DiscoveryEvent,
@@ -12,12 +13,10 @@ use super::{
     MAX_REMOTE_PARTICIPANTS,
 };
 use crate::budget::SharedBudget;
-use crate::reader::{Delivered, ReaderConfig, ReaderCore};
+use crate::reader::{ReaderConfig, ReaderCore};
 use crate::types::{EntityId, Guid, GuidPrefix, Locator, Locators, Timestamp};
 use crate::wire::{Data, PayloadKind, ReceivedSubmessage, Submessage};
-use crate::writer::{
-    Destination, HistoryKind, InlineQos, OutData, OutSubmessage, Transmit, WriterConfig, WriterCore,
-};
+use crate::writer::{Destination, InlineQos, OutData, OutSubmessage, Transmit, WriterCore};
 
 /// How often SPDP is announced in steady state.
 pub const SPDP_PERIOD: Duration = Duration::from_secs(3);
@@ -83,15 +82,6 @@ impl SimpleDiscoveryConfig {
             wall_clock_nanos: 0,
         }
     }
-}
-
-/// SEDP writers: reliable, transient-local, keep-last 1 per endpoint (keyed by GUID).
-fn sedp_writer_config(guid: Guid) -> WriterConfig {
-    let mut c = WriterConfig::new(guid);
-    c.reliable = true;
-    c.transient_local = true;
-    c.history = HistoryKind::KeepLast(1);
-    c
 }
 
 /// A received SEDP sample, copied out of the reader core's delivery callback.
@@ -428,23 +418,14 @@ impl SimpleDiscovery {
             &mut self.sedp_sub_reader
         };
         let mut received = Vec::new();
-        let mut deliver = |d: Delivered<'_>| {
+        for d in super::builtin::feed_reader(core, rs, now) {
             received.push(SedpSample {
                 publications,
                 source: d.writer.prefix,
-                payload: d.payload.into_owned(),
-                status: d.status_info,
+                payload: d.payload,
+                status: d.status,
                 key_hash: d.key_hash,
             });
-        };
-        let src = rs.source_prefix;
-        match &rs.submessage {
-            Submessage::Data(d) => core.on_data(src, d, rs.timestamp, now, &mut deliver),
-            Submessage::DataFrag(d) => core.on_data_frag(src, d, rs.timestamp, now, &mut deliver),
-            Submessage::Heartbeat(h) => core.on_heartbeat(src, h, now, &mut deliver),
-            Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(src, h, now),
-            Submessage::Gap(g) => core.on_gap(src, g, now, &mut deliver),
-            _ => {}
         }
         for s in received {
             self.on_sedp(s);
@@ -470,33 +451,13 @@ impl SimpleDiscovery {
             })
             .collect();
         for ev in events {
-            let out = match ev {
-                DiscoveryEvent::ParticipantLost { prefix, reason } => {
-                    self.forget_participant(prefix, reason);
-                    continue;
-                }
-                DiscoveryEvent::Matched { local, remote } => EngineEvent::Matched { local, remote },
-                DiscoveryEvent::MatchUpdated { local, remote } => {
-                    EngineEvent::MatchUpdated { local, remote }
-                }
-                DiscoveryEvent::Unmatched { local, remote } => EngineEvent::Unmatched {
-                    local,
-                    remote,
-                    lost: expired.contains(&remote.prefix),
-                },
-                DiscoveryEvent::IncompatibleQos {
-                    local,
-                    remote,
-                    policies,
-                } => EngineEvent::IncompatibleQos {
-                    local,
-                    remote,
-                    policies,
-                },
-                DiscoveryEvent::ParticipantUpdated(data) => EngineEvent::ParticipantUpdated(data),
-                DiscoveryEvent::ParticipantDiscovered(_)
-                | DiscoveryEvent::RemoteEndpointDiscovered(_)
-                | DiscoveryEvent::RemoteEndpointLost { .. } => continue,
+            if let DiscoveryEvent::ParticipantLost { prefix, reason } = ev {
+                // Reported by `forget_participant`, which also drops the SEDP proxies.
+                self.forget_participant(prefix, reason);
+                continue;
+            }
+            let Some(out) = super::builtin::engine_event(ev, &expired) else {
+                continue;
             };
             self.events.push_back(out);
         }
@@ -633,6 +594,7 @@ impl DiscoveryEngine for SimpleDiscovery {
             inline_qos: InlineQos {
                 key_hash: Some(guid.to_bytes()),
                 status_info: 3,
+                sample_identity: None,
             },
             payload_kind: PayloadKind::Key,
             payload: Arc::new(payload),

@@ -57,7 +57,7 @@ impl Shared {
         }
     }
 
-    pub(super) fn inline_qos(&self, s: &Sample) -> InlineQos {
+    pub(super) fn inline_qos(&self, seq: SequenceNumber, s: &Sample) -> InlineQos {
         InlineQos {
             key_hash: if self.cfg.send_key_hash {
                 s.key_hash
@@ -65,6 +65,11 @@ impl Shared {
                 None
             },
             status_info: s.status_info,
+            sample_identity: if self.cfg.send_sample_identity {
+                Some(s.origin.unwrap_or((self.cfg.guid, seq)))
+            } else {
+                None
+            },
         }
     }
 
@@ -119,7 +124,7 @@ impl Shared {
             reader_id,
             writer_id: self.cfg.guid.entity_id,
             writer_sn: seq,
-            inline_qos: self.inline_qos(s),
+            inline_qos: self.inline_qos(seq, s),
             payload_kind: if s.payload.is_empty() {
                 PayloadKind::None
             } else if s.key_flag {
@@ -175,7 +180,7 @@ impl Shared {
                 fragments_in_submessage: u16::try_from(n).unwrap_or(u16::MAX),
                 fragment_size: u16::try_from(fs).unwrap_or(u16::MAX),
                 sample_size: u32::try_from(s.payload.len()).unwrap_or(u32::MAX),
-                inline_qos: self.inline_qos(s),
+                inline_qos: self.inline_qos(seq, s),
                 key_flag: s.key_flag,
                 payload: s.payload.clone(),
                 range: start..end,

@@ -65,6 +65,7 @@ pub use multicast::MulticastPolicy;
 pub use store::{HistoryStore, Sample, StoreError};
 pub use transmit::{
     Destination, InlineQos, OutData, OutDataFrag, OutSubmessage, Transmit, DATAGRAM_OVERHEAD,
+    PID_FASTDDS_SAMPLE_IDENTITY, PID_RELATED_SAMPLE_IDENTITY,
 };
 
 /// The HISTORY QoS of a writer.
@@ -122,6 +123,10 @@ pub struct WriterConfig {
     /// [`WriterCore::add_reader_with_locators`]); only in push mode. Default: on, from two
     /// readers.
     pub multicast: MulticastPolicy,
+    /// Sends each sample's identity (this writer's GUID and the sequence number, or the
+    /// sample's [`Sample::origin`]) as inline QoS, as the Fast DDS discovery-server protocol
+    /// requires. Default: off.
+    pub send_sample_identity: bool,
 }
 
 impl WriterConfig {
@@ -144,6 +149,7 @@ impl WriterConfig {
             repair_holdoff_initial: Duration::from_millis(20),
             repair_message_size: 1472,
             multicast: MulticastPolicy::default(),
+            send_sample_identity: false,
         }
     }
 }
@@ -705,6 +711,31 @@ impl WriterCore {
         source_timestamp: Option<Timestamp>,
         now: Instant,
     ) -> Result<SequenceNumber, WriteError> {
+        self.write_relayed(
+            payload,
+            key_hash,
+            status_info,
+            key_flag,
+            source_timestamp,
+            None,
+            now,
+        )
+    }
+
+    /// [`WriterCore::write`] for a sample that relays another writer's sample `origin`
+    /// (its GUID and sequence number), sent as the sample identity (see
+    /// [`WriterConfig::send_sample_identity`]).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_relayed(
+        &mut self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status_info: u32,
+        key_flag: bool,
+        source_timestamp: Option<Timestamp>,
+        origin: Option<(Guid, SequenceNumber)>,
+        now: Instant,
+    ) -> Result<SequenceNumber, WriteError> {
         if payload.len() > u32::MAX as usize {
             return Err(WriteError::PayloadTooLarge);
         }
@@ -734,10 +765,11 @@ impl WriterCore {
                 key_flag,
                 timestamp: source_timestamp,
                 frag_size: 0,
+                origin,
             };
             sample.frag_size = self
                 .sh
-                .frag_size_for(sample.payload.len(), &self.sh.inline_qos(&sample));
+                .frag_size_for(sample.payload.len(), &self.sh.inline_qos(seq, &sample));
             // Stored first: a store that refuses leaves everything as it was.
             self.sh.history.push(seq, sample)?;
             if let Some(f) = oldest {

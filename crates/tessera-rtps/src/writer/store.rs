@@ -57,6 +57,10 @@ pub struct Sample {
     /// lifetime (repairs must match the first copy): 0, whole in one DATA; otherwise the
     /// DATA_FRAG fragment size. A store that persists samples should keep it.
     pub frag_size: u32,
+    /// The identity of the sample this one relays (a discovery server forwarding a client's
+    /// announcement keeps the client's writer GUID and sequence number); sent as inline QoS
+    /// with [`WriterConfig::send_sample_identity`](super::WriterConfig). None: this writer's own.
+    pub origin: Option<(crate::types::Guid, SequenceNumber)>,
 }
 
 /// Why a [`HistoryStore`] refused a sample.

@@ -72,19 +72,29 @@ impl Default for Destination {
     }
 }
 
-/// The inline QoS a writer attaches to a sample: PID_KEY_HASH and PID_STATUS_INFO.
+/// PID of Fast DDS's sample identity (eProsima's `PID_CUSTOM_RELATED_SAMPLE_IDENTITY`): a
+/// Fast DDS 2.9 discovery server drops a client's DATA(p) without it.
+pub const PID_FASTDDS_SAMPLE_IDENTITY: u16 = 0x800f;
+/// PID of the standard related sample identity (DDS-RPC), which Fast DDS 3.x reads.
+pub const PID_RELATED_SAMPLE_IDENTITY: u16 = 0x0083;
+
+/// The inline QoS a writer attaches to a sample: PID_KEY_HASH, PID_STATUS_INFO and, for the
+/// discovery-server protocol, the sample identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct InlineQos {
     /// Key hash to send (None: not sent).
     pub key_hash: Option<[u8; 16]>,
     /// Status info flags (1 = disposed, 2 = unregistered); 0 is not sent.
     pub status_info: u32,
+    /// Sample identity (writer GUID, sequence number) sent as both
+    /// [`PID_RELATED_SAMPLE_IDENTITY`] and [`PID_FASTDDS_SAMPLE_IDENTITY`] (None: not sent).
+    pub sample_identity: Option<(Guid, SequenceNumber)>,
 }
 
 impl InlineQos {
     /// Whether nothing would be sent (no Q flag).
     pub fn is_empty(&self) -> bool {
-        self.key_hash.is_none() && self.status_info == 0
+        self.key_hash.is_none() && self.status_info == 0 && self.sample_identity.is_none()
     }
 
     /// Encoded length of the parameter list (0 when empty).
@@ -92,7 +102,13 @@ impl InlineQos {
         if self.is_empty() {
             return 0;
         }
-        4 + if self.key_hash.is_some() { 20 } else { 0 } + if self.status_info != 0 { 8 } else { 0 }
+        4 + if self.key_hash.is_some() { 20 } else { 0 }
+            + if self.status_info != 0 { 8 } else { 0 }
+            + if self.sample_identity.is_some() {
+                56
+            } else {
+                0
+            }
     }
 
     /// Appends the parameter list (little-endian) to `out`; nothing when empty.
@@ -107,6 +123,15 @@ impl InlineQos {
         if self.status_info != 0 {
             // StatusInfo_t is four octets with the flags in the last one (big-endian).
             b.param(pid::STATUS_INFO, &self.status_info.to_be_bytes());
+        }
+        if let Some((guid, sn)) = self.sample_identity {
+            let mut v = [0u8; 24];
+            v[..16].copy_from_slice(&guid.to_bytes());
+            let (high, low) = crate::types::seq_to_wire(sn);
+            v[16..20].copy_from_slice(&high.to_le_bytes());
+            v[20..].copy_from_slice(&low.to_le_bytes());
+            b.param(PID_RELATED_SAMPLE_IDENTITY, &v);
+            b.param(PID_FASTDDS_SAMPLE_IDENTITY, &v);
         }
         b.finish();
     }
@@ -128,6 +153,18 @@ impl InlineQos {
                     if let Some(s) = v.get(..4) {
                         q.status_info = u32::from_be_bytes([s[0], s[1], s[2], s[3]]);
                     }
+                }
+                PID_FASTDDS_SAMPLE_IDENTITY | PID_RELATED_SAMPLE_IDENTITY if v.len() >= 24 => {
+                    let mut g = [0u8; 16];
+                    g.copy_from_slice(&v[..16]);
+                    let word = |i: usize| [v[i], v[i + 1], v[i + 2], v[i + 3]];
+                    let (high, low) = if pl.little_endian() {
+                        (i32::from_le_bytes(word(16)), u32::from_le_bytes(word(20)))
+                    } else {
+                        (i32::from_be_bytes(word(16)), u32::from_be_bytes(word(20)))
+                    };
+                    q.sample_identity =
+                        Some((Guid::from_bytes(g), crate::types::seq_from_wire(high, low)));
                 }
                 _ => {}
             }
@@ -324,6 +361,7 @@ mod tests {
         let q = InlineQos {
             key_hash: Some([7; 16]),
             status_info: 3,
+            sample_identity: Some((Guid::from_bytes([9; 16]), (5i64 << 32) + 7)),
         };
         let mut v = Vec::new();
         q.encode(&mut v);

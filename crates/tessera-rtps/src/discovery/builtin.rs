@@ -1,0 +1,92 @@
+//! Pieces every discovery engine's built-in endpoints share: the SEDP writer configuration,
+//! feeding a built-in reader core, and turning database decisions into engine events.
+
+use crate::reader::{Delivered, ReaderCore};
+use crate::types::{Guid, GuidPrefix};
+use crate::wire::{PayloadKind, ReceivedSubmessage, Submessage};
+use crate::writer::{HistoryKind, WriterConfig};
+use std::time::Instant;
+
+use super::{DiscoveryEvent, EngineEvent};
+
+/// SEDP writers: reliable, transient-local, keep-last 1 per endpoint (keyed by GUID).
+pub(super) fn sedp_writer_config(guid: Guid) -> WriterConfig {
+    let mut c = WriterConfig::new(guid);
+    c.reliable = true;
+    c.transient_local = true;
+    c.history = HistoryKind::KeepLast(1);
+    c
+}
+
+/// A sample a built-in reader delivered, copied out of the core's callback.
+#[derive(Debug, Clone)]
+pub(super) struct BuiltinSample {
+    /// The writer.
+    pub writer: Guid,
+    pub kind: PayloadKind,
+    pub payload: Vec<u8>,
+    pub status: u32,
+    pub key_hash: Option<[u8; 16]>,
+}
+
+/// Hands DATA, DATA_FRAG, HEARTBEAT(_FRAG) or GAP to a built-in reader core and returns what
+/// it delivered, in order.
+pub(super) fn feed_reader(
+    core: &mut ReaderCore,
+    rs: &ReceivedSubmessage<'_>,
+    now: Instant,
+) -> Vec<BuiltinSample> {
+    let mut received = Vec::new();
+    let mut deliver = |d: Delivered<'_>| {
+        received.push(BuiltinSample {
+            writer: d.writer,
+            kind: d.kind,
+            payload: d.payload.into_owned(),
+            status: d.status_info,
+            key_hash: d.key_hash,
+        });
+    };
+    let src = rs.source_prefix;
+    match &rs.submessage {
+        Submessage::Data(d) => core.on_data(src, d, rs.timestamp, now, &mut deliver),
+        Submessage::DataFrag(d) => core.on_data_frag(src, d, rs.timestamp, now, &mut deliver),
+        Submessage::Heartbeat(h) => core.on_heartbeat(src, h, now, &mut deliver),
+        Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(src, h, now),
+        Submessage::Gap(g) => core.on_gap(src, g, now, &mut deliver),
+        _ => {}
+    }
+    received
+}
+
+/// The engine event for a database decision; None for those the runtime does not need.
+/// Unmatches of a participant in `expired` (lost by lease) are liveliness losses.
+pub(super) fn engine_event(ev: DiscoveryEvent, expired: &[GuidPrefix]) -> Option<EngineEvent> {
+    Some(match ev {
+        DiscoveryEvent::ParticipantDiscovered(d) => EngineEvent::ParticipantDiscovered(d),
+        DiscoveryEvent::ParticipantUpdated(d) => EngineEvent::ParticipantUpdated(d),
+        DiscoveryEvent::ParticipantLost { prefix, reason } => {
+            EngineEvent::ParticipantLost { prefix, reason }
+        }
+        DiscoveryEvent::Matched { local, remote } => EngineEvent::Matched { local, remote },
+        DiscoveryEvent::MatchUpdated { local, remote } => {
+            EngineEvent::MatchUpdated { local, remote }
+        }
+        DiscoveryEvent::Unmatched { local, remote } => EngineEvent::Unmatched {
+            local,
+            remote,
+            lost: expired.contains(&remote.prefix),
+        },
+        DiscoveryEvent::IncompatibleQos {
+            local,
+            remote,
+            policies,
+        } => EngineEvent::IncompatibleQos {
+            local,
+            remote,
+            policies,
+        },
+        DiscoveryEvent::RemoteEndpointDiscovered(_) | DiscoveryEvent::RemoteEndpointLost { .. } => {
+            return None
+        }
+    })
+}
