@@ -16,6 +16,8 @@
 //! --expect-incompatible sub/pub: succeed when an incompatible-QoS status is reported
 //! --expect-liveliness-lost  sub: after receiving, succeed when the writer's liveliness is lost
 //! ```
+//! Both modes print `peers: N` at the end: the remote participants discovered, discovery
+//! servers not counted (with `ROS_DISCOVERY_SERVER` set, the peer is a discovery-server client).
 //! Every run must happen inside a network namespace (see `scripts/netns-run`).
 
 use std::process::ExitCode;
@@ -156,7 +158,18 @@ fn run_pub(o: &Opts) -> tessera::Result<bool> {
         }
     }
     std::thread::sleep(Duration::from_secs_f64(o.linger));
+    report_peers(&p);
     Ok(true)
+}
+
+/// Prints how many remote participants were discovered, discovery servers aside.
+fn report_peers(p: &DomainParticipant) {
+    let n = p
+        .discovered_participants()
+        .iter()
+        .filter(|i| tessera::rtps::discovery::ds_common::server_id(i.guid.prefix).is_none())
+        .count();
+    println!("peers: {n}");
 }
 
 fn run_sub(o: &Opts) -> tessera::Result<bool> {
@@ -227,6 +240,7 @@ fn run_sub(o: &Opts) -> tessera::Result<bool> {
         first_at,
         p.counters()
     );
+    report_peers(&p);
     let mut ok = received == o.count as u64
         && duplicates == 0
         && corrupt == 0
