@@ -3,10 +3,12 @@
 //!
 //! - [`perf`]: `tessera perf`, a twin of Cyclone DDS's `ddsperf` (same command-line grammar, same
 //!   per-second report lines, same exit codes), plus a `--json` output mode.
+//! - [`dserver`]: `tessera discovery-server`, the centralized architecture's server.
 //! - `tessera bench ...` runs the `tessera-bench` binary installed next to `tessera`
 //!   ([`exec_bench`]): the benchmark environment (scenarios, charts, reports) lives in its own
 //!   crate so that the `tessera` binary, which the benchmark measures, does not carry it.
 
+pub mod dserver;
 pub mod perf;
 #[doc(hidden)]
 pub mod testns;
@@ -30,7 +32,10 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          (\"{prog} perf help\" for details)\n\
          \x20 bench [PRESET|FILE]      benchmark environment: experiments side by side\n\
          \x20                          with Cyclone DDS (\"{prog} bench help\"; runs the\n\
-         \x20                          {BENCH_BINARY} binary installed next to {prog})\n"
+         \x20                          {BENCH_BINARY} binary installed next to {prog})\n\
+         \x20 discovery-server -i ID [-l ADDR] [-p PORT]\n\
+         \x20                          discovery server (Fast DDS 2.9's protocol); clients\n\
+         \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n"
     )
 }
 
@@ -41,6 +46,7 @@ pub fn dispatch(argv: &[String]) -> i32 {
     match argv.get(1).map(String::as_str) {
         Some("perf") => perf::main(&format!("{prog} perf"), &argv[2..]),
         Some("bench") => exec_bench(prog, &argv[2..]),
+        Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS

@@ -2,6 +2,8 @@
 //!
 //! Subcommands:
 //! - `tessera perf ...`: a drop-in twin of Cyclone DDS's `ddsperf` (see `tessera_cli::perf`).
+//! - `tessera discovery-server -i ID [-l ADDR] [-p PORT]`: a discovery server (Fast DDS 2.9's
+//!   protocol) for clients configured with `ROS_DISCOVERY_SERVER`.
 //! - `tessera bench ...`: runs the `tessera-bench` binary installed next to this one.
 
 fn main() {

@@ -2,7 +2,7 @@
 //! feeding a built-in reader core, and turning database decisions into engine events.
 
 use crate::reader::{Delivered, ReaderCore};
-use crate::types::{Guid, GuidPrefix};
+use crate::types::{Guid, GuidPrefix, SequenceNumber};
 use crate::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 use crate::writer::{HistoryKind, WriterConfig};
 use std::time::Instant;
@@ -23,6 +23,8 @@ pub(super) fn sedp_writer_config(guid: Guid) -> WriterConfig {
 pub(super) struct BuiltinSample {
     /// The writer.
     pub writer: Guid,
+    /// Its sequence number.
+    pub seq: SequenceNumber,
     pub kind: PayloadKind,
     pub payload: Vec<u8>,
     pub status: u32,
@@ -40,6 +42,7 @@ pub(super) fn feed_reader(
     let mut deliver = |d: Delivered<'_>| {
         received.push(BuiltinSample {
             writer: d.writer,
+            seq: d.seq,
             kind: d.kind,
             payload: d.payload.into_owned(),
             status: d.status_info,

@@ -10,7 +10,10 @@
 //! local ([`DiscoveryDb`]) and user data flows peer to peer as with [`super::SimpleDiscovery`].
 //!
 //! Relayed participants hold no lease of their own here (their traffic goes to the server, not
-//! to us): they live as long as the server that relayed them, whose lease this client watches.
+//! to us): they go when a server relays their DATA(Up). A server that leaves or whose lease
+//! runs out is pinged again from scratch, and what it relayed stays (as with Fast DDS: user data
+//! keeps flowing while the server is down; a peer that dies meanwhile lingers until restarted
+//! servers relay it again or the application deletes the participant).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
@@ -121,9 +124,6 @@ pub struct DiscoveryServerClient {
     /// The leaving DATA(Up): after the SEDP disposes.
     late_out: VecDeque<Transmit>,
     events: VecDeque<EngineEvent>,
-    /// Relayed participants removed because their server's lease ran out (their loss is
-    /// reported as a lease expiry).
-    expired_relays: Vec<GuidPrefix>,
     counters: DsClientCounters,
     left: bool,
 }
@@ -209,7 +209,6 @@ impl DiscoveryServerClient {
             pdp_out: VecDeque::new(),
             late_out: VecDeque::new(),
             events: VecDeque::new(),
-            expired_relays: Vec::new(),
             counters: DsClientCounters::default(),
             left: false,
         }
@@ -345,7 +344,7 @@ impl DiscoveryServerClient {
                 srv.next_ping = now + ANNOUNCE_PERIOD;
             }
         } else {
-            // A relayed participant lives as long as the relaying server (see module docs).
+            // A relayed participant has no lease here (see the module docs).
             data.lease_duration = Duration::MAX;
             let id = self.servers[si].id;
             if !self.relayed.contains_key(&data.guid_prefix)
@@ -383,10 +382,12 @@ impl DiscoveryServerClient {
             .add_writer(g(EntityId::SEDP_SUBSCRIPTIONS_WRITER), loc, true, now);
     }
 
-    /// Server `i` left or its lease ran out: forget it and what it relayed, ping it again.
+    /// Server `i` left or its lease ran out: forget it (not what it relayed: those peers and
+    /// their matches stay, as with Fast DDS, so user data keeps flowing while the server is
+    /// down) and ping it again.
     fn server_lost(&mut self, i: usize, reason: LostReason, now: Instant) {
         let s = &mut self.servers[i];
-        let (id, p) = (s.id, s.prefix);
+        let p = s.prefix;
         let was_heard = s.heard;
         s.heard = false;
         s.pings = 0;
@@ -405,31 +406,9 @@ impl DiscoveryServerClient {
         let loc = self.servers[i].locators;
         self.pdp_reader
             .add_writer(g(EntityId::SPDP_WRITER), loc, true, now);
-        let gone: Vec<GuidPrefix> = self
-            .relayed
-            .iter()
-            .filter(|(_, sid)| **sid == id)
-            .map(|(k, _)| *k)
-            .collect();
-        for q in gone {
-            self.relayed.remove(&q);
-            if reason == LostReason::LeaseExpired {
-                self.db_expire(q);
-            } else {
-                self.db.on_participant_disposed(q);
-            }
-        }
         if was_heard && reason == LostReason::Disposed {
             self.db.on_participant_disposed(p);
         }
-    }
-
-    /// Removes a relayed participant as lost by lease expiry (its server's).
-    fn db_expire(&mut self, prefix: GuidPrefix) {
-        // The database expires by lease only and a relayed participant has none: it goes as
-        // disposed, and `drain_db` reports it as expired.
-        self.expired_relays.push(prefix);
-        self.db.on_participant_disposed(prefix);
     }
 }
 
@@ -497,8 +476,8 @@ impl DiscoveryServerClient {
         }
     }
 
-    /// Moves the database's decisions to the event queue; a server whose lease ran out takes
-    /// what it relayed with it.
+    /// Moves the database's decisions to the event queue; a server whose lease ran out is
+    /// pinged again.
     fn drain_db(&mut self, now: Instant) {
         loop {
             let mut events = Vec::new();
@@ -519,32 +498,21 @@ impl DiscoveryServerClient {
             let expired: Vec<GuidPrefix> = events
                 .iter()
                 .filter_map(|e| match e {
-                    DiscoveryEvent::ParticipantLost { prefix, reason } => (*reason
-                        == LostReason::LeaseExpired
-                        || self.expired_relays.contains(prefix))
-                    .then_some(*prefix),
+                    DiscoveryEvent::ParticipantLost { prefix, reason } => {
+                        (*reason == LostReason::LeaseExpired).then_some(*prefix)
+                    }
                     _ => None,
                 })
                 .collect();
             for ev in events {
-                let ev = match ev {
-                    DiscoveryEvent::ParticipantLost { prefix, reason } => {
-                        self.relayed.remove(&prefix);
-                        let reason = if expired.contains(&prefix) {
-                            LostReason::LeaseExpired
-                        } else {
-                            reason
-                        };
-                        DiscoveryEvent::ParticipantLost { prefix, reason }
-                    }
-                    ev => ev,
-                };
+                if let DiscoveryEvent::ParticipantLost { prefix, .. } = &ev {
+                    self.relayed.remove(prefix);
+                }
                 let Some(out) = engine_event(ev, &expired) else {
                     continue;
                 };
                 self.events.push_back(out);
             }
-            self.expired_relays.retain(|p| !expired.contains(p));
             for (i, reason) in lost_servers {
                 self.server_lost(i, reason, now);
             }

@@ -30,6 +30,7 @@ mod data;
 mod db;
 mod ds_client;
 pub mod ds_common;
+mod ds_server;
 mod engine;
 mod local;
 mod plist;
@@ -45,6 +46,10 @@ pub use db::{
     NoMatchReason, RemoteEndpointInfo, MAX_REMOTE_ENDPOINTS, MAX_REMOTE_PARTICIPANTS,
 };
 pub use ds_client::{DiscoveryServerClient, DsClientConfig, DsClientCounters, RemoteServer};
+pub use ds_server::{
+    DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent, MAX_CLIENTS,
+    MAX_ENDPOINTS_PER_CLIENT,
+};
 pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
 pub use local::LocalMatcher;
 pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};

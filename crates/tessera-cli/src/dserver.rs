@@ -1,0 +1,308 @@
+//! `tessera discovery-server`: the centralized architecture's server, speaking Fast DDS 2.9's
+//! discovery-server protocol, with `fastdds discovery`'s options:
+//!
+//! ```text
+//! tessera discovery-server -i ID [-l ADDR] [-p PORT]
+//! ```
+//!
+//! A thin driver: one UDP socket, the sans-IO
+//! [`DiscoveryServerEngine`](tessera::rtps::discovery::DiscoveryServerEngine), a loop that waits
+//! for a datagram or the engine's next deadline. Clients point `ROS_DISCOVERY_SERVER` at it
+//! (entry `ID` of the list, e.g. `127.0.0.1:11811` for id 0). SIGINT/SIGTERM make it send its
+//! DATA(Up) to every client and exit 0.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use tessera::rtps::discovery::ds_common::DEFAULT_SERVER_PORT;
+use tessera::rtps::discovery::{
+    DiscoveryServerEngine, DsServerConfig, DsServerEvent, LocatorSelector,
+};
+use tessera::rtps::types::{locator_kind, GuidPrefix, Locator, Locators};
+use tessera::rtps::wire::{MessageBuilder, MessageReceiver, Submessage};
+use tessera::rtps::writer::Transmit;
+
+/// Exit status for bad arguments.
+pub const EXIT_BAD_ARGS: i32 = 3;
+
+/// Parsed options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ServerArgs {
+    /// `-i`: the server id (its prefix's third byte).
+    pub id: u8,
+    /// `-l`: the address to listen on.
+    pub address: IpAddr,
+    /// `-p`: the UDP port.
+    pub port: u16,
+}
+
+/// The usage text.
+pub fn usage(prog: &str) -> String {
+    format!(
+        "usage: {prog} -i ID [-l ADDR] [-p PORT]\n\
+         \n\
+         A discovery server (Fast DDS 2.9's protocol; clients set ROS_DISCOVERY_SERVER).\n\
+         \x20 -i, --server-id ID    server id 0..255: position in ROS_DISCOVERY_SERVER\n\
+         \x20 -l, --ip-address ADDR address to listen on (default 0.0.0.0)\n\
+         \x20 -p, --port PORT       UDP port (default {DEFAULT_SERVER_PORT})\n"
+    )
+}
+
+/// Parses the arguments after the subcommand name.
+pub fn parse_args(args: &[String]) -> Result<ServerArgs, String> {
+    let mut id = None;
+    let mut address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
+    let mut port = DEFAULT_SERVER_PORT;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut val = || it.next().ok_or(format!("{a} needs a value"));
+        match a.as_str() {
+            "-i" | "--server-id" => {
+                id = Some(val()?.parse::<u8>().map_err(|e| format!("{a}: {e}"))?);
+            }
+            "-l" | "--ip-address" => {
+                address = val()?.parse().map_err(|e| format!("{a}: {e}"))?;
+            }
+            "-p" | "--port" => {
+                port = val()?.parse().map_err(|e| format!("{a}: {e}"))?;
+                if port == 0 {
+                    return Err(format!("{a}: port 0"));
+                }
+            }
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    let id = id.ok_or("-i ID is required")?;
+    Ok(ServerArgs { id, address, port })
+}
+
+/// Reaches clients over UDP only (Fast DDS clients also announce shared-memory locators).
+struct UdpOnly;
+
+impl LocatorSelector for UdpOnly {
+    fn select(&self, announced: &[Locator]) -> Locators {
+        announced
+            .iter()
+            .filter(|l| l.kind == locator_kind::UDPV4 || l.kind == locator_kind::UDPV6)
+            .copied()
+            .collect()
+    }
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
+}
+
+fn wall_clock_nanos() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos() as i64)
+}
+
+/// `tessera discovery-server ARGS`: runs until SIGINT/SIGTERM; returns the exit status.
+pub fn main(prog: &str, args: &[String]) -> i32 {
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        print!("{}", usage(prog));
+        return 0;
+    }
+    let a = match parse_args(args) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            eprint!("{}", usage(prog));
+            return EXIT_BAD_ARGS;
+        }
+    };
+    match run(&a) {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            1
+        }
+    }
+}
+
+fn locator_of(addr: SocketAddr) -> Locator {
+    match addr {
+        SocketAddr::V4(a) => Locator::udpv4(*a.ip(), a.port()),
+        SocketAddr::V6(a) => Locator::udpv6(*a.ip(), a.port()),
+    }
+}
+
+fn run(a: &ServerArgs) -> std::io::Result<()> {
+    let socket = UdpSocket::bind(SocketAddr::new(a.address, a.port))?;
+    // Announce where clients reach us; "any" is announced as loopback (as a client's
+    // `0.0.0.0` entry means 127.0.0.1).
+    let announced = if a.address.is_unspecified() {
+        SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), a.port)
+    } else {
+        SocketAddr::new(a.address, a.port)
+    };
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
+    let now = Instant::now();
+    let mut engine = DiscoveryServerEngine::new(
+        DsServerConfig {
+            id: a.id,
+            locators: vec![locator_of(announced)],
+            selector: Box::new(UdpOnly),
+            lease: tessera::rtps::discovery::ds_common::DS_LEASE,
+            wall_clock_nanos: wall_clock_nanos(),
+        },
+        now,
+    );
+    let me = engine.prefix();
+    println!(
+        "Discovery server {} listening on {}",
+        fmt_prefix(me),
+        announced
+    );
+    println!("Server is running");
+    let mut buf = vec![0u8; 65536];
+    let mut out = Vec::with_capacity(2048);
+    let mut t = Transmit::new();
+    let mut malformed = 0u64;
+    let mut rejected = 0u64;
+    loop {
+        if STOP.load(Ordering::SeqCst) {
+            engine.shutdown(Instant::now());
+            flush(&mut engine, &socket, me, &mut t, &mut out);
+            println!("Discovery server stopped");
+            return Ok(());
+        }
+        let now = Instant::now();
+        let wait = engine
+            .poll_timeout()
+            .map_or(Duration::from_millis(200), |d| {
+                d.saturating_duration_since(now)
+            })
+            .clamp(Duration::from_millis(1), Duration::from_millis(200));
+        socket.set_read_timeout(Some(wait))?;
+        match socket.recv_from(&mut buf) {
+            Ok((n, _from)) => {
+                let now = Instant::now();
+                match MessageReceiver::new(&buf[..n]) {
+                    Ok(rx) => {
+                        for rs in rx {
+                            let Ok(rs) = rs else {
+                                malformed += 1;
+                                break;
+                            };
+                            if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != me {
+                                continue;
+                            }
+                            if matches!(rs.submessage, Submessage::Unknown { .. }) {
+                                continue;
+                            }
+                            engine.handle_submessage(&rs, now);
+                        }
+                    }
+                    Err(_) => malformed += 1,
+                }
+            }
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut
+                    || e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+        let now = Instant::now();
+        if engine.poll_timeout().is_some_and(|d| d <= now) {
+            engine.handle_timeout(now);
+        }
+        flush(&mut engine, &socket, me, &mut t, &mut out);
+        while let Some(ev) = engine.poll_event() {
+            match ev {
+                DsServerEvent::ClientJoined(p) => println!("client {} joined", fmt_prefix(p)),
+                DsServerEvent::ClientLeft { prefix, expired } => println!(
+                    "client {} {}",
+                    fmt_prefix(prefix),
+                    if expired { "expired" } else { "left" }
+                ),
+            }
+        }
+        if engine.rejected() > rejected || malformed > 0 {
+            rejected = engine.rejected();
+            if malformed > 0 {
+                eprintln!("dropped {malformed} malformed datagram(s)");
+                malformed = 0;
+            }
+            eprintln!("rejected announcements so far: {:?}", engine.counters());
+        }
+    }
+}
+
+fn flush(
+    engine: &mut DiscoveryServerEngine,
+    socket: &UdpSocket,
+    me: GuidPrefix,
+    t: &mut Transmit,
+    out: &mut Vec<u8>,
+) {
+    let mut scratch = Vec::new();
+    let now = Instant::now();
+    while engine.poll_transmit(now, t) {
+        let mut m = MessageBuilder::new(out, me);
+        if let Some(dst) = t.dest.info_dst() {
+            m.submessage(&Submessage::InfoDst(dst));
+        }
+        for sm in &t.submessages {
+            m.submessage(&sm.as_submessage(&mut scratch));
+        }
+        for l in t.dest.locators().as_slice() {
+            if let Some(addr) = l.to_socket_addr() {
+                // Non-blocking enough for a discovery server: a lost datagram is repaired by
+                // the reliable writers.
+                let _ = socket.send_to(out, addr);
+            }
+        }
+    }
+}
+
+fn fmt_prefix(p: GuidPrefix) -> String {
+    p.0.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(".")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn arguments_like_fastdds_discovery() {
+        let a = parse_args(&s(&["-i", "0", "-l", "127.0.0.1", "-p", "11812"])).unwrap();
+        assert_eq!(a.id, 0);
+        assert_eq!(a.address, IpAddr::V4(Ipv4Addr::LOCALHOST));
+        assert_eq!(a.port, 11812);
+        let a = parse_args(&s(&["--server-id", "3"])).unwrap();
+        assert_eq!((a.id, a.port), (3, DEFAULT_SERVER_PORT));
+        assert!(a.address.is_unspecified());
+        assert!(parse_args(&s(&[])).is_err(), "-i is required");
+        assert!(parse_args(&s(&["-i", "256"])).is_err());
+        assert!(parse_args(&s(&["-i", "0", "-p", "0"])).is_err());
+        assert!(parse_args(&s(&["-i", "0", "-x"])).is_err());
+    }
+
+    #[test]
+    fn only_udp_locators_reach_clients() {
+        let shm = Locator {
+            kind: locator_kind::FASTDDS_SHM,
+            port: 7411,
+            address: [0; 16],
+        };
+        let udp = Locator::udpv4(Ipv4Addr::LOCALHOST, 7410);
+        assert_eq!(UdpOnly.select(&[shm, udp]).as_slice(), &[udp]);
+    }
+}
