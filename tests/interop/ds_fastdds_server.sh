@@ -5,7 +5,9 @@
 #       exchange 500 reliable samples peer to peer;
 #   (b) a third client on another topic learns of nobody (2.9's topic filter);
 #   (c) when the subscriber leaves, the publisher hears of it (the server relays its DATA(Up)):
-#       it ends with no peer left.
+#       it ends with no peer left;
+#   (d) a Tessera client and a Fast DDS 2.9 client (lib/fastdds_ds_client.cpp, built here)
+#       exchange data both ways.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 # shellcheck source=lib/ds.bash
@@ -19,5 +21,7 @@ start_bg server fastdds discovery -i 0 -l 127.0.0.1 -p 11811
 ds_wait_running server
 export ROS_DISCOVERY_SERVER=127.0.0.1:11811
 ds_tessera_clients "$PEER"
+ds_build_fastdds_client
+ds_mixed_clients "$PEER"
 stop_bg server
 log "ok"

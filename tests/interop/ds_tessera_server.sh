@@ -7,7 +7,8 @@
 #   (b) Fast DDS 2.9 clients (a small C++ program built here with g++ against Debian's
 #       libfastrtps-dev, discovery left SIMPLE so the variable makes it a CLIENT): a Fast DDS
 #       publisher and subscriber find each other through the Tessera server and exchange data,
-#       and a Fast DDS client on another topic learns of nobody.
+#       and a Fast DDS client on another topic learns of nobody;
+#   (c) a Tessera client and a Fast DDS client exchange data both ways.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 # shellcheck source=lib/ds.bash
@@ -25,12 +26,7 @@ export ROS_DISCOVERY_SERVER=127.0.0.1:11811
 ds_tessera_clients "$PEER"
 
 # (b) Fast DDS 2.9 clients.
-FASTDDS_CLIENT_SRC="$(dirname "$0")/lib/fastdds_ds_client.cpp"
-if ! [[ -e /usr/include/fastdds/dds/domain/DomainParticipantFactory.hpp ]] || ! command -v g++ >/dev/null; then
-    fail "libfastrtps-dev or g++ missing (scripts/install-deps installs them)"
-fi
-g++ -std=c++14 -O1 -o "$WORK/fdsclient" "$FASTDDS_CLIENT_SRC" -lfastrtps -lfastcdr \
-    >"$WORK/gcc.log" 2>&1 || fail "building the Fast DDS client failed"
+ds_build_fastdds_client
 start_bg fsub "$WORK/fdsclient" sub DsFast 20 15
 start_bg fother "$WORK/fdsclient" sub DsFastOther 1 6
 sleep 0.3
@@ -44,9 +40,12 @@ wait_pid fpub 25 || rc=$?
 rc=0
 wait_pid fother 20 || rc=$?
 [[ $rc -eq 1 ]] || fail "the Fast DDS client on another topic exited $rc (expected 1)"
-grep -q "^received 20" "$WORK/fsub.log" || fail "Fast DDS subscriber did not get every sample"
+grep -q "^received 20 of 20 (corrupt 0)" "$WORK/fsub.log" || fail "Fast DDS subscriber did not get every sample"
 grep -qx "participants 0" "$WORK/fother.log" || fail "the other-topic Fast DDS client learned of a peer"
 log "fast dds clients: $(grep '^received' "$WORK/fsub.log")"
+
+# (c) Tessera and Fast DDS clients together.
+ds_mixed_clients "$PEER"
 
 stop_bg server
 log "ok"

@@ -38,3 +38,40 @@ ds_tessera_clients() {
     log "tessera clients: $(grep '^sub:' "$WORK/sub.log" | cut -c1-70)"
     log "tessera clients: $(grep 'acknowledged' "$WORK/pub.log")"
 }
+
+# ds_build_fastdds_client: builds lib/fastdds_ds_client.cpp (a Fast DDS 2.x pub/sub of the test
+# peer's type) into $WORK/fdsclient with g++ and Debian's libfastrtps-dev.
+ds_build_fastdds_client() {
+    local src
+    src="$(dirname "${BASH_SOURCE[0]}")/fastdds_ds_client.cpp"
+    [[ -e /usr/include/fastdds/dds/domain/DomainParticipantFactory.hpp ]] && command -v g++ >/dev/null ||
+        fail "libfastrtps-dev or g++ missing (scripts/install-deps installs them)"
+    g++ -std=c++14 -O1 -o "$WORK/fdsclient" "$src" -lfastrtps -lfastcdr >"$WORK/gcc.log" 2>&1 ||
+        fail "building the Fast DDS client failed"
+}
+
+# ds_mixed_clients PEER: a Tessera client and a Fast DDS 2.9 client of the same server exchange
+# 20 reliable samples each way (Tessera -> Fast DDS, then Fast DDS -> Tessera), peer to peer.
+ds_mixed_clients() {
+    local peer="$1" rc
+    start_bg mfsub "$WORK/fdsclient" sub DsMixedT2F 20 15
+    sleep 0.3
+    start_bg mtpub "$peer" pub --topic DsMixedT2F --count 20 --linger 1 --timeout 15
+    rc=0
+    wait_pid mfsub 25 || rc=$?
+    [[ $rc -eq 0 ]] || fail "Fast DDS subscriber of the Tessera publisher exited $rc"
+    rc=0
+    wait_pid mtpub 25 || rc=$?
+    [[ $rc -eq 0 ]] || fail "Tessera publisher exited $rc"
+    log "tessera -> fast dds: $(grep '^received' "$WORK/mfsub.log")"
+    start_bg mtsub "$peer" sub --topic DsMixedF2T --count 20 --timeout 15
+    sleep 0.3
+    start_bg mfpub "$WORK/fdsclient" pub DsMixedF2T 20 15
+    rc=0
+    wait_pid mtsub 25 || rc=$?
+    [[ $rc -eq 0 ]] || fail "Tessera subscriber of the Fast DDS publisher exited $rc"
+    rc=0
+    wait_pid mfpub 25 || rc=$?
+    [[ $rc -eq 0 ]] || fail "Fast DDS publisher exited $rc"
+    log "fast dds -> tessera: $(grep '^sub:' "$WORK/mtsub.log" | cut -c1-70)"
+}

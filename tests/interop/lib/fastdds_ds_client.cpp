@@ -5,6 +5,9 @@
 //   fdsclient sub TOPIC COUNT TIMEOUT_S   receive COUNT samples (exit 0) or time out (exit 1)
 //
 // Both print "participants N" at the end: remote participants known, discovery servers aside.
+// The type is the Tessera test peer's (crates/tessera/examples/peer.rs): "PeerSample" { uint32
+// seq; sequence<octet> payload; } with 64 payload bytes (seq + i) mod 256, so Fast DDS and
+// Tessera clients exchange data.
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
 #include <fastdds/dds/domain/DomainParticipantListener.hpp>
@@ -30,30 +33,42 @@ using eprosima::fastrtps::rtps::SerializedPayload_t;
 
 struct Msg {
     uint32_t seq;
+    bool ok;
 };
 
-// One unsigned long, XCDR1 little-endian, written by hand (no fastddsgen).
+static const uint32_t kPayload = 64;
+static const uint32_t kSize = 4 + 4 + 4 + kPayload;
+
+// XCDR1 little-endian, written by hand (no fastddsgen).
 class MsgType : public TopicDataType {
 public:
     MsgType() {
-        setName("DsMsg");
-        m_typeSize = 8;
+        setName("PeerSample");
+        m_typeSize = kSize;
         m_isGetKeyDefined = false;
     }
     bool serialize(void* data, SerializedPayload_t* payload) override {
         const uint8_t head[4] = {0, 1, 0, 0};
+        const uint32_t seq = static_cast<Msg*>(data)->seq;
         std::memcpy(payload->data, head, 4);
-        std::memcpy(payload->data + 4, &static_cast<Msg*>(data)->seq, 4);
-        payload->length = 8;
+        std::memcpy(payload->data + 4, &seq, 4);
+        std::memcpy(payload->data + 8, &kPayload, 4);
+        for (uint32_t i = 0; i < kPayload; ++i) payload->data[12 + i] = uint8_t(seq + i);
+        payload->length = kSize;
         return true;
     }
     bool deserialize(SerializedPayload_t* payload, void* data) override {
-        if (payload->length < 8) return false;
-        std::memcpy(&static_cast<Msg*>(data)->seq, payload->data + 4, 4);
+        Msg* m = static_cast<Msg*>(data);
+        if (payload->length < 12) return false;
+        uint32_t len = 0;
+        std::memcpy(&m->seq, payload->data + 4, 4);
+        std::memcpy(&len, payload->data + 8, 4);
+        m->ok = len == kPayload && payload->length >= 12 + len;
+        for (uint32_t i = 0; m->ok && i < len; ++i) m->ok = payload->data[12 + i] == uint8_t(m->seq + i);
         return true;
     }
     std::function<uint32_t()> getSerializedSizeProvider(void*) override {
-        return [] { return 8u; };
+        return [] { return kSize; };
     }
     void* createData() override { return new Msg(); }
     void deleteData(void* d) override { delete static_cast<Msg*>(d); }
@@ -91,7 +106,7 @@ int main(int argc, char** argv) {
     if (!dp) return 2;
     TypeSupport type(new MsgType());
     type.register_type(dp);
-    Topic* topic = dp->create_topic(topic_name, "DsMsg", TOPIC_QOS_DEFAULT);
+    Topic* topic = dp->create_topic(topic_name, "PeerSample", TOPIC_QOS_DEFAULT);
     int rc = 1;
     if (mode == "pub") {
         Publisher* pub = dp->create_publisher(PUBLISHER_QOS_DEFAULT);
@@ -106,7 +121,7 @@ int main(int argc, char** argv) {
         }
         if (st.current_count > 0) {
             for (uint32_t i = 0; i < count; ++i) {
-                Msg m{i};
+                Msg m{i, true};
                 w->write(&m);
             }
             bool acked = w->wait_for_acknowledgments(eprosima::fastrtps::Duration_t(10, 0)) ==
@@ -123,18 +138,21 @@ int main(int argc, char** argv) {
         rq.reliability().kind = RELIABLE_RELIABILITY_QOS;
         rq.history().kind = KEEP_ALL_HISTORY_QOS;
         DataReader* r = sub->create_datareader(topic, rq);
-        uint32_t received = 0;
+        uint32_t received = 0, corrupt = 0;
         Msg m{};
         SampleInfo info;
         while (received < count && std::chrono::steady_clock::now() < deadline) {
             if (r->take_next_sample(&m, &info) == ReturnCode_t::RETCODE_OK) {
-                if (info.valid_data) ++received;
+                if (info.valid_data) {
+                    ++received;
+                    if (!m.ok) ++corrupt;
+                }
             } else {
                 std::this_thread::sleep_for(std::chrono::milliseconds(5));
             }
         }
-        std::printf("received %u of %u\n", received, count);
-        rc = received == count ? 0 : 1;
+        std::printf("received %u of %u (corrupt %u)\n", received, count, corrupt);
+        rc = received == count && corrupt == 0 ? 0 : 1;
     }
     std::printf("participants %d\n", g_participants.load());
     std::fflush(stdout);
