@@ -2,9 +2,9 @@
 //! feeding a built-in reader core, and turning database decisions into engine events.
 
 use crate::reader::{Delivered, ReaderCore};
-use crate::types::{Guid, GuidPrefix, SequenceNumber};
+use crate::types::{EntityId, Guid, GuidPrefix, SequenceNumber};
 use crate::wire::{PayloadKind, ReceivedSubmessage, Submessage};
-use crate::writer::{HistoryKind, WriterConfig};
+use crate::writer::{HistoryKind, WriterConfig, WriterCore};
 use std::time::Instant;
 
 use super::{DiscoveryEvent, EngineEvent};
@@ -91,5 +91,46 @@ pub(super) fn engine_event(ev: DiscoveryEvent, expired: &[GuidPrefix]) -> Option
         DiscoveryEvent::RemoteEndpointDiscovered(_) | DiscoveryEvent::RemoteEndpointLost { .. } => {
             return None
         }
+    })
+}
+
+/// Hands an ACKNACK or NACK_FRAG for one of the SEDP writers to it; false when `rs` is neither.
+pub(super) fn feed_sedp_writers(
+    publications: &mut WriterCore,
+    subscriptions: &mut WriterCore,
+    rs: &ReceivedSubmessage<'_>,
+    now: Instant,
+) -> bool {
+    let src = rs.source_prefix;
+    match &rs.submessage {
+        Submessage::AckNack(a) => {
+            match a.writer_id {
+                EntityId::SEDP_PUBLICATIONS_WRITER => publications.on_acknack(src, a, now),
+                EntityId::SEDP_SUBSCRIPTIONS_WRITER => subscriptions.on_acknack(src, a, now),
+                _ => return false,
+            };
+            true
+        }
+        Submessage::NackFrag(n) => {
+            match n.writer_id {
+                EntityId::SEDP_PUBLICATIONS_WRITER => publications.on_nack_frag(src, n, now),
+                EntityId::SEDP_SUBSCRIPTIONS_WRITER => subscriptions.on_nack_frag(src, n, now),
+                _ => return false,
+            }
+            true
+        }
+        _ => false,
+    }
+}
+
+/// The writer a reader-side submessage (DATA, DATA_FRAG, HEARTBEAT(_FRAG), GAP) comes from.
+pub(super) fn reader_input_writer(sm: &Submessage<'_>) -> Option<EntityId> {
+    Some(match sm {
+        Submessage::Data(d) => d.writer_id,
+        Submessage::DataFrag(d) => d.writer_id,
+        Submessage::Heartbeat(h) => h.writer_id,
+        Submessage::HeartbeatFrag(h) => h.writer_id,
+        Submessage::Gap(g) => g.writer_id,
+        _ => return None,
     })
 }

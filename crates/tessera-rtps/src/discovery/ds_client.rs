@@ -19,7 +19,9 @@ use std::collections::{HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::builtin::{engine_event, feed_reader, BuiltinSample};
+use super::builtin::{
+    engine_event, feed_reader, feed_sedp_writers, reader_input_writer, BuiltinSample,
+};
 use super::ds_common::{
     encode_participant_with_properties, server_id, server_prefix, ParticipantType, ANNOUNCE_PERIOD,
     DS_LEASE, DS_VERSION, FAST_PINGS, FAST_PING_PERIOD, PING_PERIOD, PROP_DS_VERSION,
@@ -579,25 +581,13 @@ impl DiscoveryEngine for DiscoveryServerClient {
         }
         self.db.on_participant_alive(src, now);
         match &rs.submessage {
-            Submessage::AckNack(a) => match a.writer_id {
-                EntityId::SEDP_PUBLICATIONS_WRITER => {
-                    self.sedp_pub_writer.on_acknack(src, a, now);
-                }
-                EntityId::SEDP_SUBSCRIPTIONS_WRITER => {
-                    self.sedp_sub_writer.on_acknack(src, a, now);
-                }
-                // Our PDP "writer" is the ping: it re-sends on its schedule.
-                _ => {}
-            },
-            Submessage::NackFrag(n) => match n.writer_id {
-                EntityId::SEDP_PUBLICATIONS_WRITER => {
-                    self.sedp_pub_writer.on_nack_frag(src, n, now)
-                }
-                EntityId::SEDP_SUBSCRIPTIONS_WRITER => {
-                    self.sedp_sub_writer.on_nack_frag(src, n, now)
-                }
-                _ => {}
-            },
+            // Our PDP "writer" is the ping (re-sent on its schedule): its ACKNACKs need nothing.
+            _ if feed_sedp_writers(
+                &mut self.sedp_pub_writer,
+                &mut self.sedp_sub_writer,
+                rs,
+                now,
+            ) => {}
             Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
                 self.on_pdp_input(rs, now)
             }
@@ -610,12 +600,11 @@ impl DiscoveryEngine for DiscoveryServerClient {
             Submessage::Gap(g) if g.writer_id == EntityId::SPDP_WRITER => {
                 self.on_pdp_input(rs, now)
             }
-            Submessage::Data(d) => self.on_sedp_input(rs, d.writer_id, now),
-            Submessage::DataFrag(d) => self.on_sedp_input(rs, d.writer_id, now),
-            Submessage::Heartbeat(h) => self.on_sedp_input(rs, h.writer_id, now),
-            Submessage::HeartbeatFrag(h) => self.on_sedp_input(rs, h.writer_id, now),
-            Submessage::Gap(g) => self.on_sedp_input(rs, g.writer_id, now),
-            _ => {}
+            sm => {
+                if let Some(w) = reader_input_writer(sm) {
+                    self.on_sedp_input(rs, w, now);
+                }
+            }
         }
         self.drain_db(now);
     }

@@ -15,7 +15,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::builtin::{feed_reader, sedp_writer_config, BuiltinSample};
+use super::builtin::{feed_reader, reader_input_writer, sedp_writer_config, BuiltinSample};
 use super::ds_common::{
     decode_properties, encode_participant_with_properties, participant_type, server_prefix,
     ParticipantType, ANNOUNCE_PERIOD, DS_LEASE, DS_VERSION, PROP_DS_VERSION, PROP_PARTICIPANT_TYPE,
@@ -577,13 +577,8 @@ impl DiscoveryServerEngine {
     }
 
     fn on_sedp_input(&mut self, rs: &ReceivedSubmessage<'_>, now: Instant) {
-        let writer_id = match &rs.submessage {
-            Submessage::Data(d) => d.writer_id,
-            Submessage::DataFrag(d) => d.writer_id,
-            Submessage::Heartbeat(h) => h.writer_id,
-            Submessage::HeartbeatFrag(h) => h.writer_id,
-            Submessage::Gap(g) => g.writer_id,
-            _ => return,
+        let Some(writer_id) = reader_input_writer(&rs.submessage) else {
+            return;
         };
         let samples = match writer_id {
             EntityId::SEDP_PUBLICATIONS_WRITER => feed_reader(&mut self.sedp_pub_reader, rs, now),

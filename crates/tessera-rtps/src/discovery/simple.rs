@@ -521,30 +521,17 @@ impl DiscoveryEngine for SimpleDiscovery {
             Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
                 self.on_spdp(src, d, now)
             }
-            Submessage::AckNack(a) => match a.writer_id {
-                EntityId::SEDP_PUBLICATIONS_WRITER => {
-                    self.sedp_pub_writer.on_acknack(src, a, now);
+            _ if super::builtin::feed_sedp_writers(
+                &mut self.sedp_pub_writer,
+                &mut self.sedp_sub_writer,
+                rs,
+                now,
+            ) => {}
+            sm => {
+                if let Some(w) = super::builtin::reader_input_writer(sm) {
+                    self.on_sedp_reader_input(rs, w, now);
                 }
-                EntityId::SEDP_SUBSCRIPTIONS_WRITER => {
-                    self.sedp_sub_writer.on_acknack(src, a, now);
-                }
-                _ => {}
-            },
-            Submessage::NackFrag(n) => match n.writer_id {
-                EntityId::SEDP_PUBLICATIONS_WRITER => {
-                    self.sedp_pub_writer.on_nack_frag(src, n, now)
-                }
-                EntityId::SEDP_SUBSCRIPTIONS_WRITER => {
-                    self.sedp_sub_writer.on_nack_frag(src, n, now)
-                }
-                _ => {}
-            },
-            Submessage::Data(d) => self.on_sedp_reader_input(rs, d.writer_id, now),
-            Submessage::DataFrag(d) => self.on_sedp_reader_input(rs, d.writer_id, now),
-            Submessage::Heartbeat(h) => self.on_sedp_reader_input(rs, h.writer_id, now),
-            Submessage::HeartbeatFrag(h) => self.on_sedp_reader_input(rs, h.writer_id, now),
-            Submessage::Gap(g) => self.on_sedp_reader_input(rs, g.writer_id, now),
-            _ => {}
+            }
         }
         self.drain_db();
     }
