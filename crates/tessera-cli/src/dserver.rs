@@ -169,6 +169,8 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
     let mut t = Transmit::new();
     let mut malformed = 0u64;
     let mut rejected = 0u64;
+    // What peers got wrong is logged once a second at most.
+    let mut last_warning: Option<Instant> = None;
     loop {
         if STOP.load(Ordering::SeqCst) {
             engine.shutdown(Instant::now());
@@ -227,7 +229,9 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
                 ),
             }
         }
-        if engine.rejected() > rejected || malformed > 0 {
+        let quiet = last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(1));
+        if !quiet && (engine.rejected() > rejected || malformed > 0) {
+            last_warning = Some(Instant::now());
             rejected = engine.rejected();
             if malformed > 0 {
                 eprintln!("dropped {malformed} malformed datagram(s)");
