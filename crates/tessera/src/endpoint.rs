@@ -3,6 +3,7 @@
 
 use crate::participant::ParticipantShared;
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::Instant;
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{Guid, Locator, Locators};
@@ -49,11 +50,12 @@ pub(crate) trait LocalReader: Send + Sync {
     fn unmatched(&self, remote: Guid, lost: bool);
     /// A remote writer was found with incompatible QoS (DDS policy ids).
     fn incompatible(&self, policies: &[u32]);
-    /// A sample of a writer of this participant, handed over in the writer's thread: decoded
-    /// into the history at once, with no reliability protocol on the way. Runs under the
-    /// writer's lock (which keeps its samples in order), so it raises no status: the writer
-    /// passes the outcome to [`LocalReader::notify_local`] once its lock is released.
-    fn deliver_local(&self, sample: &Delivered<'_>) -> LocalOutcome;
+    /// A sample of a writer of this participant, handed over in the writer's thread: put,
+    /// serialized, into the history at once (sharing the writer's buffer when `shared` is
+    /// given), with no reliability protocol on the way. Runs
+    /// under the writer's lock (which keeps its samples in order), so it raises no status: the
+    /// writer passes the outcome to [`LocalReader::notify_local`] once its lock is released.
+    fn deliver_local(&self, sample: &Delivered<'_>, shared: Option<&Arc<Vec<u8>>>) -> LocalOutcome;
     /// Raises the statuses (and runs the listener) for what `deliver_local` did.
     fn notify_local(&self, p: &ParticipantShared, outcome: LocalOutcome);
 }

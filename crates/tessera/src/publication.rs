@@ -167,6 +167,8 @@ pub(crate) struct WriterEndpoint {
 struct LocalSample<'a> {
     seq: SequenceNumber,
     payload: &'a [u8],
+    /// The writer's buffer holding `payload`, when it has one: local readers share it.
+    shared: Option<&'a Arc<Vec<u8>>>,
     key_hash: Option<[u8; 16]>,
     status: u32,
     key_only: bool,
@@ -229,7 +231,7 @@ impl WriterEndpoint {
             source_timestamp: sample.timestamp,
         };
         for (r, o) in readers.iter().zip(outcomes.iter_mut()) {
-            o.merge(r.deliver_local(&d));
+            o.merge(r.deliver_local(&d, sample.shared));
         }
     }
 
@@ -291,6 +293,7 @@ impl WriterEndpoint {
                 LocalSample {
                     seq,
                     payload: &payload,
+                    shared: Some(&payload),
                     key_hash,
                     status,
                     key_only,
@@ -364,6 +367,7 @@ impl WriterEndpoint {
                         LocalSample {
                             seq,
                             payload,
+                            shared: None,
                             key_hash,
                             status,
                             key_only,

@@ -9,7 +9,7 @@ use tessera::qos::{DataReaderQos, DataWriterQos, History, ReaderDataLifecycle, T
 use tessera::{DomainParticipant, ParticipantConfig, ResourceBounds, TopicType};
 
 mod common;
-use common::in_netns;
+use common::require_netns;
 
 #[derive(TopicType, Debug, Clone, PartialEq)]
 struct Keyed {
@@ -35,10 +35,9 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn events_channel_that_is_never_drained_stays_bounded() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     let a = participant(ResourceBounds {
         participant_events: 2,
         ..Default::default()
@@ -72,10 +71,9 @@ fn events_channel_that_is_never_drained_stays_bounded() {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn reader_without_instance_limit_gets_the_participant_cap() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     const CAP: usize = 8;
     let a = participant(ResourceBounds::default());
     let b = participant(ResourceBounds {
@@ -141,10 +139,9 @@ fn reader_without_instance_limit_gets_the_participant_cap() {
 }
 
 #[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn autopurge_frees_disposed_instances_the_application_never_takes() {
-    if !in_netns() {
-        return;
-    }
+    require_netns();
     let a = participant(ResourceBounds::default());
     let b = participant(ResourceBounds::default());
     let ta = a
