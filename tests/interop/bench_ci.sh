@@ -7,11 +7,16 @@
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 
+# `tessera bench` runs the tessera-bench binary beside tessera, which starts the workers:
+# `tessera perf`, `tessera-bench udp` (the raw UDP floor), `tessera-bench worker`.
+BENCH_BIN="$(dirname "$TESSERA_BIN")/tessera-bench"
+[[ -x "$BENCH_BIN" ]] || fail "$BENCH_BIN missing (cargo build --release -p tessera-cli -p tessera-bench)"
+
 leftovers() {
     local ns links procs
     ns="$(ip netns list 2>/dev/null | grep -c '^tb-' || true)"
     links="$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -c '^tb' || true)"
-    procs="$(pgrep -f "$TESSERA_BIN (perf|bench udp|bench worker)|ddsperf" -c || true)"
+    procs="$(pgrep -f "$TESSERA_BIN perf|$BENCH_BIN (udp|worker)|ddsperf" -c || true)"
     echo "$ns $links $procs"
 }
 

@@ -1,12 +1,24 @@
 //! Library half of the `tessera` command-line tool, so that its parts can be unit tested and
-//! reused by the benchmark harness.
+//! reused by the benchmark environment (crate `tessera-bench`).
 //!
-//! - [`bench`](mod@bench): `tessera bench`, the benchmark environment.
 //! - [`perf`]: `tessera perf`, a twin of Cyclone DDS's `ddsperf` (same command-line grammar, same
 //!   per-second report lines, same exit codes), plus a `--json` output mode.
+//! - `tessera bench ...` runs the `tessera-bench` binary installed next to `tessera`
+//!   ([`exec_bench`]): the benchmark environment (scenarios, charts, reports) lives in its own
+//!   crate so that the `tessera` binary, which the benchmark measures, does not carry it.
 
-pub mod bench;
 pub mod perf;
+#[doc(hidden)]
+pub mod testns;
+
+use std::path::{Path, PathBuf};
+
+/// Name of the benchmark environment's binary, expected next to `tessera`.
+pub const BENCH_BINARY: &str = "tessera-bench";
+
+/// Exit status of `tessera bench` when `tessera-bench` cannot be started (the benchmark's own
+/// "could not start" status).
+pub const EXIT_NO_BENCH: i32 = 2;
 
 /// Top-level usage text of the `tessera` binary.
 pub fn top_usage(prog: &str) -> String {
@@ -17,7 +29,8 @@ pub fn top_usage(prog: &str) -> String {
          \x20 perf [OPTIONS] MODE...   ddsperf-compatible latency/throughput tool\n\
          \x20                          (\"{prog} perf help\" for details)\n\
          \x20 bench [PRESET|FILE]      benchmark environment: experiments side by side\n\
-         \x20                          with Cyclone DDS (\"{prog} bench help\")\n"
+         \x20                          with Cyclone DDS (\"{prog} bench help\"; runs the\n\
+         \x20                          {BENCH_BINARY} binary installed next to {prog})\n"
     )
 }
 
@@ -27,10 +40,72 @@ pub fn dispatch(argv: &[String]) -> i32 {
     let prog = argv.first().map(String::as_str).unwrap_or("tessera");
     match argv.get(1).map(String::as_str) {
         Some("perf") => perf::main(&format!("{prog} perf"), &argv[2..]),
-        Some("bench") => bench::main(&format!("{prog} bench"), &argv[2..]),
+        Some("bench") => exec_bench(prog, &argv[2..]),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS
         }
+    }
+}
+
+/// Where `tessera bench` looks for the benchmark binary: next to the running `tessera`.
+pub fn bench_binary() -> std::io::Result<PathBuf> {
+    Ok(std::env::current_exe()?.with_file_name(BENCH_BINARY))
+}
+
+/// `tessera bench ARGS`: replaces this process with `tessera-bench ARGS` (same pid, so whoever
+/// waits for `tessera` waits for the benchmark), named `"{prog} bench"` in its usage texts.
+/// Returns only on failure, with [`EXIT_NO_BENCH`] after saying why.
+pub fn exec_bench(prog: &str, args: &[String]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let path = match bench_binary() {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{prog} bench: cannot locate the {prog} binary: {e}");
+            return EXIT_NO_BENCH;
+        }
+    };
+    let err = std::process::Command::new(&path)
+        .arg0(format!("{prog} bench"))
+        .args(args)
+        .exec();
+    eprintln!("{}", bench_start_error(prog, &path, &err));
+    EXIT_NO_BENCH
+}
+
+/// The message of a failed [`exec_bench`].
+pub fn bench_start_error(prog: &str, path: &Path, err: &std::io::Error) -> String {
+    if err.kind() == std::io::ErrorKind::NotFound {
+        format!(
+            "{prog} bench: the benchmark environment is the separate binary {BENCH_BINARY}, \
+             not found at {}; build both with \
+             `cargo build --release -p tessera-cli -p tessera-bench`",
+            path.display()
+        )
+    } else {
+        format!("{prog} bench: cannot start {}: {err}", path.display())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bench_is_looked_up_next_to_this_binary() {
+        let exe = std::env::current_exe().unwrap();
+        let b = bench_binary().unwrap();
+        assert_eq!(b.parent(), exe.parent());
+        assert_eq!(b.file_name().unwrap(), BENCH_BINARY);
+    }
+
+    #[test]
+    fn missing_bench_binary_says_how_to_build_it() {
+        let p = Path::new("/nowhere/tessera-bench");
+        let m = bench_start_error("tessera", p, &std::io::ErrorKind::NotFound.into());
+        assert!(m.contains("/nowhere/tessera-bench"), "{m}");
+        assert!(m.contains("cargo build --release -p tessera-cli -p tessera-bench"));
+        let m = bench_start_error("tessera", p, &std::io::ErrorKind::PermissionDenied.into());
+        assert!(m.contains("cannot start /nowhere/tessera-bench"), "{m}");
     }
 }

@@ -5,7 +5,8 @@
 //! One `ReaderCore` per local reader, driven from the receive thread:
 //! [`ReaderCore::on_data`], [`ReaderCore::on_data_frag`], [`ReaderCore::on_heartbeat`],
 //! [`ReaderCore::on_heartbeat_frag`], [`ReaderCore::on_gap`] take decoded submessages (borrowing
-//! the receive buffer) and call `deliver` for each sample that becomes deliverable; then
+//! the receive buffer) and call `deliver` for each sample that becomes deliverable (it may
+//! refuse it, see [Refusal](#refusal)); then
 //! [`ReaderCore::poll_transmit_into`] yields the ACKNACK/NACK_FRAG datagrams, and
 //! [`ReaderCore::poll_timeout`]/[`ReaderCore::handle_timeout`] run the timers.
 //!
@@ -32,6 +33,18 @@
 //! [`ReaderConfig::nack_suppression`]..[`ReaderConfig::nack_suppression_max`]: on a congested
 //! path the round trip includes the bottleneck queue, and asking again sooner only makes the
 //! writer resend what is still queued.
+//!
+//! # Refusal
+//! The `deliver` callback may answer [`Verdict::Refused`] (the application has no room, e.g. a
+//! full KEEP_ALL history). From a reliable writer, a refused sample counts as not received:
+//! `next` stays at it (it is neither delivered, skipped nor lost), so the ACKNACK base stays
+//! at it and the writer keeps it; the sample itself is dropped (buffered ones behind it stay
+//! buffered) and resent when requested. While the reader refuses, its ACKNACKs request only
+//! `next` (a probe), not everything missing, and each probe the application refuses again
+//! doubles the time to the next one (up to [`ReaderConfig::nack_suppression_max`]), so a
+//! reader that does not take costs a few repairs a second, not a storm. [`ReaderCore::resume`] ends that when the
+//! application made room: the full request goes out at once. A HEARTBEAT whose `first_sn` is
+//! above a refused sample still skips it (the writer no longer has it: counted as lost).
 //!
 //! Best-effort writers: a sample newer than the last delivered one is delivered at once;
 //! older ones and duplicates are dropped. Nothing is ever sent to them.
@@ -117,11 +130,35 @@ pub struct Delivered<'a> {
     pub source_timestamp: Option<Timestamp>,
 }
 
+/// What the application did with a [`Delivered`] sample: the delivery callback's answer.
+///
+/// A reliable reader treats a refused sample as not received: `next` stays at it, it is not
+/// acknowledged (the ACKNACK base stays at it), and the writer resends it when asked (call
+/// [`ReaderCore::resume`] once there is room). A best-effort reader drops it. Callbacks that
+/// return `()` accept everything.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    /// The application took the sample.
+    Accepted,
+    /// The application had no room for it (e.g. a full KEEP_ALL history).
+    Refused,
+}
+
+impl From<()> for Verdict {
+    fn from(_: ()) -> Self {
+        Verdict::Accepted
+    }
+}
+
 /// Statistics of a [`ReaderCore`]; every dropped input is counted somewhere here.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReaderCounters {
-    /// Samples delivered.
+    /// Samples delivered (accepted by the application).
     pub delivered: u64,
+    /// Samples the application refused, each counted once however often it is resent.
+    pub refused: u64,
+    /// Resent samples the application refused again.
+    pub refused_again: u64,
     /// Submessages from writers that are not matched.
     pub unknown_writer: u64,
     /// Samples or fragments already delivered or buffered.
@@ -190,6 +227,16 @@ struct WriterProxy {
     /// Repair round trip: from a NACK to the first requested sample arriving.
     repair_rtt: Rtt,
     frags: Reassembler,
+    /// The last sample the application refused (it is `next` until accepted or skipped).
+    refused_seq: Option<SequenceNumber>,
+    /// The application refused `next` and has not made room since: ACKNACKs request only
+    /// `next` (a probe, like TCP's zero-window probe), not the whole missing range, so that a
+    /// reader that is not taking does not cause a repair storm.
+    probing: bool,
+    /// Resends of `next` refused in a row: each doubles the time between probes, up to
+    /// [`ReaderConfig::nack_suppression_max`] (a reader full for long costs ~2 repairs a
+    /// second at the default).
+    probe_backoff: u32,
 }
 
 impl WriterProxy {
@@ -204,13 +251,19 @@ impl WriterProxy {
         }
     }
 
-    /// How long requested numbers are not requested again.
+    /// How long requested numbers are not requested again (longer between probes).
     fn suppression(&self, cfg: &ReaderConfig) -> Duration {
-        self.repair_rtt.bound(
+        let d = self.repair_rtt.bound(
             cfg.nack_suppression,
             cfg.nack_suppression,
             cfg.nack_suppression_max,
-        )
+        );
+        if !self.probing {
+            return d;
+        }
+        d.saturating_mul(1 << self.probe_backoff)
+            .min(cfg.nack_suppression_max)
+            .max(d)
     }
 }
 
@@ -242,17 +295,18 @@ fn kind_of(key_flag: bool) -> PayloadKind {
 }
 
 impl Shared {
-    fn emit<F: FnMut(Delivered<'_>)>(
+    /// Offers sample `seq` of `w` to the application; true if it took it. Refusals are
+    /// counted once per sample (a resent sample refused again is `refused_again`).
+    fn emit<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
-        w: &WriterProxy,
+        w: &mut WriterProxy,
         seq: SequenceNumber,
         kind: PayloadKind,
         payload: Cow<'_, [u8]>,
         meta: &FragMeta,
         deliver: &mut F,
-    ) {
-        self.counters.delivered += 1;
-        deliver(Delivered {
+    ) -> bool {
+        let verdict = deliver(Delivered {
             writer: w.guid,
             seq,
             kind,
@@ -260,16 +314,44 @@ impl Shared {
             status_info: meta.status_info,
             key_hash: meta.key_hash,
             source_timestamp: meta.source_timestamp,
-        });
+        })
+        .into();
+        match verdict {
+            Verdict::Accepted => {
+                self.counters.delivered += 1;
+                w.probing = false;
+                w.probe_backoff = 0;
+                true
+            }
+            Verdict::Refused => {
+                if w.refused_seq == Some(seq) {
+                    self.counters.refused_again += 1;
+                    w.probe_backoff = (w.probe_backoff + 1).min(16);
+                } else {
+                    self.counters.refused += 1;
+                    w.refused_seq = Some(seq);
+                }
+                w.probing = w.reliable;
+                false
+            }
+        }
     }
 
-    /// Delivers consecutive buffered samples from the front of the ring.
-    fn drain<F: FnMut(Delivered<'_>)>(&mut self, w: &mut WriterProxy, deliver: &mut F) {
+    /// Delivers consecutive buffered samples from the front of the ring. A refused one is
+    /// dropped (its slot emptied, to be resent) and stops the drain: `next` stays at it.
+    fn drain<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
+        &mut self,
+        w: &mut WriterProxy,
+        deliver: &mut F,
+    ) {
         while matches!(w.slots.front(), Some(Slot::Sample(_) | Slot::Irrelevant)) {
             if let Some(Slot::Sample(b)) = w.slots.pop_front() {
                 self.buffered_bytes.refund(b.payload.len());
                 let seq = w.next;
-                self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver);
+                if !self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver) {
+                    w.slots.push_front(Slot::Empty);
+                    break;
+                }
             }
             w.next += 1;
         }
@@ -278,7 +360,7 @@ impl Shared {
 
     /// Moves `next` up to `target`: buffered samples below it are delivered (`deliver_below`)
     /// or dropped; missing ones are counted as lost if `count_lost`.
-    fn skip_to<F: FnMut(Delivered<'_>)>(
+    fn skip_to<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
         w: &mut WriterProxy,
         target: SequenceNumber,
@@ -297,9 +379,12 @@ impl Shared {
             match slot {
                 Slot::Sample(b) => {
                     self.buffered_bytes.refund(b.payload.len());
+                    // The writer no longer has these: one refused now is lost for good.
                     if deliver_below {
                         let seq = w.next;
-                        self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver);
+                        if !self.emit(w, seq, b.kind, Cow::Owned(b.payload), &b.meta, deliver) {
+                            self.counters.lost += 1;
+                        }
                     }
                 }
                 Slot::Empty if count_lost => self.counters.lost += 1,
@@ -311,7 +396,7 @@ impl Shared {
     }
 
     /// A complete sample `seq` from writer `w`: deliver, buffer or drop.
-    fn accept<F: FnMut(Delivered<'_>)>(
+    fn accept<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
         w: &mut WriterProxy,
         seq: SequenceNumber,
@@ -325,6 +410,7 @@ impl Shared {
             return;
         }
         if !w.reliable {
+            // Best effort: a refused sample is simply dropped.
             w.next = seq + 1;
             self.emit(w, seq, kind, payload, &meta, deliver);
             w.frags.drop_below(w.next, &mut self.reassembly_bytes);
@@ -335,7 +421,10 @@ impl Shared {
             if !w.frags.is_empty() {
                 w.frags.remove(seq, &mut self.reassembly_bytes);
             }
-            self.emit(w, seq, kind, payload, &meta, deliver);
+            if !self.emit(w, seq, kind, payload, &meta, deliver) {
+                // Not acknowledged: the writer keeps it and resends it when asked.
+                return;
+            }
             w.next += 1;
             if !w.slots.is_empty() {
                 w.slots.pop_front();
@@ -455,6 +544,9 @@ impl ReaderCore {
             nack_probe: None,
             repair_rtt: Rtt::default(),
             frags: Reassembler::new(),
+            refused_seq: None,
+            probing: false,
+            probe_backoff: 0,
         });
     }
 
@@ -483,7 +575,7 @@ impl ReaderCore {
     }
 
     /// Handles a DATA from participant `src` (INFO_TS `timestamp` in force).
-    pub fn on_data<F: FnMut(Delivered<'_>)>(
+    pub fn on_data<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
         src: GuidPrefix,
         d: &Data<'_>,
@@ -523,7 +615,7 @@ impl ReaderCore {
     }
 
     /// Handles a DATA_FRAG: reassembles, then treats the complete sample like a DATA.
-    pub fn on_data_frag<F: FnMut(Delivered<'_>)>(
+    pub fn on_data_frag<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
         src: GuidPrefix,
         df: &DataFrag<'_>,
@@ -587,7 +679,7 @@ impl ReaderCore {
     }
 
     /// Handles a HEARTBEAT: skips samples the writer no longer has, schedules an ACKNACK.
-    pub fn on_heartbeat<F: FnMut(Delivered<'_>)>(
+    pub fn on_heartbeat<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
         src: GuidPrefix,
         hb: &Heartbeat,
@@ -662,7 +754,7 @@ impl ReaderCore {
     }
 
     /// Handles a GAP: the listed numbers will never come.
-    pub fn on_gap<F: FnMut(Delivered<'_>)>(
+    pub fn on_gap<F: FnMut(Delivered<'_>) -> R, R: Into<Verdict>>(
         &mut self,
         src: GuidPrefix,
         gap: &Gap,
@@ -731,6 +823,19 @@ impl ReaderCore {
         }
     }
 
+    /// The application has room again after refusing samples: writers whose samples were
+    /// refused get an ACKNACK now that requests everything missing. Cheap when nothing was
+    /// refused.
+    pub fn resume(&mut self, now: Instant) {
+        for w in self.writers.iter_mut().filter(|w| w.probing) {
+            w.probing = false;
+            w.probe_backoff = 0;
+            // The probe's request must not hold back the full one.
+            w.nack_at = None;
+            w.ack_due = Some(now);
+        }
+    }
+
     /// Builds the next ACKNACK/NACK_FRAG datagram into `out`; false when nothing is due.
     pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Transmit) -> bool {
         let n = self.writers.len();
@@ -762,7 +867,11 @@ impl ReaderCore {
         let suppression = w.suppression(&sh.cfg);
         let suppressing = w.nack_at.is_some_and(|t| now < t + suppression);
         let mut set = SequenceNumberSet::empty(w.next);
-        let hi = w.highest_known.min(w.next + 255);
+        let hi = if w.probing {
+            w.next.min(w.highest_known)
+        } else {
+            w.highest_known.min(w.next + 255)
+        };
         let mut nacked_hi = None;
         for sn in w.next..=hi {
             let idx = (sn - w.next) as usize;
@@ -796,7 +905,9 @@ impl ReaderCore {
             w.frags.in_progress().collect()
         };
         for (seq, nacked) in frag_seqs {
-            if seq > w.highest_known || nacked.is_some_and(|t| now < t + suppression) {
+            let probe_skips = w.probing && seq != w.next;
+            if seq > w.highest_known || probe_skips || nacked.is_some_and(|t| now < t + suppression)
+            {
                 continue;
             }
             let mut from = 1;

@@ -19,7 +19,7 @@ use std::collections::{BinaryHeap, VecDeque};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::reader::{Delivered, ReaderConfig, ReaderCore};
+use crate::reader::{Delivered, ReaderConfig, ReaderCore, Verdict};
 use crate::types::{
     entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators, SequenceNumber, Timestamp,
 };
@@ -279,6 +279,9 @@ pub struct SimReader {
     pub connected: bool,
     /// Multicast locators it listens on (datagrams to them reach it).
     pub multicast: Locators,
+    /// Samples the application can still take (`None`: unlimited); at 0 it refuses
+    /// ([`Verdict::Refused`]). See [`Sim::give_room`].
+    pub room: Option<usize>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -422,6 +425,7 @@ impl Sim {
             received: Vec::new(),
             connected: true,
             multicast,
+            room: None,
         });
         self.flush();
         i
@@ -620,19 +624,26 @@ impl Sim {
                     core,
                     received,
                     connected,
+                    room,
                     ..
                 } = &mut self.readers[i];
                 if !*connected {
                     return;
                 }
                 let mut cb = |s: Delivered<'_>| {
+                    match room {
+                        Some(0) => return Verdict::Refused,
+                        Some(n) => *n -= 1,
+                        None => {}
+                    }
                     received.push(Received {
                         seq: s.seq,
                         kind: s.kind,
                         payload: s.payload.into_owned(),
                         status_info: s.status_info,
                         source_timestamp: s.source_timestamp,
-                    })
+                    });
+                    Verdict::Accepted
                 };
                 for sm in &d.subs {
                     match sm.as_submessage(&mut scratch) {
@@ -702,6 +713,15 @@ impl Sim {
         let end = self.now + limit;
         while self.step_until(end) {}
         self.next_event().is_none()
+    }
+
+    /// Lets reader `i` take `n` more samples (see [`SimReader::room`]) and tells its core
+    /// ([`ReaderCore::resume`]), as a runtime does after the application takes samples.
+    pub fn give_room(&mut self, i: usize, n: usize) {
+        let r = &mut self.readers[i];
+        r.room = Some(r.room.unwrap_or(0) + n);
+        r.core.resume(self.now);
+        self.flush();
     }
 
     /// Sequence numbers reader `i` received, in delivery order.

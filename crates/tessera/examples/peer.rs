@@ -234,8 +234,12 @@ fn run_sub(o: &Opts) -> tessera::Result<bool> {
     if ok && o.expect_liveliness_lost {
         let t0 = Instant::now();
         loop {
+            // The writer's participant stops renewing its lease (killed): once the lease runs
+            // out the writer is no longer alive. Tessera then removes it (as Cyclone does with
+            // an expired proxy participant), so alive_count falls to 0 rather than the writer
+            // lingering in not_alive_count.
             let l = r.liveliness_changed_status();
-            if l.not_alive_count > 0 {
+            if l.alive_count == 0 {
                 println!(
                     "sub: liveliness lost after {:.3} s (alive {}, not alive {})",
                     t0.elapsed().as_secs_f64(),

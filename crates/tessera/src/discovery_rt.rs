@@ -11,7 +11,7 @@ use crate::outbox;
 use crate::participant::ParticipantShared;
 use crate::qos::{DataReaderQos, DataWriterQos, DomainParticipantQos, PublisherQos, SubscriberQos};
 use crate::topic::Topic;
-use crate::transport::Transports;
+use crate::transport::{AllowMulticast, Transports};
 use crate::TopicType;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -74,6 +74,15 @@ const STARTUP_ANNOUNCEMENTS: [Duration; 4] = [
     Duration::from_secs(1),
 ];
 
+/// Participant settings that change what discovery announces and matches.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct DiscoveryOptions {
+    /// Do not match local readers with local writers.
+    pub ignore_local: bool,
+    /// Whether readers announce (and writers use) multicast locators for user data.
+    pub allow_multicast: AllowMulticast,
+}
+
 pub(crate) struct DiscoveryRuntime {
     prefix: GuidPrefix,
     db: DiscoveryDb,
@@ -98,6 +107,10 @@ pub(crate) struct DiscoveryRuntime {
     local_readers: HashMap<Guid, DiscoveredReaderData>,
     ignore_local: bool,
     own_locators: Locators,
+    /// The default multicast locators our readers announce (empty unless multicast is
+    /// allowed for data).
+    reader_multicast: Vec<Locator>,
+    allow_multicast: AllowMulticast,
 }
 
 /// What a remote participant announced about itself.
@@ -126,15 +139,22 @@ impl DiscoveryRuntime {
         domain_id: u32,
         qos: &DomainParticipantQos,
         transport: &Transports,
-        ignore_local: bool,
+        options: DiscoveryOptions,
         budgets: &Budgets,
         now: Instant,
     ) -> Self {
+        let DiscoveryOptions {
+            ignore_local,
+            allow_multicast,
+        } = options;
         let mut data = SpdpParticipantData::new(prefix);
         data.domain_id = Some(domain_id);
         for l in transport.locators() {
             data.default_unicast_locators.push(l.default_unicast);
-            data.default_multicast_locators.extend(l.default_multicast);
+            // Without multicast data, peers must not send user data to our group either.
+            if allow_multicast.for_data() {
+                data.default_multicast_locators.extend(l.default_multicast);
+            }
             data.metatraffic_unicast_locators
                 .push(l.metatraffic_unicast);
             data.metatraffic_multicast_locators
@@ -175,6 +195,16 @@ impl DiscoveryRuntime {
             ignore_local,
             // Local pairs go through the first (preferred) transport only: one copy each.
             own_locators: transport.default_unicast().into_iter().take(1).collect(),
+            reader_multicast: if allow_multicast.for_data() {
+                transport
+                    .locators()
+                    .iter()
+                    .filter_map(|l| l.default_multicast)
+                    .collect()
+            } else {
+                Vec::new()
+            },
+            allow_multicast,
         }
     }
 
@@ -574,7 +604,7 @@ impl DiscoveryRuntime {
                 // refreshes its locators and counts nothing.
                 DiscoveryEvent::Matched { local, remote }
                 | DiscoveryEvent::MatchUpdated { local, remote } => {
-                    let r = remote_endpoint(&remote, &p.transport);
+                    let r = remote_endpoint(&remote, &p.transport, self.allow_multicast);
                     if local.entity_id.is_writer() {
                         out.push(MatchAction::MatchWriter { local, remote: r });
                     } else {
@@ -663,6 +693,8 @@ impl DiscoveryRuntime {
         let mut data = DiscoveredReaderData::new(guid, topic.name(), topic.type_name())
             .with_qos(ReaderSideQos::new(topic.qos(), sub_qos, qos));
         data.unicast_locators = p.transport.default_unicast();
+        // As Cyclone's readers do: writers that share our group send each sample once to it.
+        data.multicast_locators.clone_from(&self.reader_multicast);
         let payload = data.to_payload();
         let _ = self.sedp_sub_writer.write(
             payload.into(),
@@ -701,6 +733,7 @@ impl DiscoveryRuntime {
                     reliable,
                     durable: r.qos.durability != Durability::Volatile,
                     locators: self.own_locators,
+                    multicast: Locators::new(),
                 };
                 // Matching guarantees the writer offers at least what the reader requests; the
                 // pair's reliability is the reader's.
@@ -709,6 +742,7 @@ impl DiscoveryRuntime {
                     reliable,
                     durable: w.qos.durability != Durability::Volatile,
                     locators: self.own_locators,
+                    multicast: Locators::new(),
                 };
                 out.push(MatchAction::MatchWriter {
                     local: w.guid,
@@ -795,8 +829,20 @@ fn now_ts() -> Timestamp {
 }
 
 /// What a local endpoint needs to know of a matched remote one.
-fn remote_endpoint(info: &RemoteEndpointInfo, transport: &Transports) -> RemoteEndpoint {
+fn remote_endpoint(
+    info: &RemoteEndpointInfo,
+    transport: &Transports,
+    allow: AllowMulticast,
+) -> RemoteEndpoint {
     let locators = transport.select(info.unicast_locators());
+    // The database already replaced an endpoint's empty locator lists by its participant's
+    // defaults. Only readers' multicast locators matter (we never send to a writer's).
+    let multicast = match info {
+        RemoteEndpointInfo::Reader(r) if allow.for_data() => {
+            transport.select(&r.multicast_locators)
+        }
+        _ => Locators::new(),
+    };
     let (reliable, durable) = match info {
         RemoteEndpointInfo::Writer(w) => (
             w.qos.reliability.kind == ReliabilityKind::Reliable,
@@ -812,5 +858,6 @@ fn remote_endpoint(info: &RemoteEndpointInfo, transport: &Transports) -> RemoteE
         reliable,
         durable,
         locators,
+        multicast,
     }
 }

@@ -17,8 +17,12 @@ pub(crate) struct RemoteEndpoint {
     pub reliable: bool,
     /// Whether the remote reader wants the retained history (TRANSIENT_LOCAL or stronger).
     pub durable: bool,
-    /// Where to send to it.
+    /// Where to send to it (unicast).
     pub locators: Locators,
+    /// The multicast locators a remote reader listens on (its own, or its participant's
+    /// default ones when it announced no locator), reachable by our transports; empty for
+    /// writers, local readers, and when this participant sends no user data by multicast.
+    pub multicast: Locators,
 }
 
 /// A local data writer as the receive and event threads see it.

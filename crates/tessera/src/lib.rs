@@ -86,3 +86,4 @@ pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport}
 pub use status::StatusMask;
 pub use subscription::{DataReaderListener, Subscriber};
 pub use topic::Topic;
+pub use transport::AllowMulticast;

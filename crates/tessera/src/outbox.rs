@@ -27,7 +27,7 @@ use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
 use tessera_rtps::reader::ReaderCore;
 use tessera_rtps::types::{Guid, Locator};
 use tessera_rtps::wire::{MessageBuilder, Submessage};
-use tessera_rtps::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
+use tessera_rtps::writer::{HistoryKind, MulticastPolicy, Transmit, WriterConfig, WriterCore};
 
 thread_local! {
     static TRANSMIT: RefCell<(Transmit, Vec<u8>)> = RefCell::new((Transmit::new(), Vec::with_capacity(64)));
@@ -254,8 +254,19 @@ pub(crate) fn wait_sent(p: &ParticipantShared, deadline: Instant) {
 }
 
 /// The reliability core's configuration for a user writer with this QoS.
-pub(crate) fn writer_config(guid: Guid, qos: &DataWriterQos) -> WriterConfig {
+/// `allow` decides whether new samples may go to multicast locators that several matched
+/// readers share (from two readers, as Cyclone's address sets) or always once per reader.
+pub(crate) fn writer_config(
+    guid: Guid,
+    qos: &DataWriterQos,
+    allow: crate::transport::AllowMulticast,
+) -> WriterConfig {
     let mut c = WriterConfig::new(guid);
+    c.multicast = if allow.for_data() {
+        MulticastPolicy::default()
+    } else {
+        MulticastPolicy::Off
+    };
     // Readers derive keys from the payload (as Cyclone's do); an inline PID_KEY_HASH on every
     // sample would only cost bytes and parsing.
     c.send_key_hash = false;

@@ -12,7 +12,7 @@
 //! [`crate::publication`]); no queue sits between `write` and the socket.
 
 use crate::bounds::{Budgets, DropReport, ResourceBounds};
-use crate::discovery_rt::{DiscoveryRuntime, ParticipantEvent, ParticipantInfo};
+use crate::discovery_rt::{DiscoveryOptions, DiscoveryRuntime, ParticipantEvent, ParticipantInfo};
 use crate::endpoint::{LocalReader, LocalWriter};
 use crate::error::{Error, Result};
 use crate::publication::Publisher;
@@ -20,7 +20,7 @@ use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
 use crate::transport::{
-    Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
+    AllowMulticast, Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
 };
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -51,6 +51,11 @@ pub struct ParticipantConfig {
     /// and out-of-order bytes, participant-event channels); see [`ResourceBounds`] for the
     /// defaults.
     pub limits: ResourceBounds,
+    /// What multicast is used for (Cyclone's `AllowMulticast`): `None` reads
+    /// `TESSERA_ALLOW_MULTICAST` (`false`, `spdp` or `true`; default `true`: discovery and
+    /// user data). [`AllowMulticast::Off`] also closes the UDP multicast sockets, as
+    /// `TESSERA_MULTICAST=false` does.
+    pub allow_multicast: Option<AllowMulticast>,
 }
 
 impl ParticipantConfig {
@@ -283,6 +288,8 @@ pub(crate) struct ParticipantShared {
     pub kick: EventKick,
     pub counters: RuntimeCounters,
     pub limits: ResourceBounds,
+    /// What multicast is used for (see [`ParticipantConfig::allow_multicast`]).
+    pub allow_multicast: AllowMulticast,
     pub budgets: Budgets,
     next_entity_key: AtomicU32,
     shutdown: AtomicBool,
@@ -362,9 +369,22 @@ impl DomainParticipant {
                 "transport configuration is for another domain".into(),
             ));
         }
+        let allow_multicast = match config.allow_multicast {
+            Some(a) => a,
+            None => AllowMulticast::from_env()?,
+        };
+        let mut udp = config.udp;
+        if allow_multicast == AllowMulticast::Off && config.in_process.is_none() {
+            let mut c = match udp {
+                Some(c) => c,
+                None => UdpConfig::new(domain_id)?,
+            };
+            c.multicast = false;
+            udp = Some(c);
+        }
         let transport = Transports::open(
             domain_id,
-            config.udp,
+            udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
         )?;
@@ -376,7 +396,10 @@ impl DomainParticipant {
             domain_id,
             &qos,
             &transport,
-            config.ignore_local,
+            DiscoveryOptions {
+                ignore_local: config.ignore_local,
+                allow_multicast,
+            },
             &budgets,
             now,
         );
@@ -391,6 +414,7 @@ impl DomainParticipant {
             kick: EventKick::new(),
             counters: RuntimeCounters::default(),
             limits: config.limits,
+            allow_multicast,
             budgets,
             next_entity_key: AtomicU32::new(1),
             shutdown: AtomicBool::new(false),
@@ -606,6 +630,11 @@ impl ParticipantShared {
         now: Instant,
     ) {
         use crate::discovery_rt::MatchAction;
+        if events.is_empty() {
+            // The event thread calls this on every pass: a kick here would make it kick itself
+            // with a deadline already past and spin.
+            return;
+        }
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {

@@ -69,7 +69,7 @@ impl Publisher {
         let p = self.participant.shared().clone();
         let entity_id = p.new_entity_id(true, T::KEYED);
         let guid = Guid::new(p.guid_prefix, entity_id);
-        let config = outbox::writer_config(guid, &qos);
+        let config = outbox::writer_config(guid, &qos, p.allow_multicast);
         let ep = Arc::new_cyclic(|me| WriterEndpoint {
             me: me.clone(),
             guid,
@@ -87,6 +87,7 @@ impl Publisher {
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
+            path_sizes: Mutex::new(Vec::new()),
             local_readers: RwLock::new(Vec::new().into()),
             instances: Mutex::new(FastHashMap::default()),
             autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
@@ -149,6 +150,9 @@ pub(crate) struct WriterEndpoint {
     unflushed: AtomicUsize,
     batch_started: AtomicU64,
     matched: Mutex<Vec<Guid>>,
+    /// Remote readers and the largest datagram their path carries: the writer's datagrams
+    /// are sized for the smallest (taken under the core lock, after it).
+    path_sizes: Mutex<Vec<(Guid, usize)>>,
     /// Matched readers of this participant: `write` hands them each sample directly (a
     /// snapshot, cloned under the core lock without allocating).
     local_readers: RwLock<ReaderList>,
@@ -380,6 +384,38 @@ impl WriterEndpoint {
         notify_local(p, &readers, &outcomes);
     }
 
+    /// Records a remote reader's path size (`add`) or forgets one (`remove`), and sizes the
+    /// core's datagrams for the smallest path left: large datagrams while every reader is
+    /// reached over a path that takes them (loopback), back to an Ethernet frame as soon as
+    /// one is not. With no remote reader the size stays as it was.
+    fn set_path_size(
+        &self,
+        core: &mut WriterCore,
+        add: Option<(Guid, usize)>,
+        remove: Option<Guid>,
+    ) {
+        let mut sizes = self.path_sizes.lock();
+        if let Some(g) = remove {
+            sizes.retain(|(r, _)| *r != g);
+        }
+        if let Some((g, n)) = add {
+            match sizes.iter_mut().find(|(r, _)| *r == g) {
+                Some(e) => e.1 = n,
+                None => sizes.push((g, n)),
+            }
+        }
+        if let Some(min) = sizes.iter().map(|(_, n)| *n).min() {
+            if min != core.config().max_message_size {
+                core.set_max_message_size(min);
+            }
+        }
+    }
+
+    /// The largest datagram this writer sends now (for tests and diagnostics).
+    pub(crate) fn max_message_size(&self) -> usize {
+        self.core.lock().max_message_size()
+    }
+
     /// Blocks until every matched reliable reader acknowledged everything written, or `timeout`.
     fn wait_acked(&self, timeout: Duration) -> Result<()> {
         let deadline = far_deadline(Instant::now(), timeout);
@@ -460,13 +496,24 @@ impl LocalWriter for WriterEndpoint {
             self.matched_local(p, remote);
         } else {
             let mut core = self.core.lock();
-            core.add_reader(
+            // Also a re-announcement: the core then takes the new unicast locators and
+            // regroups the reader by its new multicast ones (`set_reader_multicast`).
+            core.add_reader_with_locators(
                 remote.guid,
                 remote.locators,
+                remote.multicast,
                 remote.reliable,
                 remote.durable,
                 now,
             );
+            let size = p.transport.path_datagram_size(
+                remote
+                    .locators
+                    .as_slice()
+                    .iter()
+                    .chain(remote.multicast.as_slice()),
+            );
+            self.set_path_size(&mut core, Some((remote.guid, size)), None);
             outbox::flush_writer(p, &mut core, now);
         }
         {
@@ -499,7 +546,9 @@ impl LocalWriter for WriterEndpoint {
             // The last reference to a deleted reader may go here: not under our lock.
             drop(old);
         } else {
-            self.core.lock().remove_reader(remote);
+            let mut core = self.core.lock();
+            core.remove_reader(remote);
+            self.set_path_size(&mut core, None, Some(remote));
         }
         self.matched.lock().retain(|g| *g != remote);
         self.wake_waiters();
@@ -724,6 +773,13 @@ impl<T: TopicType> DataWriter<T> {
     /// GUIDs of the readers currently matched.
     pub fn matched_subscriptions(&self) -> Vec<Guid> {
         self.ep.matched.lock().clone()
+    }
+
+    /// The largest datagram (RTPS header included) this writer sends now: the transport's
+    /// largest datagram on the smallest path to a matched remote reader (loopback: 65,507; an
+    /// Ethernet interface: 1,472). Larger samples go as DATA_FRAGs; repairs never exceed it.
+    pub fn max_message_size(&self) -> usize {
+        self.ep.max_message_size()
     }
 
     /// Blocks until every matched reliable reader acknowledged every sample written so far.

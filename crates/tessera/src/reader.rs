@@ -72,9 +72,26 @@ impl UntypedDataReader {
         s.changes.0 &= !StatusMask::DATA_AVAILABLE.0;
     }
 
-    /// Runs `f` on the history (autopurged first), then resets DATA_AVAILABLE.
+    /// Runs `f`, which reads, on the history (autopurged first), then resets DATA_AVAILABLE.
     fn access<R>(&self, f: impl FnOnce(&mut History<SerializedPayload>) -> R) -> R {
-        let out = f(&mut self.ep.history_purged());
+        let out = self.ep.with_history(|h| (f(h), 0));
+        self.after_access();
+        out
+    }
+
+    /// Runs `f`, which takes, on the history (autopurged first), then resets DATA_AVAILABLE.
+    /// `taken` tells how many samples `f`'s result removed: room made for samples the history
+    /// refused, which their writers are then asked for again (every take path comes here).
+    fn take_access<R>(
+        &self,
+        f: impl FnOnce(&mut History<SerializedPayload>) -> R,
+        taken: impl FnOnce(&R) -> usize,
+    ) -> R {
+        let out = self.ep.with_history(|h| {
+            let out = f(h);
+            let n = taken(&out);
+            (out, n)
+        });
         self.after_access();
         out
     }
@@ -95,7 +112,7 @@ impl UntypedDataReader {
         max: usize,
         masks: StateMasks,
     ) -> Result<Vec<Sample<SerializedPayload>>> {
-        Ok(self.access(|h| h.take(max, masks)))
+        Ok(self.take_access(|h| h.take(max, masks), Vec::len))
     }
 
     /// Takes up to `max` samples into `out` (appending), serialized; returns how many. No
@@ -105,7 +122,7 @@ impl UntypedDataReader {
         out: &mut Vec<Sample<SerializedPayload>>,
         max: usize,
     ) -> usize {
-        self.access(|h| h.take_into(out, max))
+        self.take_access(|h| h.take_into(out, max), |n| *n)
     }
 
     /// Gives payloads that the caller is done with back to the reader, which reuses their
@@ -118,7 +135,7 @@ impl UntypedDataReader {
 
     /// The handle of the instance with this key hash, if the reader knows it.
     pub fn lookup_instance_by_key_hash(&self, key_hash: &[u8; 16]) -> Option<InstanceHandle> {
-        self.ep.history_purged().lookup_instance(key_hash)
+        self.ep.with_history(|h| (h.lookup_instance(key_hash), 0))
     }
 
     /// GUIDs of the writers currently matched.
@@ -356,7 +373,10 @@ impl<T: TopicType> DataReader<T> {
     ) -> Result<Vec<Sample<T>>> {
         let s = self
             .raw
-            .access(|h| h.take_instance(handle, max, masks))
+            .take_access(
+                |h| h.take_instance(handle, max, masks),
+                |r| r.as_ref().map_or(0, Vec::len),
+            )
             .map_err(|_| Error::UnknownInstance)?;
         Ok(self.raw.decoded(s, true))
     }
@@ -381,7 +401,9 @@ impl<T: TopicType> DataReader<T> {
         masks: StateMasks,
     ) -> Result<Vec<Sample<T>>> {
         let prev = previous.unwrap_or(InstanceHandle::NIL);
-        let s = self.raw.access(|h| h.take_next_instance(prev, max, masks));
+        let s = self
+            .raw
+            .take_access(|h| h.take_next_instance(prev, max, masks), Vec::len);
         Ok(self.raw.decoded(s, true))
     }
 

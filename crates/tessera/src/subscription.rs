@@ -23,11 +23,11 @@ use crate::status::{
 use crate::topic::Topic;
 use crate::TopicType;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::qos::ReliabilityKind;
-use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore};
+use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore, Verdict};
 use tessera_rtps::types::{EntityId, Guid};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 
@@ -114,6 +114,8 @@ impl Subscriber {
             listener: Mutex::new(None),
             qos: qos.clone(),
             matched: Mutex::new(Vec::new()),
+            refused: AtomicBool::new(false),
+            participant: Arc::downgrade(&p),
         });
         p.endpoints
             .write()
@@ -207,6 +209,11 @@ pub(crate) struct ReaderEndpoint {
     pub(crate) listener: Mutex<Option<Arc<dyn EndpointListener>>>,
     pub(crate) qos: DataReaderQos,
     pub(crate) matched: Mutex<Vec<Guid>>,
+    /// The history refused a sample (resource limits) since a `take` or a purge last made room.
+    refused: AtomicBool,
+    /// To send the ACKNACK that asks for refused samples again ([`ReaderEndpoint::resume`]);
+    /// weak, as the participant owns its endpoints.
+    participant: Weak<ParticipantShared>,
 }
 
 impl ReaderEndpoint {
@@ -221,14 +228,39 @@ impl ReaderEndpoint {
         tracing::debug!(reader = ?self.guid, error = %e, "dropped undecodable sample");
     }
 
-    /// The history, locked, with the instances whose autopurge delay ran out purged first
-    /// (the clock is read only when a purge is scheduled).
-    pub(crate) fn history_purged(&self) -> parking_lot::MutexGuard<'_, History<SerializedPayload>> {
-        let mut h = self.history.lock();
-        if h.next_purge().is_some() {
-            h.purge_expired(crate::publication::now_nanos());
+    /// After a `take` or an autopurge freed `freed` samples or instances: if the history had
+    /// refused samples, the core asks their writers to resend them now rather than at its
+    /// next heartbeat answer. Called with neither the core nor the history lock held.
+    pub(crate) fn resume(&self, freed: usize) {
+        if freed == 0 || !self.refused.swap(false, Ordering::Relaxed) {
+            return;
         }
-        h
+        let Some(p) = self.participant.upgrade() else {
+            return;
+        };
+        let now = Instant::now();
+        let mut core = self.core.lock();
+        core.resume(now);
+        outbox::flush_reader(&p, &mut core, now);
+        p.kick.ensure_by(core.poll_timeout());
+    }
+
+    /// Runs `f` on the history with the instances whose autopurge delay ran out purged first
+    /// (the clock is read only when a purge is scheduled); `f` returns its result and how many
+    /// samples it removed. With the lock released, resumes refused samples if the purge or
+    /// `f` made room.
+    pub(crate) fn with_history<R>(
+        &self,
+        f: impl FnOnce(&mut History<SerializedPayload>) -> (R, usize),
+    ) -> R {
+        let (out, freed) = {
+            let mut h = self.history.lock();
+            let purged = purge_due(&mut h);
+            let (out, taken) = f(&mut h);
+            (out, purged + taken)
+        };
+        self.resume(freed);
+        out
     }
 
     fn status_changed(&self, mask: StatusMask) {
@@ -358,18 +390,27 @@ impl LocalReader for ReaderEndpoint {
 
     fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut available = false;
-        let mut rejected = 0u32;
+        let rejected;
         let lost_before;
         let lost_after;
         {
             let mut core = self.core.lock();
             lost_before = core.counters().lost;
+            let refused_before = core.counters().refused;
             // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
             // nearly every datagram) then costs no history lock.
             let mut history = None;
             let mut deliver = |d: Delivered<'_>| {
                 let h = history.get_or_insert_with(|| self.history.lock());
-                available |= self.accept(&d, None, h, &mut rejected);
+                let mut refused = 0;
+                available |= self.accept(&d, None, h, &mut refused);
+                if refused == 0 {
+                    return Verdict::Accepted;
+                }
+                // A resource limit: a reliable writer keeps the sample unacknowledged and
+                // resends it once a `take` or a purge made room (a best-effort one's is dropped).
+                self.refused.store(true, Ordering::Relaxed);
+                Verdict::Refused
             };
             match &rs.submessage {
                 Submessage::Data(d) => {
@@ -387,6 +428,8 @@ impl LocalReader for ReaderEndpoint {
             }
             drop(history);
             lost_after = core.counters().lost;
+            // SAMPLE_REJECTED counts each sample once, not each resend of it.
+            rejected = (core.counters().refused - refused_before) as u32;
             outbox::flush_reader(p, &mut core, now);
             p.kick.ensure_by(core.poll_timeout());
         }
@@ -414,9 +457,13 @@ impl LocalReader for ReaderEndpoint {
 
     fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
         // Autopurge runs here too, so an application that never reads still frees memory
-        // (within the event thread's period, at most 100 ms late).
-        drop(self.history_purged());
+        // (within the event thread's period, at most 100 ms late); room it makes lets refused
+        // samples come again.
+        let purged = purge_due(&mut self.history.lock());
         let mut core = self.core.lock();
+        if purged > 0 && self.refused.swap(false, Ordering::Relaxed) {
+            core.resume(now);
+        }
         core.handle_timeout(now);
         outbox::flush_reader(p, &mut core, now);
         core.poll_timeout()
@@ -524,6 +571,16 @@ impl Drop for ReaderOwner {
         let now = Instant::now();
         let actions = p.discovery.lock().remove_local_endpoint(p, guid, now);
         p.apply_discovery_events(actions, now);
+    }
+}
+
+/// Purges the instances whose autopurge delay ran out; returns how many. Reads the clock only
+/// when a purge is scheduled.
+fn purge_due(h: &mut History<SerializedPayload>) -> usize {
+    if h.next_purge().is_some() {
+        h.purge_expired(crate::publication::now_nanos())
+    } else {
+        0
     }
 }
 

@@ -4,7 +4,7 @@
 
 mod support;
 use std::time::Duration;
-use support::{participants, wait_until, Keyed};
+use support::{wait_until, Keyed, Transport};
 use tessera::qos::{DataReaderQos, DataWriterQos, TopicQos};
 use tessera::{DataReader, DataWriter, DomainParticipant};
 
@@ -46,9 +46,8 @@ fn matched(w: &DataWriter<Keyed>, r: &DataReader<Keyed>) {
     });
 }
 
-#[test]
-fn reader_first_then_writer() {
-    let Some(ps) = participants(2) else { return };
+fn reader_first_then_writer(t: Transport) {
+    let ps = t.participants(2);
     const T: &str = "BE_reader_first_then_writer";
     let r = reader(&ps[1], T);
     let w = writer(&ps[0], T);
@@ -56,9 +55,8 @@ fn reader_first_then_writer() {
     stream(&w, &r, 0, 10, 9);
 }
 
-#[test]
-fn writer_first_then_reader() {
-    let Some(ps) = participants(2) else { return };
+fn writer_first_then_reader(t: Transport) {
+    let ps = t.participants(2);
     const T: &str = "BE_writer_first_then_reader";
     let w = writer(&ps[0], T);
     let r = reader(&ps[1], T);
@@ -66,9 +64,8 @@ fn writer_first_then_reader() {
     stream(&w, &r, 0, 10, 9);
 }
 
-#[test]
-fn late_joining_reader_of_a_writer_past_sequence_one() {
-    let Some(ps) = participants(2) else { return };
+fn late_joining_reader_of_a_writer_past_sequence_one(t: Transport) {
+    let ps = t.participants(2);
     const T: &str = "BE_late_joining_reader_of_a_writer_past_sequence_one";
     let w = writer(&ps[0], T);
     for i in 0..20 {
@@ -78,3 +75,9 @@ fn late_joining_reader_of_a_writer_past_sequence_one() {
     matched(&w, &r);
     stream(&w, &r, 100, 10, 9);
 }
+
+per_transport!(
+    reader_first_then_writer,
+    writer_first_then_reader,
+    late_joining_reader_of_a_writer_past_sequence_one
+);

@@ -1,13 +1,12 @@
-//! DCPS behaviour across two participants over real sockets: instance lifecycle (dispose,
+//! DCPS behaviour across two participants over every transport: instance lifecycle (dispose,
 //! unregister) with sample/instance states, wait sets with read and status conditions, and
-//! listeners. Ignored by a plain `cargo test`: runs inside a test network namespace
-//! (`scripts/test`).
+//! listeners. The UDPv4 instances run inside a test network namespace (`scripts/test`).
 
-mod common;
-use common::require_netns;
+mod support;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
+use support::Transport;
 use tessera::qos::{
     DataReaderQos, DataWriterQos, History, Reliability, TopicQos, WriterDataLifecycle,
 };
@@ -26,6 +25,7 @@ struct Track {
 }
 
 fn pair(
+    t: Transport,
     topic: &str,
 ) -> (
     DomainParticipant,
@@ -33,8 +33,8 @@ fn pair(
     tessera::DataWriter<Track>,
     DataReader<Track>,
 ) {
-    let a = DomainParticipant::new(0).unwrap();
-    let b = DomainParticipant::new(0).unwrap();
+    let mut ps = t.participants(2).into_iter();
+    let (a, b) = (ps.next().unwrap(), ps.next().unwrap());
     let ta = a.create_topic::<Track>(topic, TopicQos::default()).unwrap();
     let tb = b.create_topic::<Track>(topic, TopicQos::default()).unwrap();
     let w = a
@@ -79,11 +79,8 @@ fn wait_for<T>(what: &str, mut f: impl FnMut() -> Option<T>) -> T {
     }
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn dispose_and_unregister_reach_the_reader_as_instance_states() {
-    require_netns();
-    let (_a, _b, w, r) = pair("Lifecycle");
+fn dispose_and_unregister_reach_the_reader_as_instance_states(t: Transport) {
+    let (_a, _b, w, r) = pair(t, "Lifecycle");
     let t1 = Track {
         id: 1,
         name: "alpha".into(),
@@ -138,11 +135,8 @@ fn dispose_and_unregister_reach_the_reader_as_instance_states() {
     assert_eq!(s.info.disposed_generation_count, 1);
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn waitset_wakes_on_read_and_status_conditions() {
-    require_netns();
-    let (_a, _b, w, r) = pair("Waiting");
+fn waitset_wakes_on_read_and_status_conditions(t: Transport) {
+    let (_a, _b, w, r) = pair(t, "Waiting");
     let mut ws = WaitSet::new();
     let data = r.create_readcondition(StateMasks::NOT_READ);
     let status = r.status_condition(StatusMask::DATA_AVAILABLE);
@@ -193,11 +187,8 @@ impl DataReaderListener<Track> for Counting {
     }
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn listener_takes_every_sample_on_the_receive_thread() {
-    require_netns();
-    let (_a, _b, w, r) = pair("Listening");
+fn listener_takes_every_sample_on_the_receive_thread(t: Transport) {
+    let (_a, _b, w, r) = pair(t, "Listening");
     let l = Arc::new(Counting {
         data: AtomicUsize::new(0),
         matched: AtomicUsize::new(usize::MAX),
@@ -219,3 +210,9 @@ fn listener_takes_every_sample_on_the_receive_thread() {
         (l.matched.load(Ordering::SeqCst) == 0).then_some(())
     });
 }
+
+per_transport!(
+    dispose_and_unregister_reach_the_reader_as_instance_states,
+    waitset_wakes_on_read_and_status_conditions,
+    listener_takes_every_sample_on_the_receive_thread
+);

@@ -6,7 +6,7 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
-use support::{participants, watchdog, Keyed};
+use support::{watchdog, Keyed, Transport};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
 use tessera::{DataReader, DataReaderListener, DataWriter, DomainParticipant, Topic};
 
@@ -63,11 +63,10 @@ impl DataReaderListener<Keyed> for Creates {
     }
 }
 
-#[test]
-fn listener_creates_a_reader_and_a_writer() {
+fn listener_creates_a_reader_and_a_writer(t: Transport) {
     // Declared first, dropped last: a hang in deleting the participants counts too.
     let _watchdog = watchdog(20, "a listener that makes, deletes or writes entities");
-    let Some(ps) = participants(2) else { return };
+    let ps = t.participants(2);
     let w = writer(&ps[0], "LR_create");
     let r = reader(&ps[1], "LR_create");
     let l = Arc::new(Creates {
@@ -100,11 +99,10 @@ impl DataReaderListener<Keyed> for Deletes {
     }
 }
 
-#[test]
-fn listener_deletes_its_own_reader() {
+fn listener_deletes_its_own_reader(t: Transport) {
     // Declared first, dropped last: a hang in deleting the participants counts too.
     let _watchdog = watchdog(20, "a listener that makes, deletes or writes entities");
-    let Some(ps) = participants(2) else { return };
+    let ps = t.participants(2);
     let w = writer(&ps[0], "LR_delete");
     let r = reader(&ps[1], "LR_delete");
     let l = Arc::new(Deletes {
@@ -136,11 +134,10 @@ impl DataReaderListener<Keyed> for Writes {
     }
 }
 
-#[test]
-fn listener_writes_an_echo() {
+fn listener_writes_an_echo(t: Transport) {
     // Declared first, dropped last: a hang in deleting the participants counts too.
     let _watchdog = watchdog(20, "a listener that makes, deletes or writes entities");
-    let Some(ps) = participants(2) else { return };
+    let ps = t.participants(2);
     let w = writer(&ps[0], "LR_ping");
     let r = reader(&ps[1], "LR_ping");
     let echo_r = reader(&ps[0], "LR_pong");
@@ -155,3 +152,9 @@ fn listener_writes_an_echo() {
         echoed >= 3 && l.writes.load(Ordering::Acquire) >= 3
     });
 }
+
+per_transport!(
+    listener_creates_a_reader_and_a_writer,
+    listener_deletes_its_own_reader,
+    listener_writes_an_echo
+);

@@ -3,7 +3,7 @@
 
 mod support;
 use std::time::Duration;
-use support::{participants, Keyed, Keyless};
+use support::{Keyed, Keyless, Transport};
 use tessera::qos::{
     DataReaderQos, DataWriterQos, Durability, History, Reliability, ResourceLimits, TopicQos,
 };
@@ -34,9 +34,8 @@ fn pair<T: TopicType>(
 }
 
 /// The README's example: write, then take at once.
-#[test]
-fn write_then_take_keyed() {
-    let Some(ps) = participants(1) else { return };
+fn write_then_take_keyed(t: Transport) {
+    let ps = t.participants(1);
     let (w, r) = pair::<Keyed>(
         &ps[0],
         "LD_keyed",
@@ -52,9 +51,8 @@ fn write_then_take_keyed() {
     assert_eq!(w.publication_matched_status().current_count, 1);
 }
 
-#[test]
-fn write_then_take_keyless_with_default_qos() {
-    let Some(ps) = participants(1) else { return };
+fn write_then_take_keyless_with_default_qos(t: Transport) {
+    let ps = t.participants(1);
     let (w, r) = pair::<Keyless>(
         &ps[0],
         "LD_keyless",
@@ -73,9 +71,8 @@ fn write_then_take_keyless_with_default_qos() {
     }
 }
 
-#[test]
-fn late_joining_transient_local_reader_gets_the_history_at_once() {
-    let Some(ps) = participants(1) else { return };
+fn late_joining_transient_local_reader_gets_the_history_at_once(t: Transport) {
+    let ps = t.participants(1);
     let t = ps[0]
         .create_topic::<Keyed>("LD_tl", TopicQos::default())
         .unwrap();
@@ -119,9 +116,8 @@ fn late_joining_transient_local_reader_gets_the_history_at_once() {
     assert!(disposed >= 1, "{got:?}");
 }
 
-#[test]
-fn keep_all_reader_rejects_past_its_limits() {
-    let Some(ps) = participants(1) else { return };
+fn keep_all_reader_rejects_past_its_limits(t: Transport) {
+    let ps = t.participants(1);
     let (w, r) = pair::<Keyed>(
         &ps[0],
         "LD_limits",
@@ -142,9 +138,8 @@ fn keep_all_reader_rejects_past_its_limits() {
     assert_eq!(r.take(16).unwrap().len(), 2);
 }
 
-#[test]
-fn dispose_reaches_a_local_reader_at_once() {
-    let Some(ps) = participants(1) else { return };
+fn dispose_reaches_a_local_reader_at_once(t: Transport) {
+    let ps = t.participants(1);
     let (w, r) = pair::<Keyed>(
         &ps[0],
         "LD_dispose",
@@ -159,9 +154,8 @@ fn dispose_reaches_a_local_reader_at_once() {
 }
 
 /// Local readers need no acknowledgment protocol: they hold every sample when `write` returns.
-#[test]
-fn local_readers_are_never_unacknowledged() {
-    let Some(ps) = participants(1) else { return };
+fn local_readers_are_never_unacknowledged(t: Transport) {
+    let ps = t.participants(1);
     let (w, _r) = pair::<Keyed>(
         &ps[0],
         "LD_acks",
@@ -176,9 +170,8 @@ fn local_readers_are_never_unacknowledged() {
     w.wait_for_acknowledgments(Duration::ZERO).unwrap();
 }
 
-#[test]
-fn partitions_still_separate_local_endpoints() {
-    let Some(ps) = participants(1) else { return };
+fn partitions_still_separate_local_endpoints(t: Transport) {
+    let ps = t.participants(1);
     let t = ps[0]
         .create_topic::<Keyed>("LD_part", TopicQos::default())
         .unwrap();
@@ -205,3 +198,13 @@ fn partitions_still_separate_local_endpoints() {
     assert!(r.take(16).unwrap().is_empty());
     assert_eq!(w.publication_matched_status().current_count, 0);
 }
+
+per_transport!(
+    write_then_take_keyed,
+    write_then_take_keyless_with_default_qos,
+    late_joining_transient_local_reader_gets_the_history_at_once,
+    keep_all_reader_rejects_past_its_limits,
+    dispose_reaches_a_local_reader_at_once,
+    local_readers_are_never_unacknowledged,
+    partitions_still_separate_local_endpoints
+);

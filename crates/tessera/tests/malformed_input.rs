@@ -1,11 +1,13 @@
 //! A live pair of participants keeps working while garbage arrives on every RTPS port, and the
-//! runtime counts what it dropped. Ignored by a plain `cargo test`: runs inside a test network
-//! namespace (`scripts/test`).
+//! runtime counts what it dropped. Over the in-process network the garbage comes from a raw node
+//! of that network; over UDPv4 (in a test network namespace, `scripts/test`) from a socket.
 
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
-use tessera::qos::{DataReaderQos, History, Reliability, TopicQos};
-use tessera::{DomainParticipant, TopicType};
+use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::rtps::types::Locator;
+use tessera::transport::{InProcessTransport, Transport as _};
+use tessera::TopicType;
 
 #[derive(TopicType, Debug, Clone)]
 struct Msg {
@@ -13,8 +15,45 @@ struct Msg {
     body: Vec<u8>,
 }
 
-mod common;
-use common::require_netns;
+mod support;
+use support::{Domain, Transport};
+
+/// Sends raw datagrams to every RTPS port of the domain's participants.
+enum Hostile {
+    Udp(UdpSocket),
+    /// A node of the in-process network that is no participant, and the destinations of the
+    /// network's nodes: each node has a metatraffic and a user port, plus the SPDP broadcast.
+    InProc(Box<InProcessTransport>, Vec<Locator>),
+}
+
+impl Hostile {
+    fn new(d: &Domain) -> Hostile {
+        match &d.net {
+            None => Hostile::Udp(UdpSocket::bind("127.0.0.1:0").unwrap()),
+            Some(net) => {
+                let node = InProcessTransport::new(net, 0);
+                let base = node.locators().metatraffic_unicast;
+                let mut dests: Vec<Locator> = (1..=2 * net.nodes() as u32)
+                    .map(|port| Locator { port, ..base })
+                    .collect();
+                dests.extend_from_slice(node.spdp_destinations());
+                Hostile::InProc(Box::new(node), dests)
+            }
+        }
+    }
+
+    /// Sends `d` everywhere; returns how many datagrams went out.
+    fn send(&self, d: &[u8]) -> usize {
+        match self {
+            Hostile::Udp(sock) => (7400..7416u16)
+                .filter(|p| sock.send_to(d, ("127.0.0.1", *p)).is_ok())
+                .count(),
+            Hostile::InProc(node, dests) => {
+                dests.iter().filter(|l| node.send_to(d, l).is_ok()).count()
+            }
+        }
+    }
+}
 
 /// A tiny deterministic generator (no extra dependency).
 struct Rng(u64);
@@ -80,12 +119,9 @@ fn garbage(rng: &mut Rng) -> Vec<Vec<u8>> {
     out
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn participants_survive_and_count_hostile_datagrams() {
-    require_netns();
-    let a = DomainParticipant::new(0).unwrap();
-    let b = DomainParticipant::new(0).unwrap();
+fn participants_survive_and_count_hostile_datagrams(t: Transport) {
+    let d = t.domain(2);
+    let (a, b) = (&d.participants[0], &d.participants[1]);
     let ta = a
         .create_topic::<Msg>("Hostile", TopicQos::default())
         .unwrap();
@@ -95,7 +131,9 @@ fn participants_survive_and_count_hostile_datagrams() {
     let w = a
         .create_publisher(Default::default())
         .unwrap()
-        .create_datawriter(&ta, Default::default())
+        // KEEP_ALL: every sample is promised; a KEEP_LAST 1 writer may replace a sample that
+        // the garbage delayed before it is repaired.
+        .create_datawriter(&ta, DataWriterQos::default().with_history(History::KeepAll))
         .unwrap();
     let rqos = DataReaderQos::default()
         .with_reliability(Reliability::reliable(Duration::from_secs(1)))
@@ -111,17 +149,12 @@ fn participants_survive_and_count_hostile_datagrams() {
         std::thread::sleep(Duration::from_millis(10));
     }
 
-    let sock = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let hostile = Hostile::new(&d);
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
-    let ports: Vec<u16> = (7400..7416).collect();
     let mut sent = 0;
     for round in 0..5u32 {
-        for d in garbage(&mut rng) {
-            for p in &ports {
-                if sock.send_to(&d, ("127.0.0.1", *p)).is_ok() {
-                    sent += 1;
-                }
-            }
+        for g in garbage(&mut rng) {
+            sent += hostile.send(&g);
         }
         // Real traffic keeps flowing in between.
         w.write(&Msg {
@@ -153,3 +186,5 @@ fn participants_survive_and_count_hostile_datagrams() {
     eprintln!("sent {sent} hostile datagrams; counters a {ca:?} b {cb:?}");
     assert!(dropped > 100, "drops were not counted: {ca:?} {cb:?}");
 }
+
+per_transport!(participants_survive_and_count_hostile_datagrams);

@@ -1,6 +1,6 @@
-//! Per-participant bounds over real sockets (`ParticipantConfig::limits`): the participant-events
-//! channel and the default instance cap of a reader. Runs only inside a network namespace made
-//! for the test run (`scripts/netns-run`).
+//! Per-participant bounds (`ParticipantConfig::limits`): the participant-events channel and the
+//! default instance cap of a reader, over the in-process transport and over UDPv4 (in a
+//! network namespace).
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, ReaderDataLifecycle, TopicQos};
 use tessera::{DomainParticipant, ParticipantConfig, ResourceBounds, TopicType};
 
-mod common;
-use common::require_netns;
+mod support;
+use support::{Domain, Transport};
 
 #[derive(TopicType, Debug, Clone, PartialEq)]
 struct Keyed {
@@ -18,10 +18,10 @@ struct Keyed {
     value: u32,
 }
 
-fn participant(limits: ResourceBounds) -> DomainParticipant {
+fn participant(d: &Domain, limits: ResourceBounds) -> DomainParticipant {
     let config = ParticipantConfig {
         limits,
-        ..Default::default()
+        ..d.config()
     };
     DomainParticipant::with_qos(0, Default::default(), config).unwrap()
 }
@@ -34,17 +34,18 @@ fn wait_for(what: &str, mut cond: impl FnMut() -> bool) {
     }
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn events_channel_that_is_never_drained_stays_bounded() {
-    require_netns();
-    let a = participant(ResourceBounds {
-        participant_events: 2,
-        ..Default::default()
-    });
+fn events_channel_that_is_never_drained_stays_bounded(t: Transport) {
+    let d = t.domain(0);
+    let a = participant(
+        &d,
+        ResourceBounds {
+            participant_events: 2,
+            ..Default::default()
+        },
+    );
     let never_read = a.participant_events();
     let others: Vec<_> = (0..5)
-        .map(|_| participant(ResourceBounds::default()))
+        .map(|_| participant(&d, ResourceBounds::default()))
         .collect();
     wait_for("discovery", || a.discovered_participants().len() >= 5);
     assert_eq!(never_read.len(), 2, "bounded at its capacity");
@@ -70,16 +71,17 @@ fn events_channel_that_is_never_drained_stays_bounded() {
     assert_eq!(never_read.len(), 2);
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn reader_without_instance_limit_gets_the_participant_cap() {
-    require_netns();
+fn reader_without_instance_limit_gets_the_participant_cap(t: Transport) {
+    let d = t.domain(0);
     const CAP: usize = 8;
-    let a = participant(ResourceBounds::default());
-    let b = participant(ResourceBounds {
-        max_instances_per_reader: CAP,
-        ..Default::default()
-    });
+    let a = participant(&d, ResourceBounds::default());
+    let b = participant(
+        &d,
+        ResourceBounds {
+            max_instances_per_reader: CAP,
+            ..Default::default()
+        },
+    );
     let ta = a.create_topic::<Keyed>("Cap", TopicQos::default()).unwrap();
     let tb = b.create_topic::<Keyed>("Cap", TopicQos::default()).unwrap();
     let w = a
@@ -138,12 +140,10 @@ fn reader_without_instance_limit_gets_the_participant_cap() {
     assert_eq!(b.counters().samples_rejected as usize, 100 - CAP);
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn autopurge_frees_disposed_instances_the_application_never_takes() {
-    require_netns();
-    let a = participant(ResourceBounds::default());
-    let b = participant(ResourceBounds::default());
+fn autopurge_frees_disposed_instances_the_application_never_takes(t: Transport) {
+    let d = t.domain(0);
+    let a = participant(&d, ResourceBounds::default());
+    let b = participant(&d, ResourceBounds::default());
     let ta = a
         .create_topic::<Keyed>("Purge", TopicQos::default())
         .unwrap();
@@ -192,3 +192,9 @@ fn autopurge_frees_disposed_instances_the_application_never_takes() {
         .collect();
     assert_eq!(ids, [99]);
 }
+
+per_transport!(
+    events_channel_that_is_never_drained_stays_bounded,
+    reader_without_instance_limit_gets_the_participant_cap,
+    autopurge_frees_disposed_instances_the_application_never_takes
+);

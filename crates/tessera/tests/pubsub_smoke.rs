@@ -1,6 +1,5 @@
-//! End-to-end over real UDP sockets: two participants in one process. Ignored by a plain
-//! `cargo test`; runs only inside a network namespace made for the test run
-//! (`scripts/netns-run`, `scripts/test`), never on the host's interfaces.
+//! End-to-end smoke tests, two participants in one process, over the in-process transport and
+//! over UDPv4 (only inside a network namespace made for the test run: `scripts/test`).
 
 use std::time::{Duration, Instant};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
@@ -14,15 +13,12 @@ struct Reading {
     text: String,
 }
 
-mod common;
-use common::require_netns;
+mod support;
+use support::Transport;
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn reliable_keep_all_between_two_participants() {
-    require_netns();
-    let a = DomainParticipant::new(0).unwrap();
-    let b = DomainParticipant::new(0).unwrap();
+fn reliable_keep_all_between_two_participants(t: Transport) {
+    let mut ps = t.participants(2).into_iter();
+    let (a, b) = (ps.next().unwrap(), ps.next().unwrap());
     let ta = a
         .create_topic::<Reading>("Smoke", TopicQos::default())
         .unwrap();
@@ -71,14 +67,11 @@ fn reliable_keep_all_between_two_participants() {
     assert_eq!(got, (0..N).collect::<Vec<_>>());
 }
 
-#[test]
-#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn writer_and_reader_in_one_participant_match_unless_ignore_local() {
-    require_netns();
+fn writer_and_reader_in_one_participant_match_unless_ignore_local(t: Transport) {
     for ignore_local in [false, true] {
         let config = tessera::ParticipantConfig {
             ignore_local,
-            ..Default::default()
+            ..t.domain(0).config()
         };
         let p = DomainParticipant::with_qos(0, Default::default(), config).unwrap();
         let t = p
@@ -129,3 +122,8 @@ fn writer_and_reader_in_one_participant_match_unless_ignore_local() {
         );
     }
 }
+
+per_transport!(
+    reliable_keep_all_between_two_participants,
+    writer_and_reader_in_one_participant_match_unless_ignore_local
+);

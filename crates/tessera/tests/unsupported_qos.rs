@@ -2,13 +2,12 @@
 //! typed error rather than silently behaving as TRANSIENT_LOCAL.
 
 mod support;
-use support::{participants, Keyed};
+use support::{Keyed, Transport};
 use tessera::qos::{DataReaderQos, DataWriterQos, Durability, TopicQos};
 use tessera::Error;
 
-#[test]
-fn transient_and_persistent_endpoints_are_refused() {
-    let Some(ps) = participants(1) else { return };
+fn transient_and_persistent_endpoints_are_refused(t: Transport) {
+    let ps = t.participants(1);
     let p = &ps[0];
     let t = p
         .create_topic::<Keyed>("Durable", TopicQos::default())
@@ -28,3 +27,5 @@ fn transient_and_persistent_endpoints_are_refused() {
             .unwrap();
     }
 }
+
+per_transport!(transient_and_persistent_endpoints_are_refused);

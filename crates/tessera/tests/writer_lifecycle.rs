@@ -3,7 +3,7 @@
 
 mod support;
 use std::time::Duration;
-use support::{participants, wait_until, Keyed};
+use support::{wait_until, Keyed, Transport};
 use tessera::qos::{DataWriterQos, TopicQos, WriterDataLifecycle};
 use tessera::{DataReader, DataWriter, DomainParticipant, InstanceState};
 
@@ -30,9 +30,8 @@ fn state(r: &DataReader<Keyed>, id: u32) -> Option<InstanceState> {
         .map(|s| s.info.instance_state)
 }
 
-#[test]
-fn unregister_disposes_unless_told_not_to() {
-    let Some(ps) = participants(1) else { return };
+fn unregister_disposes_unless_told_not_to(t: Transport) {
+    let ps = t.participants(1);
     for (autodispose, expected) in [
         (true, InstanceState::NotAliveDisposed),
         (false, InstanceState::NotAliveNoWriters),
@@ -47,9 +46,8 @@ fn unregister_disposes_unless_told_not_to() {
     }
 }
 
-#[test]
-fn deleting_a_writer_unregisters_its_instances() {
-    let Some(ps) = participants(1) else { return };
+fn deleting_a_writer_unregisters_its_instances(t: Transport) {
+    let ps = t.participants(1);
     for (autodispose, expected) in [
         (true, InstanceState::NotAliveDisposed),
         (false, InstanceState::NotAliveNoWriters),
@@ -71,9 +69,8 @@ fn deleting_a_writer_unregisters_its_instances() {
     }
 }
 
-#[test]
-fn a_remote_reader_sees_the_instances_of_a_deleted_writer_disposed() {
-    let Some(ps) = participants(2) else { return };
+fn a_remote_reader_sees_the_instances_of_a_deleted_writer_disposed(t: Transport) {
+    let ps = t.participants(2);
     let r = support::reliable_reader(&ps[1], "WL_remote");
     let w = writer(&ps[0], "WL_remote", true);
     wait_until(10, "match", || w.matched_subscriptions().len() == 1);
@@ -86,3 +83,9 @@ fn a_remote_reader_sees_the_instances_of_a_deleted_writer_disposed() {
         (0..3).all(|id| state(&r, id) == Some(InstanceState::NotAliveDisposed))
     });
 }
+
+per_transport!(
+    unregister_disposes_unless_told_not_to,
+    deleting_a_writer_unregisters_its_instances,
+    a_remote_reader_sees_the_instances_of_a_deleted_writer_disposed
+);

@@ -45,7 +45,8 @@ use tessera::rtps::types::{EntityId, Guid};
 use tessera::status::{PublicationMatchedStatus, SubscriptionMatchedStatus};
 use tessera::{
     DataReader, DataReaderListener, DataWriter, DataWriterListener, DomainParticipant,
-    GuardCondition, ParticipantConfig, ParticipantEvent, Sample, StateMasks, Topic, WaitSet,
+    GuardCondition, ParticipantConfig, ParticipantEvent, Publisher, Sample, StateMasks, Subscriber,
+    Topic, WaitSet,
 };
 
 use super::args::{History, PerfConfig, PubRate, SubMode};
@@ -76,17 +77,21 @@ const MATCH_RESCAN: Duration = Duration::from_millis(100);
 
 /// Runs the benchmark described by `cfg` and returns the exit status.
 pub fn run(cfg: &PerfConfig) -> i32 {
+    let base = match Base::new(cfg) {
+        Ok(b) => b,
+        Err(code) => return code,
+    };
     match cfg.topic {
-        TopicKind::KS => run_typed::<KeyedSeq>(cfg),
-        TopicKind::K32 => run_typed::<Keyed32>(cfg),
-        TopicKind::K256 => run_typed::<Keyed256>(cfg),
-        TopicKind::OU => run_typed::<OneULong>(cfg),
-        TopicKind::UK16 => run_typed::<Unkeyed16>(cfg),
-        TopicKind::UK1024 => run_typed::<Unkeyed1024>(cfg),
-        TopicKind::S16 => run_typed::<Struct16>(cfg),
-        TopicKind::S256 => run_typed::<Struct256>(cfg),
-        TopicKind::S4k => run_typed::<Struct4k>(cfg),
-        TopicKind::S32k => run_typed::<Struct32k>(cfg),
+        TopicKind::KS => run_typed::<KeyedSeq>(cfg, base),
+        TopicKind::K32 => run_typed::<Keyed32>(cfg, base),
+        TopicKind::K256 => run_typed::<Keyed256>(cfg, base),
+        TopicKind::OU => run_typed::<OneULong>(cfg, base),
+        TopicKind::UK16 => run_typed::<Unkeyed16>(cfg, base),
+        TopicKind::UK1024 => run_typed::<Unkeyed1024>(cfg, base),
+        TopicKind::S16 => run_typed::<Struct16>(cfg, base),
+        TopicKind::S256 => run_typed::<Struct256>(cfg, base),
+        TopicKind::S4k => run_typed::<Struct4k>(cfg, base),
+        TopicKind::S32k => run_typed::<Struct32k>(cfg, base),
     }
 }
 
@@ -157,8 +162,49 @@ struct PongSource {
     stats: LatencyStats,
 }
 
-/// State shared by every thread and listener of one run.
+/// State shared by every thread and listener of one run: the part that does not depend on the
+/// sample type ([`Shared`], reached through `Deref`) and the typed writers.
+///
+/// The split keeps the type-independent code (the main loop, the reports, the verdict) out of
+/// the ten monomorphized copies of the run, one per `-T` type: a smaller `tessera` binary, whose
+/// text is most of its resident memory.
 struct Ctx<T: PerfSample> {
+    shared: Shared,
+    ping_writer: DataWriter<T>,
+    /// Pong writer per peer participant, by GUID prefix.
+    pong_writers: RwLock<HashMap<[u8; 12], DataWriter<T>>>,
+    /// The data writer (for the `-X` retransmit counter).
+    data_writer: DataWriter<T>,
+}
+
+impl<T: PerfSample> std::ops::Deref for Ctx<T> {
+    type Target = Shared;
+
+    fn deref(&self) -> &Shared {
+        &self.shared
+    }
+}
+
+/// What the type-independent code needs from the typed half of [`Ctx`].
+trait Typed {
+    /// Sends a ping with sequence number `seq`.
+    fn send_ping(&self, seq: u32);
+    /// The data writer's retransmitted samples (`-X`).
+    fn retransmitted_samples(&self) -> u64;
+}
+
+impl<T: PerfSample> Typed for Ctx<T> {
+    fn send_ping(&self, seq: u32) {
+        Ctx::send_ping(self, seq);
+    }
+
+    fn retransmitted_samples(&self) -> u64 {
+        self.data_writer.retransmitted_samples()
+    }
+}
+
+/// The type-independent state of a run.
+struct Shared {
     cfg: PerfConfig,
     pid: u32,
     out: Mutex<Reporter<Stdout>>,
@@ -166,9 +212,6 @@ struct Ctx<T: PerfSample> {
     /// the whole context (that would keep the participant alive past the end of the run).
     stop: Arc<AtomicBool>,
     guard: GuardCondition,
-    ping_writer: DataWriter<T>,
-    /// Pong writer per peer participant, by GUID prefix.
-    pong_writers: RwLock<HashMap<[u8; 12], DataWriter<T>>>,
     peers: Mutex<PeerTable>,
     ping: Mutex<PingScheduler>,
     pongs: Mutex<Vec<PongSource>>,
@@ -178,15 +221,13 @@ struct Ctx<T: PerfSample> {
     matched: Sender<()>,
     /// Whether the data listener processes data (switched on after `initwait`).
     data_on: AtomicBool,
-    /// The data writer (for the `-X` retransmit counter).
-    data_writer: DataWriter<T>,
     /// Time reference (ns) of the `"t"` of JSON event lines: `-R`, else the process start.
     t_events_ref: i64,
     /// When the first pong arrived (ns; 0: none yet), for `--warmup`.
     first_pong: AtomicI64,
 }
 
-impl<T: PerfSample> Ctx<T> {
+impl Shared {
     /// Prints one line right away (event lines from any thread). Returns whether something was
     /// printed.
     fn emit(&self, line: &ReportLine) -> bool {
@@ -225,7 +266,9 @@ impl<T: PerfSample> Ctx<T> {
         let _ = std::io::stdout().flush();
         std::process::exit(EXIT_BAD_ARGS);
     }
+}
 
+impl<T: PerfSample> Ctx<T> {
     /// Writes `sample` with timestamp `ts` on `w` and flushes the batch (ping/pong traffic).
     fn write_flush(w: &DataWriter<T>, sample: &T, ts: i64) {
         if w.write_with_timestamp(sample, ts).is_ok() {
@@ -235,15 +278,39 @@ impl<T: PerfSample> Ctx<T> {
 
     /// Answers a sample from the writer `writer_guid` on the pong writer for its participant;
     /// nothing if that participant is not (yet) a known peer.
+    ///
+    /// Writes under the map's read lock rather than on a clone: this runs in a listener, inside
+    /// the participant's receive path, and a clone could become the writer's last handle (the
+    /// peer was just lost, or the run is ending) whose drop there deletes the writer and
+    /// deadlocks on the participant's endpoint table. Pong writers are KEEP_LAST(1), so
+    /// writing never blocks while the lock is held; writers are dropped only after they leave
+    /// the map ([`Ctx::remove_pong_writers`]).
     fn answer(&self, writer_guid: &[u8; 16], sample: &T, ts: i64) {
-        let w = self
+        let writers = self.pong_writers.read().unwrap_or_else(|e| e.into_inner());
+        if let Some(w) = writers.get(&prefix_of(writer_guid)) {
+            Self::write_flush(w, sample, ts);
+        }
+    }
+
+    /// Adds the pong writer for the peer `prefix`; one it replaces is dropped after the map's
+    /// lock is released (see [`Ctx::remove_pong_writers`]).
+    fn add_pong_writer(&self, prefix: [u8; 12], w: DataWriter<T>) {
+        let old = self
             .pong_writers
-            .read()
+            .write()
             .unwrap_or_else(|e| e.into_inner())
-            .get(&prefix_of(writer_guid))
-            .cloned();
-        if let Some(w) = w {
-            Self::write_flush(&w, sample, ts);
+            .insert(prefix, w);
+        drop(old);
+    }
+
+    /// Takes the pong writers out of the map (all, or the one of `prefix`) and returns them, so
+    /// that the caller drops them with no lock held (deleting a writer takes the participant's
+    /// endpoint table, which a listener in [`Ctx::answer`] holds while waiting for the map).
+    fn remove_pong_writers(&self, prefix: Option<&[u8; 12]>) -> Vec<DataWriter<T>> {
+        let mut map = self.pong_writers.write().unwrap_or_else(|e| e.into_inner());
+        match prefix {
+            Some(p) => map.remove(p).into_iter().collect(),
+            None => map.drain().map(|(_, w)| w).collect(),
         }
     }
 
@@ -458,66 +525,35 @@ struct MatchSources<T: PerfSample> {
     pong_reader: DataReader<T>,
 }
 
-/// Everything the discovery thread needs to create pong writers.
-struct Discovery<T: PerfSample> {
+/// Everything the discovery thread needs that depends on the sample type: creating and
+/// removing pong writers, and listing the matches of our endpoints.
+struct DiscoveryTyped<T: PerfSample> {
     ctx: Arc<Ctx<T>>,
     participant: DomainParticipant,
     pong_topic: Topic<T>,
     pong_qos: DataWriterQos,
     sources: MatchSources<T>,
     matched_tx: Sender<()>,
-    /// (remote endpoint GUID, mask) pairs already attributed to their peer.
-    seen: HashSet<([u8; 16], u32)>,
 }
 
-impl<T: PerfSample> Discovery<T> {
-    fn on_event(&mut self, ev: ParticipantEvent) {
-        let now = now_ns();
-        match ev {
-            ParticipantEvent::Discovered(info) => {
-                let g = info.guid.to_bytes();
-                let new =
-                    lock(&self.ctx.peers).on_participant(handle_of(&g), g, &info.user_data, now);
-                let Some(new) = new else { return };
-                self.ctx.emit(&new.line);
-                if let Some(partition) = new.pong_partition {
-                    match self.create_pong_writer(partition) {
-                        Ok(w) => {
-                            self.ctx
-                                .pong_writers
-                                .write()
-                                .unwrap_or_else(|e| e.into_inner())
-                                .insert(prefix_of(&g), w);
-                            lock(&self.ctx.ping).peers_changed(1, now);
-                        }
-                        Err(e) => {
-                            println!("dds_create_writer(pong): {e}");
-                            let _ = std::io::stdout().flush();
-                            std::process::exit(EXIT_DDS_ERROR);
-                        }
-                    }
-                }
-            }
-            ParticipantEvent::Lost(guid) => {
-                let g = guid.to_bytes();
-                let gone = lock(&self.ctx.peers).on_participant_gone(handle_of(&g));
-                let Some(gone) = gone else { return };
-                self.ctx.emit(&gone.line);
-                if gone.had_pong_writer {
-                    let w = self
-                        .ctx
-                        .pong_writers
-                        .write()
-                        .unwrap_or_else(|e| e.into_inner())
-                        .remove(&prefix_of(&g));
-                    drop(w);
-                    lock(&self.ctx.ping).peers_changed(-1, now);
-                }
-            }
-        }
+/// The typed operations of the discovery thread, so that its loop ([`Discovery`]) is compiled
+/// once rather than once per sample type.
+trait DiscoveryOps: Send {
+    fn shared(&self) -> &Shared;
+    /// Creates the pong writer in `partition` for the peer `prefix`.
+    fn add_pong_writer(&self, prefix: [u8; 12], partition: String) -> tessera::Result<()>;
+    /// Removes (and deletes) the pong writer of the peer `prefix`.
+    fn remove_pong_writer(&self, prefix: &[u8; 12]);
+    /// Every (remote endpoint, kind) our endpoints are matched with now.
+    fn current_matches(&self) -> Vec<(Guid, MatchMask)>;
+}
+
+impl<T: PerfSample> DiscoveryOps for DiscoveryTyped<T> {
+    fn shared(&self) -> &Shared {
+        &self.ctx
     }
 
-    fn create_pong_writer(&self, partition: String) -> tessera::Result<DataWriter<T>> {
+    fn add_pong_writer(&self, prefix: [u8; 12], partition: String) -> tessera::Result<()> {
         let publisher = self
             .participant
             .create_publisher(PublisherQos::default().with_partition(Partition(vec![partition])))?;
@@ -526,11 +562,15 @@ impl<T: PerfSample> Discovery<T> {
         w.set_listener(Some(Arc::new(WriterListener {
             matched: self.matched_tx.clone(),
         })));
-        Ok(w)
+        self.ctx.add_pong_writer(prefix, w);
+        Ok(())
     }
 
-    /// Attributes every new (remote endpoint, kind) match to the remote's participant.
-    fn rescan(&mut self) {
+    fn remove_pong_writer(&self, prefix: &[u8; 12]) {
+        drop(self.ctx.remove_pong_writers(Some(prefix)));
+    }
+
+    fn current_matches(&self) -> Vec<(Guid, MatchMask)> {
         let s = &self.sources;
         let mut current: Vec<(Guid, MatchMask)> = Vec::new();
         let mut add =
@@ -556,8 +596,57 @@ impl<T: PerfSample> Discovery<T> {
         for w in &pong_writers {
             add(w.matched_subscriptions(), MatchMask::RD_PONG);
         }
+        current
+    }
+}
+
+/// The discovery thread: peers coming and going, pong writers for them, and attributing every
+/// match to its peer.
+struct Discovery {
+    ops: Box<dyn DiscoveryOps>,
+    /// (remote endpoint GUID, mask) pairs already attributed to their peer.
+    seen: HashSet<([u8; 16], u32)>,
+}
+
+impl Discovery {
+    fn on_event(&mut self, ev: ParticipantEvent) {
+        let now = now_ns();
+        let ctx = self.ops.shared();
+        match ev {
+            ParticipantEvent::Discovered(info) => {
+                let g = info.guid.to_bytes();
+                let new = lock(&ctx.peers).on_participant(handle_of(&g), g, &info.user_data, now);
+                let Some(new) = new else { return };
+                ctx.emit(&new.line);
+                if let Some(partition) = new.pong_partition {
+                    match self.ops.add_pong_writer(prefix_of(&g), partition) {
+                        Ok(()) => lock(&ctx.ping).peers_changed(1, now),
+                        Err(e) => {
+                            println!("dds_create_writer(pong): {e}");
+                            let _ = std::io::stdout().flush();
+                            std::process::exit(EXIT_DDS_ERROR);
+                        }
+                    }
+                }
+            }
+            ParticipantEvent::Lost(guid) => {
+                let g = guid.to_bytes();
+                let gone = lock(&ctx.peers).on_participant_gone(handle_of(&g));
+                let Some(gone) = gone else { return };
+                ctx.emit(&gone.line);
+                if gone.had_pong_writer {
+                    self.ops.remove_pong_writer(&prefix_of(&g));
+                    lock(&ctx.ping).peers_changed(-1, now);
+                }
+            }
+        }
+    }
+
+    /// Attributes every new (remote endpoint, kind) match to the remote's participant.
+    fn rescan(&mut self) {
+        let current = self.ops.current_matches();
         let mut still = HashSet::with_capacity(current.len());
-        let mut peers = lock(&self.ctx.peers);
+        let mut peers = lock(&self.ops.shared().peers);
         for (g, m) in current {
             let key = (g.to_bytes(), m.0);
             still.insert(key);
@@ -574,7 +663,7 @@ impl<T: PerfSample> Discovery<T> {
     }
 
     fn run(mut self, events: Receiver<ParticipantEvent>, matched_rx: Receiver<()>) {
-        while !self.ctx.stopping() {
+        while !self.ops.shared().stopping() {
             crossbeam_channel::select! {
                 recv(events) -> ev => match ev {
                     Ok(ev) => self.on_event(ev),
@@ -664,40 +753,111 @@ macro_rules! tryd {
 /// new since the last report.
 type PeerCpu = Vec<((String, u32), super::protocol::CpuStatsSample, bool)>;
 
-fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
-    let t_process = now_ns();
-    let pid = sysinfo::pid();
-    let hostname = sysinfo::hostname();
-    let sigset = block_signals();
+/// The type-independent start of a run: the participant (with ddsperf's user data), its
+/// publisher and subscriber, with the signals blocked first.
+struct Base {
+    t_process: i64,
+    pid: u32,
+    hostname: String,
+    sigset: Option<libc::sigset_t>,
+    participant: DomainParticipant,
+    own_guid: [u8; 16],
+    publisher: Publisher,
+    subscriber: Subscriber,
+}
 
-    // Participant, with ddsperf's user data.
-    let pqos = DomainParticipantQos::default().with_user_data(UserData(user_data(
-        cfg.has_data_reader(),
-        pid,
-        &hostname,
-    )));
-    let participant = tryd!(
-        "dds_create_participant",
-        DomainParticipant::with_qos(
+impl Base {
+    /// Creates the participant and its publisher and subscriber; `Err` holds the exit status
+    /// after the error was printed.
+    fn new(cfg: &PerfConfig) -> Result<Base, i32> {
+        let t_process = now_ns();
+        let pid = sysinfo::pid();
+        let hostname = sysinfo::hostname();
+        let sigset = block_signals();
+        let pqos = DomainParticipantQos::default().with_user_data(UserData(user_data(
+            cfg.has_data_reader(),
+            pid,
+            &hostname,
+        )));
+        let participant = DomainParticipant::with_qos(
             cfg.domain_id.unwrap_or(0),
             pqos,
             // ddsperf ignores its own participant's endpoints unless -L.
             ParticipantConfig {
                 ignore_local: cfg.ignore_local,
                 ..Default::default()
-            }
+            },
         )
-    );
-    let own_guid = participant.guid().to_bytes();
-    let publisher = tryd!(
-        "dds_create_publisher",
-        participant.create_publisher(PublisherQos::default())
-    );
-    let subscriber = tryd!(
-        "dds_create_subscriber",
-        participant.create_subscriber(SubscriberQos::default())
-    );
+        .map_err(|e| dds_error("dds_create_participant", e))?;
+        let publisher = participant
+            .create_publisher(PublisherQos::default())
+            .map_err(|e| dds_error("dds_create_publisher", e))?;
+        let subscriber = participant
+            .create_subscriber(SubscriberQos::default())
+            .map_err(|e| dds_error("dds_create_subscriber", e))?;
+        Ok(Base {
+            t_process,
+            pid,
+            hostname,
+            sigset,
+            own_guid: participant.guid().to_bytes(),
+            participant,
+            publisher,
+            subscriber,
+        })
+    }
+}
 
+impl Shared {
+    fn new(cfg: &PerfConfig, base: &Base, matched: Sender<()>) -> Shared {
+        Shared {
+            cfg: cfg.clone(),
+            pid: base.pid,
+            out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
+            stop: Arc::new(AtomicBool::new(false)),
+            guard: GuardCondition::new(),
+            peers: Mutex::new(PeerTable::new(
+                base.pid,
+                handle_of(&base.own_guid),
+                cfg.ignore_local,
+                cfg.has_data_reader(),
+            )),
+            ping: Mutex::new(PingScheduler::new(cfg.ping)),
+            pongs: Mutex::new(Vec::new()),
+            seq: Mutex::new(SeqTracker::new(cfg.nkeyvals, cfg.sub_latency)),
+            pubhist: Mutex::new(PubHist::default()),
+            matched,
+            data_on: AtomicBool::new(false),
+            t_events_ref: cfg.time_ref.unwrap_or(base.t_process),
+            first_pong: AtomicI64::new(0),
+        }
+    }
+
+    /// `-Q initwait`: waits for enough peers before starting; true when they did not come (or
+    /// the run was stopped).
+    fn init_wait(&self) -> bool {
+        let cfg = &self.cfg;
+        let Some(iw) = cfg.init_wait_ns() else {
+            return false;
+        };
+        let deadline = now_ns() + iw;
+        loop {
+            if lock(&self.peers).match_count() >= cfg.criteria.min_match {
+                std::thread::sleep(Duration::from_millis(100));
+                return false;
+            }
+            if now_ns() >= deadline || self.stopping() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+fn run_typed<T: PerfSample>(cfg: &PerfConfig, base: Base) -> i32 {
+    let (pid, sigset, own_guid) = (base.pid, base.sigset, base.own_guid);
+    let (hostname, participant) = (&base.hostname, &base.participant);
+    let (publisher, subscriber) = (&base.publisher, &base.subscriber);
     // Topics.
     let rel = reliability(cfg);
     let tqos = TopicQos::default().with_reliability(rel);
@@ -807,29 +967,12 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     // Shared state.
     let (matched_tx, matched_rx) = crossbeam_channel::bounded::<()>(1);
     let own_handle = handle_of(&own_guid);
+    let shared = Shared::new(cfg, &base, matched_tx.clone());
     let ctx = Arc::new(Ctx {
-        cfg: cfg.clone(),
-        pid,
-        out: Mutex::new(Reporter::new(std::io::stdout(), cfg.json)),
-        stop: Arc::new(AtomicBool::new(false)),
-        guard: GuardCondition::new(),
+        shared,
         ping_writer: ping_writer.clone(),
         pong_writers: RwLock::new(HashMap::new()),
-        peers: Mutex::new(PeerTable::new(
-            pid,
-            own_handle,
-            cfg.ignore_local,
-            cfg.has_data_reader(),
-        )),
-        ping: Mutex::new(PingScheduler::new(cfg.ping)),
-        pongs: Mutex::new(Vec::new()),
-        seq: Mutex::new(SeqTracker::new(cfg.nkeyvals, cfg.sub_latency)),
-        pubhist: Mutex::new(PubHist::default()),
-        matched: matched_tx.clone(),
-        data_on: AtomicBool::new(false),
         data_writer: data_writer.clone(),
-        t_events_ref: cfg.time_ref.unwrap_or(t_process),
-        first_pong: AtomicI64::new(0),
     });
     if let Some(set) = sigset {
         let (stop, guard) = (ctx.stop.clone(), ctx.guard.clone());
@@ -868,7 +1011,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
 
     // Our own participant (ddsperf sees itself through the built-in topic; Tessera's
     // discovery events only cover remote participants).
-    let own_ud = user_data(cfg.has_data_reader(), pid, &hostname);
+    let own_ud = user_data(cfg.has_data_reader(), pid, hostname);
     let tdisc = now_ns();
     let own = lock(&ctx.peers).on_participant(own_handle, own_guid, &own_ud, tdisc);
     if let Some(own) = own {
@@ -887,10 +1030,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
                 publisher.create_datawriter(&pong_topic, pp_wqos.clone())
             );
             w.set_batching(true);
-            ctx.pong_writers
-                .write()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(prefix_of(&own_guid), w);
+            ctx.add_pong_writer(prefix_of(&own_guid), w);
             lock(&ctx.ping).peers_changed(1, tdisc);
         }
     }
@@ -898,17 +1038,19 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     // Discovery thread.
     let events = participant.participant_events();
     let disc = Discovery {
-        ctx: ctx.clone(),
-        participant: participant.clone(),
-        pong_topic: pong_topic.clone(),
-        pong_qos: pp_wqos,
-        sources: MatchSources {
-            data_writer: data_writer.clone(),
-            data_reader: data_reader.clone(),
-            ping_reader: ping_reader.clone(),
-            pong_reader: pong_reader.clone(),
-        },
-        matched_tx,
+        ops: Box::new(DiscoveryTyped {
+            ctx: ctx.clone(),
+            participant: participant.clone(),
+            pong_topic: pong_topic.clone(),
+            pong_qos: pp_wqos,
+            sources: MatchSources {
+                data_writer: data_writer.clone(),
+                data_reader: data_reader.clone(),
+                ping_reader: ping_reader.clone(),
+                pong_reader: pong_reader.clone(),
+            },
+            matched_tx,
+        }),
         seen: HashSet::new(),
     };
     let disc_thread = std::thread::Builder::new()
@@ -919,22 +1061,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
         Err(e) => return dds_error("thread", tessera::Error::Io(e)),
     };
 
-    // -Q initwait: wait for enough peers before starting.
-    let mut aborted = false;
-    if let Some(iw) = cfg.init_wait_ns() {
-        let deadline = now_ns() + iw;
-        loop {
-            if lock(&ctx.peers).match_count() >= cfg.criteria.min_match {
-                std::thread::sleep(Duration::from_millis(100));
-                break;
-            }
-            if now_ns() >= deadline || ctx.stopping() {
-                aborted = true;
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(100));
-        }
-    }
+    let mut aborted = ctx.init_wait();
 
     let mut threads: Vec<JoinHandle<()>> = Vec::new();
     if !aborted {
@@ -947,7 +1074,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     let mut code = 0;
     let mut tref = None;
     if !aborted {
-        let r = main_loop(&ctx, &hostname, &cpu_writer, cpu_reader.as_ref());
+        let r = main_loop(&ctx, &*ctx, hostname, &cpu_writer, cpu_reader.as_ref());
         aborted = r.aborted;
         tref = Some(r.tref);
         code = finish(&ctx, aborted, r.rss);
@@ -971,10 +1098,7 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig) -> i32 {
     }
     ping_writer.set_listener(None);
     data_writer.set_listener(None);
-    ctx.pong_writers
-        .write()
-        .unwrap_or_else(|e| e.into_inner())
-        .clear();
+    drop(ctx.remove_pong_writers(None));
     let _ = lock(&ctx.out).flush();
     code
 }
@@ -1145,8 +1269,9 @@ struct LoopResult {
 
 /// The once-per-second reporting loop (§10, §11) with the ping, matching, maxwait and
 /// duration timers.
-fn main_loop<T: PerfSample>(
-    ctx: &Ctx<T>,
+fn main_loop(
+    ctx: &Shared,
+    typed: &dyn Typed,
     hostname: &str,
     cpu_writer: &DataWriter<CpuStats>,
     cpu_reader: Option<&DataReader<CpuStats>>,
@@ -1200,7 +1325,7 @@ fn main_loop<T: PerfSample>(
                     ctx.emit(&ReportLine::PingTimeout { pid, total });
                 }
                 if let Some(seq) = action.send_seq {
-                    ctx.send_ping(seq);
+                    typed.send_ping(seq);
                 }
                 tping = Some(action.next_deadline.unwrap_or(now + SEC).max(now + 1));
             }
@@ -1208,6 +1333,7 @@ fn main_loop<T: PerfSample>(
         if now >= tnext {
             let printed = report(
                 ctx,
+                typed,
                 Stamp::new(pid, now, tref),
                 now - tprev,
                 now,
@@ -1251,8 +1377,9 @@ fn main_loop<T: PerfSample>(
 /// Prints one report (the lines due each second, in ddsperf's order). Returns whether
 /// anything was printed.
 #[allow(clippy::too_many_arguments)]
-fn report<T: PerfSample>(
-    ctx: &Ctx<T>,
+fn report(
+    ctx: &Shared,
+    typed: &dyn Typed,
     stamp: Stamp,
     dt_ns: i64,
     now: i64,
@@ -1363,7 +1490,7 @@ fn report<T: PerfSample>(
         let _ = out.emit(&ReportLine::Extended {
             stamp,
             stats: ExtendedStats {
-                rexmit: ctx.data_writer.retransmitted_samples(),
+                rexmit: typed.retransmitted_samples(),
                 ..ExtendedStats::default()
             },
         });
@@ -1374,7 +1501,7 @@ fn report<T: PerfSample>(
 
 /// The end-of-run checks (§12): prints the errors (and the JSON summary) and returns the exit
 /// status.
-fn finish<T: PerfSample>(ctx: &Ctx<T>, aborted: bool, rss: Option<(f64, f64)>) -> i32 {
+fn finish(ctx: &Shared, aborted: bool, rss: Option<(f64, f64)>) -> i32 {
     let cfg = &ctx.cfg;
     let (unmatched, match_count) = {
         let p = lock(&ctx.peers);
@@ -1481,36 +1608,38 @@ mod tests {
         assert!(v.iter().any(|&x| x < u32::MAX / 2));
     }
 
+    /// Adds a rule dropping 10 % of the datagrams arriving on every port but SPDP's (7400) to
+    /// this namespace, with `nft`; says why when `nft` is missing or refuses.
+    fn add_loss_rule() -> Result<(), String> {
+        let nft = |args: &[&str]| match std::process::Command::new("nft").args(args).status() {
+            Ok(s) if s.success() => Ok(()),
+            Ok(s) => Err(format!("nft {}: {s}", args.join(" "))),
+            Err(e) => Err(format!("nft (Debian package nftables): {e}")),
+        };
+        nft(&["add", "table", "inet", "loss"])?;
+        nft(&[
+            "add",
+            "chain",
+            "inet",
+            "loss",
+            "in",
+            "{ type filter hook input priority 0; }",
+        ])?;
+        nft(&[
+            "add", "rule", "inet", "loss", "in", "udp", "dport", "!=", "7400", "numgen", "random",
+            "mod", "100", "<", "10", "drop",
+        ])
+    }
+
     /// `DataWriter::retransmitted_samples` (the `-X` rexmit field) counts repairs: two
-    /// participants in a namespace whose loopback drops 10% of the datagrams (nftables).
+    /// participants in a namespace whose loopback drops 10% of the datagrams (nftables). Fails
+    /// when the loss cannot be injected: without loss there would be nothing to count.
     #[test]
     #[ignore = "runs inside a network namespace (see retransmit_counter_under_loss)"]
     fn retransmit_counter_under_loss_inner() {
-        if !crate::bench::floor::netns::inside() {
-            return;
-        }
-        let nft = |args: &[&str]| {
-            std::process::Command::new("nft")
-                .args(args)
-                .status()
-                .is_ok_and(|s| s.success())
-        };
-        if !(nft(&["add", "table", "inet", "loss"])
-            && nft(&[
-                "add",
-                "chain",
-                "inet",
-                "loss",
-                "in",
-                "{ type filter hook input priority 0; }",
-            ])
-            && nft(&[
-                "add", "rule", "inet", "loss", "in", "udp", "dport", "!=", "7400", "numgen",
-                "random", "mod", "100", "<", "10", "drop",
-            ]))
-        {
-            eprintln!("SKIP: nft cannot add a loss rule here");
-            return;
+        crate::testns::require_inside("retransmit_counter_under_loss");
+        if let Err(e) = add_loss_rule() {
+            panic!("cannot inject loss: {e}");
         }
         let a = DomainParticipant::new(0).unwrap();
         let b = DomainParticipant::new(0).unwrap();
@@ -1567,9 +1696,38 @@ mod tests {
 
     #[test]
     fn retransmit_counter_under_loss() {
-        crate::bench::floor::netns::run_inner(
-            "perf::run::tests::retransmit_counter_under_loss_inner",
+        crate::testns::run_inner("perf::run::tests::retransmit_counter_under_loss_inner");
+    }
+
+    /// The loss test must not pass when `nft` fails: here an `nft` that always fails comes
+    /// first on `PATH`.
+    #[test]
+    fn retransmit_counter_under_loss_fails_without_nft() {
+        let dir = std::env::temp_dir().join(format!("tessera-no-nft-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fake = dir.join("nft");
+        std::fs::write(&fake, "#!/bin/sh\necho 'nft: refused (test)' >&2\nexit 1\n").unwrap();
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        let path = format!(
+            "{}:{}",
+            dir.display(),
+            std::env::var("PATH").unwrap_or_default()
         );
+        let out = crate::testns::run_inner_output(
+            "perf::run::tests::retransmit_counter_under_loss_inner",
+            &[("PATH", &path)],
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert!(
+            !out.status.success(),
+            "passed although nft failed: {}",
+            out.status
+        );
+        let said = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(said.contains("cannot inject loss"), "{said}");
     }
 
     #[test]

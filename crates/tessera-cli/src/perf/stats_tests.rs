@@ -52,6 +52,55 @@ fn latency_raw_capacity() {
     assert_eq!(s.max_ns, 1_000_000);
 }
 
+/// Latencies beyond ±2^31 ns are kept at full width apart from the others; the percentiles
+/// stay exactly those of ddsperf's rule over the sorted samples.
+#[test]
+fn latency_percentiles_with_values_beyond_i32() {
+    let big = i64::from(i32::MAX);
+    let sets: [&[i64]; 4] = [
+        &[
+            5,
+            -7,
+            big + 1,
+            3,
+            i64::from(i32::MIN) - 1,
+            9_000_000_000,
+            -big * 4,
+            0,
+            12,
+            1,
+        ],
+        &[big + 10, big + 5, big + 20],
+        &[-big * 3, -big * 2, 4, 4],
+        &[i64::from(i32::MIN), big, 0],
+    ];
+    for set in sets {
+        let mut l = LatencyStats::new();
+        for &v in set {
+            l.record(v);
+        }
+        let s = l.take_interval().unwrap();
+        let mut sorted = set.to_vec();
+        sorted.sort_unstable();
+        let n = sorted.len();
+        let at = |k: usize| sorted[n - k];
+        assert_eq!(
+            (s.p50_ns, s.p90_ns, s.p99_ns),
+            (at(n.div_ceil(2)), at(n.div_ceil(10)), at(n.div_ceil(100))),
+            "{set:?}"
+        );
+        assert_eq!((s.min_ns, s.max_ns), (sorted[0], sorted[n - 1]));
+        let mut raw = RawSamples::default();
+        for &v in set {
+            raw.push(v);
+        }
+        raw.sort();
+        let all: Vec<Option<i64>> = (0..=n).map(|i| raw.sorted_at(i)).collect();
+        let want: Vec<Option<i64>> = sorted.iter().copied().map(Some).chain([None]).collect();
+        assert_eq!(all, want, "{set:?}");
+    }
+}
+
 #[test]
 fn pub_hist() {
     let mut h = PubHist::default();

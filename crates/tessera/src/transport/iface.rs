@@ -30,6 +30,27 @@ pub struct Interface {
     pub point_to_point: bool,
 }
 
+/// The MTU of the interface `name` (from `/sys/class/net/NAME/mtu`), or `None` when the
+/// kernel does not say (no sysfs, a name that is not a plain file name).
+pub fn mtu(name: &str) -> Option<usize> {
+    if name.is_empty() || name.contains('/') || name.starts_with('.') {
+        return None;
+    }
+    let s = std::fs::read_to_string(format!("/sys/class/net/{name}/mtu")).ok()?;
+    s.trim().parse().ok().filter(|m| *m >= 68)
+}
+
+/// The largest UDP/IPv4 payload one datagram on `itf` carries unfragmented: its MTU minus
+/// the IPv4 (20) and UDP (8) headers, at most 65,507. Without a known MTU: 1,472 (Ethernet),
+/// or 65,507 on loopback.
+pub fn max_udp4_payload(itf: &Interface) -> usize {
+    match mtu(&itf.name) {
+        Some(m) => (m - 28).min(65507),
+        None if itf.loopback => 65507,
+        None => 1472,
+    }
+}
+
 /// Why an interface could not be selected.
 #[derive(Debug, thiserror::Error)]
 pub enum InterfaceError {
@@ -229,6 +250,20 @@ mod tests {
             multicast: mc,
             point_to_point: false,
         }
+    }
+
+    #[test]
+    fn loopback_mtu_gives_large_datagrams_and_unknown_names_none() {
+        let list = list_ipv4().unwrap();
+        let lo = list.iter().find(|i| i.loopback).unwrap();
+        // Linux loopback MTU is 65536 (older kernels: 16436); either exceeds an Ethernet frame.
+        assert!(max_udp4_payload(lo) > 1472, "{lo:?}");
+        assert!(max_udp4_payload(lo) <= 65507);
+        assert_eq!(mtu("../lo"), None);
+        assert_eq!(mtu("no-such-interface-xyz"), None);
+        let mut eth = itf("eth-none", [10, 0, 0, 1], true, false, true);
+        eth.name = "no-such-interface-xyz".into();
+        assert_eq!(max_udp4_payload(&eth), 1472);
     }
 
     #[test]

@@ -8,7 +8,8 @@
 //! that calls the [`DatagramHandler`] exactly as a UDP receive thread does
 //! ([`super::recv::on_receive_thread`] holds there). Unicast locators name a node's metatraffic
 //! or user port; SPDP goes to a broadcast locator that reaches every other node of the same
-//! domain (emulated multicast).
+//! domain (emulated multicast), and user data may go to the domain's user multicast locator
+//! (every node joins it, as every UDP participant joins its domain's user multicast group).
 //!
 //! # Faults
 //! [`FaultConfig`] (per network, or per destination node with
@@ -21,7 +22,8 @@
 //! # Locators
 //! Kind [`locator_kind::TESSERA_INPROC`]; bytes 8..16 of the address hold the network id, so a
 //! locator of another network is never reached. Port `2n+1` / `2n+2` is node `n`'s metatraffic /
-//! user port; address byte 0 = `0xff` marks the SPDP broadcast, whose port is the domain id.
+//! user port; address byte 0 = `0xff` marks the SPDP broadcast and `0xfe` the user multicast
+//! group, whose port is the domain id.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -231,6 +233,12 @@ impl Net {
         l
     }
 
+    fn user_multicast(&self, domain: u32) -> Locator {
+        let mut l = self.locator(domain);
+        l.address[0] = 0xfe;
+        l
+    }
+
     fn owns(&self, l: &Locator) -> bool {
         l.kind == locator_kind::TESSERA_INPROC && l.address[8..] == self.id.to_be_bytes()
     }
@@ -270,7 +278,7 @@ impl InProcessTransport {
             metatraffic_unicast: net.locator(meta),
             default_unicast: net.locator(meta + 1),
             metatraffic_multicast: None,
-            default_multicast: None,
+            default_multicast: Some(net.user_multicast(domain)),
         };
         let spdp = [net.broadcast(domain)];
         let stats = TransportStats {
@@ -305,8 +313,14 @@ impl InProcessTransport {
                 "datagram larger than the in-process maximum",
             ));
         }
-        if dest.address[0] == 0xff {
-            // Emulated multicast: every other live node of the domain.
+        if dest.address[0] == 0xff || dest.address[0] == 0xfe {
+            // Emulated multicast: every other live node of the domain (SPDP, or user data on
+            // the group every node joined).
+            let (channel, from) = if dest.address[0] == 0xff {
+                (Channel::SpdpMulticast, self.locators.metatraffic_unicast)
+            } else {
+                (Channel::UserMulticast, self.locators.default_unicast)
+            };
             let targets: Vec<Arc<Node>> = self
                 .net
                 .nodes
@@ -315,10 +329,9 @@ impl InProcessTransport {
                 .filter(|n| n.domain == dest.port && !Arc::ptr_eq(n, &self.node))
                 .cloned()
                 .collect();
-            let from = self.locators.metatraffic_unicast;
             for n in targets {
                 // Multicast never waits for a shaped link (nor does IP multicast).
-                let _ = self.deliver(&n, buf, from, Channel::SpdpMulticast, false, true);
+                let _ = self.deliver(&n, buf, from, channel, false, true);
             }
             return self.sent(buf);
         }
@@ -354,7 +367,7 @@ impl InProcessTransport {
     }
 
     /// Puts `buf` in `node`'s queue under the link's faults. With a bandwidth limit, a full
-    /// link waits (`block`), says `WouldBlock`, or (`force`, multicast) queues anyway.
+    /// link waits (`block`), says `WouldBlock`, or (`force`, multicast) drops the datagram.
     fn deliver(
         &self,
         node: &Node,
@@ -394,8 +407,15 @@ impl InProcessTransport {
             // As a UDP socket's send buffer: a datagram of any size is taken while the buffer
             // is not full (so small datagrams cannot starve a large one).
             let held = backlog.as_secs_f64() * bw as f64;
-            if force || held < f.link_buffer as f64 {
+            if held < f.link_buffer as f64 {
                 break q;
+            }
+            if force {
+                // Multicast waits for no receiver: what a full link cannot take is lost there
+                // (as at a switch port), rather than queued for an ever later delivery.
+                drop(q);
+                self.drop_one("multicast to a full link");
+                return Ok(());
             }
             if !block {
                 self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);

@@ -94,6 +94,55 @@ pub fn transports_from_env() -> Result<Vec<TransportKind>, TransportError> {
     }
 }
 
+/// Environment variable for [`AllowMulticast`] when the participant's configuration leaves it
+/// unset: `false`, `spdp` or `true` (default), as Cyclone DDS's `General/AllowMulticast`.
+pub const ENV_ALLOW_MULTICAST: &str = "TESSERA_ALLOW_MULTICAST";
+
+/// What multicast is used for, like Cyclone DDS's `AllowMulticast` setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum AllowMulticast {
+    /// No multicast at all: SPDP goes by unicast to the configured peers and the local
+    /// participant ports, user data by unicast (`TESSERA_ALLOW_MULTICAST=false`).
+    Off,
+    /// Multicast for participant discovery (SPDP) only: user data goes once per reader by
+    /// unicast, readers announce no multicast locator and the participant no default
+    /// multicast locator (`spdp`).
+    SpdpOnly,
+    /// Discovery and user data (the default, `true`): readers announce the participant's
+    /// multicast locator, and a writer sends each new sample once to a multicast locator that
+    /// several of its matched readers share (repairs stay unicast).
+    #[default]
+    On,
+}
+
+impl AllowMulticast {
+    /// Parses a `TESSERA_ALLOW_MULTICAST` value (case-insensitive): `false`/`off`/`0`,
+    /// `spdp`, `true`/`on`/`1` (empty: the default).
+    pub fn parse(s: &str) -> Result<AllowMulticast, TransportError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "false" | "off" | "no" | "0" => Ok(AllowMulticast::Off),
+            "spdp" => Ok(AllowMulticast::SpdpOnly),
+            "" | "true" | "on" | "yes" | "1" | "default" => Ok(AllowMulticast::On),
+            other => Err(TransportError::InvalidConfig(format!(
+                "{ENV_ALLOW_MULTICAST}={other:?}: expected false, spdp or true"
+            ))),
+        }
+    }
+
+    /// `TESSERA_ALLOW_MULTICAST`, or [`AllowMulticast::On`] when it is unset.
+    pub fn from_env() -> Result<AllowMulticast, TransportError> {
+        match std::env::var(ENV_ALLOW_MULTICAST) {
+            Ok(v) => AllowMulticast::parse(&v),
+            Err(_) => Ok(AllowMulticast::On),
+        }
+    }
+
+    /// Whether user data may go to multicast locators.
+    pub fn for_data(self) -> bool {
+        self == AllowMulticast::On
+    }
+}
+
 /// One way of moving datagrams between participants. Object-safe: a participant holds
 /// `Arc<dyn Transport>`s in a [`Transports`] registry.
 pub trait Transport: Send + Sync + std::fmt::Debug {
@@ -285,6 +334,18 @@ impl Transports {
             .unwrap_or(1472)
     }
 
+    /// The largest datagram that every one of `locators` can be sent (the smallest of their
+    /// transports' [`Transport::max_datagram_size`]); the registry's
+    /// [`Transports::max_datagram_size`] when none is ours.
+    pub fn path_datagram_size<'a>(&self, locators: impl IntoIterator<Item = &'a Locator>) -> usize {
+        locators
+            .into_iter()
+            .filter_map(|l| self.for_locator(l))
+            .map(|t| t.max_datagram_size())
+            .min()
+            .unwrap_or_else(|| self.max_datagram_size())
+    }
+
     /// Starts every transport's receive threads.
     pub fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
         let mut all: Option<Receivers> = None;
@@ -316,3 +377,23 @@ pub(crate) mod test_support {
 
 #[cfg(test)]
 mod conformance_tests;
+
+#[cfg(test)]
+mod allow_multicast_tests {
+    use super::AllowMulticast;
+
+    #[test]
+    fn parses_cyclone_style_values() {
+        assert_eq!(AllowMulticast::parse("false").unwrap(), AllowMulticast::Off);
+        assert_eq!(
+            AllowMulticast::parse(" SPDP ").unwrap(),
+            AllowMulticast::SpdpOnly
+        );
+        assert_eq!(AllowMulticast::parse("true").unwrap(), AllowMulticast::On);
+        assert_eq!(AllowMulticast::parse("").unwrap(), AllowMulticast::On);
+        assert!(AllowMulticast::parse("asm").is_err());
+        assert!(AllowMulticast::On.for_data());
+        assert!(!AllowMulticast::SpdpOnly.for_data());
+        assert!(!AllowMulticast::Off.for_data());
+    }
+}

@@ -29,6 +29,15 @@
 //! - `TESSERA_INTERFACE`: interface name or IPv4 address.
 //! - `TESSERA_PEERS`: `ip[:port],...` unicast discovery peers.
 //! - `TESSERA_MULTICAST`: `0`/`false`/`off` disables multicast.
+//!
+//! What multicast is used for is the participant's choice
+//! ([`crate::ParticipantConfig::allow_multicast`], `TESSERA_ALLOW_MULTICAST=false|spdp|true`,
+//! see [`super::AllowMulticast`]); `false` there closes the multicast sockets as well.
+//!
+//! # Datagram size
+//! [`Transport::max_datagram_size`](super::Transport::max_datagram_size) is the interface's MTU
+//! less the IPv4 and UDP headers (65,507 on loopback, 1,472 on Ethernet): writers size their
+//! datagrams by it, so nothing they send is fragmented by IP on the way out.
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -317,6 +326,8 @@ pub struct UdpTransport {
     participant_id: u32,
     interface: Interface,
     multicast: bool,
+    /// The interface's MTU less the IPv4 and UDP headers (see [`iface::max_udp4_payload`]).
+    max_datagram: usize,
     locators: TransportLocators,
     spdp_destinations: Vec<Locator>,
     send: UdpSocket,
@@ -424,6 +435,44 @@ fn open_multicast(
     Ok(s)
 }
 
+/// The unicast sockets of a participant (UDPv4 or UDPv6, opened by `open`): the first
+/// participant index — the configured one, or 0 up to `max_participant_id` — whose metatraffic
+/// and user ports both bind. A port already in use moves on to the next index. Returns the index,
+/// the two ports and their sockets.
+pub(super) fn bind_unicast_pair(
+    c: &UdpConfig,
+    family: &str,
+    open: impl Fn(u16, usize) -> io::Result<Socket>,
+) -> Result<(u32, u16, u16, Socket, Socket), TransportError> {
+    let (d, ports) = (c.domain_id, &c.ports);
+    let ids = match c.participant_id {
+        Some(i) => i..=i,
+        None => 0..=c.max_participant_id,
+    };
+    for pid in ids.clone() {
+        let (Some(mp), Some(up)) = (
+            ports.metatraffic_unicast(d, pid),
+            ports.user_unicast(d, pid),
+        ) else {
+            break;
+        };
+        let bind = |p| match open(p, c.socket_buffer) {
+            Ok(s) => Ok(Some(s)),
+            Err(e) if e.kind() == io::ErrorKind::AddrInUse => Ok(None),
+            Err(e) => Err(sock_err(format!("bind {family} port {p}"))(e)),
+        };
+        if let Some(meta) = bind(mp)? {
+            if let Some(user) = bind(up)? {
+                return Ok((pid, mp, up, meta, user));
+            }
+        }
+    }
+    Err(TransportError::NoParticipantIndex {
+        domain: d,
+        max: *ids.end(),
+    })
+}
+
 fn open_unicast(port: u16, buffer: usize) -> io::Result<Socket> {
     let s = new_udp_socket()?;
     s.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port).into())?;
@@ -483,37 +532,8 @@ impl UdpTransport {
         }
 
         // Unicast sockets: the first participant index for which both ports bind.
-        let ids = match c.participant_id {
-            Some(i) => i..=i,
-            None => 0..=c.max_participant_id,
-        };
-        let mut found = None;
-        for pid in ids.clone() {
-            let (Some(mp), Some(up)) = (
-                ports.metatraffic_unicast(d, pid),
-                ports.user_unicast(d, pid),
-            ) else {
-                break;
-            };
-            let meta = match open_unicast(mp, c.socket_buffer) {
-                Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
-                Err(e) => return Err(sock_err(format!("bind UDP port {mp}"))(e)),
-            };
-            let user = match open_unicast(up, c.socket_buffer) {
-                Ok(s) => s,
-                Err(e) if e.kind() == io::ErrorKind::AddrInUse => continue,
-                Err(e) => return Err(sock_err(format!("bind UDP port {up}"))(e)),
-            };
-            found = Some((pid, mp, up, meta, user));
-            break;
-        }
-        let Some((pid, meta_port, user_port, meta_uc, user_uc)) = found else {
-            return Err(TransportError::NoParticipantIndex {
-                domain: d,
-                max: *ids.end(),
-            });
-        };
+        let (pid, meta_port, user_port, meta_uc, user_uc) =
+            bind_unicast_pair(c, "UDP", open_unicast)?;
 
         // Send socket.
         let send = new_udp_socket().map_err(sock_err("create send socket"))?;
@@ -550,6 +570,7 @@ impl UdpTransport {
         Ok(UdpTransport {
             domain_id: d,
             participant_id: pid,
+            max_datagram: iface::max_udp4_payload(&itf),
             interface: itf,
             multicast,
             locators,
@@ -832,7 +853,7 @@ impl super::Transport for UdpTransport {
     }
 
     fn max_datagram_size(&self) -> usize {
-        MAX_UDP_PAYLOAD
+        self.max_datagram
     }
 
     fn stats(&self) -> &TransportStats {

@@ -23,8 +23,8 @@ use tessera_rtps::types::{locator_kind, Locator};
 use super::iface::{self, Interface6};
 use super::recv::{Channel, DatagramHandler, Receivers};
 use super::udp::{
-    set_buffer, size_send_buffer, sock_err, TransportError, TransportLocators, TransportStats,
-    UdpConfig, PROBED_PARTICIPANT_IDS,
+    bind_unicast_pair, set_buffer, size_send_buffer, sock_err, TransportError, TransportLocators,
+    TransportStats, UdpConfig, PROBED_PARTICIPANT_IDS,
 };
 use super::Transport;
 
@@ -117,34 +117,7 @@ impl Udp6Transport {
             }
         }
 
-        let ids = match c.participant_id {
-            Some(i) => i..=i,
-            None => 0..=c.max_participant_id,
-        };
-        let mut found = None;
-        for pid in ids.clone() {
-            let (Some(mp), Some(up)) = (
-                ports.metatraffic_unicast(d, pid),
-                ports.user_unicast(d, pid),
-            ) else {
-                break;
-            };
-            let open = |p| match open_unicast(p, c.socket_buffer) {
-                Ok(s) => Ok(Some(s)),
-                Err(e) if e.kind() == io::ErrorKind::AddrInUse => Ok(None),
-                Err(e) => Err(sock_err(format!("bind UDPv6 port {p}"))(e)),
-            };
-            if let (Some(m), Some(u)) = (open(mp)?, open(up)?) {
-                found = Some((pid, mp, up, m, u));
-                break;
-            }
-        }
-        let Some((pid, meta_port, user_port, meta, user)) = found else {
-            return Err(TransportError::NoParticipantIndex {
-                domain: d,
-                max: *ids.end(),
-            });
-        };
+        let (pid, meta_port, user_port, meta, user) = bind_unicast_pair(c, "UDPv6", open_unicast)?;
         sockets.push((Arc::new(meta), Channel::MetatrafficUnicast));
         sockets.push((Arc::new(user), Channel::UserUnicast));
 

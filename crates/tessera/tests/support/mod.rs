@@ -1,32 +1,175 @@
-//! Helpers for the DDS-semantics tests. Every test makes its participants with
-//! [`participants`]: to run these tests over another transport, change that one function.
+//! Helpers for the DDS-semantics tests and the behaviour suite. A test is a function of the
+//! [`Transport`] it runs over; [`per_transport!`](crate::per_transport) makes one `#[test]` of it
+//! per transport, and the socket instances are ignored outside a network namespace.
 #![allow(dead_code)]
 
 pub mod peer;
 
 use std::time::{Duration, Instant};
-use tessera::{DomainParticipant, TopicType};
+pub use tessera::transport::FaultConfig;
+use tessera::transport::{InProcessNetwork, TransportKind};
+use tessera::{DomainParticipant, ParticipantConfig, TopicType};
 
-/// Whether the test runs inside a network namespace made for the test run
-/// (`scripts/netns-run` sets `TESSERA_IN_NETNS=1`). Socket tests skip, saying so, elsewhere.
-pub fn in_netns() -> bool {
-    let ok = std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1");
-    if !ok {
-        eprintln!("SKIP: not in a test network namespace (run via scripts/netns-run)");
-    }
-    ok
+/// Panics unless the test runs inside a network namespace made for the test run
+/// (`scripts/netns-run` sets `TESSERA_IN_NETNS=1`): an ignored socket test asked for elsewhere
+/// must fail, not send discovery traffic out of the machine's own interfaces.
+pub fn require_netns() {
+    assert!(
+        std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1"),
+        "socket test outside a test network namespace: run it via scripts/netns-run"
+    );
 }
 
-/// `n` participants in one domain, or `None` (the test skips) outside a test namespace.
-pub fn participants(n: usize) -> Option<Vec<DomainParticipant>> {
-    if !in_netns() {
-        return None;
+/// The transport a test instance runs over. Tests take one and make their participants with
+/// [`Transport::participants`]; [`per_transport!`](crate::per_transport) instantiates them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Transport {
+    /// The in-process network, without faults: runs under a plain `cargo test`.
+    InProc,
+    /// The in-process network losing 10 % of the datagrams, delaying and reordering some.
+    InProcLossy,
+    /// UDPv4 (needs a network namespace).
+    Udp4,
+    /// UDPv6 (needs a network namespace).
+    Udp6,
+}
+
+/// The faults of [`Transport::InProcLossy`].
+pub fn lossy_faults() -> FaultConfig {
+    FaultConfig {
+        seed: 0x5eed,
+        loss_percent: 10.0,
+        delay: Duration::from_micros(300),
+        reorder_percent: 5.0,
+        ..FaultConfig::default()
     }
-    Some(
-        (0..n)
-            .map(|_| DomainParticipant::new(0).expect("participant"))
-            .collect(),
-    )
+}
+
+impl Transport {
+    /// `n` participants in domain 0 that reach each other (and, over the in-process transports,
+    /// nobody else: every call makes a new network).
+    pub fn participants(self, n: usize) -> Vec<DomainParticipant> {
+        self.domain(n).participants
+    }
+
+    /// Like [`Transport::participants`], keeping the in-process network for more participants
+    /// and for its statistics.
+    pub fn domain(self, n: usize) -> Domain {
+        let net = match self {
+            Transport::InProc => Some(InProcessNetwork::new()),
+            Transport::InProcLossy => {
+                let net = InProcessNetwork::new();
+                net.set_faults(lossy_faults());
+                Some(net)
+            }
+            Transport::Udp4 | Transport::Udp6 => {
+                require_netns();
+                None
+            }
+        };
+        let mut d = Domain {
+            transport: self,
+            net,
+            participants: Vec::new(),
+        };
+        for _ in 0..n {
+            let p = d.join();
+            d.participants.push(p);
+        }
+        d
+    }
+
+    /// Whether datagrams may be lost (reliable promises must hold, best-effort ones loosen).
+    pub fn lossy(self) -> bool {
+        self == Transport::InProcLossy
+    }
+}
+
+/// Participants of one test and the network they share.
+pub struct Domain {
+    pub transport: Transport,
+    /// The in-process network, `None` over UDP.
+    pub net: Option<InProcessNetwork>,
+    pub participants: Vec<DomainParticipant>,
+}
+
+impl Domain {
+    /// A new participant on the same network (not added to `participants`).
+    pub fn join(&self) -> DomainParticipant {
+        let config = self.config();
+        DomainParticipant::with_qos(0, Default::default(), config).expect("participant")
+    }
+
+    /// The configuration of this domain's participants, to change before creating one.
+    pub fn config(&self) -> ParticipantConfig {
+        match (&self.net, self.transport) {
+            (Some(net), _) => ParticipantConfig::with_in_process(net.clone()),
+            (None, Transport::Udp6) => ParticipantConfig {
+                transports: Some(vec![TransportKind::Udp6]),
+                ..Default::default()
+            },
+            (None, _) => ParticipantConfig {
+                transports: Some(vec![TransportKind::Udp4]),
+                ..Default::default()
+            },
+        }
+    }
+}
+
+/// `n` UDPv4 participants, for the tests that talk to them with a scripted UDP peer
+/// ([`peer`]); panics outside a test namespace.
+pub fn udp_participants(n: usize) -> Vec<DomainParticipant> {
+    Transport::Udp4.participants(n)
+}
+
+/// Instantiates test bodies `fn name(t: Transport)` once per transport: `inproc` (runs under a
+/// plain `cargo test`) and `udp4` (ignored outside a network namespace). With `all:` first, also
+/// `inproc_lossy` and `udp6`. With `known_defect = "known defect: ..."` first, every instance is
+/// ignored with that reason (a test of a runtime defect, to be un-ignored with its fix).
+#[macro_export]
+macro_rules! per_transport {
+    (known_defect = $why:literal, all: $($name:ident),* $(,)?) => {
+        mod known_defect {
+            #[allow(unused_imports)]
+            use super::*;
+            $crate::per_transport!(@defect inproc, InProc, $why, $($name),*);
+            $crate::per_transport!(@defect inproc_lossy, InProcLossy, $why, $($name),*);
+            $crate::per_transport!(@defect udp4, Udp4, $why, $($name),*);
+            $crate::per_transport!(@defect udp6, Udp6, $why, $($name),*);
+        }
+    };
+    (@defect $m:ident, $kind:ident, $why:literal, $($name:ident),*) => {
+        mod $m {
+            $(
+                #[test]
+                #[ignore = $why]
+                fn $name() {
+                    super::$name($crate::support::Transport::$kind)
+                }
+            )*
+        }
+    };
+    (all: $($name:ident),* $(,)?) => {
+        $crate::per_transport!(@mod inproc, InProc, any(), $($name),*);
+        $crate::per_transport!(@mod inproc_lossy, InProcLossy, any(), $($name),*);
+        $crate::per_transport!(@mod udp4, Udp4, all(), $($name),*);
+        $crate::per_transport!(@mod udp6, Udp6, all(), $($name),*);
+    };
+    (@mod $m:ident, $kind:ident, $ignored:meta, $($name:ident),*) => {
+        mod $m {
+            $(
+                #[test]
+                #[cfg_attr($ignored, ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)")]
+                fn $name() {
+                    super::$name($crate::support::Transport::$kind)
+                }
+            )*
+        }
+    };
+    ($($name:ident),* $(,)?) => {
+        $crate::per_transport!(@mod inproc, InProc, any(), $($name),*);
+        $crate::per_transport!(@mod udp4, Udp4, all(), $($name),*);
+    };
 }
 
 /// Serializes the tests of one file that must not hear each other's scripted peers.
@@ -101,4 +244,35 @@ pub struct Keyed {
 pub struct Keyless {
     pub seq: u32,
     pub text: String,
+}
+
+/// Takes from every reader until each holds `n` samples (within 20 s), then once more after
+/// 200 ms, so that a duplicate arriving late is caught too; returns each reader's `seq(..)` of
+/// every valid sample, in arrival order.
+pub fn take_until_each_has<T: TopicType>(
+    readers: &[tessera::DataReader<T>],
+    n: usize,
+    seq: impl Fn(&T) -> u32,
+) -> Vec<Vec<u32>> {
+    let mut got = vec![Vec::new(); readers.len()];
+    let take_all = |got: &mut Vec<Vec<u32>>| {
+        for (r, g) in readers.iter().zip(got.iter_mut()) {
+            for s in r.take(512).unwrap() {
+                g.extend(s.data.as_ref().map(&seq));
+            }
+        }
+    };
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while got.iter().any(|g| g.len() < n) {
+        assert!(
+            Instant::now() < deadline,
+            "received {:?} of {n}",
+            got.iter().map(Vec::len).collect::<Vec<_>>()
+        );
+        take_all(&mut got);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    take_all(&mut got);
+    got
 }

@@ -10,9 +10,9 @@ use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use tessera_cli::bench::hosts::{self, LinkShaping, Topology};
-use tessera_cli::bench::procmon::{Capture, Proc};
-use tessera_cli::bench::results::Implementation;
+use tessera_bench::hosts::{self, LinkShaping, Topology};
+use tessera_bench::procmon::{Capture, Proc};
+use tessera_bench::results::Implementation;
 
 static LOCK: Mutex<()> = Mutex::new(());
 
@@ -372,7 +372,7 @@ fn busy_child_uses_user_cpu() {
     assert!(p.stats().is_none());
     let mut live = None;
     while p.wait_timeout(Duration::from_millis(100)).is_none() {
-        live = tessera_cli::bench::procmon::sample(p.pid()).or(live);
+        live = tessera_bench::procmon::sample(p.pid()).or(live);
     }
     assert_eq!(p.exit_code(), Some(0));
     let st = p.stats().unwrap();

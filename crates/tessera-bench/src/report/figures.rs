@@ -17,11 +17,11 @@ use std::collections::BTreeSet;
 use plotters::style::RGBColor;
 use serde_json::Value;
 
-use super::super::results::{median_of, value_text, BoxPlot, Cell, Kind, ResultSet};
 use super::chart::{
     Axis, Bar, BoxGlyph, Figure, LegendEntry, Line, Marker, Panel, Scale, Style, Swatch, VMark,
 };
 use super::table::{by_experiment, pair_display, pairs_of, param_phrase, split_params};
+use crate::results::{median_of, value_text, BoxPlot, Cell, Kind, ResultSet};
 
 /// Most panels in one figure; more facets continue in a second figure.
 const MAX_PANELS: usize = 9;
@@ -149,7 +149,7 @@ fn auto_scale(values: impl Iterator<Item = f64>, ratio: f64) -> Scale {
 /// Median of each box field over a cell's rounds.
 fn median_box(
     cell: &Cell<'_>,
-    get: impl Fn(&super::super::results::Point) -> Option<BoxPlot>,
+    get: impl Fn(&crate::results::Point) -> Option<BoxPlot>,
 ) -> Option<[f64; 5]> {
     let boxes: Vec<BoxPlot> = cell.rounds.iter().filter_map(|p| get(p)).collect();
     if boxes.is_empty() {
@@ -298,7 +298,7 @@ fn box_figure(
     name: &str,
     what: &str,
     y_label: &str,
-    get: impl Fn(&super::super::results::Point) -> Option<BoxPlot> + Copy,
+    get: impl Fn(&crate::results::Point) -> Option<BoxPlot> + Copy,
 ) -> Vec<Figure> {
     let (varying, fixed) = split_params(cells);
     let pairs: Vec<String> = pairs_of(cells)
@@ -808,13 +808,13 @@ fn reliability(exp: &str, cells: &[Cell<'_>]) -> Vec<Figure> {
         for pair in &pairs {
             for c in fc.iter().filter(|c| c.pair == pair) {
                 // The round whose completion time is the median shows a typical run.
-                let mut rounds: Vec<&&super::super::results::Point> = c
+                let mut rounds: Vec<&&crate::results::Point> = c
                     .rounds
                     .iter()
                     .filter(|p| p.series.contains_key("critical_rate"))
                     .collect();
                 rounds.sort_by(|a, b| {
-                    let k = |p: &super::super::results::Point| {
+                    let k = |p: &crate::results::Point| {
                         p.metrics.get("completion_s").copied().unwrap_or(f64::NAN)
                     };
                     k(a).partial_cmp(&k(b)).unwrap_or(std::cmp::Ordering::Equal)

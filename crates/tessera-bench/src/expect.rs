@@ -405,7 +405,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::bench::results::{Implementation, LatencyStats, Point, ThroughputStats};
+    use crate::results::{Implementation, LatencyStats, Point, ThroughputStats};
 
     fn crit(s: &str) -> Criterion {
         Criterion::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"))

@@ -22,8 +22,9 @@ pub const WAKEUP: &str = "blocking receive, no busy-polling (both implementation
 pub const DDSPERF_ENV: &str = "TESSERA_BENCH_DDSPERF";
 
 /// Captures the machine and software a run measures. `ddsperf` is the Cyclone DDS tool the run
-/// uses, if any (its Debian package version is recorded).
+/// uses, if any (the version of that very binary is recorded: [`ddsperf_version`]).
 pub fn capture(ddsperf: Option<&Path>) -> Environment {
+    let cyclone = ddsperf.map(ddsperf_version);
     Environment {
         hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
         cpu_model: std::fs::read_to_string("/proc/cpuinfo")
@@ -42,7 +43,8 @@ pub fn capture(ddsperf: Option<&Path>) -> Environment {
             .unwrap_or_else(unknown),
         git_revision: git_revision(Path::new(env!("CARGO_MANIFEST_DIR"))),
         tessera_version: env!("CARGO_PKG_VERSION").to_string(),
-        cyclone_version: ddsperf.and_then(|_| cyclone_version()),
+        cyclone_version: cyclone.as_ref().map(|c| c.version.clone()),
+        ddsperf: cyclone.map(|c| format!("{} ({})", c.binary.display(), c.source)),
         rustc: run("rustc", &["--version"]),
         wakeup: WAKEUP.to_string(),
     }
@@ -153,12 +155,104 @@ pub fn git_revision(dir: &Path) -> Option<String> {
     Some(if dirty { format!("{rev}-dirty") } else { rev })
 }
 
-/// Version of Debian's `cyclonedds-tools` package (which ships `ddsperf`).
-fn cyclone_version() -> Option<String> {
-    run(
-        "dpkg-query",
-        &["-W", "-f", "${Version}", "cyclonedds-tools"],
+/// The Cyclone DDS version of one `ddsperf` binary, and how it was found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CycloneVersion {
+    /// The binary, symbolic links resolved.
+    pub binary: PathBuf,
+    /// A version (`0.10.2-2`), or `unknown (BINARY)`.
+    pub version: String,
+    /// Where the version came from.
+    pub source: String,
+}
+
+/// The Cyclone DDS version of the `ddsperf` at `path` (the one the run starts), never that of
+/// another file:
+/// 1. the version of the Debian package that owns the binary (`dpkg-query -S`), else
+/// 2. the `libddsc` it links (`ldd`): the version in its resolved file name
+///    (`libddsc.so.0.10.2`, as Cyclone's own build installs it), else its Debian package's,
+/// 3. else `unknown (PATH)`.
+///
+/// `ddsperf` itself is not run: 0.10.2 has no version option, and running it here would start
+/// a participant outside the benchmark's namespaces.
+pub fn ddsperf_version(path: &Path) -> CycloneVersion {
+    let binary = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    let found = |version: String, source: String| CycloneVersion {
+        binary: binary.clone(),
+        version,
+        source,
+    };
+    if let Some((pkg, v)) = debian_owner(&binary) {
+        return found(v, format!("Debian package {pkg}"));
+    }
+    let lib = binary
+        .to_str()
+        .and_then(|b| run("ldd", &[b]))
+        .and_then(|out| libddsc_of_ldd(&out));
+    if let Some(lib) = lib {
+        let lib = std::fs::canonicalize(&lib).unwrap_or(lib);
+        let name = lib.file_name().and_then(OsStr::to_str).unwrap_or("");
+        if let Some(v) = version_of_soname(name) {
+            return found(v, format!("links {}", lib.display()));
+        }
+        if let Some((pkg, v)) = debian_owner(&lib) {
+            return found(
+                v,
+                format!("links {} of Debian package {pkg}", lib.display()),
+            );
+        }
+    }
+    found(
+        format!("{UNKNOWN} ({})", binary.display()),
+        "no package owns it and no versioned libddsc found".to_string(),
     )
+}
+
+/// The Debian package owning `file` and that package's version.
+fn debian_owner(file: &Path) -> Option<(String, String)> {
+    let pkg = package_of_dpkg_search(&run("dpkg-query", &["-S", file.to_str()?])?)?;
+    let version = run("dpkg-query", &["-W", "-f", "${Version}", &pkg])?;
+    Some((pkg, version))
+}
+
+/// The package named by `dpkg-query -S FILE` output (`cyclonedds-tools: /usr/bin/ddsperf`,
+/// `libddsc0debian:amd64: /usr/lib/...`), without its architecture; `None` when several
+/// packages or a diversion are listed.
+pub fn package_of_dpkg_search(out: &str) -> Option<String> {
+    let mut lines = out.lines().filter(|l| !l.trim().is_empty());
+    let line = lines.next()?;
+    if lines.next().is_some() || line.starts_with("diversion") {
+        return None;
+    }
+    let (pkgs, _) = line.split_once(": ")?;
+    if pkgs.contains(',') {
+        return None;
+    }
+    let pkg = pkgs.split(':').next()?.trim();
+    (!pkg.is_empty()).then(|| pkg.to_string())
+}
+
+/// The path of the `libddsc` an `ldd` output lists (`libddsc.so.0 => /usr/lib/... (0x...)`).
+pub fn libddsc_of_ldd(out: &str) -> Option<PathBuf> {
+    out.lines().find_map(|l| {
+        let (name, rest) = l.trim().split_once(" => ")?;
+        if !name.starts_with("libddsc.so") {
+            return None;
+        }
+        let path = rest.split(" (").next()?.trim();
+        path.starts_with('/').then(|| PathBuf::from(path))
+    })
+}
+
+/// The version in a shared library's file name, `libddsc.so.0.10.2` → `0.10.2`: at least
+/// two numeric components after `.so.` (a bare `libddsc.so.0` is only the ABI version).
+pub fn version_of_soname(name: &str) -> Option<String> {
+    let (_, v) = name.split_once(".so.")?;
+    let parts: Vec<&str> = v.split('.').collect();
+    let numeric = parts
+        .iter()
+        .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+    (parts.len() >= 2 && numeric).then(|| v.to_string())
 }
 
 /// Where `ddsperf` is: [`DDSPERF_ENV`] when set (empty = not available), else the first
@@ -194,7 +288,7 @@ fn search_path(name: &OsStr, path: &OsStr) -> Option<PathBuf> {
 }
 
 /// True for a regular file with an execute bit.
-fn is_executable(p: &Path) -> bool {
+pub(crate) fn is_executable(p: &Path) -> bool {
     use std::os::unix::fs::PermissionsExt;
     std::fs::metadata(p)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
@@ -261,14 +355,119 @@ mod tests {
         assert_eq!(e.wakeup, WAKEUP);
         // Built by cargo, so rustc is on the PATH.
         assert!(e.rustc.as_deref().unwrap_or("").starts_with("rustc "));
-        // With a ddsperf, the Debian package version is recorded when dpkg knows it.
+        assert_eq!(e.ddsperf, None);
+        // With a ddsperf, a version and where it came from are recorded.
         if let Some(d) = find_ddsperf() {
             let e = capture(Some(&d));
             println!("{e:#?}");
-            if run("dpkg-query", &["-W", "cyclonedds-tools"]).is_some() {
-                assert!(e.cyclone_version.is_some());
-            }
+            assert!(e.cyclone_version.is_some());
+            assert!(e.ddsperf.is_some());
         }
+    }
+
+    /// A scratch directory holding `files` (name, content), all executable.
+    fn scratch(tag: &str, files: &[(&str, &[u8])]) -> PathBuf {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = std::env::temp_dir().join(format!("tessera-env-{tag}-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for (name, content) in files {
+            let p = dir.join(name);
+            std::fs::write(&p, content).unwrap();
+            std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        dir
+    }
+
+    /// A `ddsperf` that no package owns and that links no libddsc (here a script, as a source
+    /// build would be to dpkg) has an unknown version: never the version of Debian's package,
+    /// which describes another file.
+    #[test]
+    fn unowned_ddsperf_is_unknown_not_the_package_version() {
+        let dir = scratch("unowned", &[("ddsperf", b"#!/bin/sh\nexit 0\n")]);
+        let exe = std::fs::canonicalize(dir.join("ddsperf")).unwrap();
+        let v = ddsperf_version(&exe);
+        assert_eq!(v.version, format!("unknown ({})", exe.display()));
+        let e = capture(Some(&exe));
+        assert_eq!(e.cyclone_version, Some(v.version.clone()));
+        let debian = run(
+            "dpkg-query",
+            &["-W", "-f", "${Version}", "cyclonedds-tools"],
+        );
+        assert!(debian.is_none() || e.cyclone_version != debian, "{e:?}");
+        assert!(e.ddsperf.unwrap().starts_with(&exe.display().to_string()));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Debian's ddsperf is described by its package; a copy of it that no package owns (like a
+    /// ddsperf built from source against that library) by the libddsc it links.
+    #[test]
+    fn ddsperf_version_comes_from_its_package_or_its_library() {
+        let Some(system) = find_ddsperf_in(None, Some(OsStr::new("/usr/bin:/bin"))) else {
+            // Nothing to look at without Debian's ddsperf (scripts/install-deps installs it).
+            println!("no ddsperf in /usr/bin: only the parsers are checked");
+            return;
+        };
+        let owned = ddsperf_version(&system);
+        println!("{owned:?}");
+        if let Some((pkg, version)) = debian_owner(&owned.binary) {
+            assert_eq!(owned.version, version);
+            assert_eq!(owned.source, format!("Debian package {pkg}"));
+        }
+        let dir = scratch("copy", &[("ddsperf", &std::fs::read(&system).unwrap())]);
+        let copy = ddsperf_version(&dir.join("ddsperf"));
+        println!("{copy:?}");
+        let lib = run("ldd", &[system.to_str().unwrap()])
+            .and_then(|o| libddsc_of_ldd(&o))
+            .expect("Debian's ddsperf links libddsc");
+        let lib = std::fs::canonicalize(lib).unwrap();
+        let from_name = version_of_soname(lib.file_name().unwrap().to_str().unwrap());
+        match from_name {
+            Some(v) => assert_eq!(copy.version, v),
+            None => assert_eq!(Some(copy.version.clone()), debian_owner(&lib).map(|o| o.1)),
+        }
+        assert!(copy.source.contains(&lib.display().to_string()), "{copy:?}");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn parses_dpkg_ldd_and_sonames() {
+        assert_eq!(
+            package_of_dpkg_search("cyclonedds-tools: /usr/bin/ddsperf\n").as_deref(),
+            Some("cyclonedds-tools")
+        );
+        assert_eq!(
+            package_of_dpkg_search("libddsc0debian:amd64: /usr/lib/x/libddsc.so.0.10.2\n")
+                .as_deref(),
+            Some("libddsc0debian")
+        );
+        assert_eq!(package_of_dpkg_search(""), None);
+        assert_eq!(package_of_dpkg_search("a, b: /usr/bin/x\n"), None);
+        assert_eq!(
+            package_of_dpkg_search("diversion by x from: /usr/bin/ddsperf\n"),
+            None
+        );
+        let ldd = "\tlinux-vdso.so.1 (0x00007ffc)\n\
+                   \tlibddsc.so.0debian => /usr/bin/../lib/x86_64-linux-gnu/libddsc.so.0debian \
+                   (0x00007fd3)\n\tlibc.so.6 => /lib/x86_64-linux-gnu/libc.so.6 (0x00007fd2)\n";
+        assert_eq!(
+            libddsc_of_ldd(ldd),
+            Some(PathBuf::from(
+                "/usr/bin/../lib/x86_64-linux-gnu/libddsc.so.0debian"
+            ))
+        );
+        assert_eq!(libddsc_of_ldd("\tlibddsc.so.0 => not found\n"), None);
+        assert_eq!(libddsc_of_ldd("\tnot a dynamic executable\n"), None);
+        assert_eq!(
+            version_of_soname("libddsc.so.0.10.2").as_deref(),
+            Some("0.10.2")
+        );
+        assert_eq!(
+            version_of_soname("libddsc.so.0.11.0").as_deref(),
+            Some("0.11.0")
+        );
+        assert_eq!(version_of_soname("libddsc.so.0"), None);
+        assert_eq!(version_of_soname("libddsc.so.0debian"), None);
+        assert_eq!(version_of_soname("libddsc.so"), None);
     }
 
     #[test]

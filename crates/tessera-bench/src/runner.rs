@@ -5,8 +5,8 @@
 //! hosts) that is torn down when the point ends, so no point inherits sockets, routes or
 //! shaping from another. Both DDS implementations are driven with ddsperf's command grammar —
 //! `tessera perf --json …` (a ddsperf twin) and `ddsperf …` — so both run the same topic, types,
-//! QoS and protocol; the raw UDP floor is `tessera bench udp`, and the Tessera-only late-joiner
-//! experiment is `tessera bench worker`. Each process's output is kept under `logs/` in the
+//! QoS and protocol; the raw UDP floor is `tessera-bench udp`, and the Tessera-only late-joiner
+//! experiment is `tessera-bench worker`. Each process's output is kept under `logs/` in the
 //! result directory.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -50,8 +50,11 @@ pub struct RunOptions {
     pub expect: Vec<Criterion>,
     /// Show a progress bar.
     pub progress: bool,
-    /// The `tessera` binary (this one).
+    /// The `tessera` binary, started as `tessera perf` for Tessera workers.
     pub tessera_exe: PathBuf,
+    /// The `tessera-bench` binary (this one), started for the raw UDP floor
+    /// (`tessera-bench udp`) and the Tessera-only worker (`tessera-bench worker`).
+    pub bench_exe: PathBuf,
     /// Cyclone's `ddsperf`, when installed.
     pub ddsperf: Option<PathBuf>,
     /// The command line, for the report.
@@ -92,6 +95,13 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
             "Cyclone DDS skipped: `ddsperf` was not found (Debian package cyclonedds-tools); \
              every Cyclone and mixed pair is left out of this run."
                 .to_string(),
+        );
+    }
+    if uses(&scenario, Implementation::Tessera) && !env::is_executable(&opts.tessera_exe) {
+        anyhow::bail!(
+            "the Tessera worker {} is missing or not executable; build it with \
+             `cargo build --release -p tessera-cli -p tessera-bench`",
+            opts.tessera_exe.display()
         );
     }
     notes.extend(scenario.skipped());
@@ -180,6 +190,15 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     })
 }
 
+/// Whether any pair of `s` runs `implementation` on either side.
+fn uses(s: &Scenario, implementation: Implementation) -> bool {
+    s.experiments.iter().any(|e| {
+        e.pairs
+            .iter()
+            .any(|p| p.writer == implementation || p.reader == implementation)
+    })
+}
+
 fn apply_overrides(s: &mut Scenario, opts: &RunOptions) {
     if let Some(h) = opts.hosts {
         s.hosts = h;
@@ -249,9 +268,10 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
     }
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
-            "Tessera sends user data to each matched reader by unicast (a shared multicast \
-             destination is not built yet); `multicast = false` switches Cyclone to \
-             multicast for discovery only."
+            "With `multicast = true` (the default) both implementations send data once per \
+             multicast group that several readers share; `multicast = false` restricts both to \
+             multicast for discovery only (Cyclone: AllowMulticast=spdp, Tessera: \
+             TESSERA_ALLOW_MULTICAST=spdp), so data goes by unicast to each reader."
                 .to_string(),
         );
     }
@@ -347,6 +367,11 @@ impl Ctx<'_> {
             Implementation::Tessera => {
                 let mut c = topo.command(host, &self.opts.tessera_exe);
                 c.arg("perf").arg("--json");
+                if !multicast {
+                    // Like Cyclone's AllowMulticast=spdp below: discovery by multicast, data by
+                    // unicast to each reader.
+                    c.env("TESSERA_ALLOW_MULTICAST", "spdp");
+                }
                 c
             }
             Implementation::Cyclone => {
@@ -382,7 +407,7 @@ impl Ctx<'_> {
         })
     }
 
-    /// A `tessera bench …` helper process (raw UDP floor or Tessera-only worker).
+    /// A `tessera-bench …` helper process (raw UDP floor or Tessera-only worker).
     fn tool(
         &self,
         topo: &Topology,
@@ -392,8 +417,8 @@ impl Ctx<'_> {
         implementation: Implementation,
         capture: Capture,
     ) -> anyhow::Result<Worker> {
-        let mut cmd = topo.command(host, &self.opts.tessera_exe);
-        cmd.arg("bench").args(args);
+        let mut cmd = topo.command(host, &self.opts.bench_exe);
+        cmd.args(args);
         let proc = Proc::spawn(cmd, role, implementation, capture)
             .with_context(|| format!("starting {role}"))?;
         Ok(Worker {
@@ -1490,15 +1515,15 @@ pub fn utc_stamp(t: SystemTime) -> (String, String) {
     )
 }
 
-/// This `tessera` binary, which the runner starts as `tessera perf` and `tessera bench udp|worker`.
+/// This `tessera-bench` binary, which the runner starts as `tessera-bench udp|worker`.
 pub fn current_exe() -> anyhow::Result<PathBuf> {
-    std::env::current_exe().context("cannot locate the tessera binary")
+    std::env::current_exe().context("cannot locate the tessera-bench binary")
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::{LatencyLine, SubLine};
+    use crate::parse::{LatencyLine, SubLine};
 
     fn sub(t: f64, ksps: f64, delta: u64, delta_lost: u64) -> SubLine {
         SubLine {

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::Value;
 
-use super::super::results::{value_text, Cell, Kind, Pair, ResultSet};
+use crate::results::{value_text, Cell, Kind, Pair, ResultSet};
 
 /// Pairs in the order every table, chart and legend uses.
 const PAIR_ORDER: &[&str] = &[

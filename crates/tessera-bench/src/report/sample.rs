@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::super::results::{
+use crate::results::{
     BoxPlot, Environment, Implementation, Kind, LatencyStats, Pair, Point, ProcStats, ResultSet,
     ThroughputStats,
 };
@@ -241,6 +241,7 @@ pub(super) fn result_set() -> ResultSet {
             git_revision: Some("97750a9".into()),
             tessera_version: "0.1.0".into(),
             cyclone_version: Some("0.10.2-1".into()),
+            ddsperf: Some("/usr/bin/ddsperf (Debian package cyclonedds-tools)".into()),
             rustc: Some("rustc 1.95.0".into()),
             wakeup: "blocking receive, no busy-poll".into(),
         },

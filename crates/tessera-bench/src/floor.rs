@@ -41,8 +41,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use crate::perf::report::{FinalError, PeerLabel, ReportLine, Reporter, Stamp};
-use crate::perf::stats::{ClockDecimator, LatencyStats, PubHist, PubPacer, SeqTracker};
+use tessera_cli::perf::report::{FinalError, PeerLabel, ReportLine, Reporter, Stamp};
+use tessera_cli::perf::stats::{ClockDecimator, LatencyStats, PubHist, PubPacer, SeqTracker};
 
 /// Bytes of the header every datagram starts with.
 pub const HEADER: usize = 32;
@@ -783,65 +783,10 @@ pub fn main(args: &[String]) -> i32 {
 }
 
 #[cfg(test)]
-pub(crate) mod netns {
-    //! Runs a test body inside a fresh network namespace: the test re-executes its own test
-    //! binary under `unshare -n` for one `#[ignore]`d inner test.
-
-    /// Whether this process runs inside a namespace made by [`run_inner`] (not merely inside
-    /// `scripts/netns-run`, whose namespace other tests share: `scripts/test` runs ignored
-    /// tests there, and an inner test must not add loss or domain-0 traffic to it).
-    pub fn inside() -> bool {
-        std::env::var("TESSERA_INNER_NETNS").as_deref() == Ok("1")
-    }
-
-    /// Runs the ignored test `name` (full path) in a new network namespace with loopback up.
-    /// Returns `false` (and says SKIP) when that is impossible here (not root, no `unshare`).
-    pub fn run_inner(name: &str) -> bool {
-        // SAFETY: geteuid has no preconditions.
-        if unsafe { libc::geteuid() } != 0 {
-            eprintln!("SKIP {name}: not root");
-            return false;
-        }
-        let Ok(exe) = std::env::current_exe() else {
-            eprintln!("SKIP {name}: no test binary path");
-            return false;
-        };
-        let status = std::process::Command::new("unshare")
-            .args([
-                "-n",
-                "sh",
-                "-c",
-                "ip link set lo up && ip link set lo multicast on && \
-                 ip route add 224.0.0.0/4 dev lo && exec \"$0\" \"$@\"",
-            ])
-            .arg(exe)
-            .args([
-                name,
-                "--exact",
-                "--ignored",
-                "--nocapture",
-                "--test-threads=1",
-            ])
-            .env("TESSERA_IN_NETNS", "1")
-            .env("TESSERA_INNER_NETNS", "1")
-            .status();
-        match status {
-            Ok(s) => {
-                assert!(s.success(), "{name} failed in the namespace: {s}");
-                true
-            }
-            Err(e) => {
-                eprintln!("SKIP {name}: unshare: {e}");
-                false
-            }
-        }
-    }
-}
-
-#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::parse::parse_tessera_json;
+    use crate::parse::parse_tessera_json;
+    use tessera_cli::testns as netns;
 
     fn a(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
@@ -953,9 +898,7 @@ mod tests {
     #[test]
     #[ignore = "runs inside a network namespace (see floor_end_to_end)"]
     fn floor_end_to_end_inner() {
-        if !netns::inside() {
-            return;
-        }
+        netns::require_inside("floor_end_to_end");
         // Latency, small samples, with warm-up.
         let (out, code, pong_out, pong_code) = run_pair(
             cfg(&["pong", "--port", "7700"]),
@@ -1035,6 +978,6 @@ mod tests {
 
     #[test]
     fn floor_end_to_end() {
-        netns::run_inner("bench::floor::tests::floor_end_to_end_inner");
+        netns::run_inner("floor::tests::floor_end_to_end_inner");
     }
 }

@@ -3,11 +3,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::super::results::{median_of, Kind, ResultSet};
 use super::chart::Rendered;
 use super::table::{
     by_experiment, fmt_num, markdown_table, pair_display, pair_rank, tables, Table,
 };
+use crate::results::{median_of, Kind, ResultSet};
 
 /// `3 min 12 s`, `1 h 02 min`, `45.2 s`.
 pub(super) fn fmt_duration(s: f64) -> String {
@@ -84,7 +84,10 @@ pub(super) fn environment_paragraph(rs: &ResultSet) -> String {
     }
     s.push_str("; ");
     match &e.cyclone_version {
-        Some(v) => s.push_str(&format!("Cyclone DDS {v} (Debian's ddsperf).")),
+        Some(v) => match &e.ddsperf {
+            Some(d) => s.push_str(&format!("Cyclone DDS {v}, ddsperf {d}.")),
+            None => s.push_str(&format!("Cyclone DDS {v}.")),
+        },
         None => s.push_str("Cyclone DDS not installed."),
     }
     if !e.wakeup.is_empty() {
@@ -237,7 +240,7 @@ pub(super) fn how_measured(rs: &ResultSet, failures: &[String]) -> Vec<String> {
             "CPU and peak memory of every process come from /proc ({procs} points)."
         ));
     }
-    let failed: Vec<&super::super::results::Point> = rs.points.iter().filter(|p| !p.ok).collect();
+    let failed: Vec<&crate::results::Point> = rs.points.iter().filter(|p| !p.ok).collect();
     if !failed.is_empty() {
         let mut s = format!(
             "{} point{} failed:",
@@ -281,7 +284,7 @@ fn resources(rs: &ResultSet) -> Vec<[String; 4]> {
         pairs.sort_by_key(|p| pair_rank(p));
         pairs.dedup();
         for pair in pairs {
-            let pts: Vec<&super::super::results::Point> = rs
+            let pts: Vec<&crate::results::Point> = rs
                 .points
                 .iter()
                 .filter(|p| p.ok && p.experiment == exp && p.pair == pair && !p.procs.is_empty())

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use serde_json::Value;
 
-use super::super::results::{Kind, LatencyStats, Pair, Point, ResultSet, ThroughputStats};
 use super::chart::{self, Axis, Figure, Line, Panel, Scale};
 use super::figures::style_of;
 use super::*;
+use crate::results::{Kind, LatencyStats, Pair, Point, ResultSet, ThroughputStats};
 
 fn temp_dir(tag: &str) -> PathBuf {
     static N: AtomicU32 = AtomicU32::new(0);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeSet;
 
-use super::super::results::{value_text, ResultSet};
+use crate::results::{value_text, ResultSet};
 
 /// Quotes a field when it holds a comma, a quote or a line break (RFC 4180).
 fn field(s: &str) -> String {

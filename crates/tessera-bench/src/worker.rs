@@ -358,7 +358,7 @@ pub fn main(args: &[String]) -> i32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bench::floor::netns;
+    use tessera_cli::testns as netns;
 
     fn a(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
@@ -415,9 +415,7 @@ mod tests {
     #[test]
     #[ignore = "runs inside a network namespace (see late_joiner_end_to_end)"]
     fn late_joiner_end_to_end_inner() {
-        if !netns::inside() {
-            return;
-        }
+        netns::require_inside("late_joiner_end_to_end");
         let k = 100;
         let (tx, rx) = crossbeam_channel::bounded(1);
         let (ready_tx, ready_rx) = crossbeam_channel::bounded::<()>(1);
@@ -501,6 +499,6 @@ mod tests {
 
     #[test]
     fn late_joiner_end_to_end() {
-        netns::run_inner("bench::worker::tests::late_joiner_end_to_end_inner");
+        netns::run_inner("worker::tests::late_joiner_end_to_end_inner");
     }
 }

@@ -359,8 +359,14 @@ pub struct Environment {
     pub git_revision: Option<String>,
     /// Tessera version.
     pub tessera_version: String,
-    /// Cyclone DDS version (Debian package of `ddsperf`), `None` when not installed.
+    /// Cyclone DDS version of the `ddsperf` that ran (see `env::ddsperf_version`): the
+    /// version of the Debian package owning that binary, else of the `libddsc` it links,
+    /// else `unknown (PATH)`; `None` when no `ddsperf` was found.
     pub cyclone_version: Option<String>,
+    /// Which `ddsperf` ran and where its version came from, e.g. `/usr/bin/ddsperf (Debian
+    /// package cyclonedds-tools)`; `None` when no `ddsperf` was found.
+    #[serde(default)]
+    pub ddsperf: Option<String>,
     /// rustc version that built the tool, when known.
     pub rustc: Option<String>,
     /// Wake-up strategy of the workers (e.g. "blocking receive, no busy-poll").

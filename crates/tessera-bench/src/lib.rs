@@ -1,10 +1,17 @@
-//! `tessera bench`: plans, runs, measures and reports pub/sub experiments — the seeds' DDS
-//! Benchmark Environment, side by side with Cyclone DDS.
+//! The benchmark environment (`tessera-bench`, also run as `tessera bench`): plans, runs,
+//! measures and reports pub/sub experiments — the seeds' DDS Benchmark Environment, side by side
+//! with Cyclone DDS.
+//!
+//! It is a crate of its own so that the measured `tessera` binary (`tessera perf`) does not
+//! carry the charts, fonts, scenario parser and progress bars. `tessera bench ARGS` replaces
+//! itself with the `tessera-bench` binary beside it, and this binary starts the `tessera`
+//! beside it for every Tessera worker ([`sibling_tessera`]).
 //!
 //! - [`scenario`]: scenario files (TOML) and the built-in presets, expanded into points.
 //! - [`runner`]: runs the points, interleaved, each in namespaces made for it ([`hosts`]),
-//!   driving `tessera perf`, `ddsperf`, the raw UDP floor ([`floor`]) and the Tessera-only
-//!   [`worker`]; reads their output ([`parse`]) and their /proc figures ([`procmon`]).
+//!   driving `tessera perf`, `ddsperf`, the raw UDP floor ([`floor`], `tessera-bench udp`) and
+//!   the Tessera-only [`worker`] (`tessera-bench worker`); reads their output ([`parse`]) and
+//!   their /proc figures ([`procmon`]).
 //! - [`stats`]: HdrHistogram summaries; [`results`]: the result model (`results.json`).
 //! - [`report`]: results.json/csv, report.md, report.html with charts, the terminal table.
 //! - [`compare`] two result directories; [`expect`] criteria for regression checks.
@@ -35,7 +42,8 @@ pub const EXIT_ERROR: i32 = 2;
 /// Exit status: bad command line or scenario.
 pub const EXIT_USAGE: i32 = 3;
 
-/// Usage text of `tessera bench`.
+/// Usage text of `tessera-bench` (`prog` is how it was invoked: `tessera-bench` or
+/// `tessera bench`).
 pub fn usage(prog: &str) -> String {
     let mut presets = String::new();
     for (name, what, _) in scenario::PRESETS {
@@ -69,7 +77,8 @@ pub fn usage(prog: &str) -> String {
     )
 }
 
-/// Runs `tessera bench` with `args` (the words after `bench`); returns the exit status.
+/// Runs the benchmark environment with `args` (the words after `tessera-bench`, or after
+/// `tessera bench`); returns the exit status.
 pub fn main(prog: &str, args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some("udp") => return floor::main(&args[1..]),
@@ -106,7 +115,7 @@ enum CliError {
 }
 
 fn run_main(prog: &str, args: &[String]) -> Result<i32, CliError> {
-    let exe = runner::current_exe().map_err(CliError::Run)?;
+    let bench_exe = runner::current_exe().map_err(CliError::Run)?;
     let mut opts = runner::RunOptions {
         out_dir: None,
         hosts: None,
@@ -116,7 +125,8 @@ fn run_main(prog: &str, args: &[String]) -> Result<i32, CliError> {
         pairs: None,
         expect: Vec::new(),
         progress: true,
-        tessera_exe: exe,
+        tessera_exe: sibling_tessera(&bench_exe),
+        bench_exe,
         ddsperf: env::find_ddsperf(),
         command_line: format!("{prog} {}", args.join(" ")).trim().to_string(),
     };
@@ -195,7 +205,7 @@ fn run_main(prog: &str, args: &[String]) -> Result<i32, CliError> {
     }
     if !is_root() {
         return Err(CliError::Run(anyhow::anyhow!(
-            "tessera bench needs root: every point runs in network namespaces it creates"
+            "{prog} needs root: every point runs in network namespaces it creates"
         )));
     }
     let started = std::time::Instant::now();
@@ -268,6 +278,12 @@ fn compare_main(prog: &str, args: &[String]) -> i32 {
             EXIT_ERROR
         }
     }
+}
+
+/// The `tessera` binary the runner starts as `tessera perf` for every Tessera worker: the one
+/// installed next to `bench_exe` (cargo builds both into the same directory).
+pub fn sibling_tessera(bench_exe: &std::path::Path) -> PathBuf {
+    bench_exe.with_file_name("tessera")
 }
 
 fn is_root() -> bool {

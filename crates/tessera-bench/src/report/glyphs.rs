@@ -15,7 +15,7 @@ use plotters_backend::{
 };
 
 /// DejaVu Sans (see `assets/DejaVuSans-LICENSE.txt`).
-pub(super) static FONT_BYTES: &[u8] = include_bytes!("../../../assets/DejaVuSans.ttf");
+pub(super) static FONT_BYTES: &[u8] = include_bytes!("../../assets/DejaVuSans.ttf");
 
 fn font() -> Option<&'static FontRef<'static>> {
     static FONT: OnceLock<Option<FontRef<'static>>> = OnceLock::new();

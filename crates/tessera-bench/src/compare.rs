@@ -294,7 +294,7 @@ mod tests {
     use serde_json::Value;
 
     use super::*;
-    use crate::bench::results::{Implementation, LatencyStats, Pair, Point, ThroughputStats};
+    use crate::results::{Implementation, LatencyStats, Pair, Point, ThroughputStats};
 
     const T: Pair = Pair {
         writer: Implementation::Tessera,
