@@ -61,6 +61,7 @@ mod outbox;
 mod participant;
 mod publication;
 mod reader;
+mod runtime;
 pub mod sample;
 pub mod status;
 mod subscription;

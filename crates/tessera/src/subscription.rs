@@ -12,9 +12,10 @@ use crate::endpoint::{LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
-use crate::participant::{DomainParticipant, ParticipantShared};
+use crate::participant::DomainParticipant;
 use crate::qos::{DataReaderQos, SubscriberQos};
 use crate::reader::{DataReader, UntypedDataReader};
+use crate::runtime::RuntimeContext;
 use crate::sample::{PayloadPool, SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 use crate::status::{
     IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
@@ -91,32 +92,7 @@ impl Subscriber {
         let p = self.participant.shared().clone();
         let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
-        // The participant's bounds: shared byte pools, and an instance cap unless the QoS has one.
-        let mut core_cfg = ReaderConfig::new(guid);
-        core_cfg.shared_reassembly = Some(p.budgets.reassembly.clone());
-        core_cfg.shared_buffered = Some(p.budgets.out_of_order.clone());
-        let mut history_cfg = outbox::history_config(&qos);
-        history_cfg
-            .limits
-            .max_instances
-            .get_or_insert(p.limits.max_instances_per_reader);
-        let ep = Arc::new_cyclic(|me| ReaderEndpoint {
-            me: me.clone(),
-            guid,
-            support,
-            pool: PayloadPool::default(),
-            undecodable: AtomicU64::new(0),
-            scratch: Mutex::new(Vec::new()),
-            core: Mutex::new(ReaderCore::new(core_cfg)),
-            history: Mutex::new(History::new(history_cfg)),
-            statuses: Mutex::new(ReaderStatuses::default()),
-            notifier: Arc::new(Notifier::default()),
-            listener: Mutex::new(None),
-            qos: qos.clone(),
-            matched: Mutex::new(Vec::new()),
-            refused: AtomicBool::new(false),
-            participant: Arc::downgrade(&p),
-        });
+        let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
         p.endpoints
             .write()
             .readers
@@ -211,12 +187,48 @@ pub(crate) struct ReaderEndpoint {
     pub(crate) matched: Mutex<Vec<Guid>>,
     /// The history refused a sample (resource limits) since a `take` or a purge last made room.
     refused: AtomicBool,
-    /// To send the ACKNACK that asks for refused samples again ([`ReaderEndpoint::resume`]);
-    /// weak, as the participant owns its endpoints.
-    participant: Weak<ParticipantShared>,
+    /// For the ACKNACK that a `take` in an application thread sends to ask for refused samples
+    /// again ([`ReaderEndpoint::resume`]); the receive and event threads pass theirs.
+    ctx: Arc<RuntimeContext>,
 }
 
 impl ReaderEndpoint {
+    /// A reader endpoint for the type `support` describes, with `qos`, run by `ctx`: its core
+    /// draws from the context's shared byte budgets, and its history is capped at the
+    /// context's instances per reader unless the QoS sets `max_instances`.
+    pub(crate) fn new(
+        ctx: Arc<RuntimeContext>,
+        guid: Guid,
+        support: Arc<dyn TypeSupport>,
+        qos: &DataReaderQos,
+    ) -> Arc<Self> {
+        let mut core_cfg = ReaderConfig::new(guid);
+        core_cfg.shared_reassembly = Some(ctx.budgets.reassembly.clone());
+        core_cfg.shared_buffered = Some(ctx.budgets.out_of_order.clone());
+        let mut history_cfg = outbox::history_config(qos);
+        history_cfg
+            .limits
+            .max_instances
+            .get_or_insert(ctx.limits.max_instances_per_reader);
+        Arc::new_cyclic(|me| ReaderEndpoint {
+            me: me.clone(),
+            guid,
+            support,
+            pool: PayloadPool::default(),
+            undecodable: AtomicU64::new(0),
+            scratch: Mutex::new(Vec::new()),
+            core: Mutex::new(ReaderCore::new(core_cfg)),
+            history: Mutex::new(History::new(history_cfg)),
+            statuses: Mutex::new(ReaderStatuses::default()),
+            notifier: Arc::new(Notifier::default()),
+            listener: Mutex::new(None),
+            qos: qos.clone(),
+            matched: Mutex::new(Vec::new()),
+            refused: AtomicBool::new(false),
+            ctx,
+        })
+    }
+
     /// The type support the reader was made with.
     pub(crate) fn support(&self) -> &Arc<dyn TypeSupport> {
         &self.support
@@ -235,14 +247,11 @@ impl ReaderEndpoint {
         if freed == 0 || !self.refused.swap(false, Ordering::Relaxed) {
             return;
         }
-        let Some(p) = self.participant.upgrade() else {
-            return;
-        };
         let now = Instant::now();
         let mut core = self.core.lock();
         core.resume(now);
-        outbox::flush_reader(&p, &mut core, now);
-        p.kick.ensure_by(core.poll_timeout());
+        outbox::flush_reader(&self.ctx, &mut core, now);
+        self.ctx.kick.ensure_by(core.poll_timeout());
     }
 
     /// Runs `f` on the history with the instances whose autopurge delay ran out purged first
@@ -388,7 +397,7 @@ impl LocalReader for ReaderEndpoint {
         self.guid
     }
 
-    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
+    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut available = false;
         let rejected;
         let lost_before;
@@ -430,11 +439,11 @@ impl LocalReader for ReaderEndpoint {
             lost_after = core.counters().lost;
             // SAMPLE_REJECTED counts each sample once, not each resend of it.
             rejected = (core.counters().refused - refused_before) as u32;
-            outbox::flush_reader(p, &mut core, now);
-            p.kick.ensure_by(core.poll_timeout());
+            outbox::flush_reader(ctx, &mut core, now);
+            ctx.kick.ensure_by(core.poll_timeout());
         }
         self.raise(
-            &p.counters,
+            &ctx.counters,
             available,
             rejected,
             lost_after.saturating_sub(lost_before),
@@ -451,11 +460,11 @@ impl LocalReader for ReaderEndpoint {
         }
     }
 
-    fn notify_local(&self, p: &ParticipantShared, o: LocalOutcome) {
-        self.raise(&p.counters, o.available, o.rejected, 0);
+    fn notify_local(&self, ctx: &RuntimeContext, o: LocalOutcome) {
+        self.raise(&ctx.counters, o.available, o.rejected, 0);
     }
 
-    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+    fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         // Autopurge runs here too, so an application that never reads still frees memory
         // (within the event thread's period, at most 100 ms late); room it makes lets refused
         // samples come again.
@@ -465,11 +474,11 @@ impl LocalReader for ReaderEndpoint {
             core.resume(now);
         }
         core.handle_timeout(now);
-        outbox::flush_reader(p, &mut core, now);
+        outbox::flush_reader(ctx, &mut core, now);
         core.poll_timeout()
     }
 
-    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
+    fn matched(&self, ctx: &RuntimeContext, remote: &RemoteEndpoint, now: Instant) {
         {
             // The pair is reliable only when this reader asks for it: a reliable writer treats
             // a best-effort reader as best effort (no HEARTBEAT, no GAP), so a reliable proxy
@@ -481,7 +490,7 @@ impl LocalReader for ReaderEndpoint {
             if remote.guid.prefix != self.guid.prefix {
                 let mut core = self.core.lock();
                 core.add_writer(remote.guid, remote.locators, reliable, now);
-                outbox::flush_reader(p, &mut core, now);
+                outbox::flush_reader(ctx, &mut core, now);
             }
         }
         {
