@@ -2,18 +2,20 @@
 //! next to a typed one on the same topic, decode errors at the API edge, and `take_into`
 //! without allocation in the taking thread.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
 use tessera::rtps::cdr;
-use tessera::transport::InProcessNetwork;
 use tessera::{
-    DataReader, DataWriter, DomainParticipant, InstanceState, ParticipantConfig, Sample,
-    StateMasks, TopicType, UntypedDataReader,
+    DataReader, DataWriter, DomainParticipant, InstanceState, Sample, StateMasks, TopicType,
+    UntypedDataReader,
 };
 
 mod counting_alloc;
 use counting_alloc::allocs;
+
+mod support;
+use support::{wait_until, Transport};
 
 #[derive(TopicType, Debug, Clone, PartialEq)]
 struct Reading {
@@ -39,15 +41,6 @@ struct Fixed {
     value: u64,
 }
 
-fn participant(net: &InProcessNetwork) -> DomainParticipant {
-    DomainParticipant::with_qos(
-        0,
-        Default::default(),
-        ParticipantConfig::with_in_process(net.clone()),
-    )
-    .unwrap()
-}
-
 fn reader_qos() -> DataReaderQos {
     DataReaderQos::default()
         .with_reliability(Reliability::reliable(Duration::from_secs(1)))
@@ -70,20 +63,12 @@ fn readers<T: TopicType>(p: &DomainParticipant, topic: &str) -> (DataReader<T>, 
     (typed, untyped)
 }
 
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while !cond() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
 fn wait_matched<T: TopicType, U: TopicType>(
     w: &DataWriter<T>,
     r: &DataReader<U>,
     u: &UntypedDataReader,
 ) {
-    wait_until("matches", || {
+    wait_until(10, "matches", || {
         w.publication_matched_status().current_count == 2
             && r.subscription_matched_status().current_count == 1
             && u.subscription_matched_status().current_count == 1
@@ -91,17 +76,17 @@ fn wait_matched<T: TopicType, U: TopicType>(
 }
 
 fn wait_for_samples(u: &UntypedDataReader, n: usize) {
-    wait_until("samples", || {
+    wait_until(10, "samples", || {
         u.read_serialized(n + 1, StateMasks::ANY).unwrap().len() >= n
     });
 }
 
 #[test]
 fn untyped_reader_gets_the_bytes_a_typed_reader_decodes() {
-    let net = InProcessNetwork::new();
-    let (pa, pb) = (participant(&net), participant(&net));
-    let w = writer::<Reading>(&pa, "erased");
-    let (r, u) = readers::<Reading>(&pb, "erased");
+    let ps = Transport::InProc.participants(2);
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let w = writer::<Reading>(pa, "erased");
+    let (r, u) = readers::<Reading>(pb, "erased");
     wait_matched(&w, &r, &u);
     assert_eq!(u.type_support().type_name(), "Reading");
     assert!(u.type_support().is_keyed());
@@ -123,7 +108,7 @@ fn untyped_reader_gets_the_bytes_a_typed_reader_decodes() {
     let disposed =
         |info: &tessera::SampleInfo| info.instance_state == InstanceState::NotAliveDisposed;
     let (mut typed, mut bytes) = (Vec::new(), Vec::new());
-    wait_until("all samples and the dispose in both readers", || {
+    wait_until(10, "all samples and the dispose in both readers", || {
         typed.extend(r.take(16).unwrap());
         bytes.extend(u.take_serialized(16, StateMasks::ANY).unwrap());
         let valid = |n: usize| n == 6;
@@ -158,17 +143,17 @@ fn untyped_reader_gets_the_bytes_a_typed_reader_decodes() {
 
 #[test]
 fn keyed_samples_without_a_key_are_counted_and_dropped_on_arrival() {
-    let net = InProcessNetwork::new();
-    let (pa, pb) = (participant(&net), participant(&net));
-    let w = writer::<KeyOnly>(&pa, "short");
-    let (r, u) = readers::<Reading>(&pb, "short");
+    let ps = Transport::InProc.participants(2);
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let w = writer::<KeyOnly>(pa, "short");
+    let (r, u) = readers::<Reading>(pb, "short");
     wait_matched(&w, &r, &u);
     for sensor in 0..3 {
         w.write(&KeyOnly { sensor }).unwrap();
     }
     // Their key hash cannot be computed (the payload ends before Reading's members do): both
     // readers drop them before the history and count them.
-    wait_until("drops", || {
+    wait_until(10, "drops", || {
         r.undecodable_samples() == 3 && u.undecodable_samples() == 3
     });
     assert!(r.take(8).unwrap().is_empty());
@@ -184,10 +169,10 @@ struct ShortFixed {
 
 #[test]
 fn undecodable_samples_are_counted_and_dropped_at_take() {
-    let net = InProcessNetwork::new();
-    let (pa, pb) = (participant(&net), participant(&net));
-    let w = writer::<ShortFixed>(&pa, "short-fixed");
-    let (r, u) = readers::<Fixed>(&pb, "short-fixed");
+    let ps = Transport::InProc.participants(2);
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let w = writer::<ShortFixed>(pa, "short-fixed");
+    let (r, u) = readers::<Fixed>(pb, "short-fixed");
     wait_matched(&w, &r, &u);
     for seq in 0..3 {
         w.write(&ShortFixed { seq }).unwrap();
@@ -211,10 +196,10 @@ fn undecodable_samples_are_counted_and_dropped_at_take() {
 #[test]
 fn take_into_allocates_nothing_in_steady_state() {
     const N: usize = 64;
-    let net = InProcessNetwork::new();
-    let (pa, pb) = (participant(&net), participant(&net));
-    let w = writer::<Fixed>(&pa, "fixed");
-    let (r, u) = readers::<Fixed>(&pb, "fixed");
+    let ps = Transport::InProc.participants(2);
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let w = writer::<Fixed>(pa, "fixed");
+    let (r, u) = readers::<Fixed>(pb, "fixed");
     wait_matched(&w, &r, &u);
     let mut out: Vec<Sample<Fixed>> = Vec::with_capacity(N);
     let mut seq = 0;
@@ -249,10 +234,10 @@ fn take_into_allocates_nothing_in_steady_state() {
 fn local_readers_get_the_writers_bytes() {
     // Same participant: the samples are handed over in the writer's thread (the buffer shared,
     // not copied) rather than sent.
-    let net = InProcessNetwork::new();
-    let p = participant(&net);
-    let w = writer::<Reading>(&p, "local");
-    let (r, u) = readers::<Reading>(&p, "local");
+    let ps = Transport::InProc.participants(1);
+    let p = &ps[0];
+    let w = writer::<Reading>(p, "local");
+    let (r, u) = readers::<Reading>(p, "local");
     wait_matched(&w, &r, &u);
     let sent = Reading {
         sensor: 4,
