@@ -11,12 +11,13 @@
 //! Application threads send the first transmission of every sample themselves (see
 //! [`crate::publication`]); no queue sits between `write` and the socket.
 
-use crate::bounds::{Budgets, DropReport, ResourceBounds};
+use crate::bounds::{DropReport, ResourceBounds};
 use crate::discovery_rt::{DiscoveryOptions, DiscoveryRuntime, ParticipantEvent, ParticipantInfo};
 use crate::endpoint::{LocalReader, LocalWriter};
 use crate::error::{Error, Result};
 use crate::publication::Publisher;
 use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
+use crate::runtime::RuntimeContext;
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
 use crate::transport::{
@@ -24,7 +25,7 @@ use crate::transport::{
 };
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -205,7 +206,7 @@ impl EventKick {
     /// `scheduled` while a pass runs and nothing was requested during it.
     const RUNNING: u64 = u64::MAX;
 
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         EventKick {
             epoch: Instant::now(),
             // The event thread starts with a pass.
@@ -274,25 +275,27 @@ impl EventKick {
     }
 }
 
-/// Everything the participant's threads and entities share.
+/// Everything the participant's threads and entities share: the endpoint tables and discovery,
+/// around the [`RuntimeContext`] its endpoints run with. It dereferences to that context, so
+/// that code holding the participant (the receive and event threads, discovery) passes it where
+/// a context is wanted; endpoints get only the context.
 pub(crate) struct ParticipantShared {
-    pub guid_prefix: GuidPrefix,
     pub domain_id: u32,
     pub qos: DomainParticipantQos,
-    /// The transports, keyed by locator kind.
-    pub transport: Transports,
-    /// Datagrams waiting for destinations that could not take them without blocking.
-    pub send_queues: crate::outbox::SendQueues,
+    /// What endpoints see of the participant: GUID prefix, transports, send queues, event kick,
+    /// counters, bounds and budgets, multicast use (see [`ParticipantConfig::allow_multicast`]).
+    pub ctx: Arc<RuntimeContext>,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
-    pub kick: EventKick,
-    pub counters: RuntimeCounters,
-    pub limits: ResourceBounds,
-    /// What multicast is used for (see [`ParticipantConfig::allow_multicast`]).
-    pub allow_multicast: AllowMulticast,
-    pub budgets: Budgets,
     next_entity_key: AtomicU32,
-    shutdown: AtomicBool,
+}
+
+impl std::ops::Deref for ParticipantShared {
+    type Target = RuntimeContext;
+
+    fn deref(&self) -> &RuntimeContext {
+        &self.ctx
+    }
 }
 
 impl std::fmt::Debug for ParticipantShared {
@@ -314,7 +317,7 @@ struct ParticipantOwner {
 impl Drop for ParticipantOwner {
     fn drop(&mut self) {
         self.shared.discovery.lock().announce_leaving(&self.shared);
-        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.ctx.close();
         self.shared.kick.wake_now();
         drop(self.receivers.lock().take());
         if let Some(t) = self.events.lock().take() {
@@ -390,34 +393,26 @@ impl DomainParticipant {
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
-        let budgets = Budgets::new(&config.limits);
+        let ctx = RuntimeContext::new(guid_prefix, transport, config.limits, allow_multicast);
         let discovery = DiscoveryRuntime::new(
             guid_prefix,
             domain_id,
             &qos,
-            &transport,
+            &ctx.transport,
             DiscoveryOptions {
                 ignore_local: config.ignore_local,
                 allow_multicast,
             },
-            &budgets,
+            &ctx.budgets,
             now,
         );
         let shared = Arc::new(ParticipantShared {
-            guid_prefix,
             domain_id,
             qos,
-            transport,
-            send_queues: Default::default(),
+            ctx: Arc::new(ctx),
             endpoints: RwLock::new(Endpoints::default()),
             discovery: Mutex::new(discovery),
-            kick: EventKick::new(),
-            counters: RuntimeCounters::default(),
-            limits: config.limits,
-            allow_multicast,
-            budgets,
             next_entity_key: AtomicU32::new(1),
-            shutdown: AtomicBool::new(false),
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
@@ -596,7 +591,7 @@ impl ParticipantShared {
             if writer_side {
                 let w = self.endpoints.read().writers.get(&entity).cloned();
                 match w {
-                    Some(w) => w.handle(self, &rs, now),
+                    Some(w) => w.handle(&self.ctx, &rs, now),
                     None => {
                         self.counters
                             .unroutable_submessages
@@ -611,7 +606,7 @@ impl ParticipantShared {
                 match readers {
                     Some(readers) => {
                         for r in readers.iter() {
-                            r.handle(self, &rs, now);
+                            r.handle(&self.ctx, &rs, now);
                         }
                     }
                     None => {
@@ -639,9 +634,17 @@ impl ParticipantShared {
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {
-                    let w = self.endpoints.read().writers.get(&local.entity_id).cloned();
+                    let (w, local_reader) = {
+                        let eps = self.endpoints.read();
+                        let r = if remote.guid.prefix == self.guid_prefix {
+                            eps.readers.get(&remote.guid.entity_id).cloned()
+                        } else {
+                            None
+                        };
+                        (eps.writers.get(&local.entity_id).cloned(), r)
+                    };
                     if let Some(w) = w {
-                        w.matched(self, &remote, now);
+                        w.matched(&self.ctx, &remote, local_reader, now);
                     }
                 }
                 MatchAction::UnmatchWriter { local, remote } => {
@@ -653,7 +656,7 @@ impl ParticipantShared {
                 MatchAction::MatchReader { local, remote } => {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
-                        r.matched(self, &remote, now);
+                        r.matched(&self.ctx, &remote, now);
                         // A local writer delivers directly; nothing of it comes by the network.
                         if remote.guid.prefix != self.guid_prefix {
                             self.endpoints.write().add_reader_of(remote.guid, r);
@@ -694,7 +697,7 @@ impl ParticipantShared {
     fn event_loop(self: Arc<Self>) {
         const MAX_SLEEP: Duration = Duration::from_millis(100);
         let mut drops = DropReport::new(Duration::from_secs(1));
-        while !self.shutdown.load(Ordering::Acquire) {
+        while !self.is_closed() {
             let now = Instant::now();
             if drops.due(now) {
                 drops.report(now, self.counters_snapshot());
@@ -717,17 +720,17 @@ impl ParticipantShared {
                 )
             };
             for w in &writers {
-                if let Some(d) = w.on_timeout(&self, now) {
+                if let Some(d) = w.on_timeout(&self.ctx, now) {
                     next = next.min(d);
                 }
             }
             for r in &readers {
-                if let Some(d) = r.on_timeout(&self, now) {
+                if let Some(d) = r.on_timeout(&self.ctx, now) {
                     next = next.min(d);
                 }
             }
             drop((writers, readers));
-            if self.send_queues.drain_ready(&self) {
+            if self.send_queues.drain_ready(&self.ctx) {
                 // A destination is still blocked: try again soon (never blocking here).
                 next = next.min(now + Duration::from_millis(1));
             }

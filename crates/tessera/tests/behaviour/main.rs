@@ -16,4 +16,5 @@ mod instances;
 mod listeners;
 mod liveliness;
 mod matching;
+mod refusal;
 mod reliability;
