@@ -180,8 +180,11 @@ const WRITER_LINGER: Duration = Duration::from_secs(1);
 
 /// How long a batched sample may wait for company before it is sent anyway.
 const BATCH_DELAY: Duration = Duration::from_micros(500);
-/// Flush a batch once this many payload bytes are pending (one datagram's worth).
-const BATCH_BYTES: usize = 12 * 1024;
+/// Leave this much of the path's largest datagram for RTPS headers and submessage framing
+/// when deciding that a batch is full.
+const BATCH_HEADROOM: usize = 2048;
+/// A batch is full at no less than this many payload bytes, whatever the path.
+const MIN_BATCH_BYTES: usize = 1024;
 
 impl WriterEndpoint {
     /// A writer endpoint with `qos`, run by `ctx`; it sends nothing until readers match.
@@ -323,7 +326,13 @@ impl WriterEndpoint {
                 self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
             let started = self.batch_started.load(Ordering::Relaxed);
             let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
-            if pending < BATCH_BYTES && !stale {
+            // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
+            // multicast fan-out wakes each reader once per full datagram.
+            let full = core
+                .max_message_size()
+                .saturating_sub(BATCH_HEADROOM)
+                .max(MIN_BATCH_BYTES);
+            if pending < full && !stale {
                 if started == 0 {
                     // No wake-up of the event thread here: that would cost a context switch per
                     // batch. The batch goes out when full, on `flush`, with the first write after
