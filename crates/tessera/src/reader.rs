@@ -67,6 +67,13 @@ impl UntypedDataReader {
         self.ep.undecodable.load(Ordering::Relaxed)
     }
 
+    /// The reliability protocol's counters for this reader: samples delivered, refused at
+    /// the resource limits, lost, duplicates, ACKNACKs sent, writers asked again after a
+    /// `take` made room, ...
+    pub fn protocol_counters(&self) -> tessera_rtps::reader::ReaderCounters {
+        self.ep.core.lock().counters()
+    }
+
     fn after_access(&self) {
         let mut s = self.ep.statuses.lock();
         s.changes.0 &= !StatusMask::DATA_AVAILABLE.0;
@@ -308,6 +315,12 @@ impl<T: TopicType> DataReader<T> {
     /// Samples dropped by `read`/`take` because their payload did not decode as `T`.
     pub fn undecodable_samples(&self) -> u64 {
         self.raw.undecodable_samples()
+    }
+
+    /// The reliability protocol's counters for this reader (see
+    /// [`UntypedDataReader::protocol_counters`]).
+    pub fn protocol_counters(&self) -> tessera_rtps::reader::ReaderCounters {
+        self.raw.protocol_counters()
     }
 
     /// Reads up to `max` samples in any state, leaving them in the reader (marked READ).

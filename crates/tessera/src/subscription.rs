@@ -178,7 +178,7 @@ pub(crate) struct ReaderEndpoint {
     me: Weak<ReaderEndpoint>,
     pub(crate) guid: Guid,
     support: Arc<dyn TypeSupport>,
-    core: Mutex<ReaderCore>,
+    pub(crate) core: Mutex<ReaderCore>,
     pub(crate) history: Mutex<History<SerializedPayload>>,
     /// Payload buffers given back by `take`, reused by the receive path.
     pub(crate) pool: PayloadPool,

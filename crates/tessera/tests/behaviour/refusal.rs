@@ -1,19 +1,20 @@
 //! A reliable KEEP_ALL reader at its resource limits refuses samples, and its probes back off
 //! while it stays full; whatever makes room again — every kind of `take`, typed or untyped,
 //! and an autopurge — must ask the writer for the refused samples at once, not at the next
-//! probe. Timing-sensitive: not on the lossy transport.
+//! probe. The reader's `resumed` protocol counter says which of the two happened, so the tests
+//! do not depend on timing: a refill by the backed-off probe alone leaves it unchanged.
 
 use crate::harness::*;
 use crate::per_transport;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 use tessera::qos::{ReaderDataLifecycle, ResourceLimits};
 use tessera::{DataReader, StateMasks};
 
 const LIMIT: u32 = 5;
 
-/// Full for long enough that probes are ~0.5 s apart, then `take` (which must take `LIMIT`
-/// samples), three times. Without the prompt request, the next batch would come at the next
-/// probe: within 100 ms three times in a row by chance about once in a hundred runs.
+/// Three times: the reader fills up and refuses the next sample, then `take` (which must take
+/// `LIMIT` samples) makes room, which must ask the writer again at once (`resumed` grows), and
+/// the next batch arrives.
 fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<Keyed>) -> usize) {
     let ps = t.participants(2);
     let w = writer::<Keyed>(&ps[0], topic, keep_all_writer());
@@ -31,19 +32,20 @@ fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<
         w.write(&Keyed { id: 1, seq }).unwrap();
     }
     let full = || r.read(usize::MAX).unwrap().len() == LIMIT as usize;
-    let mut slowest = Duration::ZERO;
-    for round in 0..3 {
+    for round in 0..3u64 {
         wait_until(10, "the reader to fill up", full);
-        std::thread::sleep(Duration::from_millis(1500));
+        // Each batch's successor is refused once (the count is per sample, not per resend).
+        wait_until(10, "a refused sample", || {
+            r.protocol_counters().refused > round
+        });
+        let resumed = r.protocol_counters().resumed;
         assert_eq!(take(&r), LIMIT as usize, "round {round}");
-        let t0 = Instant::now();
+        assert!(
+            r.protocol_counters().resumed > resumed,
+            "round {round}: the take made room but did not ask the writer again"
+        );
         wait_until(10, "the next batch", full);
-        slowest = slowest.max(t0.elapsed());
     }
-    assert!(
-        slowest < Duration::from_millis(100),
-        "slowest refill {slowest:?}"
-    );
 }
 
 fn take_asks_again_at_once(t: Transport) {
@@ -121,20 +123,21 @@ fn asks_again_after_autopurge(
     matched(&w, &r);
     w.write(&Keyed { id: 0, seq: 0 }).unwrap();
     wait_until(10, "the first instance", || arrived(&r, 0));
-    let mut slowest = Duration::ZERO;
-    for id in 0..3 {
+    for id in 0..3u32 {
+        let resumed = r.protocol_counters().resumed;
         w.dispose(&Keyed { id, seq: 0 }).unwrap();
-        let t0 = Instant::now();
         w.write(&Keyed { id: id + 1, seq: 0 }).unwrap();
+        // The new instance is refused while the disposed one waits DELAY for its purge.
+        wait_until(10, "the new instance to be refused", || {
+            r.protocol_counters().refused > u64::from(id)
+        });
         wait_until(10, "the next instance", || arrived(&r, id + 1));
-        // The purge is due DELAY after the dispose arrived (after `t0`); the event thread
-        // purges within 100 ms of that.
-        slowest = slowest.max(t0.elapsed().saturating_sub(DELAY));
+        assert!(
+            r.protocol_counters().resumed > resumed,
+            "instance {}: the purge made room but did not ask the writer again",
+            id + 1
+        );
     }
-    assert!(
-        slowest < Duration::from_millis(200),
-        "slowest arrival after the purge {slowest:?}"
-    );
     assert!(r.sample_rejected_status().total_count >= 3);
 }
 
