@@ -20,7 +20,7 @@ use std::time::Instant;
 use tessera_rtps::discovery::{
     BuiltinEndpointSet, DiscoveredReaderData, DiscoveredWriterData, DiscoveryEngine, EngineEvent,
     LocalMatcher, LocatorSelector, RemoteEndpointInfo, SimpleDiscovery, SimpleDiscoveryConfig,
-    SpdpParticipantData, SPDP_LEASE,
+    SpdpParticipantData,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
@@ -63,7 +63,12 @@ pub(crate) struct DiscoveryOptions {
     pub ignore_local: bool,
     /// Whether readers announce (and writers use) multicast locators for user data.
     pub allow_multicast: AllowMulticast,
+    /// The participant lease we announce.
+    pub lease: std::time::Duration,
 }
+
+/// The shortest steady-state SPDP period, however short the lease.
+const MIN_SPDP_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// What a remote participant announced about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,7 +152,7 @@ impl DiscoveryRuntime {
             data.metatraffic_multicast_locators
                 .extend(l.metatraffic_multicast);
         }
-        data.lease_duration = SPDP_LEASE;
+        data.lease_duration = options.lease;
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         data.user_data = qos.user_data.0.clone();
@@ -160,6 +165,21 @@ impl DiscoveryRuntime {
         config.shared_reassembly = Some(budgets.reassembly.clone());
         config.shared_buffered = Some(budgets.out_of_order.clone());
         config.wall_clock_nanos = crate::publication::now_nanos();
+        // Three announcements per lease at least, so one lost datagram does not end it.
+        config.period = config.period.min(options.lease / 3).max(MIN_SPDP_PERIOD);
+        // The start-up burst must not leave a longer gap than the period either.
+        let period = config.period;
+        let mut previous = std::time::Duration::ZERO;
+        config.startup = config
+            .startup
+            .iter()
+            .copied()
+            .take_while(|&at| {
+                let fits = at.saturating_sub(previous) <= period;
+                previous = at;
+                fits
+            })
+            .collect();
         let engine = Box::new(SimpleDiscovery::new(config, now));
         Self::with_engine(prefix, engine, transport, options, budgets)
     }

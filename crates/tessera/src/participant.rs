@@ -57,6 +57,30 @@ pub struct ParticipantConfig {
     /// user data). [`AllowMulticast::Off`] also closes the UDP multicast sockets, as
     /// `TESSERA_MULTICAST=false` does.
     pub allow_multicast: Option<AllowMulticast>,
+    /// The participant lease announced in SPDP: a peer that hears nothing from this participant
+    /// for this long drops it and its endpoints (liveliness AUTOMATIC of its writers ends then
+    /// too). `None`: `TESSERA_LEASE_DURATION` (seconds, e.g. `2.5`), or 10 s when it is unset.
+    /// Announcements go out at least three times per lease.
+    pub lease_duration: Option<Duration>,
+}
+
+/// Environment variable for [`ParticipantConfig::lease_duration`] when it is `None`.
+pub const ENV_LEASE_DURATION: &str = "TESSERA_LEASE_DURATION";
+
+/// The shortest participant lease accepted (a shorter one could not be renewed in time).
+pub const MIN_LEASE: Duration = Duration::from_millis(100);
+
+/// `TESSERA_LEASE_DURATION` in seconds (0.1 s to a year), or the 10 s default when unset.
+fn lease_from_env() -> Result<Duration> {
+    let Ok(v) = std::env::var(ENV_LEASE_DURATION) else {
+        return Ok(tessera_rtps::discovery::SPDP_LEASE);
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if (0.1..=365.0 * 86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(Error::BadParameter(format!(
+            "{ENV_LEASE_DURATION}={v:?}: expected seconds between 0.1 and 31536000"
+        ))),
+    }
 }
 
 impl ParticipantConfig {
@@ -402,6 +426,15 @@ impl DomainParticipant {
             DiscoveryOptions {
                 ignore_local: config.ignore_local,
                 allow_multicast,
+                lease: match config.lease_duration {
+                    Some(d) if d < MIN_LEASE => {
+                        return Err(Error::BadParameter(format!(
+                            "lease_duration {d:?} is shorter than {MIN_LEASE:?}"
+                        )))
+                    }
+                    Some(d) => d,
+                    None => lease_from_env()?,
+                },
             },
             &ctx.budgets,
             now,
