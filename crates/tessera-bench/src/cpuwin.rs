@@ -82,6 +82,11 @@ impl CpuSeries {
         self.points.push((at, value));
     }
 
+    /// When the first sample was taken.
+    pub fn start(&self) -> Option<Instant> {
+        self.points.first().map(|p| p.0)
+    }
+
     /// The value at `t`, interpolated between the samples around it; `None` outside the
     /// sampled span.
     pub fn at(&self, t: Instant) -> Option<f64> {
@@ -126,6 +131,27 @@ pub fn cumulative(started: Instant, lines: impl IntoIterator<Item = (f64, u64)>)
             (started + Duration::from_secs_f64(t), sum)
         })
         .collect()
+}
+
+/// Like [`cumulative`] for per-second lines that each count the second before them: a zero
+/// point one second before the first line is added, so that a run with a single line (a short
+/// latency run: ddsperf prints its first line after its first full second of pinging) still
+/// has a window, that line's second. No such point is added before `not_before` (the start of
+/// the process, or of the CPU samples).
+pub fn cumulative_per_second(
+    started: Instant,
+    not_before: Instant,
+    lines: impl IntoIterator<Item = (f64, u64)>,
+) -> Counts {
+    let mut c = cumulative(started, lines);
+    if let Some(&(first, _)) = c.first() {
+        if let Some(origin) = first.checked_sub(Duration::from_secs(1)) {
+            if origin >= started && origin >= not_before {
+                c.insert(0, (origin, 0.0));
+            }
+        }
+    }
+    c
 }
 
 /// CPU microseconds per counted sample over the window `[from, to]`: the CPU the monitored
@@ -220,6 +246,25 @@ mod tests {
         // half of the 200) + 200 + 200 = 500.
         let us = cpu_us_per_sample(&cpu, &[s1, s2], from, to).unwrap();
         assert!((us - 2.5e6 / 750.0).abs() < 1e-6, "{us}");
+    }
+
+    #[test]
+    fn a_single_per_second_line_is_its_own_window() {
+        let b = Instant::now();
+        let s = cumulative_per_second(b, b, [(2.0, 1000)]);
+        let (from, to) = common_window(std::slice::from_ref(&s)).unwrap();
+        assert_eq!((from, to), (at(b, 1.0), at(b, 2.0)));
+        let mut cpu = CpuSeries::default();
+        cpu.push(at(b, 0.0), 0.0);
+        cpu.push(at(b, 1.0), 0.5);
+        cpu.push(at(b, 2.0), 0.6);
+        let us = cpu_us_per_sample(&cpu, &[s], from, to).unwrap();
+        assert!((us - 100.0).abs() < 1e-6, "{us}");
+        // A line before one second has no full second before it.
+        assert_eq!(cumulative_per_second(b, b, [(0.5, 10)]).len(), 1);
+        // Nor one before the CPU samples start.
+        assert_eq!(cumulative_per_second(b, at(b, 0.2), [(1.0, 10)]).len(), 1);
+        assert_eq!(cumulative_per_second(b, b, [(1.0, 10)]).len(), 2);
     }
 
     #[test]

@@ -442,7 +442,7 @@ impl Ctx<'_> {
         server: (&str, Vec<String>),
         client: (&str, Vec<String>),
         timeout: f64,
-    ) -> anyhow::Result<(Worker, Worker, Option<i32>)> {
+    ) -> anyhow::Result<(Worker, Worker, Option<i32>, cpuwin::CpuSeries)> {
         let host_r = Self::reader_host(topo, 0);
         let addr = topo.hosts()[host_r].addr;
         let port = FLOOR_PORT.to_string();
@@ -469,15 +469,17 @@ impl Ctx<'_> {
             Implementation::Udp,
             log(client.0),
         )?;
+        let monitor = CpuMonitor::start(vec![cli.proc.pid(), srv.proc.pid()]);
         let measuring = if client.0 == "ping" {
             &mut cli
         } else {
             &mut srv
         };
         let code = measuring.proc.wait_timeout(secs(timeout));
+        let cpu = monitor.finish();
         srv.proc.kill();
         cli.proc.kill();
-        Ok((cli, srv, code))
+        Ok((cli, srv, code, cpu))
     }
 
     /// Starts `n` reader processes (`pong` or `sub` roles, numbered when `n > 1`) of the
@@ -555,7 +557,7 @@ impl Ctx<'_> {
                 "--warmup",
                 &format!("{warmup}"),
             ]);
-            let (ping, pong, code) = self.floor_pair(
+            let (ping, pong, code, cpu) = self.floor_pair(
                 topo,
                 exp,
                 p,
@@ -565,7 +567,11 @@ impl Ctx<'_> {
                 duration + warmup + 15.0,
             )?;
             point.procs = collect_stats(&[&ping, &pong]);
-            point.latency = round_trip(stats::latency_from_pairs(&ping.output().hist));
+            let out = ping.output();
+            if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+                point.metrics.insert(CPU_METRIC.into(), us);
+            }
+            point.latency = round_trip(stats::latency_from_pairs(&out.hist));
             return check_result(point.latency.is_some(), code, &ping, "no round trips");
         }
 
@@ -708,7 +714,7 @@ impl Ctx<'_> {
             if rate > 0.0 {
                 client.extend(strings(&["--rate", &format!("{rate}")]));
             }
-            let (publisher, sub, _) = self.floor_pair(
+            let (publisher, sub, _, cpu) = self.floor_pair(
                 topo,
                 exp,
                 p,
@@ -717,8 +723,10 @@ impl Ctx<'_> {
                 ("pub", client),
                 sub_s as f64 + 15.0,
             )?;
-            let t = throughput_from_subs(&[sub.output()], size, rate);
-            return Ok((t, vec![publisher, sub], None));
+            let out = sub.output();
+            let cpu_us = throughput_cpu_per_sample(&cpu, &[(sub.proc.started(), &out)]);
+            let t = throughput_from_subs(&[out], size, rate);
+            return Ok((t, vec![publisher, sub], cpu_us));
         }
 
         let mut common: Vec<String> = Vec::new();
@@ -787,15 +795,12 @@ impl Ctx<'_> {
             s.proc.kill();
         }
         let outs: Vec<PerfOutput> = subscribers.iter().map(Worker::output).collect();
-        let streams: Vec<cpuwin::Counts> = subscribers
+        let started: Vec<(Instant, &PerfOutput)> = subscribers
             .iter()
+            .map(|w| w.proc.started())
             .zip(&outs)
-            .map(|(w, o)| {
-                cpuwin::cumulative(w.proc.started(), o.subs.iter().map(|l| (l.t, l.delta)))
-            })
             .collect();
-        let cpu_us = cpuwin::common_window(&streams)
-            .and_then(|(from, to)| cpuwin::cpu_us_per_sample(&cpu, &streams, from, to));
+        let cpu_us = throughput_cpu_per_sample(&cpu, &started);
         let mut t = throughput_from_subs(&outs, size, rate);
         if let Some(t) = &mut t {
             if instances > 1 {
@@ -1440,8 +1445,8 @@ fn throughput_from_subs(outs: &[PerfOutput], size: u64, rate: f64) -> Option<Thr
 /// measured over the same window for every implementation ([`cpuwin`]).
 pub const CPU_METRIC: &str = "cpu_us_per_sample";
 
-/// CPU µs per round trip of a latency point: the window of the ping's per-second lines, one
-/// stream per pong peer.
+/// CPU µs per round trip of a latency point: the window of the ping's per-second lines (each
+/// counting the second before it), one stream per pong peer.
 fn latency_cpu_per_round_trip(
     cpu: &cpuwin::CpuSeries,
     started: Instant,
@@ -1456,7 +1461,21 @@ fn latency_cpu_per_round_trip(
     }
     let streams: Vec<cpuwin::Counts> = per_peer
         .into_values()
-        .map(|lines| cpuwin::cumulative(started, lines))
+        .map(|lines| cpuwin::cumulative_per_second(started, cpu.start().unwrap_or(started), lines))
+        .collect();
+    let (from, to) = cpuwin::common_window(&streams)?;
+    cpuwin::cpu_us_per_sample(cpu, &streams, from, to)
+}
+
+/// CPU µs per delivered sample of a throughput point: the subscribers' common window, each
+/// subscriber's per-second lines after its first one (warm-up).
+fn throughput_cpu_per_sample(
+    cpu: &cpuwin::CpuSeries,
+    subs: &[(Instant, &PerfOutput)],
+) -> Option<f64> {
+    let streams: Vec<cpuwin::Counts> = subs
+        .iter()
+        .map(|(started, o)| cpuwin::cumulative(*started, o.subs.iter().map(|l| (l.t, l.delta))))
         .collect();
     let (from, to) = cpuwin::common_window(&streams)?;
     cpuwin::cpu_us_per_sample(cpu, &streams, from, to)

@@ -248,9 +248,10 @@ pub(super) fn how_measured(rs: &ResultSet, failures: &[String]) -> Vec<String> {
         out.push(
             "CPU µs per round trip or sample is the user + system time of all the point's \
              processes (sampled from /proc every 50 ms) over one window cut the same way for \
-             every implementation: from the first to the last per-second report line (the \
-             first line's interval, with start-up and discovery, is left out), divided by the \
-             round trips or samples those lines count in it."
+             every implementation from the tools' per-second report lines, divided by the \
+             round trips or samples those lines count in it: for latency the seconds the \
+             ping's lines cover, for throughput the subscribers' lines after their first \
+             (warm-up) one."
                 .to_string(),
         );
     }
