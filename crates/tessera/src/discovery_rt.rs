@@ -839,7 +839,7 @@ fn remote_endpoint(
     // defaults. Only readers' multicast locators matter (we never send to a writer's).
     let multicast = match info {
         RemoteEndpointInfo::Reader(r) if allow.for_data() => {
-            transport.select(&r.multicast_locators)
+            transport.select_multicast(&locators, &r.multicast_locators)
         }
         _ => Locators::new(),
     };

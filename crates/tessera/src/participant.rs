@@ -20,7 +20,8 @@ use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
 use crate::transport::{
-    AllowMulticast, Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
+    AllowMulticast, Channel, InProcessNetwork, Receivers, ShmConfig, TransportKind, Transports,
+    UdpConfig,
 };
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -38,9 +39,13 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
-    /// The UDP transports to open, the preferred first (`None`: `TESSERA_TRANSPORTS`, e.g.
-    /// `udp4,udp6`, or UDPv4 alone when it is unset).
+    /// The transports to open, the preferred UDP one first (`None`: `TESSERA_TRANSPORTS`, e.g.
+    /// `udp4,udp6` or `udp4,shm`, or UDPv4 alone when it is unset). Shared memory
+    /// ([`TransportKind::Shm`]) is preferred wherever it reaches.
     pub transports: Option<Vec<TransportKind>>,
+    /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
+    /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
+    pub shm: Option<ShmConfig>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -387,6 +392,7 @@ impl DomainParticipant {
             udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
+            config.shm,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
@@ -508,6 +514,24 @@ impl DomainParticipant {
     /// A snapshot of the runtime's drop and traffic counters.
     pub fn counters(&self) -> CountersSnapshot {
         self.owner.shared.counters_snapshot()
+    }
+
+    /// Datagrams sent and received by each transport, in preference order: `(name, sent,
+    /// received)`, e.g. to see whether peers are reached by shared memory or by UDP.
+    pub fn transport_traffic(&self) -> Vec<(&'static str, u64, u64)> {
+        self.owner
+            .shared
+            .transport
+            .iter()
+            .map(|t| {
+                let s = t.stats();
+                (
+                    t.name(),
+                    s.send.datagrams.load(Ordering::Relaxed),
+                    s.recv.datagrams.load(Ordering::Relaxed),
+                )
+            })
+            .collect()
     }
 }
 
