@@ -32,6 +32,8 @@ pub enum Transport {
     Udp4,
     /// UDPv6 (needs a network namespace).
     Udp6,
+    /// Shared memory beside UDPv4, which carries discovery (needs a network namespace).
+    Shm,
 }
 
 /// The faults of [`Transport::InProcLossy`].
@@ -62,7 +64,7 @@ impl Transport {
                 net.set_faults(lossy_faults());
                 Some(net)
             }
-            Transport::Udp4 | Transport::Udp6 => {
+            Transport::Udp4 | Transport::Udp6 | Transport::Shm => {
                 require_netns();
                 None
             }
@@ -108,6 +110,10 @@ impl Domain {
                 transports: Some(vec![TransportKind::Udp6]),
                 ..Default::default()
             },
+            (None, Transport::Shm) => ParticipantConfig {
+                transports: Some(vec![TransportKind::Udp4, TransportKind::Shm]),
+                ..Default::default()
+            },
             (None, _) => ParticipantConfig {
                 transports: Some(vec![TransportKind::Udp4]),
                 ..Default::default()
@@ -124,8 +130,9 @@ pub fn udp_participants(n: usize) -> Vec<DomainParticipant> {
 
 /// Instantiates test bodies `fn name(t: Transport)` once per transport: `inproc` (runs under a
 /// plain `cargo test`) and `udp4` (ignored outside a network namespace). With `all:` first, also
-/// `inproc_lossy` and `udp6`. With `known_defect = "known defect: ..."` first, every instance is
-/// ignored with that reason (a test of a runtime defect, to be un-ignored with its fix).
+/// `inproc_lossy`, `udp6` and `shm` (shared memory beside UDPv4). With
+/// `known_defect = "known defect: ..."` first, every instance is ignored with that reason (a
+/// test of a runtime defect, to be un-ignored with its fix).
 #[macro_export]
 macro_rules! per_transport {
     (known_defect = $why:literal, all: $($name:ident),* $(,)?) => {
@@ -136,6 +143,7 @@ macro_rules! per_transport {
             $crate::per_transport!(@defect inproc_lossy, InProcLossy, $why, $($name),*);
             $crate::per_transport!(@defect udp4, Udp4, $why, $($name),*);
             $crate::per_transport!(@defect udp6, Udp6, $why, $($name),*);
+            $crate::per_transport!(@defect shm, Shm, $why, $($name),*);
         }
     };
     (@defect $m:ident, $kind:ident, $why:literal, $($name:ident),*) => {
@@ -154,6 +162,7 @@ macro_rules! per_transport {
         $crate::per_transport!(@mod inproc_lossy, InProcLossy, any(), $($name),*);
         $crate::per_transport!(@mod udp4, Udp4, all(), $($name),*);
         $crate::per_transport!(@mod udp6, Udp6, all(), $($name),*);
+        $crate::per_transport!(@mod shm, Shm, all(), $($name),*);
     };
     (@mod $m:ident, $kind:ident, $ignored:meta, $($name:ident),*) => {
         mod $m {
