@@ -4,8 +4,8 @@
 
 mod support;
 
-use std::time::{Duration, Instant};
-use support::{reliable_reader, wait_until, Keyed};
+use std::time::Duration;
+use support::{reliable_reader, take_until_each_has, wait_until, Keyed};
 use tessera::qos::{DataWriterQos, History, Reliability, TopicQos};
 use tessera::transport::TransportKind;
 use tessera::{DomainParticipant, ParticipantConfig};
@@ -57,19 +57,8 @@ fn exchange(a: &DomainParticipant, b: &DomainParticipant, topic: &str, n: u32) {
     for seq in 0..n {
         w.write(&Keyed { id: 1, seq }).unwrap();
     }
-    let deadline = Instant::now() + Duration::from_secs(20);
-    let mut got = Vec::new();
-    while got.len() < n as usize {
-        assert!(Instant::now() < deadline, "{} of {n} arrived", got.len());
-        got.extend(
-            r.take(usize::MAX)
-                .unwrap()
-                .into_iter()
-                .filter_map(|s| s.data.map(|d| d.seq)),
-        );
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    assert_eq!(got, (0..n).collect::<Vec<_>>());
+    let got = take_until_each_has(&[r], n as usize, |k| k.seq);
+    assert_eq!(got[0], (0..n).collect::<Vec<_>>());
 }
 
 #[test]

@@ -440,6 +440,12 @@ impl Ring {
         self.region.u32_at(self.geo.slot_offset(pos) + 8)
     }
 
+    /// Copies the segment's bytes into `out` (as much as fits): an image for tests and fuzzing.
+    pub fn copy_to(&self, out: &mut [u8]) {
+        let n = out.len().min(self.region.len());
+        self.region.read(0, &mut out[..n]);
+    }
+
     /// Claims the next position without writing it, as a writer killed right after its claim
     /// leaves it (tests of the stall timeout).
     #[doc(hidden)]

@@ -78,12 +78,8 @@ fn datagrams_come_out_in_order_and_a_full_ring_refuses() {
 fn attach_sees_the_owner_and_geometry_and_refuses_bad_headers() {
     let r = ring(8, 256);
     assert_eq!(r.owner(), OWNER);
-    let image = |r: &Ring| {
-        let mut v = vec![0u8; r.region.len()];
-        r.region.read(0, &mut v);
-        v
-    };
-    let good = image(&r);
+    let mut good = vec![0u8; r.geometry().total_len()];
+    r.copy_to(&mut good);
     let a = Ring::attach(Region::from_bytes(&good)).unwrap();
     assert_eq!(a.geometry(), r.geometry());
     assert_eq!(a.owner(), OWNER);
