@@ -40,8 +40,9 @@ pub struct ParticipantConfig {
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
     /// The transports to open, the preferred UDP one first (`None`: `TESSERA_TRANSPORTS`, e.g.
-    /// `udp4,udp6` or `udp4,shm`, or UDPv4 alone when it is unset). Shared memory
-    /// ([`TransportKind::Shm`]) is preferred wherever it reaches.
+    /// `udp4,udp6` or `udp4`, or [`crate::transport::DEFAULT_TRANSPORTS`], UDPv4 and shared
+    /// memory, when it is unset). Shared memory ([`TransportKind::Shm`]) is preferred wherever
+    /// it reaches.
     pub transports: Option<Vec<TransportKind>>,
     /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
     /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).

@@ -366,9 +366,12 @@ impl ShmTransport {
         // From here on a failure must remove the file again.
         let setup = || -> io::Result<Ring> {
             let len = geo.total_len();
-            // SAFETY: `fd` is open for writing; ftruncate extends the new file with zeros.
-            if unsafe { libc::ftruncate(fd.as_raw_fd(), len as libc::off_t) } != 0 {
-                return Err(io::Error::last_os_error());
+            // Allocate every page now: on a full tmpfs a sparse file would make a writer's
+            // copy fault (SIGBUS) later; this way creation fails cleanly instead.
+            // SAFETY: `fd` is open for writing; the call only extends and allocates the file.
+            let rc = unsafe { libc::posix_fallocate(fd.as_raw_fd(), 0, len as libc::off_t) };
+            if rc != 0 {
+                return Err(io::Error::from_raw_os_error(rc));
             }
             let region = Region::map(fd.as_raw_fd(), len)?;
             Ring::init(region, geo, owner).map_err(io::Error::other)

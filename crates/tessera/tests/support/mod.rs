@@ -99,7 +99,18 @@ impl Domain {
     /// A new participant on the same network (not added to `participants`).
     pub fn join(&self) -> DomainParticipant {
         let config = self.config();
-        DomainParticipant::with_qos(0, Default::default(), config).expect("participant")
+        DomainParticipant::with_qos(self.domain_id(), Default::default(), config)
+            .expect("participant")
+    }
+
+    /// The domain of this domain's participants: 0, but 1 for [`Transport::Shm`], whose
+    /// discovery runs over UDPv4 like [`Transport::Udp4`]'s: the two instances of one test run
+    /// in parallel in one namespace and must not discover each other.
+    pub fn domain_id(&self) -> u32 {
+        match self.transport {
+            Transport::Shm => 1,
+            _ => 0,
+        }
     }
 
     /// The configuration of this domain's participants, to change before creating one.
