@@ -9,6 +9,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 use tessera::transport::shm_ring::{
     Consumer, Geometry, Owner, Polled, Region, Ring, RingStats, HEADER_SIZE,
@@ -62,7 +63,7 @@ fuzz_target!(|data: &[u8]| {
         for i in 0..4u8 {
             let _ = ring.push(&[i; 7]);
         }
-        c.wait(&ring, Duration::ZERO, now);
+        c.wait(&ring, Duration::ZERO, now, &AtomicBool::new(false));
         for _ in 0..laps {
             if c.poll(&ring, &mut buf, &stats, now) == Polled::Empty {
                 break;

@@ -16,10 +16,15 @@
 //! Discovery itself (SPDP) stays on UDP, so shm is only ever enabled beside a UDP transport.
 //!
 //! # Waiting
-//! The receive thread polls the ring for [`ShmConfig::spin`] (default
-//! [`DEFAULT_SPIN`]) after the last datagram before it sleeps on the segment's futex. The spin
-//! costs up to that much CPU per burst of traffic and nothing while idle; a wake-up from the
-//! futex costs the same as one from `recvmsg` (about 20 µs on an idle core of this VM kind).
+//! The receive thread polls the ring for [`ShmConfig::spin`] (`TESSERA_SHM_SPIN_US`) after the
+//! last datagram before it sleeps on the segment's futex. A spin costs up to its budget in CPU
+//! after every burst of traffic (nothing while idle), and on a machine with no idle core it
+//! also holds the core the woken peer needs: measured on the 2-core VM shared with other work,
+//! a 16-byte `tessera perf` ping-pong's median (half round trip) was 3.1 µs without a spin and
+//! 4.1 / 5.7 / 9.2 / 24 µs with 1 / 2 / 5 / 20 µs of spin. So the default,
+//! [`DEFAULT_SPIN`], is no spin: the thread sleeps at once, and a wake-up costs what one from
+//! `recvmsg` costs (about 20 µs on an idle core of this VM kind, a few µs when the other core
+//! is busy). Adaptive spinning and busy polling are a later step (issue 8, wait strategies).
 //!
 //! # Crashes and cleanup
 //! A writer killed mid-write leaves one claimed slot; the reader skips it after
@@ -50,8 +55,8 @@ pub const DEFAULT_SEGMENT_BYTES: usize = 8 << 20;
 /// Default largest datagram asked for: a 64 KiB slot less its header (the transport carries
 /// up to [`Geometry::capacity`], 65,520 bytes; more than UDP's 65,507).
 pub const DEFAULT_MAX_DATAGRAM: usize = 65472;
-/// Default spin before sleeping.
-pub const DEFAULT_SPIN: Duration = Duration::from_micros(20);
+/// Default spin before sleeping: none (see the module docs for the measurement).
+pub const DEFAULT_SPIN: Duration = Duration::ZERO;
 /// Default time after which a claimed, uncommitted slot is skipped.
 pub const DEFAULT_STALL_TIMEOUT: Duration = Duration::from_millis(250);
 /// Where segments live.
@@ -704,7 +709,7 @@ impl RecvLoop {
                         std::hint::spin_loop();
                         continue;
                     }
-                    consumer.wait(ring, IDLE_WAIT, now);
+                    consumer.wait(ring, IDLE_WAIT, now, &self.stop);
                     idle_since = None;
                 }
             }

@@ -43,7 +43,7 @@
 
 use std::io;
 use std::ptr::NonNull;
-use std::sync::atomic::{fence, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{fence, AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// "TSRSHM01".
@@ -630,9 +630,13 @@ impl Consumer {
     /// Sleeps on the ring's futex until a writer wakes it or `timeout` passes, unless there is
     /// news at the read position: a datagram or a claim after [`Polled::Empty`], a commit (any
     /// change of the sequence word) after [`Polled::Stalled`]. While stalled, the sleep ends in
-    /// time for the stall timeout. Returns at once if the ring is closed.
-    pub fn wait(&self, ring: &Ring, timeout: Duration, now: Instant) {
+    /// time for the stall timeout. Returns at once if the ring is closed or `interrupt` is
+    /// raised (raise it, then [`Ring::wake`]: a wake that comes before the sleep is not lost).
+    pub fn wait(&self, ring: &Ring, timeout: Duration, now: Instant, interrupt: &AtomicBool) {
         let seen = ring.futex().load(Ordering::SeqCst);
+        if interrupt.load(Ordering::SeqCst) {
+            return;
+        }
         ring.sleeping().store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let pos = self.pos;

@@ -157,7 +157,7 @@ fn a_slot_claimed_by_a_dead_writer_is_skipped_after_the_stall_timeout() {
     let t0 = Instant::now();
     assert_eq!(c.poll(&r, &mut [0; 128], &stats, t0), Polled::Stalled);
     // `wait` sleeps (no busy loop) but not past the timeout.
-    c.wait(&r, Duration::from_secs(5), t0);
+    c.wait(&r, Duration::from_secs(5), t0, &AtomicBool::new(false));
     let waited = t0.elapsed();
     assert!(
         waited >= Duration::from_millis(40),
@@ -263,9 +263,31 @@ fn a_commit_wakes_the_sleeping_reader() {
         if let Some(m) = take(&mut c, &r, &stats) {
             break m;
         }
-        c.wait(&r, Duration::from_secs(10), Instant::now());
+        c.wait(
+            &r,
+            Duration::from_secs(10),
+            Instant::now(),
+            &AtomicBool::new(false),
+        );
         assert!(t0.elapsed() < Duration::from_secs(5), "never woken");
     };
     assert_eq!(got, b"wake");
     assert_eq!(w.join().unwrap(), Pushed::Sent { woke: true });
+}
+
+/// A stop request raised (and woken) just before the reader goes to sleep is not lost: the
+/// reader returns at once instead of sleeping its whole timeout.
+#[test]
+fn an_interrupt_before_the_sleep_is_not_lost() {
+    let r = ring(4, 64);
+    let c = Consumer::new(Duration::from_secs(1));
+    let stop = AtomicBool::new(true);
+    r.wake();
+    let t0 = Instant::now();
+    c.wait(&r, Duration::from_secs(5), t0, &stop);
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "slept {:?}",
+        t0.elapsed()
+    );
 }

@@ -26,6 +26,8 @@ impl TestDir {
             dir: self.0.clone(),
             segment_bytes: 1 << 20,
             stall_timeout: Duration::from_millis(100),
+            // The spin path (the default sleeps at once, which the participant tests cover).
+            spin: Duration::from_micros(50),
             ..ShmConfig::default()
         }
     }
@@ -345,7 +347,7 @@ fn invalid_files_are_reclaimed_only_when_old() {
 }
 
 #[test]
-fn host_identity_is_stable_and_the_config_reads_the_environment() {
+fn host_identity_is_stable_and_impossible_geometry_is_refused() {
     assert_eq!(host_identity(), host_identity());
     assert_ne!(host_identity(), 0);
     let c = ShmConfig::default();
