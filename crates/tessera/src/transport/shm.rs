@@ -65,6 +65,9 @@ pub const SHM_DIR: &str = "/dev/shm";
 pub const ENV_SHM_SPIN_US: &str = "TESSERA_SHM_SPIN_US";
 /// Environment variable: the segment size in bytes.
 pub const ENV_SHM_SEGMENT_BYTES: &str = "TESSERA_SHM_SEGMENT_BYTES";
+/// Environment variable: `1` lets participants in different network namespaces of one host
+/// (sharing `/dev/shm`) use shared memory ([`ShmConfig::across_network_namespaces`]).
+pub const ENV_SHM_ACROSS_NETNS: &str = "TESSERA_SHM_ACROSS_NETNS";
 
 /// Longest a blocking send waits for room in a full ring before it gives up (the destination's
 /// reader is gone or hopelessly behind; reliability repairs what is lost).
@@ -90,6 +93,10 @@ pub struct ShmConfig {
     pub stall_timeout: Duration,
     /// Directory of the segments (a tmpfs; [`SHM_DIR`] by default).
     pub dir: PathBuf,
+    /// Leave the network namespace out of the host identity, so that participants in
+    /// different namespaces of one host use shared memory with each other (both sides must set
+    /// it). Off by default: a namespace is usually meant as a boundary.
+    pub across_network_namespaces: bool,
 }
 
 impl Default for ShmConfig {
@@ -100,12 +107,14 @@ impl Default for ShmConfig {
             spin: DEFAULT_SPIN,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
             dir: PathBuf::from(SHM_DIR),
+            across_network_namespaces: false,
         }
     }
 }
 
 impl ShmConfig {
-    /// The defaults with `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied.
+    /// The defaults with `TESSERA_SHM_SPIN_US`, `TESSERA_SHM_SEGMENT_BYTES` and
+    /// `TESSERA_SHM_ACROSS_NETNS` applied.
     pub fn from_env() -> Result<ShmConfig, TransportError> {
         let mut c = ShmConfig::default();
         let num = |name: &str| -> Result<Option<u64>, TransportError> {
@@ -122,15 +131,19 @@ impl ShmConfig {
         if let Some(b) = num(ENV_SHM_SEGMENT_BYTES)? {
             c.segment_bytes = usize::try_from(b).unwrap_or(usize::MAX);
         }
+        if let Some(a) = num(ENV_SHM_ACROSS_NETNS)? {
+            c.across_network_namespaces = a != 0;
+        }
         Ok(c)
     }
 }
 
-/// A 64-bit identity of "this host, this user, this network namespace": participants with equal
-/// identities may talk through `/dev/shm`. Participants in different network namespaces do not
-/// pick shm (they might not see each other's `/dev/shm`, and a namespace is usually meant as a
-/// boundary). FNV-1a, so that every build computes the same value.
-pub fn host_identity() -> u64 {
+/// A 64-bit identity of "this host, this user, this network namespace" (without the namespace
+/// when `across_network_namespaces`): participants with equal identities may talk through
+/// `/dev/shm`. By default participants in different network namespaces do not pick shm (they
+/// might not see each other's `/dev/shm`, and a namespace is usually meant as a boundary).
+/// FNV-1a, so that every build computes the same value.
+pub fn host_identity(across_network_namespaces: bool) -> u64 {
     let mut h = Fnv::new();
     for f in ["/proc/sys/kernel/random/boot_id", "/etc/machine-id"] {
         h.bytes(std::fs::read(f).unwrap_or_default().trim_ascii());
@@ -138,7 +151,9 @@ pub fn host_identity() -> u64 {
     }
     // SAFETY: getuid cannot fail and has no preconditions.
     h.bytes(&unsafe { libc::getuid() }.to_le_bytes());
-    h.bytes(&ns_inode("net").to_le_bytes());
+    if !across_network_namespaces {
+        h.bytes(&ns_inode("net").to_le_bytes());
+    }
     h.0
 }
 
@@ -353,7 +368,7 @@ impl ShmTransport {
         shm_stats
             .reclaimed
             .store(reclaimed.removed as u64, Ordering::Relaxed);
-        let host = host_identity();
+        let host = host_identity(config.across_network_namespaces);
         let pid_ns = ns_inode("pid");
         let pid = std::process::id();
         let owner = Owner {

@@ -121,6 +121,15 @@ fn locators_of_other_hosts_namespaces_and_domains_are_not_reached() {
     // A transport of another domain does not reach b even with b's own locator.
     let c = ShmTransport::new(5, dir.config()).unwrap();
     assert!(!c.reaches(&lb));
+    // Nor does one whose identity leaves the network namespace out, while the other's has it.
+    let across = ShmConfig {
+        across_network_namespaces: true,
+        ..dir.config()
+    };
+    let d = ShmTransport::new(4, across.clone()).unwrap();
+    let e = ShmTransport::new(4, across).unwrap();
+    assert!(!d.reaches(&lb) && !a.reaches(&d.locators().default_unicast));
+    assert!(d.reaches(&e.locators().default_unicast));
 }
 
 #[test]
@@ -288,7 +297,7 @@ fn a_participant_killed_with_sigkill_is_reclaimed() {
     let id = u32::from_str_radix(file.rsplit('-').next().unwrap(), 16).unwrap();
     let alive = ShmTransport::new(11, dir.config()).unwrap();
     assert_eq!(alive.shm_stats().reclaimed.load(Ordering::Relaxed), 0);
-    let child_loc = shm_locator(host_identity(), 11, id);
+    let child_loc = shm_locator(host_identity(false), 11, id);
     assert!(alive.reaches(&child_loc));
 
     // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet reaped.
@@ -348,8 +357,10 @@ fn invalid_files_are_reclaimed_only_when_old() {
 
 #[test]
 fn host_identity_is_stable_and_impossible_geometry_is_refused() {
-    assert_eq!(host_identity(), host_identity());
-    assert_ne!(host_identity(), 0);
+    assert_eq!(host_identity(false), host_identity(false));
+    assert_ne!(host_identity(false), 0);
+    // The network namespace is part of the identity unless configured otherwise.
+    assert_ne!(host_identity(false), host_identity(true));
     let c = ShmConfig::default();
     assert_eq!(c.spin, DEFAULT_SPIN);
     assert!(Geometry::for_size(c.segment_bytes, c.max_datagram).is_some());
