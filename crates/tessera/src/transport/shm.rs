@@ -241,7 +241,8 @@ fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
 /// Maps a peer's (or a stale) segment file and validates its header. Only files of our own
 /// uid, with no access for others, are opened.
 fn map_existing(path: &Path) -> io::Result<Ring> {
-    let fd = open_fd(path, libc::O_RDWR, 0)?;
+    // O_NONBLOCK: a FIFO planted under a segment's name must not block the open.
+    let fd = open_fd(path, libc::O_RDWR | libc::O_NONBLOCK, 0)?;
     let st = fstat(&fd)?;
     // SAFETY: getuid cannot fail.
     let uid = unsafe { libc::getuid() };
@@ -470,8 +471,12 @@ impl ShmTransport {
             match map_existing(&path) {
                 Ok(r) => {
                     let o = r.owner();
-                    (o.host == self.host && o.domain == self.domain && !r.is_closed())
-                        .then(|| Arc::new(r))
+                    // A dead owner's segment (not yet reclaimed) would only fill up.
+                    let usable = o.host == self.host
+                        && o.domain == self.domain
+                        && !r.is_closed()
+                        && owner_alive(&o, self.pid_ns);
+                    usable.then(|| Arc::new(r))
                 }
                 Err(e) => {
                     if e.kind() != io::ErrorKind::NotFound {

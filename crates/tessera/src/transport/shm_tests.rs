@@ -319,6 +319,9 @@ fn a_participant_killed_with_sigkill_is_reclaimed() {
     assert!(t0.elapsed() < Duration::from_secs(1));
     assert!(alive.stats().send.dropped.load(Ordering::Relaxed) >= 1);
 
+    // Once forgotten, the dead participant's segment is not taken up again.
+    assert!(!alive.reaches(&child_loc));
+
     // The next participant to start removes the dead one's segment, and only that one.
     let next = ShmTransport::new(11, dir.config()).unwrap();
     assert_eq!(next.shm_stats().reclaimed.load(Ordering::Relaxed), 1);
