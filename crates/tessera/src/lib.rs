@@ -75,7 +75,7 @@ pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
 };
-pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig};
+pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
 pub use status::StatusMask;
 pub use subscription::{DataReader, DataReaderListener, Subscriber};

@@ -125,6 +125,21 @@ pub struct CountersSnapshot {
     pub send_queue_drops: u64,
 }
 
+/// What one transport of a participant carried ([`DomainParticipant::transport_traffic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportTraffic {
+    /// The transport's name (`udp4`, `udp6`, `shm`, `inproc`).
+    pub name: &'static str,
+    /// Datagrams sent.
+    pub datagrams_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Datagrams received.
+    pub datagrams_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
+}
+
 /// The local readers matched with one remote writer: an immutable snapshot, so that the receive
 /// thread clones it (one reference count, no allocation) and runs the readers' handlers, and
 /// with them their listeners, without holding the endpoints table's lock.
@@ -517,20 +532,22 @@ impl DomainParticipant {
         self.owner.shared.counters_snapshot()
     }
 
-    /// Datagrams sent and received by each transport, in preference order: `(name, sent,
-    /// received)`, e.g. to see whether peers are reached by shared memory or by UDP.
-    pub fn transport_traffic(&self) -> Vec<(&'static str, u64, u64)> {
+    /// What each transport carried, in preference order: e.g. whether peers are reached by
+    /// shared memory or by UDP.
+    pub fn transport_traffic(&self) -> Vec<TransportTraffic> {
         self.owner
             .shared
             .transport
             .iter()
             .map(|t| {
                 let s = t.stats();
-                (
-                    t.name(),
-                    s.send.datagrams.load(Ordering::Relaxed),
-                    s.recv.datagrams.load(Ordering::Relaxed),
-                )
+                TransportTraffic {
+                    name: t.name(),
+                    datagrams_sent: s.send.datagrams.load(Ordering::Relaxed),
+                    bytes_sent: s.send.bytes.load(Ordering::Relaxed),
+                    datagrams_received: s.recv.datagrams.load(Ordering::Relaxed),
+                    bytes_received: s.recv.bytes.load(Ordering::Relaxed),
+                }
             })
             .collect()
     }
