@@ -463,9 +463,9 @@ impl DiscoveryRuntime {
         // The engine already replaced an endpoint's empty locator lists by its participant's
         // defaults. Only readers' multicast locators matter (we never send to a writer's).
         let multicast = match info {
-            RemoteEndpointInfo::Reader(r) if self.allow_multicast.for_data() => {
-                self.transport.select(&r.multicast_locators)
-            }
+            RemoteEndpointInfo::Reader(r) if self.allow_multicast.for_data() => self
+                .transport
+                .select_multicast(&locators, &r.multicast_locators),
             _ => Locators::new(),
         };
         let (reliable, durable) = match info {

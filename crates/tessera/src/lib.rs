@@ -80,7 +80,7 @@ pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
 };
-pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig};
+pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
 pub use reader::{DataReader, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};

@@ -21,7 +21,8 @@ use crate::runtime::RuntimeContext;
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
 use crate::transport::{
-    AllowMulticast, Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
+    AllowMulticast, Channel, InProcessNetwork, Receivers, ShmConfig, TransportKind, Transports,
+    UdpConfig,
 };
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -39,9 +40,14 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
-    /// The UDP transports to open, the preferred first (`None`: `TESSERA_TRANSPORTS`, e.g.
-    /// `udp4,udp6`, or UDPv4 alone when it is unset).
+    /// The transports to open, the preferred UDP one first (`None`: `TESSERA_TRANSPORTS`, e.g.
+    /// `udp4,udp6` or `udp4`, or [`crate::transport::DEFAULT_TRANSPORTS`], UDPv4 and shared
+    /// memory, when it is unset). Shared memory ([`TransportKind::Shm`]) is preferred wherever
+    /// it reaches.
     pub transports: Option<Vec<TransportKind>>,
+    /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
+    /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
+    pub shm: Option<ShmConfig>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -142,6 +148,21 @@ pub struct CountersSnapshot {
     pub samples_rejected: u64,
     /// Datagrams dropped because a slow destination's send queue was full.
     pub send_queue_drops: u64,
+}
+
+/// What one transport of a participant carried ([`DomainParticipant::transport_traffic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportTraffic {
+    /// The transport's name (`udp4`, `udp6`, `shm`, `inproc`).
+    pub name: &'static str,
+    /// Datagrams sent.
+    pub datagrams_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Datagrams received.
+    pub datagrams_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
 }
 
 /// The local readers matched with one remote writer: an immutable snapshot, so that the receive
@@ -414,6 +435,7 @@ impl DomainParticipant {
             udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
+            config.shm,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
@@ -537,6 +559,26 @@ impl DomainParticipant {
     /// A snapshot of the runtime's drop and traffic counters.
     pub fn counters(&self) -> CountersSnapshot {
         self.owner.shared.counters_snapshot()
+    }
+
+    /// What each transport carried, in preference order: e.g. whether peers are reached by
+    /// shared memory or by UDP.
+    pub fn transport_traffic(&self) -> Vec<TransportTraffic> {
+        self.owner
+            .shared
+            .transport
+            .iter()
+            .map(|t| {
+                let s = t.stats();
+                TransportTraffic {
+                    name: t.name(),
+                    datagrams_sent: s.send.datagrams.load(Ordering::Relaxed),
+                    bytes_sent: s.send.bytes.load(Ordering::Relaxed),
+                    datagrams_received: s.recv.datagrams.load(Ordering::Relaxed),
+                    bytes_received: s.recv.bytes.load(Ordering::Relaxed),
+                }
+            })
+            .collect()
     }
 }
 
