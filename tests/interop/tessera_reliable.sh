@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Tessera <-> Tessera in two processes: reliable KEEP_ALL delivery of 100,000 samples loses,
-# duplicates and reorders nothing — first on a clean loopback, then with 10 % of all incoming
-# UDP datagrams dropped at random by nftables inside the namespace.
+# duplicates and reorders nothing — first with the default transports (shared memory between
+# the two processes), then over UDP alone with 10 % of all incoming UDP datagrams dropped at
+# random by nftables inside the namespace.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 
@@ -25,6 +26,8 @@ run_pair() {
 
 run_pair clean
 
+# The loss is injected on UDP: keep the data there.
+export TESSERA_TRANSPORTS=udp4
 nft add table inet tessera_loss
 nft add chain inet tessera_loss input '{ type filter hook input priority 0; }'
 nft add rule inet tessera_loss input udp dport 7400-7700 numgen random mod 100 '<' 10 counter drop

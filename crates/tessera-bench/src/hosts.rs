@@ -702,8 +702,9 @@ impl Topology {
     /// A command running `program` inside host `host`'s namespace. The namespace file is
     /// opened now; the child calls `setns(CLONE_NEWNET)` after fork, before exec, so it is a
     /// direct child of this process. Its environment has `TESSERA_IN_NETNS=1`,
-    /// `TESSERA_INTERFACE=<iface>` and a `CYCLONEDDS_URI` selecting that interface with
-    /// multicast; callers may override them. If the namespace is gone, spawning fails.
+    /// `TESSERA_INTERFACE=<iface>`, a `CYCLONEDDS_URI` selecting that interface with
+    /// multicast, and `TESSERA_TRANSPORTS=udp4` unless the bench's own environment sets it;
+    /// callers may override them. If the namespace is gone, spawning fails.
     ///
     /// # Panics
     /// When `host` is not an index of [`Topology::hosts`].
@@ -713,6 +714,11 @@ impl Topology {
         cmd.env("TESSERA_IN_NETNS", "1")
             .env("TESSERA_INTERFACE", &h.iface)
             .env("CYCLONEDDS_URI", cyclone_uri(&h.iface));
+        // The figures compare UDP stacks until the benchmark has a transport axis: Tessera's
+        // default shared memory between processes of one host is off unless asked for.
+        if std::env::var_os("TESSERA_TRANSPORTS").is_none() {
+            cmd.env("TESSERA_TRANSPORTS", "udp4");
+        }
         cmd
     }
 

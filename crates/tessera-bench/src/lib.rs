@@ -18,6 +18,7 @@
 //! - [`env`](mod@env): the environment captured with every result.
 
 pub mod compare;
+pub mod cpuwin;
 pub mod env;
 pub mod expect;
 pub mod floor;

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant, SystemTime};
 use anyhow::Context as _;
 use serde_json::Value;
 
+use super::cpuwin::{self, CpuMonitor};
 use super::expect::{self, Criterion, Outcome};
 use super::hosts::{self, LinkShaping, Topology};
 use super::parse::{self, PerfOutput};
@@ -441,7 +442,7 @@ impl Ctx<'_> {
         server: (&str, Vec<String>),
         client: (&str, Vec<String>),
         timeout: f64,
-    ) -> anyhow::Result<(Worker, Worker, Option<i32>)> {
+    ) -> anyhow::Result<(Worker, Worker, Option<i32>, cpuwin::CpuSeries)> {
         let host_r = Self::reader_host(topo, 0);
         let addr = topo.hosts()[host_r].addr;
         let port = FLOOR_PORT.to_string();
@@ -468,15 +469,17 @@ impl Ctx<'_> {
             Implementation::Udp,
             log(client.0),
         )?;
+        let monitor = CpuMonitor::start(vec![cli.proc.pid(), srv.proc.pid()]);
         let measuring = if client.0 == "ping" {
             &mut cli
         } else {
             &mut srv
         };
         let code = measuring.proc.wait_timeout(secs(timeout));
+        let cpu = monitor.finish();
         srv.proc.kill();
         cli.proc.kill();
-        Ok((cli, srv, code))
+        Ok((cli, srv, code, cpu))
     }
 
     /// Starts `n` reader processes (`pong` or `sub` roles, numbered when `n > 1`) of the
@@ -554,7 +557,7 @@ impl Ctx<'_> {
                 "--warmup",
                 &format!("{warmup}"),
             ]);
-            let (ping, pong, code) = self.floor_pair(
+            let (ping, pong, code, cpu) = self.floor_pair(
                 topo,
                 exp,
                 p,
@@ -564,7 +567,11 @@ impl Ctx<'_> {
                 duration + warmup + 15.0,
             )?;
             point.procs = collect_stats(&[&ping, &pong]);
-            point.latency = round_trip(stats::latency_from_pairs(&ping.output().hist));
+            let out = ping.output();
+            if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+                point.metrics.insert(CPU_METRIC.into(), us);
+            }
+            point.latency = round_trip(stats::latency_from_pairs(&out.hist));
             return check_result(point.latency.is_some(), code, &ping, "no round trips");
         }
 
@@ -606,12 +613,19 @@ impl Ctx<'_> {
             "ping",
             Capture::File(self.log_path(seq, &exp.name, p.pair, "ping")),
         )?;
+        let mut pids = vec![ping.proc.pid()];
+        pids.extend(pongs.iter().map(|w| w.proc.pid()));
+        let monitor = CpuMonitor::start(pids);
         let code = ping.proc.wait_timeout(secs(run_s as f64 + 40.0));
+        let cpu = monitor.finish();
         for w in &mut pongs {
             w.proc.kill();
         }
         ping.proc.kill();
         let out = ping.output();
+        if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+            point.metrics.insert(CPU_METRIC.into(), us);
+        }
         let mut all: Vec<&Worker> = vec![&ping];
         all.extend(pongs.iter());
         point.procs = collect_stats(&all);
@@ -638,8 +652,11 @@ impl Ctx<'_> {
     ) -> anyhow::Result<()> {
         let duration = exp.setting("duration_s", 3.0);
         let rate = param_u64(&p.params, "rate", 0);
-        let (t, workers) = self.flow(topo, exp, p, seq, duration, rate as f64, None)?;
+        let (t, workers, cpu_us) = self.flow(topo, exp, p, seq, duration, rate as f64, None)?;
         point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        if let Some(us) = cpu_us {
+            point.metrics.insert(CPU_METRIC.into(), us);
+        }
         point.throughput = t.filter(|t| t.samples_per_s > 0.0);
         if point.throughput.is_none() {
             anyhow::bail!(
@@ -652,7 +669,8 @@ impl Ctx<'_> {
 
     /// One publisher → N subscribers flow at `rate` (0 = unpaced) for `duration` measured
     /// seconds, optionally with a share of pings; returns the subscribers' throughput and the
-    /// (reaped) workers, publisher first.
+    /// (reaped) workers, publisher first, and the CPU µs per delivered sample of all of them
+    /// over the subscribers' common window ([`cpuwin`]).
     #[allow(clippy::too_many_arguments)]
     fn flow(
         &self,
@@ -663,7 +681,7 @@ impl Ctx<'_> {
         duration: f64,
         rate: f64,
         ping_percent: Option<f64>,
-    ) -> anyhow::Result<(Option<ThroughputStats>, Vec<Worker>)> {
+    ) -> anyhow::Result<(Option<ThroughputStats>, Vec<Worker>, Option<f64>)> {
         let size = param_u64(&p.params, "size", 16);
         let subs = param_u64(&p.params, "subscribers", 1) as usize;
         let multicast = p
@@ -696,7 +714,7 @@ impl Ctx<'_> {
             if rate > 0.0 {
                 client.extend(strings(&["--rate", &format!("{rate}")]));
             }
-            let (publisher, sub, _) = self.floor_pair(
+            let (publisher, sub, _, cpu) = self.floor_pair(
                 topo,
                 exp,
                 p,
@@ -705,8 +723,10 @@ impl Ctx<'_> {
                 ("pub", client),
                 sub_s as f64 + 15.0,
             )?;
-            let t = throughput_from_subs(&[sub.output()], size, rate);
-            return Ok((t, vec![publisher, sub]));
+            let out = sub.output();
+            let cpu_us = throughput_cpu_per_sample(&cpu, &[(sub.proc.started(), &out)]);
+            let t = throughput_from_subs(&[out], size, rate);
+            return Ok((t, vec![publisher, sub], cpu_us));
         }
 
         let mut common: Vec<String> = Vec::new();
@@ -761,16 +781,26 @@ impl Ctx<'_> {
             "pub",
             Capture::File(self.log_path(seq, &exp.name, p.pair, "pub")),
         )?;
+        let mut pids = vec![publisher.proc.pid()];
+        pids.extend(subscribers.iter().map(|w| w.proc.pid()));
+        let monitor = CpuMonitor::start(pids);
         let deadline = Instant::now() + secs(sub_s as f64 + 40.0);
         for s in &mut subscribers {
             let left = deadline.saturating_duration_since(Instant::now());
             s.proc.wait_timeout(left);
         }
+        let cpu = monitor.finish();
         publisher.proc.kill();
         for s in &mut subscribers {
             s.proc.kill();
         }
         let outs: Vec<PerfOutput> = subscribers.iter().map(Worker::output).collect();
+        let started: Vec<(Instant, &PerfOutput)> = subscribers
+            .iter()
+            .map(|w| w.proc.started())
+            .zip(&outs)
+            .collect();
+        let cpu_us = throughput_cpu_per_sample(&cpu, &started);
         let mut t = throughput_from_subs(&outs, size, rate);
         if let Some(t) = &mut t {
             if instances > 1 {
@@ -779,7 +809,7 @@ impl Ctx<'_> {
         }
         let mut workers = vec![publisher];
         workers.extend(subscribers);
-        Ok((t, workers))
+        Ok((t, workers, cpu_us))
     }
 
     fn rate_step_group(
@@ -835,7 +865,7 @@ impl Ctx<'_> {
                     .topology(exp, &p.params)
                     .and_then(|topo| self.flow(&topo, exp, p, seq, step_s, rate, Some(ping)));
                 match r {
-                    Ok((Some(t), workers)) => {
+                    Ok((Some(t), workers, _)) => {
                         let lat = workers
                             .first()
                             .map(|w| round_trip(latency_from_lines(&w.output())))
@@ -860,7 +890,7 @@ impl Ctx<'_> {
                         state[k].cpu.push([rate, cpu]);
                         state[k].steps.push(s);
                     }
-                    Ok((None, workers)) => {
+                    Ok((None, workers, _)) => {
                         state[k].failures += 1;
                         state[k].errors.push(format!(
                             "no subscriber data at {rate}/s: {}",
@@ -1409,6 +1439,46 @@ fn throughput_from_subs(outs: &[PerfOutput], size: u64, rate: f64) -> Option<Thr
         boxplot: stats::rate_boxplot(&per_second),
         offered_per_s: (rate > 0.0).then_some(rate),
     })
+}
+
+/// The metric holding CPU µs (all processes of the point) per round trip or delivered sample,
+/// measured over the same window for every implementation ([`cpuwin`]).
+pub const CPU_METRIC: &str = "cpu_us_per_sample";
+
+/// CPU µs per round trip of a latency point: the window of the ping's per-second lines (each
+/// counting the second before it), one stream per pong peer.
+fn latency_cpu_per_round_trip(
+    cpu: &cpuwin::CpuSeries,
+    started: Instant,
+    out: &PerfOutput,
+) -> Option<f64> {
+    let mut per_peer: BTreeMap<&str, Vec<(f64, u64)>> = BTreeMap::new();
+    for l in &out.latency {
+        per_peer
+            .entry(l.peer.as_str())
+            .or_default()
+            .push((l.t, l.summary.count));
+    }
+    let streams: Vec<cpuwin::Counts> = per_peer
+        .into_values()
+        .map(|lines| cpuwin::cumulative_per_second(started, cpu.start().unwrap_or(started), lines))
+        .collect();
+    let (from, to) = cpuwin::common_window(&streams)?;
+    cpuwin::cpu_us_per_sample(cpu, &streams, from, to)
+}
+
+/// CPU µs per delivered sample of a throughput point: the subscribers' common window, each
+/// subscriber's per-second lines after its first one (warm-up).
+fn throughput_cpu_per_sample(
+    cpu: &cpuwin::CpuSeries,
+    subs: &[(Instant, &PerfOutput)],
+) -> Option<f64> {
+    let streams: Vec<cpuwin::Counts> = subs
+        .iter()
+        .map(|(started, o)| cpuwin::cumulative(*started, o.subs.iter().map(|l| (l.t, l.delta))))
+        .collect();
+    let (from, to) = cpuwin::common_window(&streams)?;
+    cpuwin::cpu_us_per_sample(cpu, &streams, from, to)
 }
 
 fn collect_stats(workers: &[&Worker]) -> Vec<super::results::ProcStats> {

@@ -182,6 +182,9 @@ pub struct ReaderCounters {
     pub acknacks_sent: u64,
     /// NACK_FRAGs sent.
     pub nack_frags_sent: u64,
+    /// Writers asked again at once because the application made room after refusing their
+    /// samples ([`ReaderCore::resume`]), instead of at their next backed-off probe.
+    pub resumed: u64,
 }
 
 /// Sequence numbers above this are refused as invalid, so that no arithmetic on peer-supplied
@@ -828,6 +831,7 @@ impl ReaderCore {
     /// refused.
     pub fn resume(&mut self, now: Instant) {
         for w in self.writers.iter_mut().filter(|w| w.probing) {
+            self.sh.counters.resumed += 1;
             w.probing = false;
             w.probe_backoff = 0;
             // The probe's request must not hold back the full one.

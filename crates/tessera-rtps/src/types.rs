@@ -229,6 +229,10 @@ pub mod locator_kind {
     /// specification or used by Cyclone DDS and Fast DDS): only meaningful inside one process,
     /// so a peer that sees it in an announcement keeps it and never sends to it.
     pub const TESSERA_INPROC: i32 = 0x01a7_0001;
+    /// Tessera's shared-memory transport (vendor-specific range): address bytes 0..8 are the
+    /// host identity (host, user, network namespace), 8..12 the domain id; the port is the
+    /// segment id. Other implementations keep it and never send to it.
+    pub const TESSERA_SHM: i32 = 0x01a7_0002;
 }
 
 /// A transport address: kind, port and a 16-byte address (IPv4 in the last 4 bytes).
@@ -313,6 +317,7 @@ impl fmt::Debug for Locator {
                 let id = u64::from_be_bytes(self.address[8..].try_into().unwrap_or([0; 8]));
                 write!(f, "inproc/{id}:{}", self.port)
             }
+            (locator_kind::TESSERA_SHM, _) => write!(f, "shm/{:08x}", self.port),
             _ => write!(f, "locator(kind {}, port {})", self.kind, self.port),
         }
     }

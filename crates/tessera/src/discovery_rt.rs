@@ -22,7 +22,6 @@ use tessera_rtps::discovery::{
     BuiltinEndpointSet, DiscoveredReaderData, DiscoveredWriterData, DiscoveryEngine,
     DiscoveryServerClient, DsClientConfig, EngineEvent, LocalMatcher, LocatorSelector,
     RemoteEndpointInfo, RemoteServer, SimpleDiscovery, SimpleDiscoveryConfig, SpdpParticipantData,
-    SPDP_LEASE,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
@@ -65,7 +64,12 @@ pub(crate) struct DiscoveryOptions {
     pub ignore_local: bool,
     /// Whether readers announce (and writers use) multicast locators for user data.
     pub allow_multicast: AllowMulticast,
+    /// The participant lease we announce.
+    pub lease: std::time::Duration,
 }
+
+/// The shortest steady-state SPDP period, however short the lease.
+const MIN_SPDP_PERIOD: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How a participant finds the others (`ParticipantConfig::discovery`).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -204,7 +208,7 @@ impl DiscoveryRuntime {
             data.metatraffic_multicast_locators
                 .extend(l.metatraffic_multicast);
         }
-        data.lease_duration = SPDP_LEASE;
+        data.lease_duration = options.lease;
         // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         data.user_data = qos.user_data.0.clone();
@@ -239,6 +243,21 @@ impl DiscoveryRuntime {
         config.shared_reassembly = Some(budgets.reassembly.clone());
         config.shared_buffered = Some(budgets.out_of_order.clone());
         config.wall_clock_nanos = crate::publication::now_nanos();
+        // Three announcements per lease at least, so one lost datagram does not end it.
+        config.period = config.period.min(options.lease / 3).max(MIN_SPDP_PERIOD);
+        // The start-up burst must not leave a longer gap than the period either.
+        let period = config.period;
+        let mut previous = std::time::Duration::ZERO;
+        config.startup = config
+            .startup
+            .iter()
+            .copied()
+            .take_while(|&at| {
+                let fits = at.saturating_sub(previous) <= period;
+                previous = at;
+                fits
+            })
+            .collect();
         let engine = Box::new(SimpleDiscovery::new(config, now));
         Self::with_engine(prefix, engine, transport, options, budgets)
     }
@@ -522,9 +541,9 @@ impl DiscoveryRuntime {
         // The engine already replaced an endpoint's empty locator lists by its participant's
         // defaults. Only readers' multicast locators matter (we never send to a writer's).
         let multicast = match info {
-            RemoteEndpointInfo::Reader(r) if self.allow_multicast.for_data() => {
-                self.transport.select(&r.multicast_locators)
-            }
+            RemoteEndpointInfo::Reader(r) if self.allow_multicast.for_data() => self
+                .transport
+                .select_multicast(&locators, &r.multicast_locators),
             _ => Locators::new(),
         };
         let (reliable, durable) = match info {

@@ -1,8 +1,9 @@
 //! The runtime's view of local endpoints, erased over the topic type, and the send path shared by
 //! every endpoint.
 
-use crate::participant::ParticipantShared;
+use crate::runtime::RuntimeContext;
 use std::cell::RefCell;
+use std::sync::Arc;
 use std::time::Instant;
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{Guid, Locator, Locators};
@@ -27,11 +28,19 @@ pub(crate) struct RemoteEndpoint {
 /// A local data writer as the receive and event threads see it.
 pub(crate) trait LocalWriter: Send + Sync {
     /// An ACKNACK or NACK_FRAG for this writer.
-    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant);
+    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant);
     /// Timers; returns the next deadline.
-    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant>;
-    /// A remote reader matched.
-    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant);
+    fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant>;
+    /// A reader matched. One of this participant (`remote.guid` has our prefix) comes with
+    /// `local`, the endpoint itself, which the writer then hands its samples directly (`None`
+    /// if it was deleted meanwhile).
+    fn matched(
+        &self,
+        ctx: &RuntimeContext,
+        remote: &RemoteEndpoint,
+        local: Option<Arc<dyn LocalReader>>,
+        now: Instant,
+    );
     /// A remote reader went away.
     fn unmatched(&self, remote: Guid);
     /// A remote reader was found with incompatible QoS (DDS policy ids).
@@ -43,23 +52,24 @@ pub(crate) trait LocalReader: Send + Sync {
     /// The reader's GUID.
     fn guid(&self) -> Guid;
     /// DATA, DATA_FRAG, HEARTBEAT, HEARTBEAT_FRAG or GAP from a matched writer.
-    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant);
+    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant);
     /// Timers; returns the next deadline.
-    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant>;
+    fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant>;
     /// A remote writer matched.
-    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant);
+    fn matched(&self, ctx: &RuntimeContext, remote: &RemoteEndpoint, now: Instant);
     /// A remote writer went away; `lost` when its participant's lease expired (liveliness lost)
     /// rather than it being deleted.
     fn unmatched(&self, remote: Guid, lost: bool);
     /// A remote writer was found with incompatible QoS (DDS policy ids).
     fn incompatible(&self, policies: &[u32]);
-    /// A sample of a writer of this participant, handed over in the writer's thread: decoded
-    /// into the history at once, with no reliability protocol on the way. Runs under the
-    /// writer's lock (which keeps its samples in order), so it raises no status: the writer
-    /// passes the outcome to [`LocalReader::notify_local`] once its lock is released.
-    fn deliver_local(&self, sample: &Delivered<'_>) -> LocalOutcome;
+    /// A sample of a writer of this participant, handed over in the writer's thread: put,
+    /// serialized, into the history at once (sharing the writer's buffer when `shared` is
+    /// given), with no reliability protocol on the way. Runs
+    /// under the writer's lock (which keeps its samples in order), so it raises no status: the
+    /// writer passes the outcome to [`LocalReader::notify_local`] once its lock is released.
+    fn deliver_local(&self, sample: &Delivered<'_>, shared: Option<&Arc<Vec<u8>>>) -> LocalOutcome;
     /// Raises the statuses (and runs the listener) for what `deliver_local` did.
-    fn notify_local(&self, p: &ParticipantShared, outcome: LocalOutcome);
+    fn notify_local(&self, ctx: &RuntimeContext, outcome: LocalOutcome);
 }
 
 /// What handing samples to a local reader did to it.
@@ -91,8 +101,8 @@ pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 
 /// Sends one encoded datagram to every locator without blocking, from any thread: what a
 /// destination cannot take now waits in its send queue (see [`crate::outbox::SendQueues`]).
-pub(crate) fn send_datagram(p: &ParticipantShared, buf: &[u8], dests: &[Locator]) {
+pub(crate) fn send_datagram(ctx: &RuntimeContext, buf: &[u8], dests: &[Locator]) {
     for l in dests {
-        p.send_queues.send(p, buf, l);
+        ctx.send_queues.send(ctx, buf, l);
     }
 }

@@ -37,7 +37,9 @@
 //!   CDR, QoS matching, discovery data, reliability state machines.
 //! - this crate: the runtime (sockets, threads, timers) and the DCPS API:
 //!   [`DomainParticipant`] → [`Topic`], [`Publisher`] → [`DataWriter`],
-//!   [`Subscriber`] → [`DataReader`], with listeners, [`WaitSet`]s and polling.
+//!   [`Subscriber`] → [`DataReader`], with listeners, [`WaitSet`]s and polling. Readers keep
+//!   samples serialized and know their type only through a [`TypeSupport`]: `DataReader<T>`
+//!   decodes at `read`/`take`, [`UntypedDataReader`] hands out the bytes.
 //!
 //! ## Threads
 //! Per participant: one receive thread per socket, which decodes datagrams and delivers samples
@@ -58,6 +60,9 @@ pub mod history;
 mod outbox;
 mod participant;
 mod publication;
+mod reader;
+mod runtime;
+pub mod sample;
 pub mod status;
 mod subscription;
 mod topic;
@@ -75,9 +80,11 @@ pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
 };
-pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig};
+pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
+pub use reader::{DataReader, UntypedDataReader};
+pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
-pub use subscription::{DataReader, DataReaderListener, Subscriber};
+pub use subscription::{DataReaderListener, Subscriber};
 pub use topic::Topic;
 pub use transport::AllowMulticast;

@@ -14,8 +14,8 @@
 
 use crate::endpoint::{send_datagram, with_send_buf};
 use crate::history::HistoryConfig;
-use crate::participant::ParticipantShared;
 use crate::qos::{DataReaderQos, DataWriterQos};
+use crate::runtime::RuntimeContext;
 use parking_lot::Mutex;
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -34,32 +34,32 @@ thread_local! {
 }
 
 /// Encodes and sends everything `poll` yields, one datagram per transmit.
-pub(crate) fn drain(p: &ParticipantShared, mut poll: impl FnMut(&mut Transmit) -> bool) {
+pub(crate) fn drain(ctx: &RuntimeContext, mut poll: impl FnMut(&mut Transmit) -> bool) {
     TRANSMIT.with(|cell| {
         let (t, qos_scratch) = &mut *cell.borrow_mut();
         while poll(t) {
             with_send_buf(|buf| {
-                let mut m = MessageBuilder::new(buf, p.guid_prefix);
+                let mut m = MessageBuilder::new(buf, ctx.guid_prefix);
                 if let Some(dst) = t.dest.info_dst() {
                     m.submessage(&Submessage::InfoDst(dst));
                 }
                 for sm in &t.submessages {
                     m.submessage(&sm.as_submessage(qos_scratch));
                 }
-                send_datagram(p, buf, t.dest.locators().as_slice());
+                send_datagram(ctx, buf, t.dest.locators().as_slice());
             });
         }
     });
 }
 
 /// Sends every datagram a writer core has ready.
-pub(crate) fn flush_writer(p: &ParticipantShared, core: &mut WriterCore, now: Instant) {
-    drain(p, |t| core.poll_transmit_into(now, t));
+pub(crate) fn flush_writer(ctx: &RuntimeContext, core: &mut WriterCore, now: Instant) {
+    drain(ctx, |t| core.poll_transmit_into(now, t));
 }
 
 /// Sends every datagram (ACKNACK, NACK_FRAG) a reader core has ready.
-pub(crate) fn flush_reader(p: &ParticipantShared, core: &mut ReaderCore, now: Instant) {
-    drain(p, |t| core.poll_transmit_into(now, t));
+pub(crate) fn flush_reader(ctx: &RuntimeContext, core: &mut ReaderCore, now: Instant) {
+    drain(ctx, |t| core.poll_transmit_into(now, t));
 }
 
 /// Datagrams one destination's send queue holds; further ones are dropped (and repaired by
@@ -97,30 +97,30 @@ enum Attempt {
     Failed,
 }
 
-fn attempt(p: &ParticipantShared, buf: &[u8], dest: &Locator) -> Attempt {
-    match p.transport.try_send_to(buf, dest) {
+fn attempt(ctx: &RuntimeContext, buf: &[u8], dest: &Locator) -> Attempt {
+    match ctx.transport.try_send_to(buf, dest) {
         Ok(()) => {
-            p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
+            ctx.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
             Attempt::Sent
         }
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => Attempt::WouldBlock,
         Err(e) => {
-            fail(p, dest, &e);
+            fail(ctx, dest, &e);
             Attempt::Failed
         }
     }
 }
 
-fn fail(p: &ParticipantShared, dest: &Locator, e: &io::Error) {
-    p.counters.send_errors.fetch_add(1, Ordering::Relaxed);
+fn fail(ctx: &RuntimeContext, dest: &Locator, e: &io::Error) {
+    ctx.counters.send_errors.fetch_add(1, Ordering::Relaxed);
     tracing::debug!(error = %e, ?dest, "send failed");
 }
 
 impl SendQueues {
     /// Sends `buf` to `dest` without blocking, or queues it behind what `dest` already has.
-    pub fn send(&self, p: &ParticipantShared, buf: &[u8], dest: &Locator) {
+    pub fn send(&self, ctx: &RuntimeContext, buf: &[u8], dest: &Locator) {
         if self.queued.load(Ordering::Acquire) == 0 {
-            match attempt(p, buf, dest) {
+            match attempt(ctx, buf, dest) {
                 Attempt::Sent | Attempt::Failed => return,
                 Attempt::WouldBlock => {}
             }
@@ -132,7 +132,7 @@ impl SendQueues {
         if let Some(d) = dests.get_mut(dest) {
             // Older datagrams for this destination go first.
             if !d.busy {
-                self.drain_one(p, *dest, d);
+                self.drain_one(ctx, *dest, d);
             }
             if !d.q.is_empty() || d.busy {
                 self.push(&mut dests, *dest, buf);
@@ -140,7 +140,7 @@ impl SendQueues {
             }
             dests.remove(dest);
         }
-        if let Attempt::WouldBlock = attempt(p, buf, dest) {
+        if let Attempt::WouldBlock = attempt(ctx, buf, dest) {
             self.push(&mut dests, *dest, buf);
         }
     }
@@ -173,9 +173,9 @@ impl SendQueues {
     }
 
     /// Sends `d`'s datagrams until the destination would block again.
-    fn drain_one(&self, p: &ParticipantShared, dest: Locator, d: &mut DestQueue) {
+    fn drain_one(&self, ctx: &RuntimeContext, dest: Locator, d: &mut DestQueue) {
         while let Some(b) = d.q.front() {
-            match attempt(p, b, &dest) {
+            match attempt(ctx, b, &dest) {
                 Attempt::WouldBlock => return,
                 Attempt::Sent | Attempt::Failed => {
                     let _ = self.pop(d);
@@ -191,14 +191,14 @@ impl SendQueues {
 
     /// Sends what the destinations take now, without blocking (the event thread, each pass).
     /// Returns whether datagrams remain queued.
-    pub fn drain_ready(&self, p: &ParticipantShared) -> bool {
+    pub fn drain_ready(&self, ctx: &RuntimeContext) -> bool {
         if self.is_empty() {
             return false;
         }
         let mut dests = self.dests.lock();
         dests.retain(|dest, d| {
             if !d.busy {
-                self.drain_one(p, *dest, d);
+                self.drain_one(ctx, *dest, d);
             }
             d.busy || !d.q.is_empty()
         });
@@ -207,7 +207,7 @@ impl SendQueues {
 
     /// Sends everything queued with blocking sends, until the queues are empty or `deadline`
     /// passes. For application threads holding no endpoint lock.
-    fn drain_blocking(&self, p: &ParticipantShared, deadline: Instant) {
+    fn drain_blocking(&self, ctx: &RuntimeContext, deadline: Instant) {
         while !self.is_empty() && Instant::now() < deadline {
             let next = {
                 let mut dests = self.dests.lock();
@@ -226,11 +226,11 @@ impl SendQueues {
                 std::thread::sleep(Duration::from_micros(200));
                 continue;
             };
-            match p.transport.send_to(&b, &dest) {
+            match ctx.transport.send_to(&b, &dest) {
                 Ok(()) => {
-                    p.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
+                    ctx.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
                 }
-                Err(e) => fail(p, &dest, &e),
+                Err(e) => fail(ctx, &dest, &e),
             }
             let mut dests = self.dests.lock();
             if let Some(d) = dests.get_mut(&dest) {
@@ -246,11 +246,11 @@ impl SendQueues {
 /// Called by an application thread after a `write`, with no endpoint lock held: waits until
 /// every queued datagram is sent (or `deadline`), sending them itself. Never waits on a receive
 /// thread. See the module docs.
-pub(crate) fn wait_sent(p: &ParticipantShared, deadline: Instant) {
-    if p.send_queues.is_empty() || crate::transport::recv::on_receive_thread() {
+pub(crate) fn wait_sent(ctx: &RuntimeContext, deadline: Instant) {
+    if ctx.send_queues.is_empty() || crate::transport::recv::on_receive_thread() {
         return;
     }
-    p.send_queues.drain_blocking(p, deadline);
+    ctx.send_queues.drain_blocking(ctx, deadline);
 }
 
 /// The reliability core's configuration for a user writer with this QoS.

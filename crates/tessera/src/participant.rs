@@ -11,7 +11,7 @@
 //! Application threads send the first transmission of every sample themselves (see
 //! [`crate::publication`]); no queue sits between `write` and the socket.
 
-use crate::bounds::{Budgets, DropReport, ResourceBounds};
+use crate::bounds::{DropReport, ResourceBounds};
 use crate::discovery_rt::{
     DiscoveryMode, DiscoveryOptions, DiscoveryRuntime, ParticipantEvent, ParticipantInfo,
 };
@@ -19,14 +19,16 @@ use crate::endpoint::{LocalReader, LocalWriter};
 use crate::error::{Error, Result};
 use crate::publication::Publisher;
 use crate::qos::{DomainParticipantQos, PublisherQos, SubscriberQos, TopicQos};
+use crate::runtime::RuntimeContext;
 use crate::subscription::Subscriber;
 use crate::topic::{Topic, TopicInner};
 use crate::transport::{
-    AllowMulticast, Channel, InProcessNetwork, Receivers, TransportKind, Transports, UdpConfig,
+    AllowMulticast, Channel, InProcessNetwork, Receivers, ShmConfig, TransportKind, Transports,
+    UdpConfig,
 };
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
-use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -40,9 +42,14 @@ pub struct ParticipantConfig {
     /// Transport settings (interface, peers, multicast). `None`: defaults for the domain with the
     /// environment applied (`TESSERA_INTERFACE`, `TESSERA_PEERS`, `TESSERA_MULTICAST`).
     pub udp: Option<UdpConfig>,
-    /// The UDP transports to open, the preferred first (`None`: `TESSERA_TRANSPORTS`, e.g.
-    /// `udp4,udp6`, or UDPv4 alone when it is unset).
+    /// The transports to open, the preferred UDP one first (`None`: `TESSERA_TRANSPORTS`, e.g.
+    /// `udp4,udp6` or `udp4`, or [`crate::transport::DEFAULT_TRANSPORTS`], UDPv4 and shared
+    /// memory, when it is unset). Shared memory ([`TransportKind::Shm`]) is preferred wherever
+    /// it reaches.
     pub transports: Option<Vec<TransportKind>>,
+    /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
+    /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
+    pub shm: Option<ShmConfig>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -61,6 +68,30 @@ pub struct ParticipantConfig {
     /// How other participants are found: `None` reads `ROS_DISCOVERY_SERVER` (a client of
     /// those discovery servers when set, standard SPDP/SEDP otherwise); see [`DiscoveryMode`].
     pub discovery: Option<DiscoveryMode>,
+    /// The participant lease announced in SPDP: a peer that hears nothing from this participant
+    /// for this long drops it and its endpoints (liveliness AUTOMATIC of its writers ends then
+    /// too). `None`: `TESSERA_LEASE_DURATION` (seconds, e.g. `2.5`), or 10 s when it is unset.
+    /// Announcements go out at least three times per lease.
+    pub lease_duration: Option<Duration>,
+}
+
+/// Environment variable for [`ParticipantConfig::lease_duration`] when it is `None`.
+pub const ENV_LEASE_DURATION: &str = "TESSERA_LEASE_DURATION";
+
+/// The shortest participant lease accepted (a shorter one could not be renewed in time).
+pub const MIN_LEASE: Duration = Duration::from_millis(100);
+
+/// `TESSERA_LEASE_DURATION` in seconds (0.1 s to a year), or the 10 s default when unset.
+fn lease_from_env() -> Result<Duration> {
+    let Ok(v) = std::env::var(ENV_LEASE_DURATION) else {
+        return Ok(tessera_rtps::discovery::SPDP_LEASE);
+    };
+    match v.trim().parse::<f64>() {
+        Ok(s) if (0.1..=365.0 * 86_400.0).contains(&s) => Ok(Duration::from_secs_f64(s)),
+        _ => Err(Error::BadParameter(format!(
+            "{ENV_LEASE_DURATION}={v:?}: expected seconds between 0.1 and 31536000"
+        ))),
+    }
 }
 
 impl ParticipantConfig {
@@ -122,6 +153,21 @@ pub struct CountersSnapshot {
     pub samples_rejected: u64,
     /// Datagrams dropped because a slow destination's send queue was full.
     pub send_queue_drops: u64,
+}
+
+/// What one transport of a participant carried ([`DomainParticipant::transport_traffic`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TransportTraffic {
+    /// The transport's name (`udp4`, `udp6`, `shm`, `inproc`).
+    pub name: &'static str,
+    /// Datagrams sent.
+    pub datagrams_sent: u64,
+    /// Bytes sent.
+    pub bytes_sent: u64,
+    /// Datagrams received.
+    pub datagrams_received: u64,
+    /// Bytes received.
+    pub bytes_received: u64,
 }
 
 /// The local readers matched with one remote writer: an immutable snapshot, so that the receive
@@ -210,7 +256,7 @@ impl EventKick {
     /// `scheduled` while a pass runs and nothing was requested during it.
     const RUNNING: u64 = u64::MAX;
 
-    fn new() -> Self {
+    pub(crate) fn new() -> Self {
         EventKick {
             epoch: Instant::now(),
             // The event thread starts with a pass.
@@ -279,25 +325,27 @@ impl EventKick {
     }
 }
 
-/// Everything the participant's threads and entities share.
+/// Everything the participant's threads and entities share: the endpoint tables and discovery,
+/// around the [`RuntimeContext`] its endpoints run with. It dereferences to that context, so
+/// that code holding the participant (the receive and event threads, discovery) passes it where
+/// a context is wanted; endpoints get only the context.
 pub(crate) struct ParticipantShared {
-    pub guid_prefix: GuidPrefix,
     pub domain_id: u32,
     pub qos: DomainParticipantQos,
-    /// The transports, keyed by locator kind.
-    pub transport: Transports,
-    /// Datagrams waiting for destinations that could not take them without blocking.
-    pub send_queues: crate::outbox::SendQueues,
+    /// What endpoints see of the participant: GUID prefix, transports, send queues, event kick,
+    /// counters, bounds and budgets, multicast use (see [`ParticipantConfig::allow_multicast`]).
+    pub ctx: Arc<RuntimeContext>,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
-    pub kick: EventKick,
-    pub counters: RuntimeCounters,
-    pub limits: ResourceBounds,
-    /// What multicast is used for (see [`ParticipantConfig::allow_multicast`]).
-    pub allow_multicast: AllowMulticast,
-    pub budgets: Budgets,
     next_entity_key: AtomicU32,
-    shutdown: AtomicBool,
+}
+
+impl std::ops::Deref for ParticipantShared {
+    type Target = RuntimeContext;
+
+    fn deref(&self) -> &RuntimeContext {
+        &self.ctx
+    }
 }
 
 impl std::fmt::Debug for ParticipantShared {
@@ -319,7 +367,7 @@ struct ParticipantOwner {
 impl Drop for ParticipantOwner {
     fn drop(&mut self) {
         self.shared.discovery.lock().announce_leaving(&self.shared);
-        self.shared.shutdown.store(true, Ordering::Release);
+        self.shared.ctx.close();
         self.shared.kick.wake_now();
         drop(self.receivers.lock().take());
         if let Some(t) = self.events.lock().take() {
@@ -396,38 +444,40 @@ impl DomainParticipant {
             udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
+            config.shm,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
-        let budgets = Budgets::new(&config.limits);
+        let ctx = RuntimeContext::new(guid_prefix, transport, config.limits, allow_multicast);
         let discovery = DiscoveryRuntime::new(
             guid_prefix,
             domain_id,
             &qos,
-            &transport,
+            &ctx.transport,
             DiscoveryOptions {
                 ignore_local: config.ignore_local,
                 allow_multicast,
+                lease: match config.lease_duration {
+                    Some(d) if d < MIN_LEASE => {
+                        return Err(Error::BadParameter(format!(
+                            "lease_duration {d:?} is shorter than {MIN_LEASE:?}"
+                        )))
+                    }
+                    Some(d) => d,
+                    None => lease_from_env()?,
+                },
             },
             &discovery_mode,
-            &budgets,
+            &ctx.budgets,
             now,
         );
         let shared = Arc::new(ParticipantShared {
-            guid_prefix,
             domain_id,
             qos,
-            transport,
-            send_queues: Default::default(),
+            ctx: Arc::new(ctx),
             endpoints: RwLock::new(Endpoints::default()),
             discovery: Mutex::new(discovery),
-            kick: EventKick::new(),
-            counters: RuntimeCounters::default(),
-            limits: config.limits,
-            allow_multicast,
-            budgets,
             next_entity_key: AtomicU32::new(1),
-            shutdown: AtomicBool::new(false),
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
@@ -520,6 +570,26 @@ impl DomainParticipant {
     pub fn counters(&self) -> CountersSnapshot {
         self.owner.shared.counters_snapshot()
     }
+
+    /// What each transport carried, in preference order: e.g. whether peers are reached by
+    /// shared memory or by UDP.
+    pub fn transport_traffic(&self) -> Vec<TransportTraffic> {
+        self.owner
+            .shared
+            .transport
+            .iter()
+            .map(|t| {
+                let s = t.stats();
+                TransportTraffic {
+                    name: t.name(),
+                    datagrams_sent: s.send.datagrams.load(Ordering::Relaxed),
+                    bytes_sent: s.send.bytes.load(Ordering::Relaxed),
+                    datagrams_received: s.recv.datagrams.load(Ordering::Relaxed),
+                    bytes_received: s.recv.bytes.load(Ordering::Relaxed),
+                }
+            })
+            .collect()
+    }
 }
 
 impl ParticipantShared {
@@ -606,7 +676,7 @@ impl ParticipantShared {
             if writer_side {
                 let w = self.endpoints.read().writers.get(&entity).cloned();
                 match w {
-                    Some(w) => w.handle(self, &rs, now),
+                    Some(w) => w.handle(&self.ctx, &rs, now),
                     None => {
                         self.counters
                             .unroutable_submessages
@@ -621,7 +691,7 @@ impl ParticipantShared {
                 match readers {
                     Some(readers) => {
                         for r in readers.iter() {
-                            r.handle(self, &rs, now);
+                            r.handle(&self.ctx, &rs, now);
                         }
                     }
                     None => {
@@ -649,9 +719,17 @@ impl ParticipantShared {
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {
-                    let w = self.endpoints.read().writers.get(&local.entity_id).cloned();
+                    let (w, local_reader) = {
+                        let eps = self.endpoints.read();
+                        let r = if remote.guid.prefix == self.guid_prefix {
+                            eps.readers.get(&remote.guid.entity_id).cloned()
+                        } else {
+                            None
+                        };
+                        (eps.writers.get(&local.entity_id).cloned(), r)
+                    };
                     if let Some(w) = w {
-                        w.matched(self, &remote, now);
+                        w.matched(&self.ctx, &remote, local_reader, now);
                     }
                 }
                 MatchAction::UnmatchWriter { local, remote } => {
@@ -663,7 +741,7 @@ impl ParticipantShared {
                 MatchAction::MatchReader { local, remote } => {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
-                        r.matched(self, &remote, now);
+                        r.matched(&self.ctx, &remote, now);
                         // A local writer delivers directly; nothing of it comes by the network.
                         if remote.guid.prefix != self.guid_prefix {
                             self.endpoints.write().add_reader_of(remote.guid, r);
@@ -704,7 +782,7 @@ impl ParticipantShared {
     fn event_loop(self: Arc<Self>) {
         const MAX_SLEEP: Duration = Duration::from_millis(100);
         let mut drops = DropReport::new(Duration::from_secs(1));
-        while !self.shutdown.load(Ordering::Acquire) {
+        while !self.is_closed() {
             let now = Instant::now();
             if drops.due(now) {
                 drops.report(now, self.counters_snapshot());
@@ -727,17 +805,17 @@ impl ParticipantShared {
                 )
             };
             for w in &writers {
-                if let Some(d) = w.on_timeout(&self, now) {
+                if let Some(d) = w.on_timeout(&self.ctx, now) {
                     next = next.min(d);
                 }
             }
             for r in &readers {
-                if let Some(d) = r.on_timeout(&self, now) {
+                if let Some(d) = r.on_timeout(&self.ctx, now) {
                     next = next.min(d);
                 }
             }
             drop((writers, readers));
-            if self.send_queues.drain_ready(&self) {
+            if self.send_queues.drain_ready(&self.ctx) {
                 // A destination is still blocked: try again soon (never blocking here).
                 next = next.min(now + Duration::from_millis(1));
             }

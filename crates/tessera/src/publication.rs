@@ -9,8 +9,9 @@ use crate::condition::{Condition, ConditionKind, Notifier};
 use crate::endpoint::{LocalOutcome, LocalReader, LocalWriter, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::outbox;
-use crate::participant::{DomainParticipant, ParticipantShared, ReaderList};
+use crate::participant::{DomainParticipant, ReaderList};
 use crate::qos::{DataWriterQos, PublisherQos};
+use crate::runtime::RuntimeContext;
 use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
 use crate::topic::Topic;
 use crate::TopicType;
@@ -69,31 +70,7 @@ impl Publisher {
         let p = self.participant.shared().clone();
         let entity_id = p.new_entity_id(true, T::KEYED);
         let guid = Guid::new(p.guid_prefix, entity_id);
-        let config = outbox::writer_config(guid, &qos, p.allow_multicast);
-        let ep = Arc::new_cyclic(|me| WriterEndpoint {
-            me: me.clone(),
-            guid,
-            participant: Arc::downgrade(&p),
-            core: Mutex::new(WriterCore::new(config)),
-            space: Condvar::new(),
-            waiting: AtomicUsize::new(0),
-            statuses: Mutex::new(WriterStatuses::default()),
-            notifier: Arc::new(Notifier::default()),
-            listener: Mutex::new(None),
-            max_blocking: qos.reliability.max_blocking_time,
-            xcdr2: outbox::prefers_xcdr2(&qos),
-            qos: qos.clone(),
-            batching: AtomicBool::new(false),
-            unflushed: AtomicUsize::new(0),
-            batch_started: AtomicU64::new(0),
-            matched: Mutex::new(Vec::new()),
-            path_sizes: Mutex::new(Vec::new()),
-            local_readers: RwLock::new(Vec::new().into()),
-            instances: Mutex::new(FastHashMap::default()),
-            autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
-            size_hint: AtomicUsize::new(64),
-            keep_all: qos.history == crate::qos::History::KeepAll,
-        });
+        let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
         p.endpoints
             .write()
             .writers
@@ -137,7 +114,9 @@ type ErasedWriterListener = Box<dyn Fn(Arc<WriterEndpoint>, StatusMask) + Send +
 pub(crate) struct WriterEndpoint {
     me: Weak<WriterEndpoint>,
     guid: Guid,
-    participant: Weak<ParticipantShared>,
+    /// For the calls from application threads (`write`, `flush`, waits); the receive and
+    /// event threads pass theirs.
+    ctx: Arc<RuntimeContext>,
     core: Mutex<WriterCore>,
     /// Signalled when acknowledgments free history space or complete.
     space: Condvar,
@@ -177,6 +156,8 @@ pub(crate) struct WriterEndpoint {
 struct LocalSample<'a> {
     seq: SequenceNumber,
     payload: &'a [u8],
+    /// The writer's buffer holding `payload`, when it has one: local readers share it.
+    shared: Option<&'a Arc<Vec<u8>>>,
     key_hash: Option<[u8; 16]>,
     status: u32,
     key_only: bool,
@@ -185,14 +166,10 @@ struct LocalSample<'a> {
 
 /// Raises the statuses of local readers after a delivery (no writer lock held: their listeners
 /// may write).
-fn notify_local(
-    p: &ParticipantShared,
-    readers: &[Arc<dyn LocalReader>],
-    outcomes: &[LocalOutcome],
-) {
+fn notify_local(ctx: &RuntimeContext, readers: &[Arc<dyn LocalReader>], outcomes: &[LocalOutcome]) {
     for (r, o) in readers.iter().zip(outcomes) {
         if o.available || o.rejected > 0 {
-            r.notify_local(p, *o);
+            r.notify_local(ctx, *o);
         }
     }
 }
@@ -203,10 +180,42 @@ const WRITER_LINGER: Duration = Duration::from_secs(1);
 
 /// How long a batched sample may wait for company before it is sent anyway.
 const BATCH_DELAY: Duration = Duration::from_micros(500);
-/// Flush a batch once this many payload bytes are pending (one datagram's worth).
-const BATCH_BYTES: usize = 12 * 1024;
+/// Leave this much of the path's largest datagram for RTPS headers and submessage framing
+/// when deciding that a batch is full.
+const BATCH_HEADROOM: usize = 2048;
+/// A batch is full at no less than this many payload bytes, whatever the path.
+const MIN_BATCH_BYTES: usize = 1024;
 
 impl WriterEndpoint {
+    /// A writer endpoint with `qos`, run by `ctx`; it sends nothing until readers match.
+    pub(crate) fn new(ctx: Arc<RuntimeContext>, guid: Guid, qos: &DataWriterQos) -> Arc<Self> {
+        let config = outbox::writer_config(guid, qos, ctx.allow_multicast);
+        Arc::new_cyclic(|me| WriterEndpoint {
+            me: me.clone(),
+            guid,
+            ctx,
+            core: Mutex::new(WriterCore::new(config)),
+            space: Condvar::new(),
+            waiting: AtomicUsize::new(0),
+            statuses: Mutex::new(WriterStatuses::default()),
+            notifier: Arc::new(Notifier::default()),
+            listener: Mutex::new(None),
+            max_blocking: qos.reliability.max_blocking_time,
+            xcdr2: outbox::prefers_xcdr2(qos),
+            qos: qos.clone(),
+            batching: AtomicBool::new(false),
+            unflushed: AtomicUsize::new(0),
+            batch_started: AtomicU64::new(0),
+            matched: Mutex::new(Vec::new()),
+            path_sizes: Mutex::new(Vec::new()),
+            local_readers: RwLock::new(Vec::new().into()),
+            instances: Mutex::new(FastHashMap::default()),
+            autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
+            size_hint: AtomicUsize::new(64),
+            keep_all: qos.history == crate::qos::History::KeepAll,
+        })
+    }
+
     fn status_changed(&self, mask: StatusMask) {
         self.statuses.lock().changes |= mask;
         self.notifier.notify();
@@ -239,12 +248,12 @@ impl WriterEndpoint {
             source_timestamp: sample.timestamp,
         };
         for (r, o) in readers.iter().zip(outcomes.iter_mut()) {
-            o.merge(r.deliver_local(&d));
+            o.merge(r.deliver_local(&d, sample.shared));
         }
     }
 
     /// Writes one sample (or, with `key_only`, a dispose/unregister) and sends it.
-    fn submit(
+    pub(crate) fn submit(
         &self,
         payload: Arc<Vec<u8>>,
         key_hash: Option<[u8; 16]>,
@@ -252,7 +261,10 @@ impl WriterEndpoint {
         key_only: bool,
         source_ns: i64,
     ) -> Result<()> {
-        let p = self.participant.upgrade().ok_or(Error::AlreadyDeleted)?;
+        if self.ctx.is_closed() {
+            return Err(Error::AlreadyDeleted);
+        }
+        let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
         let deadline = far_deadline(now, self.max_blocking);
@@ -301,6 +313,7 @@ impl WriterEndpoint {
                 LocalSample {
                     seq,
                     payload: &payload,
+                    shared: Some(&payload),
                     key_hash,
                     status,
                     key_only,
@@ -313,7 +326,13 @@ impl WriterEndpoint {
                 self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
             let started = self.batch_started.load(Ordering::Relaxed);
             let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
-            if pending < BATCH_BYTES && !stale {
+            // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
+            // multicast fan-out wakes each reader once per full datagram.
+            let full = core
+                .max_message_size()
+                .saturating_sub(BATCH_HEADROOM)
+                .max(MIN_BATCH_BYTES);
+            if pending < full && !stale {
                 if started == 0 {
                     // No wake-up of the event thread here: that would cost a context switch per
                     // batch. The batch goes out when full, on `flush`, with the first write after
@@ -322,38 +341,29 @@ impl WriterEndpoint {
                         .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
                 }
                 drop(core);
-                notify_local(&p, &locals, &outcomes);
+                notify_local(p, &locals, &outcomes);
                 return Ok(());
             }
         }
-        outbox::flush_writer(&p, &mut core, now);
+        outbox::flush_writer(p, &mut core, now);
         self.unflushed.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
         let next = core.poll_timeout();
         drop(core);
         p.kick.ensure_by(next);
-        notify_local(&p, &locals, &outcomes);
+        notify_local(p, &locals, &outcomes);
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
-        outbox::wait_sent(&p, deadline);
+        outbox::wait_sent(p, deadline);
         Ok(())
     }
 
     /// A reader of this participant matched: it joins the direct-delivery list (not the core:
     /// no heartbeats, no acknowledgments, no flow control), and a durable one gets the
     /// retained history of a TRANSIENT_LOCAL writer at once.
-    fn matched_local(&self, p: &ParticipantShared, remote: &RemoteEndpoint) {
-        let Some(reader) = p
-            .endpoints
-            .read()
-            .readers
-            .get(&remote.guid.entity_id)
-            .cloned()
-        else {
-            return;
-        };
+    fn matched_local(&self, ctx: &RuntimeContext, reader: Arc<dyn LocalReader>, durable: bool) {
         let readers: ReaderList = {
             let mut l = self.local_readers.write();
-            if l.iter().any(|r| r.guid() == remote.guid) {
+            if l.iter().any(|r| r.guid() == reader.guid()) {
                 return;
             }
             *l = l
@@ -366,7 +376,7 @@ impl WriterEndpoint {
         let mut outcomes = [LocalOutcome::default()];
         {
             let core = self.core.lock();
-            if core.config().transient_local && remote.durable {
+            if core.config().transient_local && durable {
                 core.for_each_retained(|seq, payload, key_hash, status, key_only, timestamp| {
                     self.deliver_local(
                         &readers,
@@ -374,6 +384,7 @@ impl WriterEndpoint {
                         LocalSample {
                             seq,
                             payload,
+                            shared: None,
                             key_hash,
                             status,
                             key_only,
@@ -383,7 +394,7 @@ impl WriterEndpoint {
                 });
             }
         }
-        notify_local(p, &readers, &outcomes);
+        notify_local(ctx, &readers, &outcomes);
     }
 
     /// Records a remote reader's path size (`add`) or forgets one (`remove`), and sizes the
@@ -423,9 +434,7 @@ impl WriterEndpoint {
         let deadline = far_deadline(Instant::now(), timeout);
         let mut core = self.core.lock();
         while !core.all_acked() {
-            if let Some(p) = self.participant.upgrade() {
-                p.kick.ensure_by(Some(Instant::now()));
-            }
+            self.ctx.kick.ensure_by(Some(Instant::now()));
             self.waiting.fetch_add(1, Ordering::AcqRel);
             let timed_out = self
                 .space
@@ -459,7 +468,7 @@ impl WriterEndpoint {
 }
 
 impl LocalWriter for WriterEndpoint {
-    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
+    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut core = self.core.lock();
         match &rs.submessage {
             Submessage::AckNack(a) => {
@@ -468,18 +477,18 @@ impl LocalWriter for WriterEndpoint {
             Submessage::NackFrag(n) => core.on_nack_frag(rs.source_prefix, n, now),
             _ => return,
         }
-        outbox::flush_writer(p, &mut core, now);
+        outbox::flush_writer(ctx, &mut core, now);
         let next = core.poll_timeout();
         drop(core);
         self.wake_waiters();
-        p.kick.ensure_by(next);
+        ctx.kick.ensure_by(next);
     }
 
-    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+    fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         let mut core = self.core.lock();
         let started = self.batch_started.load(Ordering::Relaxed);
         if started != 0 {
-            let due = p.kick.instant_of(started) + BATCH_DELAY;
+            let due = ctx.kick.instant_of(started) + BATCH_DELAY;
             if now < due {
                 // A batch is filling: only run the protocol timers, keep the batch.
                 core.handle_timeout(now);
@@ -487,15 +496,23 @@ impl LocalWriter for WriterEndpoint {
             }
         }
         core.handle_timeout(now);
-        outbox::flush_writer(p, &mut core, now);
+        outbox::flush_writer(ctx, &mut core, now);
         self.unflushed.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
         core.poll_timeout()
     }
 
-    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
+    fn matched(
+        &self,
+        ctx: &RuntimeContext,
+        remote: &RemoteEndpoint,
+        local: Option<Arc<dyn LocalReader>>,
+        now: Instant,
+    ) {
         if remote.guid.prefix == self.guid.prefix {
-            self.matched_local(p, remote);
+            if let Some(reader) = local {
+                self.matched_local(ctx, reader, remote.durable);
+            }
         } else {
             let mut core = self.core.lock();
             // Also a re-announcement: the core then takes the new unicast locators and
@@ -508,7 +525,7 @@ impl LocalWriter for WriterEndpoint {
                 remote.durable,
                 now,
             );
-            let size = p.transport.path_datagram_size(
+            let size = ctx.transport.path_datagram_size(
                 remote
                     .locators
                     .as_slice()
@@ -516,7 +533,7 @@ impl LocalWriter for WriterEndpoint {
                     .chain(remote.multicast.as_slice()),
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
-            outbox::flush_writer(p, &mut core, now);
+            outbox::flush_writer(ctx, &mut core, now);
         }
         {
             let mut m = self.matched.lock();
@@ -646,6 +663,16 @@ const STATUS_DISPOSED: u32 = 1;
 const STATUS_UNREGISTERED: u32 = 2;
 
 impl<T: TopicType> DataWriter<T> {
+    /// A handle on `ep` that does not own it (listener calls, endpoints run by a context
+    /// built without a participant).
+    pub(crate) fn from_endpoint(ep: Arc<WriterEndpoint>) -> Self {
+        DataWriter {
+            ep,
+            owner: None,
+            _type: PhantomData,
+        }
+    }
+
     /// The writer's GUID.
     pub fn guid(&self) -> Guid {
         self.ep.guid
@@ -756,12 +783,9 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Sends every batched sample now.
     pub fn flush(&self) {
-        let Some(p) = self.ep.participant.upgrade() else {
-            return;
-        };
         let now = Instant::now();
         let mut core = self.ep.core.lock();
-        outbox::flush_writer(&p, &mut core, now);
+        outbox::flush_writer(&self.ep.ctx, &mut core, now);
         self.ep.unflushed.store(0, Ordering::Relaxed);
         self.ep.batch_started.store(0, Ordering::Relaxed);
     }
@@ -823,11 +847,7 @@ impl<T: TopicType> DataWriter<T> {
         let erased: Option<Arc<ErasedWriterListener>> = listener.map(|l| {
             let f: ErasedWriterListener =
                 Box::new(move |ep: Arc<WriterEndpoint>, mask: StatusMask| {
-                    let w = DataWriter::<T> {
-                        ep,
-                        owner: None,
-                        _type: PhantomData,
-                    };
+                    let w = DataWriter::<T>::from_endpoint(ep);
                     if mask.intersects(StatusMask::PUBLICATION_MATCHED) {
                         l.on_publication_matched(&w, w.publication_matched_status());
                     }

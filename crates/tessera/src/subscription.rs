@@ -1,16 +1,22 @@
 //! Subscribers and data readers.
 //!
 //! Samples are delivered on the receive thread: the reader's reliability core puts them in order,
-//! the payload is decoded straight from the receive buffer, inserted into the history cache under
-//! the history's own lock, and waiting threads (wait sets, listeners) are woken right there.
+//! the payload is copied out of the receive buffer (into a recycled buffer) with its key hash and
+//! inserted, still serialized, into the history cache under the history's own lock, and waiting
+//! threads (wait sets, listeners) are woken right there. The reader endpoint does not know the
+//! sample type beyond its [`TypeSupport`]: `DataReader<T>` decodes at `read`/`take` time, in the
+//! application's thread (see [`crate::reader`]).
 
-use crate::condition::{Condition, ConditionKind, Notifier};
+use crate::condition::Notifier;
 use crate::endpoint::{LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
-use crate::history::{History, InsertOutcome, InstanceHandle, Sample, StateMasks, UpdateOutcome};
+use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
-use crate::participant::{DomainParticipant, ParticipantShared};
+use crate::participant::DomainParticipant;
 use crate::qos::{DataReaderQos, SubscriberQos};
+use crate::reader::{DataReader, UntypedDataReader};
+use crate::runtime::RuntimeContext;
+use crate::sample::{PayloadPool, SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 use crate::status::{
     IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
     SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
@@ -18,10 +24,9 @@ use crate::status::{
 use crate::topic::Topic;
 use crate::TopicType;
 use parking_lot::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Instant;
-use tessera_rtps::cdr;
 use tessera_rtps::qos::ReliabilityKind;
 use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore, Verdict};
 use tessera_rtps::types::{EntityId, Guid};
@@ -56,6 +61,26 @@ impl Subscriber {
         topic: &Topic<T>,
         qos: DataReaderQos,
     ) -> Result<DataReader<T>> {
+        let raw = self.create_reader(topic, TypedSupport::<T>::arc(), qos)?;
+        Ok(DataReader::from_raw(raw))
+    }
+
+    /// Creates a data reader for `topic` that hands out samples serialized, with their
+    /// `SampleInfo`, without decoding them. It matches writers exactly like a typed reader.
+    pub fn create_untyped_datareader<T: TopicType>(
+        &self,
+        topic: &Topic<T>,
+        qos: DataReaderQos,
+    ) -> Result<UntypedDataReader> {
+        self.create_reader(topic, TypedSupport::<T>::arc(), qos)
+    }
+
+    fn create_reader<T: TopicType>(
+        &self,
+        topic: &Topic<T>,
+        support: Arc<dyn TypeSupport>,
+        qos: DataReaderQos,
+    ) -> Result<UntypedDataReader> {
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         crate::publication::check_durability_supported(qos.durability)?;
@@ -65,30 +90,9 @@ impl Subscriber {
             ));
         }
         let p = self.participant.shared().clone();
-        let entity_id = p.new_entity_id(false, T::KEYED);
+        let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
-        // The participant's bounds: shared byte pools, and an instance cap unless the QoS has one.
-        let mut core_cfg = ReaderConfig::new(guid);
-        core_cfg.shared_reassembly = Some(p.budgets.reassembly.clone());
-        core_cfg.shared_buffered = Some(p.budgets.out_of_order.clone());
-        let mut history_cfg = outbox::history_config(&qos);
-        history_cfg
-            .limits
-            .max_instances
-            .get_or_insert(p.limits.max_instances_per_reader);
-        let ep = Arc::new_cyclic(|me| ReaderEndpoint::<T> {
-            me: me.clone(),
-            guid,
-            core: Mutex::new(ReaderCore::new(core_cfg)),
-            history: Mutex::new(History::new(history_cfg)),
-            statuses: Mutex::new(ReaderStatuses::default()),
-            notifier: Arc::new(Notifier::default()),
-            listener: Mutex::new(None),
-            qos: qos.clone(),
-            matched: Mutex::new(Vec::new()),
-            refused: AtomicBool::new(false),
-            participant: Arc::downgrade(&p),
-        });
+        let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
         p.endpoints
             .write()
             .readers
@@ -108,10 +112,7 @@ impl Subscriber {
             participant: self.participant.clone(),
             entity_id,
         });
-        Ok(DataReader {
-            ep,
-            owner: Some(owner),
-        })
+        Ok(UntypedDataReader::new(ep, Some(owner)))
     }
 }
 
@@ -138,48 +139,143 @@ pub trait DataReaderListener<T: TopicType>: Send + Sync {
     fn on_sample_rejected(&self, _reader: &DataReader<T>, _status: SampleRejectedStatus) {}
 }
 
-/// The shared state of one data reader.
-pub(crate) struct ReaderEndpoint<T: TopicType> {
-    me: Weak<ReaderEndpoint<T>>,
-    guid: Guid,
-    core: Mutex<ReaderCore>,
-    history: Mutex<History<T>>,
-    statuses: Mutex<ReaderStatuses>,
-    notifier: Arc<Notifier>,
-    listener: Mutex<Option<Arc<dyn DataReaderListener<T>>>>,
-    qos: DataReaderQos,
-    matched: Mutex<Vec<Guid>>,
-    /// The history refused a sample (resource limits) since the last `take` made room.
-    refused: AtomicBool,
-    /// To send the ACKNACK that asks for refused samples again ([`ReaderEndpoint::resume`]).
-    participant: Weak<ParticipantShared>,
+/// A listener as the (type-erased) reader endpoint calls it.
+pub(crate) trait EndpointListener: Send + Sync {
+    /// The statuses in `mask` changed.
+    fn on_status(&self, ep: Arc<ReaderEndpoint>, mask: StatusMask);
 }
 
-impl<T: TopicType> ReaderEndpoint<T> {
-    /// After a `take` of `taken` samples: if the history had refused samples, the core asks
-    /// their writers to resend them now rather than at its next heartbeat answer.
-    fn resume(&self, taken: usize) {
-        if taken == 0 || !self.refused.swap(false, Ordering::Relaxed) {
+/// Adapts a typed listener: builds the `DataReader<T>` it is called with.
+pub(crate) struct TypedListener<T: TopicType>(pub Arc<dyn DataReaderListener<T>>);
+
+impl<T: TopicType> EndpointListener for TypedListener<T> {
+    fn on_status(&self, ep: Arc<ReaderEndpoint>, mask: StatusMask) {
+        let l = &self.0;
+        let r = DataReader::<T>::from_raw(UntypedDataReader::new(ep, None));
+        if mask.intersects(StatusMask::DATA_AVAILABLE) {
+            l.on_data_available(&r);
+        }
+        if mask.intersects(StatusMask::SUBSCRIPTION_MATCHED) {
+            l.on_subscription_matched(&r, r.subscription_matched_status());
+        }
+        if mask.intersects(StatusMask::REQUESTED_INCOMPATIBLE_QOS) {
+            l.on_requested_incompatible_qos(&r, r.requested_incompatible_qos_status());
+        }
+        if mask.intersects(StatusMask::LIVELINESS_CHANGED) {
+            l.on_liveliness_changed(&r, r.liveliness_changed_status());
+        }
+        if mask.intersects(StatusMask::SAMPLE_LOST) {
+            l.on_sample_lost(&r, r.sample_lost_status());
+        }
+        if mask.intersects(StatusMask::SAMPLE_REJECTED) {
+            l.on_sample_rejected(&r, r.sample_rejected_status());
+        }
+    }
+}
+
+/// The shared state of one data reader; it knows its type only through `support`.
+pub(crate) struct ReaderEndpoint {
+    me: Weak<ReaderEndpoint>,
+    pub(crate) guid: Guid,
+    support: Arc<dyn TypeSupport>,
+    pub(crate) core: Mutex<ReaderCore>,
+    pub(crate) history: Mutex<History<SerializedPayload>>,
+    /// Payload buffers given back by `take`, reused by the receive path.
+    pub(crate) pool: PayloadPool,
+    /// Samples dropped at `read`/`take` because they did not decode.
+    pub(crate) undecodable: AtomicU64,
+    /// Reused by `take_into` for the serialized samples it decodes.
+    pub(crate) scratch: Mutex<Vec<Sample<SerializedPayload>>>,
+    pub(crate) statuses: Mutex<ReaderStatuses>,
+    pub(crate) notifier: Arc<Notifier>,
+    pub(crate) listener: Mutex<Option<Arc<dyn EndpointListener>>>,
+    pub(crate) qos: DataReaderQos,
+    pub(crate) matched: Mutex<Vec<Guid>>,
+    /// The history refused a sample (resource limits) since a `take` or a purge last made room.
+    refused: AtomicBool,
+    /// For the ACKNACK that a `take` in an application thread sends to ask for refused samples
+    /// again ([`ReaderEndpoint::resume`]); the receive and event threads pass theirs.
+    ctx: Arc<RuntimeContext>,
+}
+
+impl ReaderEndpoint {
+    /// A reader endpoint for the type `support` describes, with `qos`, run by `ctx`: its core
+    /// draws from the context's shared byte budgets, and its history is capped at the
+    /// context's instances per reader unless the QoS sets `max_instances`.
+    pub(crate) fn new(
+        ctx: Arc<RuntimeContext>,
+        guid: Guid,
+        support: Arc<dyn TypeSupport>,
+        qos: &DataReaderQos,
+    ) -> Arc<Self> {
+        let mut core_cfg = ReaderConfig::new(guid);
+        core_cfg.shared_reassembly = Some(ctx.budgets.reassembly.clone());
+        core_cfg.shared_buffered = Some(ctx.budgets.out_of_order.clone());
+        let mut history_cfg = outbox::history_config(qos);
+        history_cfg
+            .limits
+            .max_instances
+            .get_or_insert(ctx.limits.max_instances_per_reader);
+        Arc::new_cyclic(|me| ReaderEndpoint {
+            me: me.clone(),
+            guid,
+            support,
+            pool: PayloadPool::default(),
+            undecodable: AtomicU64::new(0),
+            scratch: Mutex::new(Vec::new()),
+            core: Mutex::new(ReaderCore::new(core_cfg)),
+            history: Mutex::new(History::new(history_cfg)),
+            statuses: Mutex::new(ReaderStatuses::default()),
+            notifier: Arc::new(Notifier::default()),
+            listener: Mutex::new(None),
+            qos: qos.clone(),
+            matched: Mutex::new(Vec::new()),
+            refused: AtomicBool::new(false),
+            ctx,
+        })
+    }
+
+    /// The type support the reader was made with.
+    pub(crate) fn support(&self) -> &Arc<dyn TypeSupport> {
+        &self.support
+    }
+
+    /// Counts (and logs) a sample dropped at the API edge because it did not decode.
+    pub(crate) fn count_undecodable(&self, e: &dyn std::fmt::Display) {
+        self.undecodable.fetch_add(1, Ordering::Relaxed);
+        tracing::debug!(reader = ?self.guid, error = %e, "dropped undecodable sample");
+    }
+
+    /// After a `take` or an autopurge freed `freed` samples or instances: if the history had
+    /// refused samples, the core asks their writers to resend them now rather than at its
+    /// next heartbeat answer. Called with neither the core nor the history lock held.
+    pub(crate) fn resume(&self, freed: usize) {
+        if freed == 0 || !self.refused.swap(false, Ordering::Relaxed) {
             return;
         }
-        let Some(p) = self.participant.upgrade() else {
-            return;
-        };
         let now = Instant::now();
         let mut core = self.core.lock();
         core.resume(now);
-        outbox::flush_reader(&p, &mut core, now);
-        p.kick.ensure_by(core.poll_timeout());
+        outbox::flush_reader(&self.ctx, &mut core, now);
+        self.ctx.kick.ensure_by(core.poll_timeout());
     }
 
-    /// The history, locked, with the instances whose autopurge delay ran out purged first
-    /// (the clock is read only when a purge is scheduled).
-    fn history_purged(&self) -> parking_lot::MutexGuard<'_, History<T>> {
-        let mut h = self.history.lock();
-        if h.next_purge().is_some() {
-            h.purge_expired(crate::publication::now_nanos());
-        }
-        h
+    /// Runs `f` on the history with the instances whose autopurge delay ran out purged first
+    /// (the clock is read only when a purge is scheduled); `f` returns its result and how many
+    /// samples it removed. With the lock released, resumes refused samples if the purge or
+    /// `f` made room.
+    pub(crate) fn with_history<R>(
+        &self,
+        f: impl FnOnce(&mut History<SerializedPayload>) -> (R, usize),
+    ) -> R {
+        let (out, freed) = {
+            let mut h = self.history.lock();
+            let purged = purge_due(&mut h);
+            let (out, taken) = f(&mut h);
+            (out, purged + taken)
+        };
+        self.resume(freed);
+        out
     }
 
     fn status_changed(&self, mask: StatusMask) {
@@ -187,25 +283,7 @@ impl<T: TopicType> ReaderEndpoint<T> {
         self.notifier.notify();
         let l = self.listener.lock().clone();
         if let (Some(l), Some(ep)) = (l, self.me.upgrade()) {
-            let r = DataReader { ep, owner: None };
-            if mask.intersects(StatusMask::DATA_AVAILABLE) {
-                l.on_data_available(&r);
-            }
-            if mask.intersects(StatusMask::SUBSCRIPTION_MATCHED) {
-                l.on_subscription_matched(&r, r.subscription_matched_status());
-            }
-            if mask.intersects(StatusMask::REQUESTED_INCOMPATIBLE_QOS) {
-                l.on_requested_incompatible_qos(&r, r.requested_incompatible_qos_status());
-            }
-            if mask.intersects(StatusMask::LIVELINESS_CHANGED) {
-                l.on_liveliness_changed(&r, r.liveliness_changed_status());
-            }
-            if mask.intersects(StatusMask::SAMPLE_LOST) {
-                l.on_sample_lost(&r, r.sample_lost_status());
-            }
-            if mask.intersects(StatusMask::SAMPLE_REJECTED) {
-                l.on_sample_rejected(&r, r.sample_rejected_status());
-            }
+            l.on_status(ep, mask);
         }
     }
 
@@ -242,17 +320,23 @@ impl<T: TopicType> ReaderEndpoint<T> {
         }
     }
 
-    /// Decodes one delivered sample and puts it in the history. Returns whether the history
+    /// Puts one delivered sample, still serialized, in the history: a copy of its payload, or
+    /// the writer's own buffer when `shared` (local delivery). Returns whether the history
     /// changed in a way readers should hear about.
-    fn accept(&self, d: &Delivered<'_>, history: &mut History<T>, rejected: &mut u32) -> bool {
+    fn accept(
+        &self,
+        d: &Delivered<'_>,
+        shared: Option<&Arc<Vec<u8>>>,
+        history: &mut History<SerializedPayload>,
+        rejected: &mut u32,
+    ) -> bool {
         let writer = d.writer.to_bytes();
         let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
         let reception = crate::publication::now_nanos();
         if d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key {
             let key_hash = match d.key_hash {
                 Some(k) => k,
-                None if !T::KEYED => [0; 16],
-                None => match cdr::key_hash_from_key_payload::<T>(&d.payload) {
+                None => match self.support.key_hash_of_key(&d.payload) {
                     Ok(k) => k,
                     Err(_) => return false,
                 },
@@ -272,19 +356,39 @@ impl<T: TopicType> ReaderEndpoint<T> {
             }
             return changed;
         }
-        let sample: T = match cdr::deserialize_sample(&d.payload) {
-            Ok(s) => s,
+        // The key hash comes from the payload, not from PID_KEY_HASH: a peer's hash is not
+        // trusted to name the instance the data belongs to.
+        let key_hash = match self.support.key_hash_of_sample(&d.payload) {
+            Ok(k) => k,
             Err(e) => {
-                tracing::debug!(error = %e, "dropped undecodable sample");
+                self.count_undecodable(&e);
                 return false;
             }
         };
-        let key_hash = if T::KEYED {
-            cdr::key_hash(&sample)
-        } else {
-            [0; 16]
+        let s = SerializedSample {
+            payload: match shared {
+                Some(b) => SerializedPayload::shared(b.clone()),
+                None => self.pool.copy_of(&d.payload),
+            },
+            key_hash,
+            writer,
+            source_ts: ts,
+            reception_ts: reception,
         };
-        match history.insert(key_hash, writer, sample, ts, reception) {
+        // A keep-last reader that overwrites samples gives their buffers back to the pool.
+        let mut replaced = None;
+        let out = history.insert_reclaiming(
+            s.key_hash,
+            s.writer,
+            s.payload,
+            s.source_ts,
+            s.reception_ts,
+            &mut replaced,
+        );
+        if let Some(old) = replaced {
+            self.pool.recycle(old);
+        }
+        match out {
             InsertOutcome::Rejected(_) => {
                 *rejected += 1;
                 false
@@ -294,12 +398,12 @@ impl<T: TopicType> ReaderEndpoint<T> {
     }
 }
 
-impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
+impl LocalReader for ReaderEndpoint {
     fn guid(&self) -> Guid {
         self.guid
     }
 
-    fn handle(&self, p: &ParticipantShared, rs: &ReceivedSubmessage<'_>, now: Instant) {
+    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut available = false;
         let rejected;
         let lost_before;
@@ -314,12 +418,12 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             let mut deliver = |d: Delivered<'_>| {
                 let h = history.get_or_insert_with(|| self.history.lock());
                 let mut refused = 0;
-                available |= self.accept(&d, h, &mut refused);
+                available |= self.accept(&d, None, h, &mut refused);
                 if refused == 0 {
                     return Verdict::Accepted;
                 }
                 // A resource limit: a reliable writer keeps the sample unacknowledged and
-                // resends it once a `take` made room (a best-effort one's is dropped).
+                // resends it once a `take` or a purge made room (a best-effort one's is dropped).
                 self.refused.store(true, Ordering::Relaxed);
                 Verdict::Refused
             };
@@ -341,42 +445,46 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             lost_after = core.counters().lost;
             // SAMPLE_REJECTED counts each sample once, not each resend of it.
             rejected = (core.counters().refused - refused_before) as u32;
-            outbox::flush_reader(p, &mut core, now);
-            p.kick.ensure_by(core.poll_timeout());
+            outbox::flush_reader(ctx, &mut core, now);
+            ctx.kick.ensure_by(core.poll_timeout());
         }
         self.raise(
-            &p.counters,
+            &ctx.counters,
             available,
             rejected,
             lost_after.saturating_sub(lost_before),
         );
     }
 
-    fn deliver_local(&self, sample: &Delivered<'_>) -> LocalOutcome {
+    fn deliver_local(&self, sample: &Delivered<'_>, shared: Option<&Arc<Vec<u8>>>) -> LocalOutcome {
         let mut history = self.history.lock();
         let mut rejected = 0;
-        let available = self.accept(sample, &mut history, &mut rejected);
+        let available = self.accept(sample, shared, &mut history, &mut rejected);
         LocalOutcome {
             available,
             rejected,
         }
     }
 
-    fn notify_local(&self, p: &ParticipantShared, o: LocalOutcome) {
-        self.raise(&p.counters, o.available, o.rejected, 0);
+    fn notify_local(&self, ctx: &RuntimeContext, o: LocalOutcome) {
+        self.raise(&ctx.counters, o.available, o.rejected, 0);
     }
 
-    fn on_timeout(&self, p: &ParticipantShared, now: Instant) -> Option<Instant> {
+    fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         // Autopurge runs here too, so an application that never reads still frees memory
-        // (within the event thread's period, at most 100 ms late).
-        drop(self.history_purged());
+        // (within the event thread's period, at most 100 ms late); room it makes lets refused
+        // samples come again.
+        let purged = purge_due(&mut self.history.lock());
         let mut core = self.core.lock();
+        if purged > 0 && self.refused.swap(false, Ordering::Relaxed) {
+            core.resume(now);
+        }
         core.handle_timeout(now);
-        outbox::flush_reader(p, &mut core, now);
+        outbox::flush_reader(ctx, &mut core, now);
         core.poll_timeout()
     }
 
-    fn matched(&self, p: &ParticipantShared, remote: &RemoteEndpoint, now: Instant) {
+    fn matched(&self, ctx: &RuntimeContext, remote: &RemoteEndpoint, now: Instant) {
         {
             // The pair is reliable only when this reader asks for it: a reliable writer treats
             // a best-effort reader as best effort (no HEARTBEAT, no GAP), so a reliable proxy
@@ -388,7 +496,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
             if remote.guid.prefix != self.guid.prefix {
                 let mut core = self.core.lock();
                 core.add_writer(remote.guid, remote.locators, reliable, now);
-                outbox::flush_reader(p, &mut core, now);
+                outbox::flush_reader(ctx, &mut core, now);
             }
         }
         {
@@ -456,7 +564,7 @@ impl<T: TopicType> LocalReader for ReaderEndpoint<T> {
 }
 
 /// Removes the reader from its participant when the last handle goes.
-struct ReaderOwner {
+pub(crate) struct ReaderOwner {
     participant: DomainParticipant,
     entity_id: EntityId,
 }
@@ -481,243 +589,13 @@ impl Drop for ReaderOwner {
     }
 }
 
-/// A typed data reader. Cheap to clone; the reader is deleted when the last clone is dropped.
-pub struct DataReader<T: TopicType> {
-    ep: Arc<ReaderEndpoint<T>>,
-    owner: Option<Arc<ReaderOwner>>,
-}
-
-impl<T: TopicType> Clone for DataReader<T> {
-    fn clone(&self) -> Self {
-        DataReader {
-            ep: self.ep.clone(),
-            owner: self.owner.clone(),
-        }
-    }
-}
-
-impl<T: TopicType> std::fmt::Debug for DataReader<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("DataReader")
-            .field("guid", &self.ep.guid)
-            .finish()
-    }
-}
-
-impl<T: TopicType> DataReader<T> {
-    /// The reader's GUID.
-    pub fn guid(&self) -> Guid {
-        self.ep.guid
-    }
-
-    /// The reader's QoS.
-    pub fn qos(&self) -> &DataReaderQos {
-        &self.ep.qos
-    }
-
-    fn after_access(&self) {
-        let mut s = self.ep.statuses.lock();
-        s.changes.0 &= !StatusMask::DATA_AVAILABLE.0;
-    }
-
-    /// Reads up to `max` samples in any state, leaving them in the reader (marked READ).
-    pub fn read(&self, max: usize) -> Result<Vec<Sample<T>>>
-    where
-        T: Clone,
-    {
-        self.read_with(max, StateMasks::ANY)
-    }
-
-    /// Takes up to `max` samples in any state, removing them from the reader.
-    pub fn take(&self, max: usize) -> Result<Vec<Sample<T>>> {
-        self.take_with(max, StateMasks::ANY)
-    }
-
-    /// Reads samples whose states match `masks`.
-    pub fn read_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>>
-    where
-        T: Clone,
-    {
-        let out = self.ep.history_purged().read(max, masks);
-        self.after_access();
-        Ok(out)
-    }
-
-    /// Takes samples whose states match `masks`.
-    pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history_purged().take(max, masks);
-        self.after_access();
-        self.ep.resume(out.len());
-        Ok(out)
-    }
-
-    /// Takes up to `max` samples into `out` (appending); returns how many. No allocation when
-    /// `out` has room: the fast path for high-rate readers.
-    pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
-        let n = self.ep.history_purged().take_into(out, max);
-        self.after_access();
-        self.ep.resume(n);
-        n
-    }
-
-    /// Reads the samples of one instance.
-    pub fn read_instance(
-        &self,
-        handle: InstanceHandle,
-        max: usize,
-        masks: StateMasks,
-    ) -> Result<Vec<Sample<T>>>
-    where
-        T: Clone,
-    {
-        let out = self
-            .ep
-            .history_purged()
-            .read_instance(handle, max, masks)
-            .map_err(|_| Error::UnknownInstance)?;
-        self.after_access();
-        Ok(out)
-    }
-
-    /// Takes the samples of one instance.
-    pub fn take_instance(
-        &self,
-        handle: InstanceHandle,
-        max: usize,
-        masks: StateMasks,
-    ) -> Result<Vec<Sample<T>>> {
-        let out = self
-            .ep
-            .history_purged()
-            .take_instance(handle, max, masks)
-            .map_err(|_| Error::UnknownInstance)?;
-        self.after_access();
-        self.ep.resume(out.len());
-        Ok(out)
-    }
-
-    /// Reads the samples of the next instance after `previous` (by handle order).
-    pub fn read_next_instance(
-        &self,
-        previous: Option<InstanceHandle>,
-        max: usize,
-        masks: StateMasks,
-    ) -> Result<Vec<Sample<T>>>
-    where
-        T: Clone,
-    {
-        let out = self.ep.history_purged().read_next_instance(
-            previous.unwrap_or(InstanceHandle::NIL),
-            max,
-            masks,
-        );
-        self.after_access();
-        Ok(out)
-    }
-
-    /// Takes the samples of the next instance after `previous` (by handle order).
-    pub fn take_next_instance(
-        &self,
-        previous: Option<InstanceHandle>,
-        max: usize,
-        masks: StateMasks,
-    ) -> Result<Vec<Sample<T>>> {
-        let out = self.ep.history_purged().take_next_instance(
-            previous.unwrap_or(InstanceHandle::NIL),
-            max,
-            masks,
-        );
-        self.after_access();
-        self.ep.resume(out.len());
-        Ok(out)
-    }
-
-    /// GUIDs of the writers currently matched.
-    pub fn matched_publications(&self) -> Vec<Guid> {
-        self.ep.matched.lock().clone()
-    }
-
-    /// The handle of the instance with `sample`'s key, if the reader knows it.
-    pub fn lookup_instance(&self, sample: &T) -> Option<InstanceHandle> {
-        let kh = if T::KEYED {
-            cdr::key_hash(sample)
-        } else {
-            [0; 16]
-        };
-        self.ep.history_purged().lookup_instance(&kh)
-    }
-
-    /// A condition that is true while the reader holds samples matching `masks`.
-    pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
-        let ep = Arc::downgrade(&self.ep);
-        Condition::new(ConditionKind::Read, self.ep.notifier.clone(), move || {
-            ep.upgrade()
-                .map(|e| e.history.lock().has_matching(masks))
-                .unwrap_or(false)
-        })
-    }
-
-    /// A condition that is true while any status in `mask` has changed and not been read
-    /// (DATA_AVAILABLE is reset by read/take).
-    pub fn status_condition(&self, mask: StatusMask) -> Condition {
-        let ep = Arc::downgrade(&self.ep);
-        Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
-            ep.upgrade()
-                .map(|e| e.statuses.lock().changes.intersects(mask))
-                .unwrap_or(false)
-        })
-    }
-
-    /// Installs (or with `None` removes) a listener.
-    pub fn set_listener(&self, listener: Option<Arc<dyn DataReaderListener<T>>>) {
-        *self.ep.listener.lock() = listener;
-    }
-
-    /// SUBSCRIPTION_MATCHED; reading it resets the change counts.
-    pub fn subscription_matched_status(&self) -> SubscriptionMatchedStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.subscription_matched;
-        s.subscription_matched.total_count_change = 0;
-        s.subscription_matched.current_count_change = 0;
-        s.changes.0 &= !StatusMask::SUBSCRIPTION_MATCHED.0;
-        out
-    }
-
-    /// REQUESTED_INCOMPATIBLE_QOS; reading it resets the change count.
-    pub fn requested_incompatible_qos_status(&self) -> IncompatibleQosStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.requested_incompatible_qos.clone();
-        s.requested_incompatible_qos.total_count_change = 0;
-        s.changes.0 &= !StatusMask::REQUESTED_INCOMPATIBLE_QOS.0;
-        out
-    }
-
-    /// LIVELINESS_CHANGED; reading it resets the change counts.
-    pub fn liveliness_changed_status(&self) -> LivelinessChangedStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.liveliness_changed;
-        s.liveliness_changed.alive_count_change = 0;
-        s.liveliness_changed.not_alive_count_change = 0;
-        s.changes.0 &= !StatusMask::LIVELINESS_CHANGED.0;
-        out
-    }
-
-    /// SAMPLE_LOST; reading it resets the change count.
-    pub fn sample_lost_status(&self) -> SampleLostStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.sample_lost;
-        s.sample_lost.total_count_change = 0;
-        s.changes.0 &= !StatusMask::SAMPLE_LOST.0;
-        out
-    }
-
-    /// SAMPLE_REJECTED; reading it resets the change count.
-    pub fn sample_rejected_status(&self) -> SampleRejectedStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.sample_rejected;
-        s.sample_rejected.total_count_change = 0;
-        s.changes.0 &= !StatusMask::SAMPLE_REJECTED.0;
-        out
+/// Purges the instances whose autopurge delay ran out; returns how many. Reads the clock only
+/// when a purge is scheduled.
+fn purge_due(h: &mut History<SerializedPayload>) -> usize {
+    if h.next_purge().is_some() {
+        h.purge_expired(crate::publication::now_nanos())
+    } else {
+        0
     }
 }
 

@@ -7,6 +7,7 @@ mod support;
 
 use std::time::{Duration, Instant};
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::transport::TransportKind;
 use tessera::TopicType;
 use tessera::{AllowMulticast, DataReader, DomainParticipant, ParticipantConfig};
 
@@ -25,8 +26,11 @@ const CHILD: &str = "TESSERA_TEST_MCAST_CHILD";
 /// Returns the writer participant's datagrams per sample.
 fn measure(domain: u32, allow: Option<AllowMulticast>) -> f64 {
     let make = || {
+        // UDP alone: shared memory (on by default) would carry the data past the multicast
+        // group this test counts on.
         let config = ParticipantConfig {
             allow_multicast: allow,
+            transports: Some(vec![TransportKind::Udp4]),
             ..Default::default()
         };
         DomainParticipant::with_qos(domain, Default::default(), config).unwrap()

@@ -240,6 +240,21 @@ pub(super) fn how_measured(rs: &ResultSet, failures: &[String]) -> Vec<String> {
             "CPU and peak memory of every process come from /proc ({procs} points)."
         ));
     }
+    if rs
+        .points
+        .iter()
+        .any(|p| p.metrics.contains_key(crate::runner::CPU_METRIC))
+    {
+        out.push(
+            "CPU µs per round trip or sample is the user + system time of all the point's \
+             processes (sampled from /proc every 50 ms) over one window cut the same way for \
+             every implementation from the tools' per-second report lines, divided by the \
+             round trips or samples those lines count in it: for latency the seconds the \
+             ping's lines cover, for throughput the subscribers' lines after their first \
+             (warm-up) one."
+                .to_string(),
+        );
+    }
     let failed: Vec<&crate::results::Point> = rs.points.iter().filter(|p| !p.ok).collect();
     if !failed.is_empty() {
         let mut s = format!(

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::Value;
 
 use crate::results::{value_text, Cell, Kind, Pair, ResultSet};
+use crate::runner::CPU_METRIC;
 
 /// Pairs in the order every table, chart and legend uses.
 const PAIR_ORDER: &[&str] = &[
@@ -298,6 +299,7 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
             }
         }
         let (ratio_name, lower_better) = ratio_metric(kind);
+        let has_cpu = cells.iter().any(|c| c.median(CPU_METRIC).is_some());
         let mut rows = Vec::new();
         for key in &keys {
             let mut row = key.clone();
@@ -326,6 +328,20 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
                 };
                 row.push(r);
             }
+            if has_cpu {
+                let per_pair: Vec<String> = pairs
+                    .iter()
+                    .map(|pair| {
+                        in_row
+                            .iter()
+                            .find(|c| c.pair == pair)
+                            .and_then(|c| c.median(CPU_METRIC))
+                            .map(fmt_num)
+                            .unwrap_or_else(|| "–".to_string())
+                    })
+                    .collect();
+                row.push(per_pair.join(" / "));
+            }
             rows.push(row);
         }
 
@@ -333,6 +349,15 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
         headers.extend(pairs.iter().map(|p| pair_display(p)));
         if has_ratio {
             headers.push("Tessera/Cyclone".to_string());
+        }
+        if has_cpu {
+            let unit = if kind == Kind::Latency {
+                "round trip"
+            } else {
+                "sample"
+            };
+            let names: Vec<String> = pairs.iter().map(|p| pair_display(p)).collect();
+            headers.push(format!("CPU µs/{unit} ({})", names.join(" / ")));
         }
         let ratio_note = has_ratio.then_some(if lower_better {
             "ratio below 1 favours Tessera"

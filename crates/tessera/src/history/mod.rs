@@ -286,6 +286,21 @@ impl<T> History<T> {
         source_ts: i64,
         reception_ts: i64,
     ) -> InsertOutcome {
+        let mut replaced = None;
+        self.insert_reclaiming(key, writer, data, source_ts, reception_ts, &mut replaced)
+    }
+
+    /// [`History::insert`] that hands the data of a sample it drops (keep-last replacement)
+    /// to the caller through `replaced`, so that its buffers can be reused.
+    pub fn insert_reclaiming(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        data: T,
+        source_ts: i64,
+        reception_ts: i64,
+        replaced: &mut Option<T>,
+    ) -> InsertOutcome {
         self.purge_expired(reception_ts);
         let limits = self.config.limits;
         let slot = match self.find_cached(&key) {
@@ -351,6 +366,7 @@ impl<T> History<T> {
                     inst.not_read -= 1;
                     self.not_read_total -= 1;
                 }
+                *replaced = old.data;
             }
         }
         match inst.state {

@@ -297,7 +297,8 @@ fn transport_lists_parse() {
         vec![Udp4, Udp6]
     );
     assert_eq!(parse_transports("UDPv6").unwrap(), vec![Udp6]);
-    assert!(parse_transports("udp4,shm").is_err());
+    assert_eq!(parse_transports("udp4,shm").unwrap(), vec![Udp4, Shm]);
+    assert!(parse_transports("udp4,tcp").is_err());
     assert!(parse_transports(" , ").is_err());
 }
 

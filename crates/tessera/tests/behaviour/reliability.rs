@@ -170,54 +170,6 @@ fn keep_all_with_resource_limits_holds_the_limit_and_loses_nothing(t: Transport)
     assert!((1..=15).contains(&rejected), "rejected {rejected}");
 }
 
-/// A reader that stayed full for long probes the writer rarely (its probes back off); a `take`
-/// that makes room must ask for the refused samples at once, not at the next probe.
-fn keep_all_reader_at_its_limits_asks_again_as_soon_as_room_is_made(t: Transport) {
-    const LIMIT: u32 = 5;
-    let ps = t.participants(2);
-    let w = writer::<Keyed>(&ps[0], "R_resume", keep_all_writer());
-    let r = reader::<Keyed>(
-        &ps[1],
-        "R_resume",
-        keep_all_reader().with_resource_limits(ResourceLimits {
-            max_samples: Some(LIMIT),
-            max_instances: None,
-            max_samples_per_instance: None,
-        }),
-    );
-    matched(&w, &r);
-    for seq in 0..4 * LIMIT {
-        w.write(&Keyed { id: 1, seq }).unwrap();
-    }
-    // Three times: full for long enough that probes are ~0.5 s apart, then take. Without the
-    // prompt request, the next batch would come at the next probe: within 100 ms three times
-    // in a row by chance about once in a hundred runs.
-    let mut slowest = Duration::ZERO;
-    for round in 0..3 {
-        wait_until(10, "the reader to fill up", || {
-            r.read(usize::MAX).unwrap().len() == LIMIT as usize
-        });
-        std::thread::sleep(Duration::from_millis(1500));
-        let taken = r.take(usize::MAX).unwrap();
-        assert_eq!(seqs(&taken).len(), LIMIT as usize, "round {round}");
-        let t0 = std::time::Instant::now();
-        wait_until(10, "the next batch", || {
-            r.read(usize::MAX).unwrap().len() == LIMIT as usize
-        });
-        slowest = slowest.max(t0.elapsed());
-    }
-    assert!(
-        slowest < Duration::from_millis(100),
-        "slowest refill {slowest:?}"
-    );
-}
-
-/// Timing-sensitive: not on the lossy transport.
-mod prompt {
-    use super::*;
-    per_transport!(keep_all_reader_at_its_limits_asks_again_as_soon_as_room_is_made);
-}
-
 per_transport!(all:
     reliable_delivers_all_in_order_exactly_once,
     best_effort_gives_an_in_order_subset_without_stalling,

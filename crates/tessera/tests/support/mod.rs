@@ -32,6 +32,8 @@ pub enum Transport {
     Udp4,
     /// UDPv6 (needs a network namespace).
     Udp6,
+    /// Shared memory beside UDPv4, which carries discovery (needs a network namespace).
+    Shm,
 }
 
 /// The faults of [`Transport::InProcLossy`].
@@ -62,7 +64,7 @@ impl Transport {
                 net.set_faults(lossy_faults());
                 Some(net)
             }
-            Transport::Udp4 | Transport::Udp6 => {
+            Transport::Udp4 | Transport::Udp6 | Transport::Shm => {
                 require_netns();
                 None
             }
@@ -97,7 +99,18 @@ impl Domain {
     /// A new participant on the same network (not added to `participants`).
     pub fn join(&self) -> DomainParticipant {
         let config = self.config();
-        DomainParticipant::with_qos(0, Default::default(), config).expect("participant")
+        DomainParticipant::with_qos(self.domain_id(), Default::default(), config)
+            .expect("participant")
+    }
+
+    /// The domain of this domain's participants: 0, but 1 for [`Transport::Shm`], whose
+    /// discovery runs over UDPv4 like [`Transport::Udp4`]'s: the two instances of one test run
+    /// in parallel in one namespace and must not discover each other.
+    pub fn domain_id(&self) -> u32 {
+        match self.transport {
+            Transport::Shm => 1,
+            _ => 0,
+        }
     }
 
     /// The configuration of this domain's participants, to change before creating one.
@@ -106,6 +119,10 @@ impl Domain {
             (Some(net), _) => ParticipantConfig::with_in_process(net.clone()),
             (None, Transport::Udp6) => ParticipantConfig {
                 transports: Some(vec![TransportKind::Udp6]),
+                ..Default::default()
+            },
+            (None, Transport::Shm) => ParticipantConfig {
+                transports: Some(vec![TransportKind::Udp4, TransportKind::Shm]),
                 ..Default::default()
             },
             (None, _) => ParticipantConfig {
@@ -124,8 +141,9 @@ pub fn udp_participants(n: usize) -> Vec<DomainParticipant> {
 
 /// Instantiates test bodies `fn name(t: Transport)` once per transport: `inproc` (runs under a
 /// plain `cargo test`) and `udp4` (ignored outside a network namespace). With `all:` first, also
-/// `inproc_lossy` and `udp6`. With `known_defect = "known defect: ..."` first, every instance is
-/// ignored with that reason (a test of a runtime defect, to be un-ignored with its fix).
+/// `inproc_lossy`, `udp6` and `shm` (shared memory beside UDPv4). With
+/// `known_defect = "known defect: ..."` first, every instance is ignored with that reason (a
+/// test of a runtime defect, to be un-ignored with its fix).
 #[macro_export]
 macro_rules! per_transport {
     (known_defect = $why:literal, all: $($name:ident),* $(,)?) => {
@@ -136,6 +154,7 @@ macro_rules! per_transport {
             $crate::per_transport!(@defect inproc_lossy, InProcLossy, $why, $($name),*);
             $crate::per_transport!(@defect udp4, Udp4, $why, $($name),*);
             $crate::per_transport!(@defect udp6, Udp6, $why, $($name),*);
+            $crate::per_transport!(@defect shm, Shm, $why, $($name),*);
         }
     };
     (@defect $m:ident, $kind:ident, $why:literal, $($name:ident),*) => {
@@ -154,6 +173,7 @@ macro_rules! per_transport {
         $crate::per_transport!(@mod inproc_lossy, InProcLossy, any(), $($name),*);
         $crate::per_transport!(@mod udp4, Udp4, all(), $($name),*);
         $crate::per_transport!(@mod udp6, Udp6, all(), $($name),*);
+        $crate::per_transport!(@mod shm, Shm, all(), $($name),*);
     };
     (@mod $m:ident, $kind:ident, $ignored:meta, $($name:ident),*) => {
         mod $m {

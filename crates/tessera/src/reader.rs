@@ -1,0 +1,473 @@
+//! The application's side of a data reader: [`UntypedDataReader`] hands out samples serialized,
+//! [`DataReader<T>`] decodes them into `T`.
+//!
+//! The history keeps samples serialized; decoding happens here, in the thread that calls
+//! `read`/`take`. A sample that does not decode is dropped from the result and counted
+//! ([`UntypedDataReader::undecodable_samples`]); it never panics. `take` gives the payload
+//! buffers of the samples it decoded back to the reader's pool, where the receive path reuses
+//! them.
+
+use crate::condition::{Condition, ConditionKind};
+use crate::error::{Error, Result};
+use crate::history::{History, InstanceHandle, Sample, StateMasks};
+use crate::qos::DataReaderQos;
+use crate::sample::{SerializedPayload, TypeSupport};
+use crate::status::{
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
+    SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
+};
+use crate::subscription::{DataReaderListener, ReaderEndpoint, ReaderOwner, TypedListener};
+use crate::TopicType;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tessera_rtps::cdr;
+
+/// A data reader that returns samples serialized (encapsulation header included) with their
+/// `SampleInfo`: for dynamic types, bindings and services that store or forward bytes. Cheap to
+/// clone; the reader is deleted when the last clone (typed or not) is dropped.
+#[derive(Clone)]
+pub struct UntypedDataReader {
+    pub(crate) ep: Arc<ReaderEndpoint>,
+    /// Deletes the reader when the last handle goes (`None` in listener calls).
+    _owner: Option<Arc<ReaderOwner>>,
+}
+
+impl std::fmt::Debug for UntypedDataReader {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UntypedDataReader")
+            .field("guid", &self.ep.guid)
+            .field("type", &self.ep.support().type_name())
+            .finish()
+    }
+}
+
+impl UntypedDataReader {
+    pub(crate) fn new(ep: Arc<ReaderEndpoint>, owner: Option<Arc<ReaderOwner>>) -> Self {
+        UntypedDataReader { ep, _owner: owner }
+    }
+
+    /// The reader's GUID.
+    pub fn guid(&self) -> tessera_rtps::types::Guid {
+        self.ep.guid
+    }
+
+    /// The reader's QoS.
+    pub fn qos(&self) -> &DataReaderQos {
+        &self.ep.qos
+    }
+
+    /// What the reader knows of its type.
+    pub fn type_support(&self) -> &Arc<dyn TypeSupport> {
+        self.ep.support()
+    }
+
+    /// Samples dropped by `read`/`take` (typed) because their payload did not decode.
+    pub fn undecodable_samples(&self) -> u64 {
+        self.ep.undecodable.load(Ordering::Relaxed)
+    }
+
+    /// The reliability protocol's counters for this reader: samples delivered, refused at
+    /// the resource limits, lost, duplicates, ACKNACKs sent, writers asked again after a
+    /// `take` made room, ...
+    pub fn protocol_counters(&self) -> tessera_rtps::reader::ReaderCounters {
+        self.ep.core.lock().counters()
+    }
+
+    fn after_access(&self) {
+        let mut s = self.ep.statuses.lock();
+        s.changes.0 &= !StatusMask::DATA_AVAILABLE.0;
+    }
+
+    /// Runs `f`, which reads, on the history (autopurged first), then resets DATA_AVAILABLE.
+    fn access<R>(&self, f: impl FnOnce(&mut History<SerializedPayload>) -> R) -> R {
+        let out = self.ep.with_history(|h| (f(h), 0));
+        self.after_access();
+        out
+    }
+
+    /// Runs `f`, which takes, on the history (autopurged first), then resets DATA_AVAILABLE.
+    /// `taken` tells how many samples `f`'s result removed: room made for samples the history
+    /// refused, which their writers are then asked for again (every take path comes here).
+    fn take_access<R>(
+        &self,
+        f: impl FnOnce(&mut History<SerializedPayload>) -> R,
+        taken: impl FnOnce(&R) -> usize,
+    ) -> R {
+        let out = self.ep.with_history(|h| {
+            let out = f(h);
+            let n = taken(&out);
+            (out, n)
+        });
+        self.after_access();
+        out
+    }
+
+    /// Reads up to `max` samples whose states match `masks`, serialized, leaving them in the
+    /// reader (marked READ). The bytes are shared with the reader, not copied.
+    pub fn read_serialized(
+        &self,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<SerializedPayload>>> {
+        Ok(self.access(|h| h.read(max, masks)))
+    }
+
+    /// Takes up to `max` samples whose states match `masks`, serialized.
+    pub fn take_serialized(
+        &self,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<SerializedPayload>>> {
+        Ok(self.take_access(|h| h.take(max, masks), Vec::len))
+    }
+
+    /// Takes up to `max` samples into `out` (appending), serialized; returns how many. No
+    /// allocation when `out` has room.
+    pub fn take_serialized_into(
+        &self,
+        out: &mut Vec<Sample<SerializedPayload>>,
+        max: usize,
+    ) -> usize {
+        self.take_access(|h| h.take_into(out, max), |n| *n)
+    }
+
+    /// Gives payloads that the caller is done with back to the reader, which reuses their
+    /// buffers for arriving samples (optional; dropping them is fine).
+    pub fn recycle(&self, payloads: impl IntoIterator<Item = SerializedPayload>) {
+        for p in payloads {
+            self.ep.pool.recycle(p);
+        }
+    }
+
+    /// The handle of the instance with this key hash, if the reader knows it.
+    pub fn lookup_instance_by_key_hash(&self, key_hash: &[u8; 16]) -> Option<InstanceHandle> {
+        self.ep.with_history(|h| (h.lookup_instance(key_hash), 0))
+    }
+
+    /// GUIDs of the writers currently matched.
+    pub fn matched_publications(&self) -> Vec<tessera_rtps::types::Guid> {
+        self.ep.matched.lock().clone()
+    }
+
+    /// A condition that is true while the reader holds samples matching `masks`.
+    pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
+        let ep = Arc::downgrade(&self.ep);
+        Condition::new(ConditionKind::Read, self.ep.notifier.clone(), move || {
+            ep.upgrade()
+                .map(|e| e.history.lock().has_matching(masks))
+                .unwrap_or(false)
+        })
+    }
+
+    /// A condition that is true while any status in `mask` has changed and not been read
+    /// (DATA_AVAILABLE is reset by read/take).
+    pub fn status_condition(&self, mask: StatusMask) -> Condition {
+        let ep = Arc::downgrade(&self.ep);
+        Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
+            ep.upgrade()
+                .map(|e| e.statuses.lock().changes.intersects(mask))
+                .unwrap_or(false)
+        })
+    }
+
+    /// Runs `f` on the statuses and clears the change flag of `mask`.
+    fn read_status<R>(&self, mask: StatusMask, f: impl FnOnce(&mut ReaderStatuses) -> R) -> R {
+        let mut s = self.ep.statuses.lock();
+        s.changes.0 &= !mask.0;
+        f(&mut s)
+    }
+
+    /// SUBSCRIPTION_MATCHED; reading it resets the change counts.
+    pub fn subscription_matched_status(&self) -> SubscriptionMatchedStatus {
+        self.read_status(StatusMask::SUBSCRIPTION_MATCHED, |s| {
+            let st = &mut s.subscription_matched;
+            let out = *st;
+            (st.total_count_change, st.current_count_change) = (0, 0);
+            out
+        })
+    }
+
+    /// REQUESTED_INCOMPATIBLE_QOS; reading it resets the change count.
+    pub fn requested_incompatible_qos_status(&self) -> IncompatibleQosStatus {
+        self.read_status(StatusMask::REQUESTED_INCOMPATIBLE_QOS, |s| {
+            let out = s.requested_incompatible_qos.clone();
+            s.requested_incompatible_qos.total_count_change = 0;
+            out
+        })
+    }
+
+    /// LIVELINESS_CHANGED; reading it resets the change counts.
+    pub fn liveliness_changed_status(&self) -> LivelinessChangedStatus {
+        self.read_status(StatusMask::LIVELINESS_CHANGED, |s| {
+            let st = &mut s.liveliness_changed;
+            let out = *st;
+            (st.alive_count_change, st.not_alive_count_change) = (0, 0);
+            out
+        })
+    }
+
+    /// SAMPLE_LOST; reading it resets the change count.
+    pub fn sample_lost_status(&self) -> SampleLostStatus {
+        self.read_status(StatusMask::SAMPLE_LOST, |s| {
+            let out = s.sample_lost;
+            s.sample_lost.total_count_change = 0;
+            out
+        })
+    }
+
+    /// SAMPLE_REJECTED; reading it resets the change count.
+    pub fn sample_rejected_status(&self) -> SampleRejectedStatus {
+        self.read_status(StatusMask::SAMPLE_REJECTED, |s| {
+            let out = s.sample_rejected;
+            s.sample_rejected.total_count_change = 0;
+            out
+        })
+    }
+
+    /// Decodes `src` (drained) into `out`; undecodable samples are counted and left out. With
+    /// `recycle` (take), payload buffers go back to the pool.
+    fn decode_into<T: TopicType>(
+        &self,
+        src: impl Iterator<Item = Sample<SerializedPayload>>,
+        out: &mut Vec<Sample<T>>,
+        recycle: bool,
+    ) -> usize {
+        let mut n = 0;
+        for Sample { data, info } in src {
+            let data = match data {
+                None => None,
+                Some(p) => {
+                    let decoded = p.decode::<T>();
+                    if recycle {
+                        self.ep.pool.recycle(p);
+                    }
+                    match decoded {
+                        Ok(t) => Some(t),
+                        Err(e) => {
+                            self.ep.count_undecodable(&e);
+                            continue;
+                        }
+                    }
+                }
+            };
+            out.push(Sample { data, info });
+            n += 1;
+        }
+        n
+    }
+
+    fn decoded<T: TopicType>(
+        &self,
+        src: Vec<Sample<SerializedPayload>>,
+        recycle: bool,
+    ) -> Vec<Sample<T>> {
+        let mut out = Vec::with_capacity(src.len());
+        self.decode_into(src.into_iter(), &mut out, recycle);
+        out
+    }
+}
+
+/// A typed data reader: decodes samples at `read`/`take` time. Cheap to clone; the reader is
+/// deleted when the last clone is dropped.
+pub struct DataReader<T: TopicType> {
+    raw: UntypedDataReader,
+    _type: PhantomData<fn() -> T>,
+}
+
+impl<T: TopicType> Clone for DataReader<T> {
+    fn clone(&self) -> Self {
+        DataReader::from_raw(self.raw.clone())
+    }
+}
+
+impl<T: TopicType> std::fmt::Debug for DataReader<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DataReader")
+            .field("guid", &self.raw.ep.guid)
+            .finish()
+    }
+}
+
+impl<T: TopicType> DataReader<T> {
+    pub(crate) fn from_raw(raw: UntypedDataReader) -> Self {
+        DataReader {
+            raw,
+            _type: PhantomData,
+        }
+    }
+
+    /// The same reader, untyped: its samples as bytes.
+    pub fn untyped(&self) -> &UntypedDataReader {
+        &self.raw
+    }
+
+    /// The reader's GUID.
+    pub fn guid(&self) -> tessera_rtps::types::Guid {
+        self.raw.guid()
+    }
+
+    /// The reader's QoS.
+    pub fn qos(&self) -> &DataReaderQos {
+        self.raw.qos()
+    }
+
+    /// Samples dropped by `read`/`take` because their payload did not decode as `T`.
+    pub fn undecodable_samples(&self) -> u64 {
+        self.raw.undecodable_samples()
+    }
+
+    /// The reliability protocol's counters for this reader (see
+    /// [`UntypedDataReader::protocol_counters`]).
+    pub fn protocol_counters(&self) -> tessera_rtps::reader::ReaderCounters {
+        self.raw.protocol_counters()
+    }
+
+    /// Reads up to `max` samples in any state, leaving them in the reader (marked READ).
+    pub fn read(&self, max: usize) -> Result<Vec<Sample<T>>> {
+        self.read_with(max, StateMasks::ANY)
+    }
+
+    /// Takes up to `max` samples in any state, removing them from the reader.
+    pub fn take(&self, max: usize) -> Result<Vec<Sample<T>>> {
+        self.take_with(max, StateMasks::ANY)
+    }
+
+    /// Reads samples whose states match `masks`.
+    pub fn read_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
+        let s = self.raw.read_serialized(max, masks)?;
+        Ok(self.raw.decoded(s, false))
+    }
+
+    /// Takes samples whose states match `masks`.
+    pub fn take_with(&self, max: usize, masks: StateMasks) -> Result<Vec<Sample<T>>> {
+        let s = self.raw.take_serialized(max, masks)?;
+        Ok(self.raw.decoded(s, true))
+    }
+
+    /// Takes up to `max` samples into `out` (appending); returns how many. No allocation when
+    /// `out` has room beyond what decoding `T` itself allocates (its sequences and strings):
+    /// the serialized samples pass through a scratch vector the reader reuses, and their
+    /// buffers go back to the reader's pool. The fast path for high-rate readers.
+    pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
+        let ep = &self.raw.ep;
+        // Concurrent takers on clones of one reader: the second one uses its own vector.
+        let mut own = Vec::new();
+        let mut guard = ep.scratch.try_lock();
+        let scratch = match guard.as_deref_mut() {
+            Some(s) => s,
+            None => &mut own,
+        };
+        scratch.clear();
+        self.raw.take_serialized_into(scratch, max);
+        self.raw.decode_into(scratch.drain(..), out, true)
+    }
+
+    /// Reads the samples of one instance.
+    pub fn read_instance(
+        &self,
+        handle: InstanceHandle,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>> {
+        let s = self
+            .raw
+            .access(|h| h.read_instance(handle, max, masks))
+            .map_err(|_| Error::UnknownInstance)?;
+        Ok(self.raw.decoded(s, false))
+    }
+
+    /// Takes the samples of one instance.
+    pub fn take_instance(
+        &self,
+        handle: InstanceHandle,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>> {
+        let s = self
+            .raw
+            .take_access(
+                |h| h.take_instance(handle, max, masks),
+                |r| r.as_ref().map_or(0, Vec::len),
+            )
+            .map_err(|_| Error::UnknownInstance)?;
+        Ok(self.raw.decoded(s, true))
+    }
+
+    /// Reads the samples of the next instance after `previous` (by handle order).
+    pub fn read_next_instance(
+        &self,
+        previous: Option<InstanceHandle>,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>> {
+        let prev = previous.unwrap_or(InstanceHandle::NIL);
+        let s = self.raw.access(|h| h.read_next_instance(prev, max, masks));
+        Ok(self.raw.decoded(s, false))
+    }
+
+    /// Takes the samples of the next instance after `previous` (by handle order).
+    pub fn take_next_instance(
+        &self,
+        previous: Option<InstanceHandle>,
+        max: usize,
+        masks: StateMasks,
+    ) -> Result<Vec<Sample<T>>> {
+        let prev = previous.unwrap_or(InstanceHandle::NIL);
+        let s = self
+            .raw
+            .take_access(|h| h.take_next_instance(prev, max, masks), Vec::len);
+        Ok(self.raw.decoded(s, true))
+    }
+
+    /// GUIDs of the writers currently matched.
+    pub fn matched_publications(&self) -> Vec<tessera_rtps::types::Guid> {
+        self.raw.matched_publications()
+    }
+
+    /// The handle of the instance with `sample`'s key, if the reader knows it.
+    pub fn lookup_instance(&self, sample: &T) -> Option<InstanceHandle> {
+        self.raw.lookup_instance_by_key_hash(&cdr::key_hash(sample))
+    }
+
+    /// A condition that is true while the reader holds samples matching `masks`.
+    pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
+        self.raw.create_readcondition(masks)
+    }
+
+    /// A condition that is true while any status in `mask` has changed and not been read
+    /// (DATA_AVAILABLE is reset by read/take).
+    pub fn status_condition(&self, mask: StatusMask) -> Condition {
+        self.raw.status_condition(mask)
+    }
+
+    /// Installs (or with `None` removes) a listener.
+    pub fn set_listener(&self, listener: Option<Arc<dyn DataReaderListener<T>>>) {
+        *self.raw.ep.listener.lock() = listener.map(|l| Arc::new(TypedListener(l)) as _);
+    }
+
+    /// SUBSCRIPTION_MATCHED; reading it resets the change counts.
+    pub fn subscription_matched_status(&self) -> SubscriptionMatchedStatus {
+        self.raw.subscription_matched_status()
+    }
+
+    /// REQUESTED_INCOMPATIBLE_QOS; reading it resets the change count.
+    pub fn requested_incompatible_qos_status(&self) -> IncompatibleQosStatus {
+        self.raw.requested_incompatible_qos_status()
+    }
+
+    /// LIVELINESS_CHANGED; reading it resets the change counts.
+    pub fn liveliness_changed_status(&self) -> LivelinessChangedStatus {
+        self.raw.liveliness_changed_status()
+    }
+
+    /// SAMPLE_LOST; reading it resets the change count.
+    pub fn sample_lost_status(&self) -> SampleLostStatus {
+        self.raw.sample_lost_status()
+    }
+
+    /// SAMPLE_REJECTED; reading it resets the change count.
+    pub fn sample_rejected_status(&self) -> SampleRejectedStatus {
+        self.raw.sample_rejected_status()
+    }
+}

@@ -1,0 +1,175 @@
+//! Samples as bytes: what the runtime needs to know about a type without naming it
+//! ([`TypeSupport`]), and the serialized form readers keep in their history.
+//!
+//! The reader side keeps samples serialized (encapsulation header included) and decodes them
+//! only at the API edge (`DataReader::<T>::take`), so one runtime serves derived types, dynamic
+//! types and bindings that want bytes ([`crate::UntypedDataReader`]).
+
+use crate::history::KeyHash;
+use crate::TopicType;
+use parking_lot::Mutex;
+use std::marker::PhantomData;
+use std::sync::Arc;
+use tessera_rtps::cdr::{self, CdrError};
+
+/// What the runtime needs to know about a topic type, object-safe so that it can be chosen at
+/// run time.
+pub trait TypeSupport: Send + Sync + 'static {
+    /// The registered type name (as sent in discovery).
+    fn type_name(&self) -> &str;
+    /// Whether the type has key members.
+    fn is_keyed(&self) -> bool;
+    /// The key hash of a serialized sample (encapsulation header included); all zeros for a
+    /// keyless type.
+    fn key_hash_of_sample(&self, payload: &[u8]) -> Result<KeyHash, CdrError>;
+    /// The key hash of a serialized key (a dispose or unregister without PID_KEY_HASH); all
+    /// zeros for a keyless type.
+    fn key_hash_of_key(&self, payload: &[u8]) -> Result<KeyHash, CdrError>;
+}
+
+/// [`TypeSupport`] of a derived [`TopicType`].
+///
+/// Cost of the key hash: nothing for a keyless type; for a keyed one the sample is walked with
+/// `TopicType::extract_key`, which reads the members in order but builds only the key members
+/// (re-encoded as big-endian XCDR2 into a per-thread scratch buffer, so no allocation), then
+/// MD5 when the key may exceed 16 bytes — cheaper than decoding the sample, as the receive
+/// thread did before.
+pub struct TypedSupport<T>(PhantomData<fn() -> T>);
+
+impl<T: TopicType> TypedSupport<T> {
+    /// The support of `T`.
+    pub fn new() -> Self {
+        TypedSupport(PhantomData)
+    }
+
+    /// The support of `T`, shareable.
+    pub fn arc() -> Arc<dyn TypeSupport> {
+        Arc::new(Self::new())
+    }
+}
+
+impl<T: TopicType> Default for TypedSupport<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T: TopicType> std::fmt::Debug for TypedSupport<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("TypedSupport").field(&T::TYPE_NAME).finish()
+    }
+}
+
+impl<T: TopicType> TypeSupport for TypedSupport<T> {
+    fn type_name(&self) -> &str {
+        T::TYPE_NAME
+    }
+
+    fn is_keyed(&self) -> bool {
+        T::KEYED
+    }
+
+    fn key_hash_of_sample(&self, payload: &[u8]) -> Result<KeyHash, CdrError> {
+        cdr::key_hash_from_sample_payload::<T>(payload)
+    }
+
+    fn key_hash_of_key(&self, payload: &[u8]) -> Result<KeyHash, CdrError> {
+        cdr::key_hash_from_key_payload::<T>(payload)
+    }
+}
+
+/// A serialized sample as a reader's history keeps it: the payload with its encapsulation
+/// header. Cloning shares the bytes (what `read` does); the history's `SampleInfo` carries the
+/// writer, the instance and the timestamps.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SerializedPayload(Arc<Vec<u8>>);
+
+impl SerializedPayload {
+    /// Wraps bytes (encapsulation header included).
+    pub fn new(bytes: Vec<u8>) -> Self {
+        SerializedPayload(Arc::new(bytes))
+    }
+
+    /// Shares a buffer (a local writer's) without copying it.
+    pub fn shared(bytes: Arc<Vec<u8>>) -> Self {
+        SerializedPayload(bytes)
+    }
+
+    /// The bytes, encapsulation header included.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
+    /// Decodes the sample.
+    pub fn decode<T: TopicType>(&self) -> Result<T, CdrError> {
+        cdr::deserialize_sample(&self.0)
+    }
+}
+
+impl AsRef<[u8]> for SerializedPayload {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for SerializedPayload {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SerializedPayload")
+            .field("len", &self.0.len())
+            .finish()
+    }
+}
+
+/// A sample on its way from the receive path into a reader's history.
+#[derive(Debug, Clone)]
+pub struct SerializedSample {
+    /// The payload, encapsulation header included.
+    pub payload: SerializedPayload,
+    /// Its instance's key hash (all zeros for keyless types).
+    pub key_hash: KeyHash,
+    /// The writer's GUID.
+    pub writer: [u8; 16],
+    /// Source timestamp (ns), 0 if the writer sent none.
+    pub source_ts: i64,
+    /// Reception timestamp (ns, the runtime's clock).
+    pub reception_ts: i64,
+}
+
+/// Payload buffers a reader recycles: the receive thread copies each sample into one, and a
+/// `take` that decoded the sample gives it back, so a reader in steady state allocates no
+/// payload buffer per sample. Bounded in count and in the size of a kept buffer.
+#[derive(Default)]
+pub(crate) struct PayloadPool {
+    free: Mutex<Vec<Arc<Vec<u8>>>>,
+}
+
+/// Buffers kept at most (per reader).
+const POOL_BUFFERS: usize = 256;
+/// Buffers larger than this are freed rather than kept.
+const POOL_MAX_CAPACITY: usize = 4096;
+
+impl PayloadPool {
+    /// A payload holding a copy of `bytes`, in a recycled buffer when one is free.
+    pub fn copy_of(&self, bytes: &[u8]) -> SerializedPayload {
+        if bytes.len() <= POOL_MAX_CAPACITY {
+            if let Some(mut buf) = self.free.lock().pop() {
+                if let Some(v) = Arc::get_mut(&mut buf) {
+                    v.clear();
+                    v.extend_from_slice(bytes);
+                    return SerializedPayload(buf);
+                }
+            }
+        }
+        SerializedPayload::new(bytes.to_vec())
+    }
+
+    /// Takes back a payload no longer needed; kept only if nothing else shares it.
+    pub fn recycle(&self, mut p: SerializedPayload) {
+        if Arc::get_mut(&mut p.0).is_some_and(|v| v.capacity() <= POOL_MAX_CAPACITY) {
+            let mut free = self.free.lock();
+            if free.len() < POOL_BUFFERS {
+                free.push(p.0);
+            }
+        }
+    }
+}

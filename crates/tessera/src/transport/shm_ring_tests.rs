@@ -1,0 +1,293 @@
+//! The ring on private memory: order, fullness, many writers, stalled and scribbled slots.
+
+use super::*;
+use std::sync::Arc;
+
+const OWNER: Owner = Owner {
+    pid: 1,
+    start_time: 2,
+    pid_ns: 3,
+    host: 4,
+    domain: 5,
+};
+
+fn ring(slots: usize, max: usize) -> Ring {
+    let geo = Geometry::for_size(slots * (max + SLOT_HEADER).next_multiple_of(64), max).unwrap();
+    assert_eq!(geo.slot_count() as usize, slots);
+    Ring::init(Region::heap(geo.total_len()), geo, OWNER).unwrap()
+}
+
+fn take(c: &mut Consumer, r: &Ring, stats: &RingStats) -> Option<Vec<u8>> {
+    let mut buf = vec![0u8; r.geometry().capacity()];
+    match c.poll(r, &mut buf, stats, Instant::now()) {
+        Polled::Datagram(n) => Some(buf[..n].to_vec()),
+        _ => None,
+    }
+}
+
+/// Byte offset of slot `i`'s sequence word, for scribbling.
+fn slot_off(r: &Ring, i: u64) -> usize {
+    r.geo.slot_offset(i)
+}
+
+#[test]
+fn geometry_rounds_down_to_a_power_of_two_and_refuses_nonsense() {
+    let g = Geometry::for_size(8 << 20, 65472).unwrap();
+    assert_eq!(g.slot_count(), 128);
+    assert_eq!(g.capacity(), 65520);
+    assert_eq!(g.total_len(), (8 << 20) + HEADER_SIZE);
+    assert_eq!(
+        Geometry::for_size((8 << 20) - 1, 65472)
+            .unwrap()
+            .slot_count(),
+        64
+    );
+    // Too small for even two slots still gives two (the configured size is a budget, and two
+    // slots are the least a ring can work with).
+    assert_eq!(Geometry::for_size(0, 1000).unwrap().slot_count(), 2);
+    assert!(Geometry::for_size(1 << 20, 64 << 20).is_none());
+}
+
+#[test]
+fn datagrams_come_out_in_order_and_a_full_ring_refuses() {
+    let r = ring(4, 100);
+    let stats = RingStats::default();
+    let mut c = Consumer::new(Duration::from_secs(1));
+    assert_eq!(
+        c.poll(&r, &mut [0; 128], &stats, Instant::now()),
+        Polled::Empty
+    );
+    for i in 0..4u8 {
+        assert!(matches!(r.push(&[i; 10]), Pushed::Sent { .. }));
+    }
+    assert_eq!(r.push(b"x"), Pushed::Full);
+    assert_eq!(r.push(&[0; 200]), Pushed::TooLarge);
+    for i in 0..4u8 {
+        assert_eq!(take(&mut c, &r, &stats).unwrap(), vec![i; 10]);
+    }
+    assert!(take(&mut c, &r, &stats).is_none());
+    // Wraps around for many laps.
+    for i in 0..1000u32 {
+        assert!(matches!(r.push(&i.to_le_bytes()), Pushed::Sent { .. }));
+        assert_eq!(take(&mut c, &r, &stats).unwrap(), i.to_le_bytes());
+    }
+    assert_eq!(stats.datagrams.load(Ordering::Relaxed), 1004);
+}
+
+#[test]
+fn attach_sees_the_owner_and_geometry_and_refuses_bad_headers() {
+    let r = ring(8, 256);
+    assert_eq!(r.owner(), OWNER);
+    let mut good = vec![0u8; r.geometry().total_len()];
+    r.copy_to(&mut good);
+    let a = Ring::attach(Region::from_bytes(&good)).unwrap();
+    assert_eq!(a.geometry(), r.geometry());
+    assert_eq!(a.owner(), OWNER);
+    let bad = |off: usize, val: &[u8]| {
+        let mut v = good.clone();
+        v[off..off + val.len()].copy_from_slice(val);
+        Ring::attach(Region::from_bytes(&v)).unwrap_err()
+    };
+    assert_eq!(bad(0, b"NOTASEGM"), SegmentError::BadMagic);
+    assert_eq!(bad(8, &7u32.to_ne_bytes()), SegmentError::Version(7));
+    assert_eq!(bad(12, &64u32.to_ne_bytes()), SegmentError::Geometry);
+    assert_eq!(bad(16, &3u32.to_ne_bytes()), SegmentError::Geometry);
+    assert_eq!(bad(16, &(1u32 << 30).to_ne_bytes()), SegmentError::Geometry);
+    assert_eq!(bad(20, &100u32.to_ne_bytes()), SegmentError::Geometry);
+    // A slot count larger than the mapping holds.
+    assert_eq!(bad(16, &16u32.to_ne_bytes()), SegmentError::TooSmall);
+    assert_eq!(
+        Ring::attach(Region::from_bytes(&good[..100])).unwrap_err(),
+        SegmentError::TooSmall
+    );
+}
+
+#[test]
+fn many_writers_lose_nothing_and_keep_each_writers_order() {
+    let r = Arc::new(ring(16, 64));
+    let writers: Vec<_> = (0..4u8)
+        .map(|w| {
+            let r = r.clone();
+            std::thread::spawn(move || {
+                for i in 0..5000u32 {
+                    let mut msg = [w; 5];
+                    msg[1..].copy_from_slice(&i.to_le_bytes());
+                    while r.push(&msg) == Pushed::Full {
+                        std::thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    let stats = RingStats::default();
+    let mut c = Consumer::new(Duration::from_secs(5));
+    let mut next = [0u32; 4];
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while next.iter().sum::<u32>() < 20_000 {
+        assert!(Instant::now() < deadline, "stuck at {next:?}");
+        match take(&mut c, &r, &stats) {
+            Some(m) => {
+                let w = m[0] as usize;
+                let i = u32::from_le_bytes(m[1..5].try_into().unwrap());
+                assert_eq!(i, next[w], "writer {w} out of order");
+                next[w] += 1;
+            }
+            None => std::thread::yield_now(),
+        }
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    assert_eq!(stats.skipped.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.bad_length.load(Ordering::Relaxed), 0);
+}
+
+/// A writer that claimed a slot and died (simulated: head advanced, slot never committed) holds
+/// the reader up for the stall timeout only; later datagrams then flow, and the ring keeps
+/// going round.
+#[test]
+fn a_slot_claimed_by_a_dead_writer_is_skipped_after_the_stall_timeout() {
+    let r = ring(4, 64);
+    let stats = RingStats::default();
+    let timeout = Duration::from_millis(50);
+    let mut c = Consumer::new(timeout);
+    // The dead writer's claim.
+    r.head().fetch_add(1, Ordering::SeqCst);
+    assert!(matches!(r.push(b"after"), Pushed::Sent { .. }));
+    let t0 = Instant::now();
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, t0), Polled::Stalled);
+    // `wait` sleeps (no busy loop) but not past the timeout.
+    c.wait(&r, Duration::from_secs(5), t0, &AtomicBool::new(false));
+    let waited = t0.elapsed();
+    assert!(
+        waited >= Duration::from_millis(40),
+        "did not sleep: {waited:?}"
+    );
+    assert!(
+        waited < Duration::from_secs(2),
+        "slept past the stall timeout: {waited:?}"
+    );
+    assert_eq!(
+        c.poll(&r, &mut [0; 128], &stats, t0 + timeout),
+        Polled::Dropped
+    );
+    assert_eq!(stats.skipped.load(Ordering::Relaxed), 1);
+    assert_eq!(take(&mut c, &r, &stats).unwrap(), b"after");
+    for i in 0..20u8 {
+        assert!(matches!(r.push(&[i]), Pushed::Sent { .. }));
+        assert_eq!(take(&mut c, &r, &stats).unwrap(), [i]);
+    }
+}
+
+/// A writer that was only slow (claimed, then committed after the reader skipped its slot)
+/// learns that its datagram was lost, and does not disturb the ring.
+#[test]
+fn a_writer_slower_than_the_stall_timeout_loses_its_datagram_only() {
+    let r = ring(4, 64);
+    let stats = RingStats::default();
+    let mut c = Consumer::new(Duration::ZERO);
+    let pos = r.head().fetch_add(1, Ordering::SeqCst);
+    let now = Instant::now();
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, now), Polled::Dropped);
+    // The late commit, as `push` makes it.
+    assert!(r
+        .seq(pos)
+        .compare_exchange(pos, pos + 1, Ordering::Release, Ordering::Relaxed)
+        .is_err());
+    assert!(matches!(r.push(b"next"), Pushed::Sent { .. }));
+    assert_eq!(take(&mut c, &r, &stats).unwrap(), b"next");
+}
+
+/// Scribbled lengths and sequence words are counted drops; nothing panics and the ring goes on.
+#[test]
+fn scribbled_slots_are_dropped_and_counted() {
+    let r = ring(4, 64);
+    let stats = RingStats::default();
+    let mut c = Consumer::new(Duration::ZERO);
+    let cap = r.geometry().capacity() as u32;
+    // A committed slot whose length is past the slot.
+    assert!(matches!(r.push(b"one"), Pushed::Sent { .. }));
+    r.region
+        .u32_at(slot_off(&r, 0) + 8)
+        .store(cap + 1, Ordering::Relaxed);
+    assert_eq!(
+        c.poll(&r, &mut [0; 128], &stats, Instant::now()),
+        Polled::Dropped
+    );
+    assert_eq!(stats.bad_length.load(Ordering::Relaxed), 1);
+    // A length of u32::MAX, and a buffer shorter than the slot.
+    assert!(matches!(r.push(b"two"), Pushed::Sent { .. }));
+    r.region
+        .u32_at(slot_off(&r, 1) + 8)
+        .store(u32::MAX, Ordering::Relaxed);
+    assert_eq!(
+        c.poll(&r, &mut [0; 128], &stats, Instant::now()),
+        Polled::Dropped
+    );
+    assert!(matches!(r.push(b"three"), Pushed::Sent { .. }));
+    assert_eq!(
+        c.poll(&r, &mut [0; 2], &stats, Instant::now()),
+        Polled::Dropped
+    );
+    assert_eq!(stats.bad_length.load(Ordering::Relaxed), 3);
+    // A sequence word the protocol never writes: skipped (timeout zero here).
+    r.seq(3).store(0xdead_beef, Ordering::Relaxed);
+    assert_eq!(
+        c.poll(&r, &mut [0; 128], &stats, Instant::now()),
+        Polled::Dropped
+    );
+    assert_eq!(stats.skipped.load(Ordering::Relaxed), 1);
+    // A head far in the past or future: writers get Full (bounded), never a hang or a panic.
+    r.head().store(u64::MAX - 1, Ordering::Relaxed);
+    assert_eq!(r.push(b"x"), Pushed::Full);
+    r.head().store(4, Ordering::Relaxed);
+    assert!(matches!(r.push(b"four"), Pushed::Sent { .. }));
+    assert_eq!(take(&mut c, &r, &stats).unwrap(), b"four");
+}
+
+/// A sleeping reader is woken by a writer's commit, long before its timeout.
+#[test]
+fn a_commit_wakes_the_sleeping_reader() {
+    let r = Arc::new(ring(4, 64));
+    let stats = RingStats::default();
+    let mut c = Consumer::new(Duration::from_secs(1));
+    let w = {
+        let r = r.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            r.push(b"wake")
+        })
+    };
+    let t0 = Instant::now();
+    let got = loop {
+        if let Some(m) = take(&mut c, &r, &stats) {
+            break m;
+        }
+        c.wait(
+            &r,
+            Duration::from_secs(10),
+            Instant::now(),
+            &AtomicBool::new(false),
+        );
+        assert!(t0.elapsed() < Duration::from_secs(5), "never woken");
+    };
+    assert_eq!(got, b"wake");
+    assert_eq!(w.join().unwrap(), Pushed::Sent { woke: true });
+}
+
+/// A stop request raised (and woken) just before the reader goes to sleep is not lost: the
+/// reader returns at once instead of sleeping its whole timeout.
+#[test]
+fn an_interrupt_before_the_sleep_is_not_lost() {
+    let r = ring(4, 64);
+    let c = Consumer::new(Duration::from_secs(1));
+    let stop = AtomicBool::new(true);
+    r.wake();
+    let t0 = Instant::now();
+    c.wait(&r, Duration::from_secs(5), t0, &stop);
+    assert!(
+        t0.elapsed() < Duration::from_secs(1),
+        "slept {:?}",
+        t0.elapsed()
+    );
+}
