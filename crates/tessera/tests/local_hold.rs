@@ -8,8 +8,11 @@ mod support;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use support::{wait_until, Keyed, Transport};
-use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, ResourceLimits, TopicQos};
-use tessera::{DataReader, DataReaderListener, DataWriter, DomainParticipant, Error};
+use tessera::qos::{
+    DataReaderQos, DataWriterQos, History, ReaderDataLifecycle, Reliability, ResourceLimits,
+    TopicQos,
+};
+use tessera::{DataReader, DataReaderListener, DataWriter, DomainParticipant, Error, StateMasks};
 
 fn limits(max_samples: u32) -> ResourceLimits {
     ResourceLimits {
@@ -243,7 +246,59 @@ fn listener_write_does_not_block(t: Transport) {
     assert_eq!(got, written);
 }
 
+/// A reader whose one instance slot holds a disposed instance refuses a new instance; the
+/// autopurge that frees the slot hands it over. `arrived` polls for it: with `read` (which may
+/// purge) or with a read condition (which does not: the event thread must).
+fn autopurge_hands_over_the_refused_instance(
+    t: Transport,
+    topic: &str,
+    arrived: impl Fn(&DataReader<Keyed>) -> bool,
+) {
+    let ps = t.participants(1);
+    let r = reader(
+        &ps[0],
+        topic,
+        keep_all_reader(100)
+            .with_resource_limits(ResourceLimits {
+                max_samples: None,
+                max_instances: Some(1),
+                max_samples_per_instance: None,
+            })
+            .with_reader_data_lifecycle(ReaderDataLifecycle {
+                autopurge_disposed_samples_delay: Duration::from_millis(200),
+                ..Default::default()
+            }),
+    );
+    let w = writer(&ps[0], topic, keep_all_writer(Duration::from_secs(1)));
+    w.write(&Keyed { id: 0, seq: 0 }).unwrap();
+    w.dispose(&Keyed { id: 0, seq: 0 }).unwrap();
+    w.write(&Keyed { id: 1, seq: 1 }).unwrap();
+    assert_eq!(r.sample_rejected_status().total_count, 1);
+    wait_until(10, "the refused instance", || arrived(&r));
+}
+
+fn autopurge_in_read_hands_over(t: Transport) {
+    autopurge_hands_over_the_refused_instance(t, "LH_purge_read", |r| {
+        r.read(usize::MAX)
+            .unwrap()
+            .iter()
+            .any(|s| s.data.as_ref().is_some_and(|d| d.id == 1))
+    });
+}
+
+fn autopurge_on_the_event_thread_hands_over(t: Transport) {
+    autopurge_hands_over_the_refused_instance(t, "LH_purge_event", |r| {
+        r.create_readcondition(StateMasks::NOT_READ).trigger_value()
+            && r.read_with(usize::MAX, StateMasks::NOT_READ)
+                .unwrap()
+                .iter()
+                .any(|s| s.data.as_ref().is_some_and(|d| d.id == 1))
+    });
+}
+
 per_transport!(
+    autopurge_in_read_hands_over,
+    autopurge_on_the_event_thread_hands_over,
     slow_reader_gets_every_sample_in_order,
     keep_all_writer_times_out_then_everything_arrives,
     keep_last_writer_replaces_and_counts_lost,
