@@ -281,12 +281,7 @@ impl ReaderEndpoint {
             return;
         }
         let holders = std::mem::take(&mut *self.holders.lock());
-        type Work = (Guid, Vec<Weak<dyn LocalHolder>>);
-        thread_local! {
-            static PENDING: std::cell::RefCell<Option<Vec<Work>>> =
-                const { std::cell::RefCell::new(None) };
-        }
-        let nested = PENDING.with(|p| {
+        let nested = REDELIVERIES.with(|p| {
             let mut p = p.borrow_mut();
             let nested = p.is_some();
             p.get_or_insert_with(Vec::new).push((self.guid, holders));
@@ -295,14 +290,22 @@ impl ReaderEndpoint {
         if nested {
             return;
         }
+        // Clears the queue however this ends, so that a panicking listener does not leave
+        // later calls on this thread queueing work nobody runs.
+        struct Draining;
+        impl Drop for Draining {
+            fn drop(&mut self) {
+                REDELIVERIES.with(|p| *p.borrow_mut() = None);
+            }
+        }
+        let _draining = Draining;
         while let Some((reader, holders)) =
-            PENDING.with(|p| p.borrow_mut().as_mut().and_then(Vec::pop))
+            REDELIVERIES.with(|p| p.borrow_mut().as_mut().and_then(Vec::pop))
         {
             for h in holders.iter().filter_map(Weak::upgrade) {
                 h.redeliver(ctx, reader);
             }
         }
-        PENDING.with(|p| *p.borrow_mut() = None);
     }
 
     /// Records a local writer that keeps a sample the history refused; runs under the history
@@ -657,6 +660,16 @@ impl Drop for ReaderOwner {
         let actions = p.discovery.lock().remove_local_endpoint(p, guid, now);
         p.apply_discovery_events(actions, now);
     }
+}
+
+/// A reader and the local writers to call back for it.
+type Redelivery = (Guid, Vec<Weak<dyn LocalHolder>>);
+
+thread_local! {
+    /// The redeliveries this thread still has to run (`Some` while it runs them): see
+    /// [`ReaderEndpoint::resume_local`].
+    static REDELIVERIES: std::cell::RefCell<Option<Vec<Redelivery>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// Purges the instances whose autopurge delay ran out; returns how many. Reads the clock only

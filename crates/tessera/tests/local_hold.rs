@@ -296,7 +296,42 @@ fn autopurge_on_the_event_thread_hands_over(t: Transport) {
     });
 }
 
+/// Takes everything it is told about, from whatever thread tells it.
+#[derive(Default)]
+struct Taker {
+    seqs: Mutex<Vec<u32>>,
+}
+
+impl DataReaderListener<Keyed> for Taker {
+    fn on_data_available(&self, r: &DataReader<Keyed>) {
+        let got = take_seqs(r);
+        self.seqs.lock().unwrap().extend(got);
+    }
+}
+
+/// A redelivery raises DATA_AVAILABLE, whose listener takes and so makes room for the next
+/// redelivery: the whole queue comes through the listener, in order.
+fn a_taking_listener_drains_the_queue(t: Transport) {
+    let ps = t.participants(1);
+    let r = reader(&ps[0], "LH_chain", keep_all_reader(2));
+    let w = writer(
+        &ps[0],
+        "LH_chain",
+        keep_all_writer(Duration::from_secs(1)).with_resource_limits(limits(100)),
+    );
+    for seq in 0..50 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+    }
+    let taker = Arc::new(Taker::default());
+    r.set_listener(Some(taker.clone()));
+    let mut got = take_seqs(&r);
+    got.extend(std::mem::take(&mut *taker.seqs.lock().unwrap()));
+    assert_eq!(got, (0..50).collect::<Vec<_>>());
+    w.wait_for_acknowledgments(Duration::ZERO).unwrap();
+}
+
 per_transport!(
+    a_taking_listener_drains_the_queue,
     autopurge_in_read_hands_over,
     autopurge_on_the_event_thread_hands_over,
     slow_reader_gets_every_sample_in_order,
