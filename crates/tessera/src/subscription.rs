@@ -313,6 +313,8 @@ impl ReaderEndpoint {
     fn hold(&self, holder: &Weak<dyn LocalHolder>) {
         let mut hs = self.holders.lock();
         if !hs.iter().any(|h| Weak::ptr_eq(h, holder)) {
+            // Deleted writers leave: the list stays as long as the live writers at most.
+            hs.retain(|h| h.strong_count() > 0);
             hs.push(holder.clone());
         }
         self.held.store(true, Ordering::Release);
