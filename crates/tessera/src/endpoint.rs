@@ -3,7 +3,7 @@
 
 use crate::runtime::RuntimeContext;
 use std::cell::RefCell;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{Guid, Locator, Locators};
@@ -67,9 +67,28 @@ pub(crate) trait LocalReader: Send + Sync {
     /// given), with no reliability protocol on the way. Runs
     /// under the writer's lock (which keeps its samples in order), so it raises no status: the
     /// writer passes the outcome to [`LocalReader::notify_local`] once its lock is released.
-    fn deliver_local(&self, sample: &Delivered<'_>, shared: Option<&Arc<Vec<u8>>>) -> LocalOutcome;
+    ///
+    /// A reliable writer passes itself as `holder`: if the history refuses the sample for its
+    /// resource limits, the reader records the holder (under its history lock, so that no `take`
+    /// can slip between the refusal and the record) and calls [`LocalHolder::redeliver`] once
+    /// it made room. The writer keeps the refused sample meanwhile.
+    fn deliver_local(
+        &self,
+        sample: &Delivered<'_>,
+        shared: Option<&Arc<Vec<u8>>>,
+        holder: Option<&Weak<dyn LocalHolder>>,
+    ) -> LocalOutcome;
     /// Raises the statuses (and runs the listener) for what `deliver_local` did.
     fn notify_local(&self, ctx: &RuntimeContext, outcome: LocalOutcome);
+}
+
+/// A writer of this participant that keeps samples a reliable local reader refused for lack of
+/// room (the local counterpart of an unacknowledged sample).
+pub(crate) trait LocalHolder: Send + Sync {
+    /// Reader `reader` made room: hand it what is kept for it, in order, until it refuses
+    /// again. Called with no lock held (it takes the writer's lock, then the reader's history
+    /// lock).
+    fn redeliver(&self, ctx: &RuntimeContext, reader: Guid);
 }
 
 /// What handing samples to a local reader did to it.
@@ -79,6 +98,9 @@ pub(crate) struct LocalOutcome {
     pub available: bool,
     /// Samples refused by resource limits (SAMPLE_REJECTED).
     pub rejected: u32,
+    /// Samples the writer dropped before this reader had them (SAMPLE_LOST): a KEEP_LAST
+    /// writer replacing samples it kept for a reader that refused them.
+    pub lost: u32,
 }
 
 impl LocalOutcome {
@@ -86,6 +108,12 @@ impl LocalOutcome {
     pub fn merge(&mut self, o: LocalOutcome) {
         self.available |= o.available;
         self.rejected += o.rejected;
+        self.lost += o.lost;
+    }
+
+    /// Whether there is a status to raise.
+    pub fn is_news(&self) -> bool {
+        self.available || self.rejected > 0 || self.lost > 0
     }
 }
 

@@ -6,10 +6,10 @@
 //! receive thread (in answer to ACKNACKs).
 
 use crate::condition::{Condition, ConditionKind, Notifier};
-use crate::endpoint::{LocalOutcome, LocalReader, LocalWriter, RemoteEndpoint};
+use crate::endpoint::{LocalHolder, LocalOutcome, LocalReader, LocalWriter, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::outbox;
-use crate::participant::{DomainParticipant, ReaderList};
+use crate::participant::DomainParticipant;
 use crate::qos::{DataWriterQos, PublisherQos};
 use crate::runtime::RuntimeContext;
 use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
@@ -22,10 +22,12 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
 use tessera_rtps::fasthash::FastHashMap;
-use tessera_rtps::reader::Delivered;
-use tessera_rtps::types::{EntityId, Guid, SequenceNumber, Timestamp};
-use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
+use tessera_rtps::types::{EntityId, Guid, Timestamp};
+use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
+
+mod local;
+use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
 
 /// A handle naming an instance (derived from its key hash).
 pub use crate::history::InstanceHandle;
@@ -140,7 +142,18 @@ pub(crate) struct WriterEndpoint {
     path_sizes: Mutex<Vec<(Guid, usize)>>,
     /// Matched readers of this participant: `write` hands them each sample directly (a
     /// snapshot, cloned under the core lock without allocating).
-    local_readers: RwLock<ReaderList>,
+    local_readers: RwLock<LocalPeers>,
+    /// Samples reliable local readers refused, kept for them (see [`local`]); changed only
+    /// under the core lock.
+    held: Mutex<HeldQueues>,
+    /// `held` has a queue: checked without its lock by every `write`.
+    holding: AtomicBool,
+    /// This writer as local readers call it back when they made room.
+    holder: Weak<dyn LocalHolder>,
+    /// RELIABILITY is RELIABLE.
+    reliable: bool,
+    /// A keyless writer wrote or registered its single instance (unregistered at deletion).
+    keyless_registered: AtomicBool,
     /// The instances this writer registered or wrote and has not unregistered: key hash →
     /// serialized key, to unregister them when the writer is deleted.
     instances: Mutex<FastHashMap<[u8; 16], Arc<Vec<u8>>>>,
@@ -152,27 +165,8 @@ pub(crate) struct WriterEndpoint {
     keep_all: bool,
 }
 
-/// A sample as handed to local readers.
-struct LocalSample<'a> {
-    seq: SequenceNumber,
-    payload: &'a [u8],
-    /// The writer's buffer holding `payload`, when it has one: local readers share it.
-    shared: Option<&'a Arc<Vec<u8>>>,
-    key_hash: Option<[u8; 16]>,
-    status: u32,
-    key_only: bool,
-    timestamp: Option<Timestamp>,
-}
-
-/// Raises the statuses of local readers after a delivery (no writer lock held: their listeners
-/// may write).
-fn notify_local(ctx: &RuntimeContext, readers: &[Arc<dyn LocalReader>], outcomes: &[LocalOutcome]) {
-    for (r, o) in readers.iter().zip(outcomes) {
-        if o.available || o.rejected > 0 {
-            r.notify_local(ctx, *o);
-        }
-    }
-}
+/// An instance a writer unregisters: its key hash (none for a keyless topic) and serialized key.
+type InstanceKey = (Option<[u8; 16]>, Arc<Vec<u8>>);
 
 /// How long a deleted writer waits at most for reliable readers to acknowledge the
 /// unregistration of its instances.
@@ -209,6 +203,11 @@ impl WriterEndpoint {
             matched: Mutex::new(Vec::new()),
             path_sizes: Mutex::new(Vec::new()),
             local_readers: RwLock::new(Vec::new().into()),
+            held: Mutex::new(HeldQueues::default()),
+            holding: AtomicBool::new(false),
+            holder: me.clone() as Weak<dyn LocalHolder>,
+            reliable: qos.reliability.kind == tessera_rtps::qos::ReliabilityKind::Reliable,
+            keyless_registered: AtomicBool::new(false),
             instances: Mutex::new(FastHashMap::default()),
             autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
             size_hint: AtomicUsize::new(64),
@@ -222,33 +221,6 @@ impl WriterEndpoint {
         let l = self.listener.lock().clone();
         if let (Some(l), Some(me)) = (l, self.me.upgrade()) {
             l(me, mask);
-        }
-    }
-
-    /// Hands one sample (just written, or retained for a late joiner) to local readers. Runs
-    /// under the core lock, so that they get the writer's samples in order; the caller raises
-    /// their statuses with [`notify_local`] after releasing it.
-    fn deliver_local(
-        &self,
-        readers: &[Arc<dyn LocalReader>],
-        outcomes: &mut [LocalOutcome],
-        sample: LocalSample<'_>,
-    ) {
-        let d = Delivered {
-            writer: self.guid,
-            seq: sample.seq,
-            kind: if sample.key_only {
-                PayloadKind::Key
-            } else {
-                PayloadKind::Data
-            },
-            payload: std::borrow::Cow::Borrowed(sample.payload),
-            status_info: sample.status,
-            key_hash: sample.key_hash,
-            source_timestamp: sample.timestamp,
-        };
-        for (r, o) in readers.iter().zip(outcomes.iter_mut()) {
-            o.merge(r.deliver_local(&d, sample.shared));
         }
     }
 
@@ -278,28 +250,34 @@ impl WriterEndpoint {
             core.set_flow_window(flow_window(payload.len()));
         }
         let seq = loop {
-            match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
-                Ok(seq) => break seq,
-                Err(WriteError::HistoryFull) => {
-                    if !may_wait {
-                        return Err(Error::OutOfResources(
-                            "history full; a write from a listener does not wait".into(),
-                        ));
-                    }
-                    if now >= deadline {
-                        return Err(Error::Timeout);
-                    }
-                    // Let the event thread resend heartbeats so readers ack promptly.
-                    p.kick.ensure_by(Some(now));
-                    self.waiting.fetch_add(1, Ordering::AcqRel);
-                    let _ = self
-                        .space
-                        .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
-                    self.waiting.fetch_sub(1, Ordering::AcqRel);
-                    now = Instant::now();
+            // A local reader that refused samples gets them again when it makes room; a
+            // KEEP_ALL writer waits while what it keeps for one is at its bound (one atomic
+            // load when nothing is kept).
+            let full = if self.keep_all && self.local_hold_full(payload.len()) {
+                "a local reader's queue of refused samples is full"
+            } else {
+                match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
+                    Ok(seq) => break seq,
+                    Err(WriteError::HistoryFull) => "history full",
+                    Err(e) => return Err(Error::OutOfResources(e.to_string())),
                 }
-                Err(e) => return Err(Error::OutOfResources(e.to_string())),
+            };
+            if !may_wait {
+                return Err(Error::OutOfResources(format!(
+                    "{full}; a write from a listener does not wait"
+                )));
             }
+            if now >= deadline {
+                return Err(Error::Timeout);
+            }
+            // Let the event thread resend heartbeats so readers ack promptly.
+            p.kick.ensure_by(Some(now));
+            self.waiting.fetch_add(1, Ordering::AcqRel);
+            let _ = self
+                .space
+                .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
+            self.waiting.fetch_sub(1, Ordering::AcqRel);
+            now = Instant::now();
         };
         // Local readers have the sample when `write` returns; their statuses are raised once
         // the core lock is released. Nothing is allocated when there are none.
@@ -357,46 +335,6 @@ impl WriterEndpoint {
         Ok(())
     }
 
-    /// A reader of this participant matched: it joins the direct-delivery list (not the core:
-    /// no heartbeats, no acknowledgments, no flow control), and a durable one gets the
-    /// retained history of a TRANSIENT_LOCAL writer at once.
-    fn matched_local(&self, ctx: &RuntimeContext, reader: Arc<dyn LocalReader>, durable: bool) {
-        let readers: ReaderList = {
-            let mut l = self.local_readers.write();
-            if l.iter().any(|r| r.guid() == reader.guid()) {
-                return;
-            }
-            *l = l
-                .iter()
-                .cloned()
-                .chain(std::iter::once(reader.clone()))
-                .collect();
-            Arc::from([reader])
-        };
-        let mut outcomes = [LocalOutcome::default()];
-        {
-            let core = self.core.lock();
-            if core.config().transient_local && durable {
-                core.for_each_retained(|seq, payload, key_hash, status, key_only, timestamp| {
-                    self.deliver_local(
-                        &readers,
-                        &mut outcomes,
-                        LocalSample {
-                            seq,
-                            payload,
-                            shared: None,
-                            key_hash,
-                            status,
-                            key_only,
-                            timestamp,
-                        },
-                    );
-                });
-            }
-        }
-        notify_local(ctx, &readers, &outcomes);
-    }
-
     /// Records a remote reader's path size (`add`) or forgets one (`remove`), and sizes the
     /// core's datagrams for the smallest path left: large datagrams while every reader is
     /// reached over a path that takes them (loopback), back to an Ethernet frame as soon as
@@ -429,11 +367,14 @@ impl WriterEndpoint {
         self.core.lock().max_message_size()
     }
 
-    /// Blocks until every matched reliable reader acknowledged everything written, or `timeout`.
+    /// Blocks until every matched reliable reader acknowledged everything written (a local one:
+    /// took every sample it refused), or `timeout`.
     fn wait_acked(&self, timeout: Duration) -> Result<()> {
         let deadline = far_deadline(Instant::now(), timeout);
         let mut core = self.core.lock();
-        while !core.all_acked() {
+        let all_acked =
+            |core: &WriterCore| core.all_acked() && !self.holding.load(Ordering::Relaxed);
+        while !all_acked(&core) {
             self.ctx.kick.ensure_by(Some(Instant::now()));
             self.waiting.fetch_add(1, Ordering::AcqRel);
             let timed_out = self
@@ -444,11 +385,41 @@ impl WriterEndpoint {
                 )
                 .timed_out();
             self.waiting.fetch_sub(1, Ordering::AcqRel);
-            if timed_out && Instant::now() >= deadline && !core.all_acked() {
+            if timed_out && Instant::now() >= deadline && !all_acked(&core) {
                 return Err(Error::Timeout);
             }
         }
         Ok(())
+    }
+
+    /// Remembers that a keyless writer wrote or registered its single instance (a load, and
+    /// a store only the first time).
+    fn track_keyless(&self) {
+        if !self.keyless_registered.load(Ordering::Relaxed) {
+            self.keyless_registered.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// The instances to unregister when the writer is deleted (key hash, serialized key),
+    /// forgotten here: those it registered or wrote and did not unregister; for a keyless
+    /// topic the single instance (no key hash; its key is an empty payload).
+    fn take_instances(&self) -> Vec<InstanceKey> {
+        let mut out: Vec<_> = std::mem::take(&mut *self.instances.lock())
+            .into_iter()
+            .map(|(kh, key)| (Some(kh), key))
+            .collect();
+        if self.keyless_registered.swap(false, Ordering::Relaxed) {
+            let encoding = if self.xcdr2 {
+                cdr::Encoding::XCDR2_LE
+            } else {
+                cdr::Encoding::XCDR1_LE
+            };
+            let mut key = Vec::with_capacity(4);
+            let at = cdr::begin_payload(&mut key, encoding);
+            cdr::finish_payload(&mut key, at);
+            out.push((None, Arc::new(key)));
+        }
+        out
     }
 
     /// The status bits of an unregistration: it disposes too when autodispose is on.
@@ -511,7 +482,7 @@ impl LocalWriter for WriterEndpoint {
     ) {
         if remote.guid.prefix == self.guid.prefix {
             if let Some(reader) = local {
-                self.matched_local(ctx, reader, remote.durable);
+                self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
         } else {
             let mut core = self.core.lock();
@@ -557,11 +528,7 @@ impl LocalWriter for WriterEndpoint {
 
     fn unmatched(&self, remote: Guid) {
         if remote.prefix == self.guid.prefix {
-            let old = {
-                let mut l = self.local_readers.write();
-                let rest: ReaderList = l.iter().filter(|r| r.guid() != remote).cloned().collect();
-                std::mem::replace(&mut *l, rest)
-            };
+            let old = self.unmatched_local(remote);
             // The last reference to a deleted reader may go here: not under our lock.
             drop(old);
         } else {
@@ -601,14 +568,11 @@ impl Drop for WriterOwner {
     fn drop(&mut self) {
         // DDS: deleting a writer unregisters every instance it still has (and so, with
         // autodispose, disposes them), before the writer itself goes away.
-        let instances = std::mem::take(&mut *self.ep.instances.lock());
+        let instances = self.ep.take_instances();
         let status = self.ep.unregister_status();
         let unregistered = !instances.is_empty();
         for (key_hash, key) in instances {
-            if let Err(e) = self
-                .ep
-                .submit(key, Some(key_hash), status, true, now_nanos())
-            {
+            if let Err(e) = self.ep.submit(key, key_hash, status, true, now_nanos()) {
                 tracing::debug!(error = %e, "unregister on writer deletion failed");
             }
         }
@@ -700,6 +664,7 @@ impl<T: TopicType> DataWriter<T> {
             self.track_instance(kh, sample);
             Some(kh)
         } else {
+            self.ep.track_keyless();
             None
         };
         self.ep.submit(payload, key_hash, 0, false, source_ns)
@@ -736,6 +701,7 @@ impl<T: TopicType> DataWriter<T> {
             self.track_instance(kh, sample);
             kh
         } else {
+            self.ep.track_keyless();
             [0; 16]
         };
         let mut raw = [0u8; 8];

@@ -8,7 +8,7 @@
 //! application's thread (see [`crate::reader`]).
 
 use crate::condition::Notifier;
-use crate::endpoint::{LocalOutcome, LocalReader, RemoteEndpoint};
+use crate::endpoint::{LocalHolder, LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
@@ -193,6 +193,12 @@ pub(crate) struct ReaderEndpoint {
     pub(crate) matched: Mutex<Vec<Guid>>,
     /// The history refused a sample (resource limits) since a `take` or a purge last made room.
     refused: AtomicBool,
+    /// Writers of this participant that keep samples the history refused (see
+    /// [`LocalReader::deliver_local`]); recorded under the history lock, called back by
+    /// [`ReaderEndpoint::resume`] with no lock held. At most one entry per writer.
+    holders: Mutex<Vec<Weak<dyn LocalHolder>>>,
+    /// `holders` is not empty (checked without its lock by every `take`).
+    held: AtomicBool,
     /// For the ACKNACK that a `take` in an application thread sends to ask for refused samples
     /// again ([`ReaderEndpoint::resume`]); the receive and event threads pass theirs.
     ctx: Arc<RuntimeContext>,
@@ -231,6 +237,8 @@ impl ReaderEndpoint {
             qos: qos.clone(),
             matched: Mutex::new(Vec::new()),
             refused: AtomicBool::new(false),
+            holders: Mutex::new(Vec::new()),
+            held: AtomicBool::new(false),
             ctx,
         })
     }
@@ -250,7 +258,11 @@ impl ReaderEndpoint {
     /// refused samples, the core asks their writers to resend them now rather than at its
     /// next heartbeat answer. Called with neither the core nor the history lock held.
     pub(crate) fn resume(&self, freed: usize) {
-        if freed == 0 || !self.refused.swap(false, Ordering::Relaxed) {
+        if freed == 0 {
+            return;
+        }
+        self.resume_local(&self.ctx);
+        if !self.refused.swap(false, Ordering::Relaxed) {
             return;
         }
         let now = Instant::now();
@@ -258,6 +270,54 @@ impl ReaderEndpoint {
         core.resume(now);
         outbox::flush_reader(&self.ctx, &mut core, now);
         self.ctx.kick.ensure_by(core.poll_timeout());
+    }
+
+    /// After room was made: the local writers that keep samples this history refused hand
+    /// them over again. Called with no lock held. A redelivery raises DATA_AVAILABLE, whose
+    /// listener may `take` and so come back here: such nested calls only queue their work for
+    /// the outermost one on this thread, which keeps the stack flat however long the chain.
+    fn resume_local(&self, ctx: &RuntimeContext) {
+        if !self.held.swap(false, Ordering::AcqRel) {
+            return;
+        }
+        let holders = std::mem::take(&mut *self.holders.lock());
+        let nested = REDELIVERIES.with(|p| {
+            let mut p = p.borrow_mut();
+            let nested = p.is_some();
+            p.get_or_insert_with(Vec::new).push((self.guid, holders));
+            nested
+        });
+        if nested {
+            return;
+        }
+        // Clears the queue however this ends, so that a panicking listener does not leave
+        // later calls on this thread queueing work nobody runs.
+        struct Draining;
+        impl Drop for Draining {
+            fn drop(&mut self) {
+                REDELIVERIES.with(|p| *p.borrow_mut() = None);
+            }
+        }
+        let _draining = Draining;
+        while let Some((reader, holders)) =
+            REDELIVERIES.with(|p| p.borrow_mut().as_mut().and_then(Vec::pop))
+        {
+            for h in holders.iter().filter_map(Weak::upgrade) {
+                h.redeliver(ctx, reader);
+            }
+        }
+    }
+
+    /// Records a local writer that keeps a sample the history refused; runs under the history
+    /// lock.
+    fn hold(&self, holder: &Weak<dyn LocalHolder>) {
+        let mut hs = self.holders.lock();
+        if !hs.iter().any(|h| Weak::ptr_eq(h, holder)) {
+            // Deleted writers leave: the list stays as long as the live writers at most.
+            hs.retain(|h| h.strong_count() > 0);
+            hs.push(holder.clone());
+        }
+        self.held.store(true, Ordering::Release);
     }
 
     /// Runs `f` on the history with the instances whose autopurge delay ran out purged first
@@ -456,18 +516,30 @@ impl LocalReader for ReaderEndpoint {
         );
     }
 
-    fn deliver_local(&self, sample: &Delivered<'_>, shared: Option<&Arc<Vec<u8>>>) -> LocalOutcome {
+    fn deliver_local(
+        &self,
+        sample: &Delivered<'_>,
+        shared: Option<&Arc<Vec<u8>>>,
+        holder: Option<&Weak<dyn LocalHolder>>,
+    ) -> LocalOutcome {
         let mut history = self.history.lock();
         let mut rejected = 0;
         let available = self.accept(sample, shared, &mut history, &mut rejected);
+        if rejected > 0 && self.qos.reliability.kind == ReliabilityKind::Reliable {
+            if let Some(h) = holder {
+                self.hold(h);
+            }
+        }
+        drop(history);
         LocalOutcome {
             available,
             rejected,
+            lost: 0,
         }
     }
 
     fn notify_local(&self, ctx: &RuntimeContext, o: LocalOutcome) {
-        self.raise(&ctx.counters, o.available, o.rejected, 0);
+        self.raise(&ctx.counters, o.available, o.rejected, o.lost.into());
     }
 
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
@@ -475,6 +547,9 @@ impl LocalReader for ReaderEndpoint {
         // (within the event thread's period, at most 100 ms late); room it makes lets refused
         // samples come again.
         let purged = purge_due(&mut self.history.lock());
+        if purged > 0 {
+            self.resume_local(ctx);
+        }
         let mut core = self.core.lock();
         if purged > 0 && self.refused.swap(false, Ordering::Relaxed) {
             core.resume(now);
@@ -587,6 +662,16 @@ impl Drop for ReaderOwner {
         let actions = p.discovery.lock().remove_local_endpoint(p, guid, now);
         p.apply_discovery_events(actions, now);
     }
+}
+
+/// A reader and the local writers to call back for it.
+type Redelivery = (Guid, Vec<Weak<dyn LocalHolder>>);
+
+thread_local! {
+    /// The redeliveries this thread still has to run (`Some` while it runs them): see
+    /// [`ReaderEndpoint::resume_local`].
+    static REDELIVERIES: std::cell::RefCell<Option<Vec<Redelivery>>> =
+        const { std::cell::RefCell::new(None) };
 }
 
 /// Purges the instances whose autopurge delay ran out; returns how many. Reads the clock only
