@@ -6,7 +6,7 @@
 //! ```
 //!
 //! A thin driver: one UDP socket, the sans-IO
-//! [`DiscoveryServerEngine`](tessera::rtps::discovery::DiscoveryServerEngine), a loop that waits
+//! [`DiscoveryServerEngine`], a loop that waits
 //! for a datagram or the engine's next deadline. Clients point `ROS_DISCOVERY_SERVER` at it
 //! (entry `ID` of the list, e.g. `127.0.0.1:11811` for id 0). SIGINT/SIGTERM make it send its
 //! DATA(Up) to every client and exit 0.
