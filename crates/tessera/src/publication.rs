@@ -769,7 +769,8 @@ impl<T: TopicType> DataWriter<T> {
 
     /// The largest datagram (RTPS header included) this writer sends now: the transport's
     /// largest datagram on the smallest path to a matched remote reader (loopback: 65,507; an
-    /// Ethernet interface: 1,472). Larger samples go as DATA_FRAGs; repairs never exceed it.
+    /// Ethernet interface: 14,720, IP-fragmented). Larger samples go as DATA_FRAGs; repairs
+    /// never exceed it.
     pub fn max_message_size(&self) -> usize {
         self.ep.max_message_size()
     }

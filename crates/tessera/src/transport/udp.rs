@@ -36,8 +36,10 @@
 //!
 //! # Datagram size
 //! [`Transport::max_datagram_size`](super::Transport::max_datagram_size) is the interface's MTU
-//! less the IPv4 and UDP headers (65,507 on loopback, 1,472 on Ethernet): writers size their
-//! datagrams by it, so nothing they send is fragmented by IP on the way out.
+//! less the IPv4 and UDP headers where that exceeds 14,720 B (65,507 on loopback: nothing is
+//! fragmented by IP), and 14,720 B otherwise, Cyclone DDS's default: on Ethernet a datagram
+//! then leaves as up to ten IP fragments, which costs far fewer system calls and wake-ups than
+//! MTU-sized datagrams (see [`super::iface::MIN_DATAGRAM`]).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -326,7 +328,7 @@ pub struct UdpTransport {
     participant_id: u32,
     interface: Interface,
     multicast: bool,
-    /// The interface's MTU less the IPv4 and UDP headers (see [`iface::max_udp4_payload`]).
+    /// The largest datagram sent (see [`iface::max_udp4_payload`]).
     max_datagram: usize,
     locators: TransportLocators,
     spdp_destinations: Vec<Locator>,
