@@ -1641,8 +1641,14 @@ mod tests {
         if let Err(e) = add_loss_rule() {
             panic!("cannot inject loss: {e}");
         }
-        let a = DomainParticipant::new(0).unwrap();
-        let b = DomainParticipant::new(0).unwrap();
+        // UDP only: the loss rule drops UDP datagrams, and two participants of one process
+        // would otherwise talk through shared memory, where nothing is lost.
+        let udp_only = || tessera::ParticipantConfig {
+            transports: Some(vec![tessera::transport::TransportKind::Udp4]),
+            ..Default::default()
+        };
+        let a = DomainParticipant::with_qos(0, Default::default(), udp_only()).unwrap();
+        let b = DomainParticipant::with_qos(0, Default::default(), udp_only()).unwrap();
         let rel = Reliability::reliable(Duration::from_secs(10));
         let ta = a
             .create_topic::<OneULong>("Rexmit", TopicQos::default())
