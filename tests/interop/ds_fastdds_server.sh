@@ -15,9 +15,11 @@ source "$(dirname "$0")/lib/ds.bash"
 
 PEER="${PEER:-$REPO_ROOT/target/release/examples/peer}"
 [[ -x "$PEER" ]] || fail "test peer not built (cargo build --release -p tessera --examples)"
-command -v fastdds >/dev/null || fail "fastdds not found (scripts/install-deps installs fastdds-tools)"
+command -v fast-discovery-server >/dev/null || fail "fast-discovery-server not found (scripts/install-deps installs fastdds-tools)"
 
-start_bg server fastdds discovery -i 0 -l 127.0.0.1 -p 11811
+# The server binary itself, not the `fastdds discovery` wrapper: stopping the wrapper by pid
+# would leave its child server running.
+start_bg server fast-discovery-server -i 0 -l 127.0.0.1 -p 11811
 ds_wait_running server
 export ROS_DISCOVERY_SERVER=127.0.0.1:11811
 ds_tessera_clients "$PEER"
