@@ -2,9 +2,10 @@
 //! feeding a built-in reader core, and turning database decisions into engine events.
 
 use crate::reader::{Delivered, ReaderCore};
-use crate::types::{EntityId, Guid, GuidPrefix, SequenceNumber};
+use crate::types::{EntityId, Guid, GuidPrefix, SequenceNumber, Timestamp};
 use crate::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 use crate::writer::{HistoryKind, WriterConfig, WriterCore};
+use std::sync::Arc;
 use std::time::Instant;
 
 use super::{DiscoveryEvent, EngineEvent};
@@ -133,4 +134,39 @@ pub(super) fn reader_input_writer(sm: &Submessage<'_>) -> Option<EntityId> {
         Submessage::Gap(g) => g.writer_id,
         _ => return None,
     })
+}
+
+/// The source timestamp at `now` of an engine whose wall clock read `origin.1` nanoseconds at
+/// `origin.0` (sans-IO engines read no clock). Even, as the runtime's timestamps: ddsperf reads
+/// an odd one as a ping.
+pub(super) fn wall_clock(origin: (Instant, i64), now: Instant) -> Timestamp {
+    let since = now.saturating_duration_since(origin.0).as_nanos();
+    Timestamp::from_nanos(origin.1.saturating_add(since as i64) & !1)
+}
+
+/// Writes one SEDP sample for endpoint `guid` into the publications or the subscriptions
+/// writer: an announcement, or a dispose + unregister when `dispose`.
+pub(super) fn write_sedp(
+    publications: &mut WriterCore,
+    subscriptions: &mut WriterCore,
+    guid: Guid,
+    payload: Vec<u8>,
+    dispose: bool,
+    ts: Timestamp,
+    now: Instant,
+) {
+    let core = if guid.entity_id.is_writer() {
+        publications
+    } else {
+        subscriptions
+    };
+    let status = if dispose { 3 } else { 0 };
+    let _ = core.write(
+        Arc::new(payload),
+        Some(guid.to_bytes()),
+        status,
+        dispose,
+        Some(ts),
+        now,
+    );
 }

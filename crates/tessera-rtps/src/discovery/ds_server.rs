@@ -234,8 +234,7 @@ impl DiscoveryServerEngine {
     }
 
     fn wall(&self, now: Instant) -> Timestamp {
-        let since = now.saturating_duration_since(self.wall_origin.0).as_nanos();
-        Timestamp::from_nanos(self.wall_origin.1.saturating_add(since as i64) & !1)
+        super::builtin::wall_clock(self.wall_origin, now)
     }
 
     /// A received submessage addressed to the server (any built-in entity).

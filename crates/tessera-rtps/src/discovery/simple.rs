@@ -216,9 +216,7 @@ impl SimpleDiscovery {
     }
 
     fn wall(&self, now: Instant) -> Timestamp {
-        let since = now.saturating_duration_since(self.wall_origin.0).as_nanos();
-        // Even, as the runtime's timestamps (ddsperf reads an odd one as a ping).
-        Timestamp::from_nanos(self.wall_origin.1.saturating_add(since as i64) & !1)
+        super::builtin::wall_clock(self.wall_origin, now)
     }
 
     /// Queues one SPDP DATA to `dests` (several datagrams when they exceed one `Locators`).
@@ -465,17 +463,12 @@ impl SimpleDiscovery {
 
     /// Writes one SEDP sample (an announcement, or a dispose when `dispose`).
     fn write_sedp(&mut self, guid: Guid, payload: Vec<u8>, dispose: bool, now: Instant) {
-        let ts = Some(self.wall(now));
-        let core = if guid.entity_id.is_writer() {
-            &mut self.sedp_pub_writer
-        } else {
-            &mut self.sedp_sub_writer
-        };
-        let status = if dispose { 3 } else { 0 };
-        let _ = core.write(
-            Arc::new(payload),
-            Some(guid.to_bytes()),
-            status,
+        let ts = self.wall(now);
+        super::builtin::write_sedp(
+            &mut self.sedp_pub_writer,
+            &mut self.sedp_sub_writer,
+            guid,
+            payload,
             dispose,
             ts,
             now,
