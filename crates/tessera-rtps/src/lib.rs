@@ -11,6 +11,7 @@
 //! - [`cdr`]: CDR / XCDR1 / XCDR2 serialization of user types, key hashes.
 //! - [`qos`]: the DDS QoS policies, their consistency rules and request/offered matching.
 //! - [`discovery`]: SPDP/SEDP data and their parameter-list encoding.
+//! - [`xtypes`]: TypeObjects, TypeIdentifiers, TypeInformation and TypeLookup samples.
 //! - [`writer`], [`reader`], [`frag`]: the reliability state machines (HEARTBEAT/ACKNACK/GAP/
 //!   NACK_FRAG), fragmentation and reassembly.
 
@@ -25,3 +26,4 @@ pub mod sim;
 pub mod types;
 pub mod wire;
 pub mod writer;
+pub mod xtypes;

@@ -85,6 +85,17 @@ impl<'a> CdrReader<'a> {
         Ok(())
     }
 
+    /// Moves to absolute position `pos` (at most the end): how an XCDR2 EMHEADER with length
+    /// code 5–7 steps back onto the NEXTINT that starts its member.
+    #[inline]
+    pub fn seek(&mut self, pos: usize) -> Result<(), CdrError> {
+        if pos > self.buf.len() {
+            return Err(CdrError::Truncated);
+        }
+        self.pos = pos;
+        Ok(())
+    }
+
     /// Bytes consumed so far.
     #[inline]
     pub fn position(&self) -> usize {

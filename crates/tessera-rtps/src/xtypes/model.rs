@@ -1,0 +1,182 @@
+//! The type model: what a topic type looks like to XTypes, before it is turned into
+//! TypeObjects. `#[derive(TopicType)]` builds one per type ([`crate::cdr::CdrType::type_desc`]);
+//! tests and bindings may build them by hand.
+
+use std::sync::Arc;
+
+/// How a struct (or enum) may evolve: DDS-XTypes 1.3 §7.2.2.4.4.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Extensibility {
+    /// `@final`: members fixed; no headers on the wire (Tessera's default).
+    #[default]
+    Final,
+    /// `@appendable`: members may be added at the end; a DHEADER in XCDR2.
+    Appendable,
+    /// `@mutable`: members identified by id, in any order; a parameter list.
+    Mutable,
+}
+
+/// The primitive types (their TypeIdentifier is just the type kind).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Primitive {
+    /// `boolean`.
+    Bool,
+    /// `octet` (Rust `u8`).
+    Byte,
+    /// `int8` (Rust `i8`).
+    Int8,
+    /// `uint8` (not produced by the derive: Rust `u8` is `octet`).
+    UInt8,
+    /// `short`.
+    Int16,
+    /// `unsigned short`.
+    UInt16,
+    /// `long`.
+    Int32,
+    /// `unsigned long`.
+    UInt32,
+    /// `long long`.
+    Int64,
+    /// `unsigned long long`.
+    UInt64,
+    /// `float`.
+    Float32,
+    /// `double`.
+    Float64,
+    /// `char` (one octet).
+    Char8,
+}
+
+impl Primitive {
+    /// The type kind (TK_*), which is the whole TypeIdentifier of a primitive.
+    pub const fn type_kind(self) -> u8 {
+        use super::tk;
+        match self {
+            Primitive::Bool => tk::BOOLEAN,
+            Primitive::Byte => tk::BYTE,
+            Primitive::Int8 => tk::INT8,
+            Primitive::UInt8 => tk::UINT8,
+            Primitive::Int16 => tk::INT16,
+            Primitive::UInt16 => tk::UINT16,
+            Primitive::Int32 => tk::INT32,
+            Primitive::UInt32 => tk::UINT32,
+            Primitive::Int64 => tk::INT64,
+            Primitive::UInt64 => tk::UINT64,
+            Primitive::Float32 => tk::FLOAT32,
+            Primitive::Float64 => tk::FLOAT64,
+            Primitive::Char8 => tk::CHAR8,
+        }
+    }
+
+    /// The IDL spelling.
+    pub const fn idl_name(self) -> &'static str {
+        match self {
+            Primitive::Bool => "boolean",
+            Primitive::Byte => "octet",
+            Primitive::Int8 => "int8",
+            Primitive::UInt8 => "uint8",
+            Primitive::Int16 => "short",
+            Primitive::UInt16 => "unsigned short",
+            Primitive::Int32 => "long",
+            Primitive::UInt32 => "unsigned long",
+            Primitive::Int64 => "long long",
+            Primitive::UInt64 => "unsigned long long",
+            Primitive::Float32 => "float",
+            Primitive::Float64 => "double",
+            Primitive::Char8 => "char",
+        }
+    }
+}
+
+/// A type as a member (or top-level) type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TypeDesc {
+    /// A primitive.
+    Primitive(Primitive),
+    /// `string<bound>` (0: unbounded).
+    String {
+        /// Maximum length, 0 for unbounded.
+        bound: u32,
+    },
+    /// `sequence<element, bound>` (0: unbounded).
+    Sequence {
+        /// The element type.
+        element: Box<TypeDesc>,
+        /// Maximum length, 0 for unbounded.
+        bound: u32,
+    },
+    /// `element name[dims...]`. Nested arrays (Rust `[[T; M]; N]`) flatten into one array
+    /// with dimensions `[N, M]` when identifiers are built.
+    Array {
+        /// The element type.
+        element: Box<TypeDesc>,
+        /// Dimensions, outermost first.
+        dims: Vec<u32>,
+    },
+    /// A struct (needs a TypeObject of its own).
+    Struct(Arc<StructDesc>),
+    /// An enum (needs a TypeObject of its own).
+    Enum(Arc<EnumDesc>),
+}
+
+/// A struct type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StructDesc {
+    /// Fully qualified name, IDL style (`"A::B"`).
+    pub name: String,
+    /// Its extensibility.
+    pub extensibility: Extensibility,
+    /// Members in declaration order.
+    pub members: Vec<MemberDesc>,
+}
+
+/// A struct member.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MemberDesc {
+    /// Member name.
+    pub name: String,
+    /// Member id (sequential from 0 unless `@id` says otherwise).
+    pub id: u32,
+    /// Its type.
+    pub ty: TypeDesc,
+    /// `@key`.
+    pub key: bool,
+    /// `@optional`.
+    pub optional: bool,
+    /// `@must_understand`.
+    pub must_understand: bool,
+}
+
+impl MemberDesc {
+    /// A plain member (not key, not optional).
+    pub fn new(name: impl Into<String>, id: u32, ty: TypeDesc) -> Self {
+        MemberDesc {
+            name: name.into(),
+            id,
+            ty,
+            key: false,
+            optional: false,
+            must_understand: false,
+        }
+    }
+
+    /// Marks it `@key` (builder style).
+    #[must_use]
+    pub fn key(mut self) -> Self {
+        self.key = true;
+        self
+    }
+}
+
+/// An enum type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EnumDesc {
+    /// Fully qualified name.
+    pub name: String,
+    /// Final or appendable.
+    pub extensibility: Extensibility,
+    /// `@bit_bound` (32 by default).
+    pub bit_bound: u16,
+    /// Literals in declaration order, with their values.
+    pub literals: Vec<(String, i32)>,
+}

@@ -1,0 +1,332 @@
+//! TypeObject (DDS-XTypes 1.3 §7.3.4.5, Annex B) for structs and enums, minimal and complete,
+//! with their XCDR2 encoding.
+//!
+//! ```text
+//! TypeObject      appendable union (octet EK_COMPLETE | EK_MINIMAL)   DHEADER, disc
+//!  └ *TypeObject  final union (octet TK_STRUCTURE | TK_ENUM)          disc
+//!     └ StructType final { u16 flags; header (appendable); member seq }
+//!        header   { TypeIdentifier base_type; detail }   detail: minimal empty,
+//!                 complete final { @optional ann; @optional ann; string<256> type_name }
+//!        member   appendable { final { u32 id; u16 flags; TypeIdentifier };
+//!                              minimal: octet[4] name hash | complete: final { string name;
+//!                              @optional ann; @optional ann } }
+//! ```
+//! In final structs an `@optional` member is a presence octet and, if present, the value:
+//! Tessera writes the annotations absent and rejects objects that carry them (they change
+//! nothing Tessera uses, and reading them would mean modelling annotations).
+
+use super::identifier::TypeIdentifier;
+use super::{ek, tk, XTypesError};
+use crate::cdr::{CdrReader, CdrWriter, Encoding};
+
+/// Minimal or complete.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum EquivalenceKind {
+    /// Only what assignability needs (names as 4-byte hashes).
+    Minimal,
+    /// Everything IDL says (names, type names).
+    Complete,
+}
+
+impl EquivalenceKind {
+    /// EK_MINIMAL / EK_COMPLETE.
+    pub const fn code(self) -> u8 {
+        match self {
+            EquivalenceKind::Minimal => ek::MINIMAL,
+            EquivalenceKind::Complete => ek::COMPLETE,
+        }
+    }
+}
+
+/// A member's or literal's name: its hash in minimal objects, itself in complete ones.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MemberName {
+    /// NameHash: first 4 bytes of the MD5 of the name.
+    Hash([u8; 4]),
+    /// The name.
+    Name(String),
+}
+
+impl MemberName {
+    /// The 4-byte NameHash.
+    pub fn hash(&self) -> [u8; 4] {
+        match self {
+            MemberName::Hash(h) => *h,
+            MemberName::Name(n) => super::name_hash(n),
+        }
+    }
+}
+
+/// A struct member.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructMember {
+    /// Member id.
+    pub id: u32,
+    /// StructMemberFlag bits.
+    pub flags: u16,
+    /// Its type.
+    pub type_id: TypeIdentifier,
+    /// Its name (hash in minimal objects).
+    pub name: MemberName,
+}
+
+/// A struct type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct StructType {
+    /// StructTypeFlag bits.
+    pub flags: u16,
+    /// The base type (TK_NONE: none).
+    pub base_type: TypeIdentifier,
+    /// The qualified type name (complete objects only).
+    pub type_name: Option<String>,
+    /// Members in declaration order.
+    pub members: Vec<StructMember>,
+}
+
+/// An enumerated literal.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EnumLiteral {
+    /// Its value.
+    pub value: i32,
+    /// EnumeratedLiteralFlag bits (DEFAULT on the default literal).
+    pub flags: u16,
+    /// Its name (hash in minimal objects).
+    pub name: MemberName,
+}
+
+/// An enum type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct EnumType {
+    /// EnumTypeFlag bits.
+    pub flags: u16,
+    /// Bit bound.
+    pub bit_bound: u16,
+    /// The qualified type name (complete objects only).
+    pub type_name: Option<String>,
+    /// Literals.
+    pub literals: Vec<EnumLiteral>,
+}
+
+/// The kinds of TypeObject Tessera models.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum TypeObjectBody {
+    /// TK_STRUCTURE.
+    Struct(StructType),
+    /// TK_ENUM.
+    Enum(EnumType),
+}
+
+/// A TypeObject.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct TypeObject {
+    /// Minimal or complete.
+    pub kind: EquivalenceKind,
+    /// The type.
+    pub body: TypeObjectBody,
+}
+
+/// Upper bound on members/literals read from a peer's object (every one takes bytes anyway).
+const MAX_MEMBERS: usize = 65_536;
+
+impl TypeObject {
+    /// Appends the object (XCDR2, starting with its DHEADER; the writer must be 4-aligned).
+    pub fn encode(&self, w: &mut CdrWriter<'_>) {
+        let complete = self.kind == EquivalenceKind::Complete;
+        let top = w.begin_dheader();
+        w.write_u8(self.kind.code());
+        match &self.body {
+            TypeObjectBody::Struct(s) => {
+                w.write_u8(tk::STRUCTURE);
+                w.write_u16(s.flags);
+                let h = w.begin_dheader();
+                s.base_type.encode(w);
+                if complete {
+                    encode_type_detail(s.type_name.as_deref().unwrap_or(""), w);
+                }
+                w.end_dheader(h);
+                let seq = w.begin_dheader();
+                w.write_len(s.members.len());
+                for m in &s.members {
+                    let d = w.begin_dheader();
+                    w.write_u32(m.id);
+                    w.write_u16(m.flags);
+                    m.type_id.encode(w);
+                    encode_member_detail(&m.name, complete, w);
+                    w.end_dheader(d);
+                }
+                w.end_dheader(seq);
+            }
+            TypeObjectBody::Enum(e) => {
+                w.write_u8(tk::ENUM);
+                w.write_u16(e.flags);
+                let h = w.begin_dheader();
+                w.write_u16(e.bit_bound);
+                if complete {
+                    encode_type_detail(e.type_name.as_deref().unwrap_or(""), w);
+                }
+                w.end_dheader(h);
+                let seq = w.begin_dheader();
+                w.write_len(e.literals.len());
+                for l in &e.literals {
+                    let d = w.begin_dheader();
+                    w.write_i32(l.value);
+                    w.write_u16(l.flags);
+                    encode_member_detail(&l.name, complete, w);
+                    w.end_dheader(d);
+                }
+                w.end_dheader(seq);
+            }
+        }
+        w.end_dheader(top);
+    }
+
+    /// The canonical serialization (XCDR2 little-endian, from the DHEADER): what is hashed,
+    /// served by TypeLookup and counted in TypeInformation.
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(128);
+        self.encode(&mut CdrWriter::new(&mut out, Encoding::XCDR2_LE));
+        out
+    }
+
+    /// The equivalence hash of the canonical serialization, as an identifier.
+    pub fn identifier(&self) -> TypeIdentifier {
+        let h = super::equivalence_hash(&self.to_bytes());
+        match self.kind {
+            EquivalenceKind::Minimal => TypeIdentifier::Minimal(h),
+            EquivalenceKind::Complete => TypeIdentifier::Complete(h),
+        }
+    }
+
+    /// Decodes one object (its DHEADER first). Members appended to an appendable part by a
+    /// newer peer are skipped, as appendable types allow.
+    pub fn decode(r: &mut CdrReader<'_>) -> Result<Self, XTypesError> {
+        let end = r.read_dheader()?;
+        let kind = match r.read_u8()? {
+            ek::MINIMAL => EquivalenceKind::Minimal,
+            ek::COMPLETE => EquivalenceKind::Complete,
+            other => return Err(XTypesError::UnsupportedTypeObject(other)),
+        };
+        let complete = kind == EquivalenceKind::Complete;
+        let body = match r.read_u8()? {
+            tk::STRUCTURE => {
+                let flags = r.read_u16()?;
+                let h = r.read_dheader()?;
+                let base_type = TypeIdentifier::decode(r)?;
+                let type_name = if complete {
+                    Some(decode_type_detail(r)?)
+                } else {
+                    None
+                };
+                r.finish_dheader(h)?;
+                let seq = r.read_dheader()?;
+                // Every member takes at least a DHEADER, id, flags and a one-octet identifier.
+                let n = r.read_len(11)?.min(MAX_MEMBERS);
+                let mut members = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let d = r.read_dheader()?;
+                    let id = r.read_u32()?;
+                    let flags = r.read_u16()?;
+                    let type_id = TypeIdentifier::decode(r)?;
+                    let name = decode_member_detail(r, complete)?;
+                    r.finish_dheader(d)?;
+                    members.push(StructMember {
+                        id,
+                        flags,
+                        type_id,
+                        name,
+                    });
+                }
+                r.finish_dheader(seq)?;
+                TypeObjectBody::Struct(StructType {
+                    flags,
+                    base_type,
+                    type_name,
+                    members,
+                })
+            }
+            tk::ENUM => {
+                let flags = r.read_u16()?;
+                let h = r.read_dheader()?;
+                let bit_bound = r.read_u16()?;
+                let type_name = if complete {
+                    Some(decode_type_detail(r)?)
+                } else {
+                    None
+                };
+                r.finish_dheader(h)?;
+                let seq = r.read_dheader()?;
+                let n = r.read_len(10)?.min(MAX_MEMBERS);
+                let mut literals = Vec::with_capacity(n);
+                for _ in 0..n {
+                    let d = r.read_dheader()?;
+                    let value = r.read_i32()?;
+                    let flags = r.read_u16()?;
+                    let name = decode_member_detail(r, complete)?;
+                    r.finish_dheader(d)?;
+                    literals.push(EnumLiteral { value, flags, name });
+                }
+                r.finish_dheader(seq)?;
+                TypeObjectBody::Enum(EnumType {
+                    flags,
+                    bit_bound,
+                    type_name,
+                    literals,
+                })
+            }
+            other => return Err(XTypesError::UnsupportedTypeObject(other)),
+        };
+        r.finish_dheader(end)?;
+        Ok(TypeObject { kind, body })
+    }
+
+    /// Decodes a canonical (XCDR2 little-endian) serialization.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, XTypesError> {
+        Self::decode(&mut CdrReader::new(bytes, Encoding::XCDR2_LE))
+    }
+}
+
+/// CompleteTypeDetail: two absent optional annotations, then the name.
+fn encode_type_detail(name: &str, w: &mut CdrWriter<'_>) {
+    w.write_bool(false);
+    w.write_bool(false);
+    w.write_str(name);
+}
+
+fn decode_type_detail(r: &mut CdrReader<'_>) -> Result<String, XTypesError> {
+    skip_absent_annotations(r)?;
+    Ok(r.read_str()?.to_owned())
+}
+
+fn encode_member_detail(name: &MemberName, complete: bool, w: &mut CdrWriter<'_>) {
+    if complete {
+        match name {
+            MemberName::Name(n) => w.write_str(n),
+            MemberName::Hash(_) => w.write_str(""),
+        }
+        w.write_bool(false);
+        w.write_bool(false);
+    } else {
+        w.write_bytes(&name.hash());
+    }
+}
+
+fn decode_member_detail(r: &mut CdrReader<'_>, complete: bool) -> Result<MemberName, XTypesError> {
+    if complete {
+        let name = r.read_str()?.to_owned();
+        skip_absent_annotations(r)?;
+        Ok(MemberName::Name(name))
+    } else {
+        let mut h = [0u8; 4];
+        h.copy_from_slice(r.read_bytes(4)?);
+        Ok(MemberName::Hash(h))
+    }
+}
+
+fn skip_absent_annotations(r: &mut CdrReader<'_>) -> Result<(), XTypesError> {
+    for _ in 0..2 {
+        if r.read_bool()? {
+            return Err(XTypesError::UnsupportedAnnotation);
+        }
+    }
+    Ok(())
+}
