@@ -25,6 +25,11 @@ pub trait TypeSupport: Send + Sync + 'static {
     /// The key hash of a serialized key (a dispose or unregister without PID_KEY_HASH); all
     /// zeros for a keyless type.
     fn key_hash_of_key(&self, payload: &[u8]) -> Result<KeyHash, CdrError>;
+    /// The type's XTypes description (TypeObjects, identifiers, TypeInformation), if it has
+    /// one: announced in SEDP and served by the TypeLookup service.
+    fn type_bundle(&self) -> Option<tessera_rtps::xtypes::TypeBundle> {
+        None
+    }
 }
 
 /// [`TypeSupport`] of a derived [`TopicType`].
@@ -75,6 +80,10 @@ impl<T: TopicType> TypeSupport for TypedSupport<T> {
 
     fn key_hash_of_key(&self, payload: &[u8]) -> Result<KeyHash, CdrError> {
         cdr::key_hash_from_key_payload::<T>(payload)
+    }
+
+    fn type_bundle(&self) -> Option<tessera_rtps::xtypes::TypeBundle> {
+        Some(T::type_bundle())
     }
 }
 

@@ -4,13 +4,17 @@ use core::mem::MaybeUninit;
 
 use super::traits::{extent_primitive, extent_repeat, extent_then, KeyExtent};
 use super::{CdrError, CdrReader, CdrType, CdrWriter};
+use crate::xtypes::{Primitive, TypeDesc};
 
 macro_rules! impl_numeric {
-    ($($t:ty => $w:ident, $r:ident, $size:expr;)*) => {$(
+    ($($t:ty => $w:ident, $r:ident, $size:expr, $prim:ident;)*) => {$(
         impl CdrType for $t {
             const MIN_SIZE: usize = $size;
             const KEY_EXTENT: KeyExtent = extent_primitive($size);
             const IS_PRIMITIVE: bool = true;
+            fn type_desc() -> TypeDesc {
+                TypeDesc::Primitive(Primitive::$prim)
+            }
             #[inline]
             fn write_cdr(&self, w: &mut CdrWriter<'_>) {
                 w.$w(*self)
@@ -29,18 +33,18 @@ macro_rules! impl_numeric {
 }
 
 impl_numeric! {
-    i8 => write_i8, read_i8, 1;
-    i16 => write_i16, read_i16, 2;
-    u16 => write_u16, read_u16, 2;
-    i32 => write_i32, read_i32, 4;
-    u32 => write_u32, read_u32, 4;
-    i64 => write_i64, read_i64, 8;
-    u64 => write_u64, read_u64, 8;
-    f32 => write_f32, read_f32, 4;
-    f64 => write_f64, read_f64, 8;
-    bool => write_bool, read_bool, 1;
+    i8 => write_i8, read_i8, 1, Int8;
+    i16 => write_i16, read_i16, 2, Int16;
+    u16 => write_u16, read_u16, 2, UInt16;
+    i32 => write_i32, read_i32, 4, Int32;
+    u32 => write_u32, read_u32, 4, UInt32;
+    i64 => write_i64, read_i64, 8, Int64;
+    u64 => write_u64, read_u64, 8, UInt64;
+    f32 => write_f32, read_f32, 4, Float32;
+    f64 => write_f64, read_f64, 8, Float64;
+    bool => write_bool, read_bool, 1, Bool;
     // IDL `char`: one octet (ISO 8859-1), see `CdrWriter::write_char`.
-    char => write_char, read_char, 1;
+    char => write_char, read_char, 1, Char8;
 }
 
 /// `u8` is IDL `octet`; sequences and arrays of it are copied in one piece.
@@ -48,6 +52,9 @@ impl CdrType for u8 {
     const MIN_SIZE: usize = 1;
     const KEY_EXTENT: KeyExtent = extent_primitive(1);
     const IS_PRIMITIVE: bool = true;
+    fn type_desc() -> TypeDesc {
+        TypeDesc::Primitive(Primitive::Byte)
+    }
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
         w.write_u8(*self)
@@ -86,6 +93,9 @@ impl CdrType for u8 {
 impl CdrType for String {
     const MIN_SIZE: usize = 4;
     const KEY_EXTENT: KeyExtent = None;
+    fn type_desc() -> TypeDesc {
+        TypeDesc::String { bound: 0 }
+    }
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
         w.write_str(self)
@@ -141,6 +151,12 @@ fn in_dheader_r<'a, R>(
 impl<T: CdrType> CdrType for Vec<T> {
     const MIN_SIZE: usize = 4;
     const KEY_EXTENT: KeyExtent = None;
+    fn type_desc() -> TypeDesc {
+        TypeDesc::Sequence {
+            element: Box::new(T::type_desc()),
+            bound: 0,
+        }
+    }
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
         in_dheader_w(w, !T::IS_PRIMITIVE, |w| {
@@ -209,6 +225,12 @@ impl<T: CdrType, const N: usize> CdrType for [T; N] {
         extent_then(extent_primitive(4), extent_repeat(T::KEY_EXTENT, N))
     };
     const IS_FLAT_PRIMITIVE: bool = T::IS_FLAT_PRIMITIVE;
+    fn type_desc() -> TypeDesc {
+        TypeDesc::Array {
+            element: Box::new(T::type_desc()),
+            dims: vec![u32::try_from(N).unwrap_or(u32::MAX)],
+        }
+    }
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
         in_dheader_w(w, !T::IS_FLAT_PRIMITIVE, |w| T::write_cdr_slice(self, w))

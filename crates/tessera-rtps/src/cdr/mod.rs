@@ -61,6 +61,10 @@ pub use traits::{
 pub use writer::CdrWriter;
 
 use crate::wire::encapsulation;
+use crate::xtypes::Extensibility;
+
+#[doc(hidden)]
+pub use crate::xtypes as __xtypes;
 
 /// Size of the encapsulation header in front of every serialized payload.
 pub const ENCAPSULATION_HEADER_LEN: usize = 4;
@@ -133,13 +137,39 @@ impl Encoding {
         }
     }
 
-    /// The encoding an encapsulation id announces, if it is one for `@final` types.
+    /// The encapsulation id announcing this encoding for a top-level type of extensibility
+    /// `ext` (Cyclone drops samples whose id differs from this one): XCDR2 appendable types
+    /// are `D_CDR2_*`, mutable ones `PL_CDR2_*`; XCDR1 mutable ones `PL_CDR_*`, appendable
+    /// ones the plain CDR ids.
+    pub const fn encapsulation_id_for(self, ext: Extensibility) -> u16 {
+        use CdrVersion::{Xcdr1, Xcdr2};
+        use Endianness::{Big, Little};
+        match (self.version, self.endianness, ext) {
+            (_, _, Extensibility::Final) | (Xcdr1, _, Extensibility::Appendable) => {
+                self.encapsulation_id()
+            }
+            (Xcdr1, Big, Extensibility::Mutable) => encapsulation::PL_CDR_BE,
+            (Xcdr1, Little, Extensibility::Mutable) => encapsulation::PL_CDR_LE,
+            (Xcdr2, Big, Extensibility::Appendable) => encapsulation::D_CDR2_BE,
+            (Xcdr2, Little, Extensibility::Appendable) => encapsulation::D_CDR2_LE,
+            (Xcdr2, Big, Extensibility::Mutable) => encapsulation::PL_CDR2_BE,
+            (Xcdr2, Little, Extensibility::Mutable) => encapsulation::PL_CDR2_LE,
+        }
+    }
+
+    /// The encoding an encapsulation id of a user payload announces: the four `@final` ids,
+    /// and the XCDR2 ids of appendable (`D_CDR2_*`) and mutable (`PL_CDR2_*`) types and XCDR1's
+    /// of mutable ones (`PL_CDR_*`): the type itself says how its members are laid out.
     pub const fn from_encapsulation_id(id: u16) -> Option<Encoding> {
         match id {
-            encapsulation::CDR_BE => Some(Encoding::XCDR1_BE),
-            encapsulation::CDR_LE => Some(Encoding::XCDR1_LE),
-            encapsulation::CDR2_BE => Some(Encoding::XCDR2_BE),
-            encapsulation::CDR2_LE => Some(Encoding::XCDR2_LE),
+            encapsulation::CDR_BE | encapsulation::PL_CDR_BE => Some(Encoding::XCDR1_BE),
+            encapsulation::CDR_LE | encapsulation::PL_CDR_LE => Some(Encoding::XCDR1_LE),
+            encapsulation::CDR2_BE | encapsulation::D_CDR2_BE | encapsulation::PL_CDR2_BE => {
+                Some(Encoding::XCDR2_BE)
+            }
+            encapsulation::CDR2_LE | encapsulation::D_CDR2_LE | encapsulation::PL_CDR2_LE => {
+                Some(Encoding::XCDR2_LE)
+            }
             _ => None,
         }
     }
@@ -149,8 +179,14 @@ impl Encoding {
 /// offset of the header in `out` (to hand to [`finish_payload`] once the body is written).
 #[inline]
 pub fn begin_payload(out: &mut Vec<u8>, encoding: Encoding) -> usize {
+    begin_payload_for(out, encoding, Extensibility::Final)
+}
+
+/// [`begin_payload`] for a top-level type of extensibility `ext`.
+#[inline]
+pub fn begin_payload_for(out: &mut Vec<u8>, encoding: Encoding, ext: Extensibility) -> usize {
     let start = out.len();
-    let id = encoding.encapsulation_id().to_be_bytes();
+    let id = encoding.encapsulation_id_for(ext).to_be_bytes();
     out.extend_from_slice(&[id[0], id[1], 0, 0]);
     start
 }
@@ -182,11 +218,22 @@ pub fn parse_payload(bytes: &[u8]) -> Result<(Encoding, &[u8]), CdrError> {
     Ok((encoding, &body[..len]))
 }
 
+/// [`parse_payload`] for a type of extensibility `ext`: the encapsulation id must be the one
+/// that extensibility implies (as Cyclone checks), else the layout would be misread.
+pub fn parse_payload_for(bytes: &[u8], ext: Extensibility) -> Result<(Encoding, &[u8]), CdrError> {
+    let (encoding, body) = parse_payload(bytes)?;
+    let id = u16::from_be_bytes([bytes[0], bytes[1]]);
+    if encoding.encapsulation_id_for(ext) != id {
+        return Err(CdrError::UnsupportedEncapsulation(id));
+    }
+    Ok((encoding, body))
+}
+
 /// Appends `sample` as a payload (header + body + padding) in `encoding` to `out`, which is
 /// not cleared first. Returns the number of bytes appended.
 #[inline]
 pub fn serialize_sample<T: TopicType>(sample: &T, encoding: Encoding, out: &mut Vec<u8>) -> usize {
-    let at = begin_payload(out, encoding);
+    let at = begin_payload_for(out, encoding, T::EXTENSIBILITY);
     sample.encode(&mut CdrWriter::new(out, encoding));
     finish_payload(out, at)
 }
@@ -194,7 +241,7 @@ pub fn serialize_sample<T: TopicType>(sample: &T, encoding: Encoding, out: &mut 
 /// Appends the key-only payload of `sample` (the payload of a dispose or unregister) in
 /// `encoding` to `out`. Returns the number of bytes appended.
 pub fn serialize_key<T: TopicType>(sample: &T, encoding: Encoding, out: &mut Vec<u8>) -> usize {
-    let at = begin_payload(out, encoding);
+    let at = begin_payload_for(out, encoding, T::EXTENSIBILITY);
     sample.encode_key(&mut CdrWriter::new(out, encoding));
     finish_payload(out, at)
 }
@@ -203,7 +250,7 @@ pub fn serialize_key<T: TopicType>(sample: &T, encoding: Encoding, out: &mut Vec
 /// ignored.
 #[inline]
 pub fn deserialize_sample<T: TopicType>(bytes: &[u8]) -> Result<T, CdrError> {
-    let (encoding, body) = parse_payload(bytes)?;
+    let (encoding, body) = parse_payload_for(bytes, T::EXTENSIBILITY)?;
     T::decode(&mut CdrReader::new(body, encoding))
 }
 
@@ -247,7 +294,8 @@ pub fn key_hash_with_scratch<T: TopicType>(sample: &T, scratch: &mut Vec<u8>) ->
         return [0; 16];
     }
     scratch.clear();
-    sample.encode_key(&mut CdrWriter::new(scratch, Encoding::XCDR2_BE));
+    // The key-hash form has no DHEADER, whatever the type's extensibility.
+    sample.write_cdr_key(&mut CdrWriter::new(scratch, Encoding::XCDR2_BE));
     finish_key_hash::<T>(scratch)
 }
 
@@ -257,7 +305,7 @@ pub fn key_hash_from_key_payload<T: TopicType>(bytes: &[u8]) -> Result<[u8; 16],
     if !T::KEYED {
         return Ok([0; 16]);
     }
-    let (encoding, body) = parse_payload(bytes)?;
+    let (encoding, body) = parse_payload_for(bytes, T::EXTENSIBILITY)?;
     with_scratch(|buf| {
         T::transcode_key_only(
             &mut CdrReader::new(body, encoding),
@@ -272,7 +320,7 @@ pub fn key_hash_from_sample_payload<T: TopicType>(bytes: &[u8]) -> Result<[u8; 1
     if !T::KEYED {
         return Ok([0; 16]);
     }
-    let (encoding, body) = parse_payload(bytes)?;
+    let (encoding, body) = parse_payload_for(bytes, T::EXTENSIBILITY)?;
     with_scratch(|buf| {
         T::extract_key(
             &mut CdrReader::new(body, encoding),

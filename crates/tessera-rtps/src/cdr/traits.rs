@@ -110,6 +110,10 @@ pub trait CdrType: Sized {
     /// elements are not flat primitives are preceded by a DHEADER.
     const IS_FLAT_PRIMITIVE: bool = Self::IS_PRIMITIVE;
 
+    /// The XTypes description of this type as a member type (DDS-XTypes 1.3): what its
+    /// TypeObject and TypeIdentifier are built from.
+    fn type_desc() -> crate::xtypes::TypeDesc;
+
     /// Appends the value.
     fn write_cdr(&self, w: &mut CdrWriter<'_>);
     /// Reads a value.
@@ -216,6 +220,9 @@ pub trait TopicType: CdrType + Send + Sync + 'static {
     const TYPE_NAME: &'static str;
     /// Whether the type has key members (decides the entity kinds and instance handling).
     const KEYED: bool;
+    /// The type's extensibility: decides the encapsulation id (and, in XCDR2, the DHEADER of
+    /// an appendable type).
+    const EXTENSIBILITY: crate::xtypes::Extensibility = crate::xtypes::Extensibility::Final;
     /// The maximum size of the key serialized as XCDR2 (the key-hash input); `None` when
     /// unbounded, `Some(0)` for keyless types.
     const KEY_MAX_SIZE: Option<usize> = if Self::KEYED {
@@ -226,6 +233,12 @@ pub trait TopicType: CdrType + Send + Sync + 'static {
     } else {
         Some(0)
     };
+
+    /// The type's TypeObjects (minimal and complete, with those of the types it depends on),
+    /// identifiers and TypeInformation (built from [`CdrType::type_desc`]; not cached).
+    fn type_bundle() -> crate::xtypes::TypeBundle {
+        crate::xtypes::TypeBundle::new(&Self::type_desc())
+    }
 
     /// Appends the sample body.
     fn encode(&self, w: &mut CdrWriter<'_>) {
@@ -239,18 +252,34 @@ pub trait TopicType: CdrType + Send + Sync + 'static {
 
     /// Appends the key members in declaration order: the key-only payload of a dispose and,
     /// written as big-endian XCDR2, the input of the key hash. Writes nothing if keyless.
+    ///
+    /// A key-only payload keeps the type's headers: in XCDR2 an appendable type's key members
+    /// are inside a DHEADER.
     fn encode_key(&self, w: &mut CdrWriter<'_>) {
-        if Self::KEYED {
+        if !Self::KEYED {
+            return;
+        }
+        if Self::EXTENSIBILITY == crate::xtypes::Extensibility::Appendable && w.is_xcdr2() {
+            let d = w.begin_dheader();
+            self.write_cdr_key(w);
+            w.end_dheader(d);
+        } else {
             self.write_cdr_key(w)
         }
     }
 
-    /// Reads a received key-only payload body and re-encodes its key members into `w`.
+    /// Reads a received key-only payload body and re-encodes its key members into `w`
+    /// (without headers: the key-hash form).
     fn transcode_key_only(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
-        if Self::KEYED {
-            Self::transcode_cdr_key(r, w)
+        if !Self::KEYED {
+            return Ok(());
+        }
+        if Self::EXTENSIBILITY == crate::xtypes::Extensibility::Appendable && r.is_xcdr2() {
+            let end = r.read_dheader()?;
+            Self::transcode_cdr_key(r, w)?;
+            r.finish_dheader(end)
         } else {
-            Ok(())
+            Self::transcode_cdr_key(r, w)
         }
     }
 

@@ -119,6 +119,19 @@ pub enum TypeDesc {
     Enum(Arc<EnumDesc>),
 }
 
+impl TypeDesc {
+    /// The same string or sequence with bound `n` (IDL `string<n>`, `sequence<T, n>`); other
+    /// types unchanged. What `#[bound(n)]` on a member does.
+    #[must_use]
+    pub fn with_bound(self, n: u32) -> TypeDesc {
+        match self {
+            TypeDesc::String { .. } => TypeDesc::String { bound: n },
+            TypeDesc::Sequence { element, .. } => TypeDesc::Sequence { element, bound: n },
+            other => other,
+        }
+    }
+}
+
 /// A struct type.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StructDesc {
