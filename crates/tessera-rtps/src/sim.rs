@@ -26,6 +26,21 @@ use crate::types::{
 use crate::wire::{PayloadKind, Submessage};
 use crate::writer::{Destination, OutSubmessage, Transmit, WriteError, WriterConfig, WriterCore};
 
+/// A transmit as the datagram a runtime would send from participant `from` (INFO_DST first
+/// when the transmit is addressed to one participant): what tests hand to `MessageReceiver`.
+pub fn encode_transmit(from: GuidPrefix, t: &Transmit) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut scratch = Vec::new();
+    let mut m = crate::wire::MessageBuilder::new(&mut buf, from);
+    if let Some(dst) = t.dest.info_dst() {
+        m.submessage(&Submessage::InfoDst(dst));
+    }
+    for sm in &t.submessages {
+        m.submessage(&sm.as_submessage(&mut scratch));
+    }
+    buf
+}
+
 /// The fixed origin of virtual time (captured once per process).
 pub fn epoch() -> Instant {
     static EPOCH: OnceLock<Instant> = OnceLock::new();

@@ -105,6 +105,14 @@ impl EntityId {
     pub const P2P_MESSAGE_WRITER: EntityId = EntityId([0, 2, 0, 0xc2]);
     /// Participant message (writer liveliness) reader.
     pub const P2P_MESSAGE_READER: EntityId = EntityId([0, 2, 0, 0xc7]);
+    /// TypeLookup service request writer (DDS-XTypes 1.3 §7.6.3.3.4).
+    pub const TL_SVC_REQUEST_WRITER: EntityId = EntityId([0, 3, 0, 0xc3]);
+    /// TypeLookup service request reader.
+    pub const TL_SVC_REQUEST_READER: EntityId = EntityId([0, 3, 0, 0xc4]);
+    /// TypeLookup service reply writer.
+    pub const TL_SVC_REPLY_WRITER: EntityId = EntityId([0, 3, 1, 0xc3]);
+    /// TypeLookup service reply reader.
+    pub const TL_SVC_REPLY_READER: EntityId = EntityId([0, 3, 1, 0xc4]);
 
     /// Builds an entity id from a 24-bit key and a kind byte.
     pub const fn new(key: u32, kind: u8) -> EntityId {

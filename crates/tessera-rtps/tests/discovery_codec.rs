@@ -693,6 +693,17 @@ fn decodes_captured_cyclone_payloads() {
     assert_eq!(w.qos.resource_limits.max_samples, Some(10000));
     assert_eq!(w.qos.data_representation.0, vec![0, 2]);
     assert!(w.unicast_locators.is_empty());
+    // Cyclone 0.10.2's TypeInformation for KeyedSeq decodes (and re-encodes to the same bytes).
+    let ti = w.type_information.as_ref().expect("type information");
+    assert!(!w.type_information_rejected);
+    assert_eq!(ti.minimal.typeid_with_size.size, 0x4c);
+    assert_eq!(ti.complete.typeid_with_size.size, 0x7a);
+    assert_eq!(
+        ti.minimal.typeid_with_size.type_id.to_bytes(),
+        unhex(&["f1fa0413693f17171633962dcd81a2"])
+    );
+    let again = DiscoveredWriterData::decode(&w.to_payload()).unwrap();
+    assert_eq!(again.type_information, w.type_information);
 
     let r = DiscoveredReaderData::decode(&unhex(CYCLONE_PONG_READER)).unwrap();
     assert_eq!(r.topic_name, "DDSPerfRPongKS");

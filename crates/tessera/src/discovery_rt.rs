@@ -16,16 +16,19 @@ use crate::participant::ParticipantShared;
 use crate::qos::DomainParticipantQos;
 use crate::transport::{AllowMulticast, Transports};
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::time::Instant;
 use tessera_rtps::discovery::ds_common::{parse_server_list, ServerHost};
 use tessera_rtps::discovery::{
     BuiltinEndpointSet, DiscoveredReaderData, DiscoveredWriterData, DiscoveryEngine,
     DiscoveryServerClient, DsClientConfig, EngineEvent, LocalMatcher, LocatorSelector,
     RemoteEndpointInfo, RemoteServer, SimpleDiscovery, SimpleDiscoveryConfig, SpdpParticipantData,
+    TypeLookupService,
 };
 use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
 use tessera_rtps::wire::ReceivedSubmessage;
+use tessera_rtps::xtypes::{TypeBundle, TypeInformation};
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
@@ -66,6 +69,8 @@ pub(crate) struct DiscoveryOptions {
     pub allow_multicast: AllowMulticast,
     /// The participant lease we announce.
     pub lease: std::time::Duration,
+    /// Announce TypeInformation in SEDP and serve the TypeLookup service.
+    pub type_information: bool,
 }
 
 /// The shortest steady-state SPDP period, however short the lease.
@@ -178,6 +183,10 @@ pub(crate) struct DiscoveryRuntime {
     allow_multicast: AllowMulticast,
     /// Picks remote endpoints' locators (a clone of the participant's registry).
     transport: Transports,
+    /// The TypeInformation of each registered type name (announced with its endpoints).
+    types: HashMap<String, Arc<TypeInformation>>,
+    /// Serves our TypeObjects; `None` when type information is off.
+    type_lookup: Option<TypeLookupService>,
 }
 
 impl DiscoveryRuntime {
@@ -209,8 +218,12 @@ impl DiscoveryRuntime {
                 .extend(l.metatraffic_multicast);
         }
         data.lease_duration = options.lease;
-        // Only what we implement: SPDP and the SEDP publication/subscription endpoints.
+        // Only what we implement: SPDP and the SEDP publication/subscription endpoints, and the
+        // server half of the TypeLookup service when we announce type information.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
+        if options.type_information {
+            data.builtin_endpoints.0 |= BuiltinEndpointSet::TYPE_LOOKUP_SERVER;
+        }
         data.user_data = qos.user_data.0.clone();
         if let DiscoveryMode::Client(servers) = mode {
             let config = DsClientConfig {
@@ -290,6 +303,26 @@ impl DiscoveryRuntime {
             },
             allow_multicast,
             transport: transport.clone(),
+            types: HashMap::new(),
+            type_lookup: options.type_information.then(|| {
+                TypeLookupService::new(prefix, crate::publication::now_nanos(), Instant::now())
+            }),
+        }
+    }
+
+    /// Registers the XTypes description of type `name` (built by `bundle` the first time
+    /// only): its endpoints announce the TypeInformation and the TypeLookup service serves
+    /// its TypeObjects. Does nothing when type information is off.
+    pub fn register_type(&mut self, name: &str, bundle: impl FnOnce() -> Option<TypeBundle>) {
+        let Some(svc) = &mut self.type_lookup else {
+            return;
+        };
+        if self.types.contains_key(name) {
+            return;
+        }
+        if let Some(b) = bundle() {
+            svc.register(&b);
+            self.types.insert(name.to_owned(), Arc::new(b.information));
         }
     }
 
@@ -315,12 +348,19 @@ impl DiscoveryRuntime {
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        self.engine.poll_timeout()
+        let tl = self.type_lookup.as_ref().and_then(|t| t.poll_timeout());
+        match (self.engine.poll_timeout(), tl) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// Runs the engine's timers (announcements, leases, SEDP heartbeats and repairs).
     pub fn on_timeout(&mut self, p: &ParticipantShared, now: Instant) -> Vec<MatchAction> {
         self.engine.handle_timeout(now);
+        if let Some(t) = &mut self.type_lookup {
+            t.handle_timeout(now);
+        }
         self.flush(p, now);
         let mut out = Vec::new();
         self.drain_engine(&mut out);
@@ -335,6 +375,18 @@ impl DiscoveryRuntime {
         rs: &ReceivedSubmessage<'_>,
         now: Instant,
     ) -> Vec<MatchAction> {
+        if let Some(t) = &mut self.type_lookup {
+            if TypeLookupService::owns(entity) {
+                let before = t.counters();
+                t.handle_submessage(rs, now);
+                let after = t.counters();
+                if after.rejected > before.rejected {
+                    tracing::debug!(from = ?rs.source_prefix, "dropped an undecodable TypeLookup request");
+                }
+                self.flush(p, now);
+                return Vec::new();
+            }
+        }
         if !self.engine.owns(entity) {
             return Vec::new();
         }
@@ -361,6 +413,7 @@ impl DiscoveryRuntime {
         let mut data =
             DiscoveredWriterData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
+        data.type_information = self.types.get(topic.type_name).cloned();
         let local = data.clone();
         self.local_change(
             p,
@@ -382,6 +435,7 @@ impl DiscoveryRuntime {
         let mut data =
             DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
+        data.type_information = self.types.get(topic.type_name).cloned();
         // As Cyclone's readers do: writers that share our group send each sample once to it.
         data.multicast_locators.clone_from(&self.reader_multicast);
         let local = data.clone();
@@ -433,6 +487,9 @@ impl DiscoveryRuntime {
     fn flush(&mut self, p: &ParticipantShared, now: Instant) {
         let engine = &mut self.engine;
         outbox::drain(p, |t| engine.poll_transmit(now, t));
+        if let Some(tl) = &mut self.type_lookup {
+            outbox::drain(p, |t| tl.poll_transmit(now, t));
+        }
     }
 
     fn drain_engine(&mut self, out: &mut Vec<MatchAction>) {
@@ -456,6 +513,19 @@ impl DiscoveryRuntime {
                     };
                     self.participants.insert(data.guid_prefix, info.clone());
                     self.watchers.send(&ParticipantEvent::Discovered(info));
+                    if let Some(t) = &mut self.type_lookup {
+                        let meta = if data.metatraffic_unicast_locators.is_empty() {
+                            self.transport.select(&data.metatraffic_multicast_locators)
+                        } else {
+                            self.transport.select(&data.metatraffic_unicast_locators)
+                        };
+                        t.add_peer(
+                            data.guid_prefix,
+                            data.builtin_endpoints,
+                            meta,
+                            Instant::now(),
+                        );
+                    }
                 }
                 // Kept current for `participants()`, as before; watchers hear only of arrivals
                 // and departures.
@@ -467,6 +537,9 @@ impl DiscoveryRuntime {
                 }
                 EngineEvent::ParticipantLost { prefix, reason } => {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
+                    if let Some(t) = &mut self.type_lookup {
+                        t.remove_peer(prefix);
+                    }
                     if self.participants.remove(&prefix).is_some() {
                         let guid = Guid::new(prefix, EntityId::PARTICIPANT);
                         self.watchers.send(&ParticipantEvent::Lost(guid));

@@ -73,6 +73,28 @@ pub struct ParticipantConfig {
     /// too). `None`: `TESSERA_LEASE_DURATION` (seconds, e.g. `2.5`), or 10 s when it is unset.
     /// Announcements go out at least three times per lease.
     pub lease_duration: Option<Duration>,
+    /// Whether endpoints announce their type's XTypes TypeInformation in SEDP and the
+    /// participant serves the TypeLookup service (what lets Cyclone DDS 11 and its
+    /// `cyclonedds typeof`/`subscribe` tools resolve Tessera's types). `None`:
+    /// `TESSERA_TYPE_INFORMATION` (`0`/`false` or `1`/`true`), on when it is unset.
+    pub type_information: Option<bool>,
+}
+
+/// Environment variable for [`ParticipantConfig::type_information`] when it is `None`.
+pub const ENV_TYPE_INFORMATION: &str = "TESSERA_TYPE_INFORMATION";
+
+/// `TESSERA_TYPE_INFORMATION`, on when unset.
+fn type_information_from_env() -> Result<bool> {
+    match std::env::var(ENV_TYPE_INFORMATION) {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim() {
+            "1" | "true" | "on" => Ok(true),
+            "0" | "false" | "off" => Ok(false),
+            _ => Err(Error::BadParameter(format!(
+                "{ENV_TYPE_INFORMATION}={v:?}: expected 0 or 1"
+            ))),
+        },
+    }
 }
 
 /// Environment variable for [`ParticipantConfig::lease_duration`] when it is `None`.
@@ -466,6 +488,10 @@ impl DomainParticipant {
                     Some(d) => d,
                     None => lease_from_env()?,
                 },
+                type_information: match config.type_information {
+                    Some(on) => on,
+                    None => type_information_from_env()?,
+                },
             },
             &discovery_mode,
             &ctx.budgets,
@@ -532,6 +558,11 @@ impl DomainParticipant {
         }
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        self.owner
+            .shared
+            .discovery
+            .lock()
+            .register_type(T::TYPE_NAME, || Some(T::type_bundle()));
         Ok(Topic::new(Arc::new(TopicInner {
             name: name.to_string(),
             type_name: T::TYPE_NAME.to_string(),

@@ -1,15 +1,18 @@
 //! SPDP and SEDP data and their parameter-list encoding.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use super::plist::{self, put_locator, put_string, put_u32, QosParams, Value, MAX_LOCATORS};
 use super::{BuiltinEndpointSet, DiscoveryDecodeError as E};
+use crate::cdr::{CdrWriter, Encoding};
 use crate::qos::{ReaderSideQos, WriterSideQos};
 use crate::types::{
     EntityId, Guid, GuidPrefix, Locator, ProtocolVersion, VendorId, PROTOCOL_VERSION,
     VENDOR_TESSERA,
 };
 use crate::wire::{encapsulation, pid, ParameterList, ParameterListBuilder};
+use crate::xtypes::TypeInformation;
 
 /// The participant lease duration assumed when SPDP data omits it (RTPS: 100 s).
 pub const DEFAULT_PARTICIPANT_LEASE: Duration = Duration::from_secs(100);
@@ -236,6 +239,11 @@ pub struct DiscoveredWriterData {
     pub multicast_locators: Vec<Locator>,
     /// Entity name, if any.
     pub entity_name: Option<String>,
+    /// The type's XTypes TypeInformation (PID_TYPE_INFORMATION), if announced.
+    pub type_information: Option<Arc<TypeInformation>>,
+    /// The peer announced a TypeInformation that did not decode: it is ignored (matching
+    /// falls back to the type name) and the engine counts it.
+    pub type_information_rejected: bool,
 }
 
 impl DiscoveredWriterData {
@@ -250,6 +258,8 @@ impl DiscoveredWriterData {
             unicast_locators: Vec::new(),
             multicast_locators: Vec::new(),
             entity_name: None,
+            type_information: None,
+            type_information_rejected: false,
         }
     }
 
@@ -277,6 +287,7 @@ impl DiscoveredWriterData {
             &self.unicast_locators,
             &self.multicast_locators,
             &self.entity_name,
+            self.type_information.as_deref(),
         );
         b.finish();
     }
@@ -306,6 +317,8 @@ impl DiscoveredWriterData {
             unicast_locators: common.unicast_locators,
             multicast_locators: common.multicast_locators,
             entity_name: common.entity_name,
+            type_information: common.type_information,
+            type_information_rejected: common.type_information_rejected,
         })
     }
 }
@@ -332,6 +345,11 @@ pub struct DiscoveredReaderData {
     pub expects_inline_qos: bool,
     /// Entity name, if any.
     pub entity_name: Option<String>,
+    /// The type's XTypes TypeInformation (PID_TYPE_INFORMATION), if announced.
+    pub type_information: Option<Arc<TypeInformation>>,
+    /// The peer announced a TypeInformation that did not decode: it is ignored (matching
+    /// falls back to the type name) and the engine counts it.
+    pub type_information_rejected: bool,
 }
 
 impl DiscoveredReaderData {
@@ -347,6 +365,8 @@ impl DiscoveredReaderData {
             multicast_locators: Vec::new(),
             expects_inline_qos: false,
             entity_name: None,
+            type_information: None,
+            type_information_rejected: false,
         }
     }
 
@@ -377,6 +397,7 @@ impl DiscoveredReaderData {
             &self.unicast_locators,
             &self.multicast_locators,
             &self.entity_name,
+            self.type_information.as_deref(),
         );
         b.finish();
     }
@@ -407,6 +428,8 @@ impl DiscoveredReaderData {
             multicast_locators: common.multicast_locators,
             expects_inline_qos,
             entity_name: common.entity_name,
+            type_information: common.type_information,
+            type_information_rejected: common.type_information_rejected,
         })
     }
 }
@@ -604,12 +627,13 @@ struct EndpointCommon {
     unicast_locators: Vec<Locator>,
     multicast_locators: Vec<Locator>,
     entity_name: Option<String>,
+    type_information: Option<Arc<TypeInformation>>,
+    type_information_rejected: bool,
 }
 
-/// Parameters that SEDP may carry and that Tessera deliberately ignores (type information is
-/// matched by name only; group GUIDs, key hashes etc. carry nothing we need).
+/// Parameters that SEDP may carry and that Tessera deliberately ignores (group GUIDs, key
+/// hashes etc. carry nothing we need).
 const IGNORED_SEDP_PIDS: &[u16] = &[
-    pid::TYPE_INFORMATION,
     pid::GROUP_GUID,
     pid::KEY_HASH,
     pid::STATUS_INFO,
@@ -632,6 +656,8 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
     let mut multicast_locators = Vec::new();
     let mut entity_name = None;
     let mut expects_inline_qos = false;
+    let mut type_information = None;
+    let mut type_information_rejected = false;
     for (p, value) in pl.iter() {
         let mut v = Value::new(value, le, p);
         let repeatable = match p {
@@ -658,6 +684,16 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
             pid::EXPECTS_INLINE_QOS => {
                 expects_inline_qos = v.bool()?;
                 false
+            }
+            pid::TYPE_INFORMATION => {
+                // Never a reason to drop the endpoint: Fast DDS 2.9 sends an encapsulated,
+                // classic-CDR value here; such a value is ignored and flagged.
+                match TypeInformation::decode(value, !le) {
+                    Ok(t) => type_information = Some(Arc::new(t)),
+                    Err(_) => type_information_rejected = true,
+                }
+                // Repeated or not, it must not cost the endpoint (the last valid one counts).
+                true
             }
             pid::UNICAST_LOCATOR => {
                 push_locator(&mut unicast_locators, &mut v)?;
@@ -689,6 +725,8 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
         unicast_locators,
         multicast_locators,
         entity_name,
+        type_information,
+        type_information_rejected,
     };
     Ok((common, qos, expects_inline_qos))
 }
@@ -711,7 +749,14 @@ fn emit_endpoint_tail(
     unicast: &[Locator],
     multicast: &[Locator],
     entity_name: &Option<String>,
+    type_information: Option<&TypeInformation>,
 ) {
+    if let Some(t) = type_information {
+        // XCDR2 in the list's byte order (little-endian), no encapsulation header.
+        b.param_with(pid::TYPE_INFORMATION, |o| {
+            t.encode(&mut CdrWriter::new(o, Encoding::XCDR2_LE))
+        });
+    }
     for l in unicast {
         b.param_with(pid::UNICAST_LOCATOR, |o| put_locator(o, l));
     }

@@ -35,6 +35,7 @@ mod engine;
 mod local;
 mod plist;
 mod simple;
+mod typelookup;
 
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
@@ -57,6 +58,7 @@ pub use simple::{
     SimpleDiscovery, SimpleDiscoveryConfig, SimpleDiscoveryCounters, SPDP_LEASE, SPDP_PERIOD,
     STARTUP_ANNOUNCEMENTS,
 };
+pub use typelookup::{TypeLookupCounters, TypeLookupService};
 
 use crate::qos::InconsistentQos;
 use crate::wire::DecodeError;
@@ -115,6 +117,18 @@ impl BuiltinEndpointSet {
     pub const PARTICIPANT_MESSAGE_WRITER: u32 = 1 << 10;
     /// Participant message (writer liveliness) reader.
     pub const PARTICIPANT_MESSAGE_READER: u32 = 1 << 11;
+    /// TypeLookup service request writer.
+    pub const TYPE_LOOKUP_REQUEST_WRITER: u32 = 1 << 12;
+    /// TypeLookup service request reader.
+    pub const TYPE_LOOKUP_REQUEST_READER: u32 = 1 << 13;
+    /// TypeLookup service reply writer.
+    pub const TYPE_LOOKUP_REPLY_WRITER: u32 = 1 << 14;
+    /// TypeLookup service reply reader.
+    pub const TYPE_LOOKUP_REPLY_READER: u32 = 1 << 15;
+    /// The TypeLookup endpoints a Tessera participant serves with: it answers requests (request
+    /// reader, reply writer) and asks nothing.
+    pub const TYPE_LOOKUP_SERVER: u32 =
+        Self::TYPE_LOOKUP_REQUEST_READER | Self::TYPE_LOOKUP_REPLY_WRITER;
 
     /// What a Tessera participant has: SPDP and the SEDP publications and subscriptions
     /// endpoints. Not the participant message (writer liveliness) endpoints: they are not

@@ -141,6 +141,9 @@ pub struct SimpleDiscoveryCounters {
     /// Disposes of a participant or endpoint sent by another participant (ignored: only a
     /// participant may dispose itself and its endpoints).
     pub forged_disposes: u64,
+    /// SEDP samples whose PID_TYPE_INFORMATION did not decode (the sample itself is kept, the
+    /// type information ignored; Fast DDS 2.9 sends such values).
+    pub undecodable_type_information: u64,
 }
 
 impl std::fmt::Debug for SimpleDiscovery {
@@ -387,12 +390,20 @@ impl SimpleDiscovery {
         }
         if s.publications {
             match DiscoveredWriterData::decode(&s.payload) {
-                Ok(w) => self.db.on_sedp_writer(w),
+                Ok(w) => {
+                    self.counters.undecodable_type_information +=
+                        u64::from(w.type_information_rejected);
+                    self.db.on_sedp_writer(w)
+                }
                 Err(_) => self.counters.undecodable += 1,
             }
         } else {
             match DiscoveredReaderData::decode(&s.payload) {
-                Ok(r) => self.db.on_sedp_reader(r),
+                Ok(r) => {
+                    self.counters.undecodable_type_information +=
+                        u64::from(r.type_information_rejected);
+                    self.db.on_sedp_reader(r)
+                }
                 Err(_) => self.counters.undecodable += 1,
             }
         }

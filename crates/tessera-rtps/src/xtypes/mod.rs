@@ -31,7 +31,7 @@ pub use info::{
     TypeIdentifierWithDependencies, TypeIdentifierWithSize, TypeInformation, MEMBER_COMPLETE,
     MEMBER_MINIMAL,
 };
-pub use model::{EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc};
+pub use model::{shape_type, EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc};
 pub use object::{
     EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember, StructType, TypeObject,
     TypeObjectBody,

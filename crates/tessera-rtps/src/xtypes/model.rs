@@ -193,3 +193,33 @@ pub struct EnumDesc {
     /// Literals in declaration order, with their values.
     pub literals: Vec<(String, i32)>,
 }
+
+/// The OMG interoperability suite's type (`shape.idl`), whose identifiers Cyclone DDS 11
+/// computes as minimal `f1 1e426789957ce858cfdf3191a589` and complete
+/// `f2 5c0a127987e5e2f3746b1f80a5b9`:
+///
+/// ```text
+/// @appendable struct ShapeType { @key string<128> color; int32 x; int32 y; int32 shapesize;
+///                                sequence<uint8> additional_payload_size; };
+/// ```
+pub fn shape_type() -> TypeDesc {
+    let i32t = || TypeDesc::Primitive(Primitive::Int32);
+    TypeDesc::Struct(Arc::new(StructDesc {
+        name: "ShapeType".into(),
+        extensibility: Extensibility::Appendable,
+        members: vec![
+            MemberDesc::new("color", 0, TypeDesc::String { bound: 128 }).key(),
+            MemberDesc::new("x", 1, i32t()),
+            MemberDesc::new("y", 2, i32t()),
+            MemberDesc::new("shapesize", 3, i32t()),
+            MemberDesc::new(
+                "additional_payload_size",
+                4,
+                TypeDesc::Sequence {
+                    element: Box::new(TypeDesc::Primitive(Primitive::UInt8)),
+                    bound: 0,
+                },
+            ),
+        ],
+    }))
+}

@@ -13,29 +13,6 @@ fn hex(s: &str) -> Vec<u8> {
         .collect()
 }
 
-/// The interoperability suite's `@appendable struct ShapeType`.
-fn shape_type() -> TypeDesc {
-    let i32t = || TypeDesc::Primitive(Primitive::Int32);
-    TypeDesc::Struct(Arc::new(StructDesc {
-        name: "ShapeType".into(),
-        extensibility: Extensibility::Appendable,
-        members: vec![
-            MemberDesc::new("color", 0, TypeDesc::String { bound: 128 }).key(),
-            MemberDesc::new("x", 1, i32t()),
-            MemberDesc::new("y", 2, i32t()),
-            MemberDesc::new("shapesize", 3, i32t()),
-            MemberDesc::new(
-                "additional_payload_size",
-                4,
-                TypeDesc::Sequence {
-                    element: Box::new(TypeDesc::Primitive(Primitive::UInt8)),
-                    bound: 0,
-                },
-            ),
-        ],
-    }))
-}
-
 const SHAPE_MINIMAL: &str = "f1 1e426789957ce858cfdf3191a589";
 const SHAPE_COMPLETE: &str = "f2 5c0a127987e5e2f3746b1f80a5b9";
 
