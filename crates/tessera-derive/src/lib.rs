@@ -28,8 +28,10 @@
 //! - `extensibility = "final" | "appendable" | "mutable"`: IDL's `@final` (the default: no
 //!   headers), `@appendable` (in XCDR2 a DHEADER precedes the members, the encapsulation is
 //!   `D_CDR2_*`, and a reader skips members a newer writer appended; in XCDR1 the layout of a
-//!   final struct). `mutable` is recognized but refused for now: its XCDR encoding (EMHEADERs,
-//!   parameter lists) is not generated yet.
+//!   final struct) or `@mutable` (members identified by id, in any order: in XCDR2 a DHEADER
+//!   and an EMHEADER per member, `PL_CDR2_*`; in XCDR1 a parameter list, `PL_CDR_*`). A
+//!   mutable reader skips members it does not know (unless flagged must-understand) and
+//!   refuses a sample that lacks one of its non-optional members (no default values).
 //! - `cdr_path = "path::to::cdr"`: see below.
 //!
 //! On members:
@@ -39,7 +41,11 @@
 //!   appendable types.
 //! - `#[bound(n)]` on a `String` or `Vec<T>`: `string<n>` / `sequence<T, n>` in the
 //!   TypeObject (not enforced when writing).
-//! - `#[optional]` (on `Option<T>` members): recognized but refused for now, like `mutable`.
+//! - `#[optional]` on an `Option<T>` member: IDL's `@optional` (in final and appendable
+//!   structs a presence octet in XCDR2, a parameter header in XCDR1; in mutable ones the
+//!   member is left out when `None`). A key member cannot be optional.
+//!
+//! Key members are serialized for the key hash and key-only payloads in member-id order.
 //!
 //! Every derived type also describes itself to XTypes (`CdrType::type_desc`), from which
 //! `TopicType::type_bundle` builds its minimal and complete TypeObjects, identifiers and
@@ -57,7 +63,7 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 
 /// Derives `TopicType` (and its CDR encoding) for a struct with named fields.
 ///
-/// Attributes: `#[key]`, `#[id(n)]`, `#[bound(n)]` on members; `#[topic(type_name = "Name",
+/// Attributes: `#[key]`, `#[id(n)]`, `#[bound(n)]`, `#[optional]` on members; `#[topic(type_name = "Name",
 /// extensibility = "appendable", cdr_path = "path::to::cdr")]` on the struct (see the crate
 /// docs).
 #[proc_macro_derive(TopicType, attributes(key, topic, id, optional, bound))]
@@ -184,14 +190,6 @@ fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
             "a key member cannot be #[optional]",
         ));
     }
-    if out.optional {
-        // The presence flag / parameter header of optional members belongs with the XCDR2
-        // encoding of extensible types, which the derive does not generate yet.
-        return Err(syn::Error::new(
-            field.span(),
-            "#[optional] members are not supported yet",
-        ));
-    }
     Ok(out)
 }
 
@@ -240,17 +238,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         .type_name
         .unwrap_or_else(|| LitStr::new(&name.to_string(), name.span()));
 
-    if opts.extensibility == Ext::Mutable {
-        return Err(syn::Error::new(
-            name.span(),
-            "extensibility = \"mutable\" is not supported yet (its XCDR encoding is not generated)",
-        ));
-    }
-    let mut idents = Vec::new();
-    let mut types = Vec::new();
-    let mut keys = Vec::new();
-    let mut ids = Vec::new();
-    let mut descs = Vec::new();
+    let mut members = Vec::new();
     let mut next_id: u32 = 0;
     for f in fields {
         // Named fields always have an identifier.
@@ -260,54 +248,329 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         let a = field_attrs(f)?;
         // IDL's @autoid(SEQUENTIAL): one more than the previous member, or what @id says.
         let id = a.id.unwrap_or(next_id);
-        if ids.contains(&id) {
+        if members.iter().any(|m: &Member| m.id == id) {
             return Err(syn::Error::new(
                 f.span(),
                 format!("member id {id} used twice"),
             ));
         }
         next_id = id.saturating_add(1);
-        ids.push(id);
-        let ty = &f.ty;
-        descs.push(match a.bound {
-            Some(n) => quote!(<#ty as __cdr::CdrType>::type_desc().with_bound(#n)),
-            None => quote!(<#ty as __cdr::CdrType>::type_desc()),
+        // An optional member is an `Option<T>`; its wire and XTypes type is `T`.
+        let inner = if a.optional {
+            match option_inner(&f.ty) {
+                Some(t) => t.clone(),
+                None => {
+                    return Err(syn::Error::new(
+                        f.ty.span(),
+                        "an #[optional] member must have type Option<T>",
+                    ))
+                }
+            }
+        } else {
+            f.ty.clone()
+        };
+        members.push(Member {
+            name: ident.to_string().trim_start_matches("r#").to_owned(),
+            ident,
+            ty: f.ty.clone(),
+            inner,
+            key: a.key,
+            optional: a.optional,
+            id,
+            bound: a.bound,
         });
-        keys.push(a.key);
-        idents.push(ident);
-        types.push(f.ty.clone());
     }
-    let names: Vec<String> = idents
+    Ok(generate(
+        name,
+        &cdr,
+        &type_name,
+        opts.extensibility,
+        &members,
+    ))
+}
+
+/// One member as the generator needs it.
+struct Member {
+    ident: syn::Ident,
+    name: String,
+    /// The declared type (`Option<T>` for optional members).
+    ty: syn::Type,
+    /// The wire type (`T` for optional members, else `ty`).
+    inner: syn::Type,
+    key: bool,
+    optional: bool,
+    id: u32,
+    bound: Option<u32>,
+}
+
+/// `T` of a type written `Option<T>` (or `std::option::Option<T>`...).
+fn option_inner(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::Path(p) = ty else { return None };
+    let last = p.path.segments.last()?;
+    if last.ident != "Option" {
+        return None;
+    }
+    let syn::PathArguments::AngleBracketed(args) = &last.arguments else {
+        return None;
+    };
+    match args.args.first()? {
+        syn::GenericArgument::Type(t) if args.args.len() == 1 => Some(t),
+        _ => None,
+    }
+}
+
+fn generate(
+    name: &syn::Ident,
+    cdr: &syn::Path,
+    type_name: &LitStr,
+    ext: Ext,
+    members: &[Member],
+) -> TokenStream2 {
+    let keyed = members.iter().any(|m| m.key);
+    // The key form: the #[key] members, or all of them for a keyless struct used as a key
+    // member of another; in member-id order (DDS-XTypes 1.3 §7.6.8).
+    // Optional members never belong to it (a key member cannot be optional).
+    let mut key_members: Vec<&Member> = members
         .iter()
-        .map(|i| i.to_string().trim_start_matches("r#").to_owned())
+        .filter(|m| m.key || (!keyed && !m.optional))
         .collect();
-    let appendable = opts.extensibility == Ext::Appendable;
-    let ext_variant = match opts.extensibility {
+    key_members.sort_by_key(|m| m.id);
+    let key_idents: Vec<_> = key_members.iter().map(|m| &m.ident).collect();
+    let key_types: Vec<_> = key_members.iter().map(|m| &m.inner).collect();
+    let key_ids: Vec<_> = key_members.iter().map(|m| m.id).collect();
+    let required_types: Vec<_> = members
+        .iter()
+        .filter(|m| !m.optional)
+        .map(|m| &m.ty)
+        .collect();
+    let appendable = ext == Ext::Appendable;
+    let ext_variant = match ext {
         Ext::Final => quote!(Final),
         Ext::Appendable => quote!(Appendable),
         Ext::Mutable => quote!(Mutable),
     };
-    let keyed = keys.iter().any(|k| *k);
-    // Members forming the key form: the #[key] ones, or all of them for a keyless struct
-    // used as a key member of another.
-    let key_idx: Vec<usize> = (0..idents.len()).filter(|&i| !keyed || keys[i]).collect();
-    let key_idents: Vec<_> = key_idx.iter().map(|&i| &idents[i]).collect();
-    let key_types: Vec<_> = key_idx.iter().map(|&i| &types[i]).collect();
-    let extract_steps = idents.iter().zip(&types).enumerate().map(|(i, (_, ty))| {
-        if key_idx.contains(&i) {
+
+    let descs = members.iter().map(|m| {
+        let (mname, id, key, optional, inner) = (&m.name, m.id, m.key, m.optional, &m.inner);
+        let ty = match m.bound {
+            Some(n) => quote!(<#inner as __cdr::CdrType>::type_desc().with_bound(#n)),
+            None => quote!(<#inner as __cdr::CdrType>::type_desc()),
+        };
+        quote! {
+            __xt::MemberDesc {
+                name: ::std::string::String::from(#mname),
+                id: #id,
+                ty: #ty,
+                key: #key,
+                optional: #optional,
+                must_understand: false,
+            },
+        }
+    });
+
+    // Reading one member of a final/appendable struct, and skipping it.
+    let read_in_order = members.iter().map(|m| {
+        let (ident, ty, inner) = (&m.ident, &m.ty, &m.inner);
+        if m.optional {
+            quote!(#ident: __cdr::read_optional::<#inner>(r)?,)
+        } else {
+            quote!(#ident: <#ty as __cdr::CdrType>::read_cdr(r)?,)
+        }
+    });
+    let skip_in_order: Vec<_> = members
+        .iter()
+        .map(|m| {
+            let (ty, inner) = (&m.ty, &m.inner);
+            if m.optional {
+                quote!(__cdr::read_optional::<#inner>(r)?;)
+            } else {
+                quote!(<#ty as __cdr::CdrType>::skip_cdr(r)?;)
+            }
+        })
+        .collect();
+    let extract_steps = members.iter().map(|m| {
+        let (ty, inner) = (&m.ty, &m.inner);
+        if key_members.iter().any(|k| k.id == m.id) {
             quote! { <#ty as __cdr::CdrType>::extract_cdr_key(r, w)?; }
+        } else if m.optional {
+            quote! { __cdr::read_optional::<#inner>(r)?; }
         } else {
             quote! { <#ty as __cdr::CdrType>::skip_cdr(r)?; }
         }
     });
 
-    Ok(quote! {
+    let (write_body, read_body, skip_body, extract_body) = if ext == Ext::Mutable {
+        let write_members = members.iter().map(|m| {
+            let (ident, ty, inner, id) = (&m.ident, &m.ty, &m.inner, m.id);
+            if m.optional {
+                quote! {
+                    if let ::core::option::Option::Some(v) = &self.#ident {
+                        __m.member::<#inner>(w, #id, false, |w| <#inner as __cdr::CdrType>::write_cdr(v, w));
+                    }
+                }
+            } else {
+                quote! {
+                    __m.member::<#ty>(w, #id, false, |w| <#ty as __cdr::CdrType>::write_cdr(&self.#ident, w));
+                }
+            }
+        });
+        let slots: Vec<_> = (0..members.len())
+            .map(|i| quote::format_ident!("__f{}", i))
+            .collect();
+        let slot_types = members.iter().map(|m| &m.inner);
+        let arms = members.iter().zip(&slots).map(|(m, slot)| {
+            let (inner, id) = (&m.inner, m.id);
+            quote! {
+                #id => #slot = ::core::option::Option::Some(
+                    <#inner as __cdr::CdrType>::read_cdr(&mut __mem.reader)?,
+                ),
+            }
+        });
+        let builds = members.iter().zip(&slots).map(|(m, slot)| {
+            let (ident, id) = (&m.ident, m.id);
+            if m.optional {
+                quote!(#ident: #slot,)
+            } else {
+                quote!(#ident: #slot.ok_or(__cdr::CdrError::MissingMember(#id))?,)
+            }
+        });
+        (
+            quote! {
+                let __m = __cdr::MutableWriter::begin(w);
+                #( #write_members )*
+                __m.end(w);
+            },
+            quote! {
+                let mut __mr = __cdr::MutableReader::begin(r)?;
+                #( let mut #slots: ::core::option::Option<#slot_types> = ::core::option::Option::None; )*
+                while let ::core::option::Option::Some(mut __mem) = __mr.next(r)? {
+                    match __mem.id {
+                        #( #arms )*
+                        _ if __mem.must_understand => {
+                            return ::core::result::Result::Err(__cdr::CdrError::MustUnderstand(__mem.id));
+                        }
+                        _ => {}
+                    }
+                }
+                __mr.end(r)?;
+                ::core::result::Result::Ok(Self { #( #builds )* })
+            },
+            quote! { __cdr::MutableReader::skip(r) },
+            quote! {
+                let v = <Self as __cdr::CdrType>::read_cdr(r)?;
+                <Self as __cdr::CdrType>::write_cdr_key(&v, w);
+                ::core::result::Result::Ok(())
+            },
+        )
+    } else {
+        let write_members = members.iter().map(|m| {
+            let (ident, ty, inner, id) = (&m.ident, &m.ty, &m.inner, m.id);
+            if m.optional {
+                quote!(__cdr::write_optional::<#inner>(w, #id, &self.#ident);)
+            } else {
+                quote!(<#ty as __cdr::CdrType>::write_cdr(&self.#ident, w);)
+            }
+        });
+        (
+            quote! {
+                // An appendable struct is a DHEADER and its members in XCDR2; in XCDR1 it is
+                // laid out as a final one.
+                let __dh = (#appendable && w.is_xcdr2()).then(|| w.begin_dheader());
+                #( #write_members )*
+                if let ::core::option::Option::Some(d) = __dh {
+                    w.end_dheader(d);
+                }
+            },
+            quote! {
+                let __dh = if #appendable && r.is_xcdr2() {
+                    ::core::option::Option::Some(r.read_dheader()?)
+                } else {
+                    ::core::option::Option::None
+                };
+                let v = Self { #( #read_in_order )* };
+                // Members a newer writer appended are skipped.
+                if let ::core::option::Option::Some(end) = __dh {
+                    r.finish_dheader(end)?;
+                }
+                ::core::result::Result::Ok(v)
+            },
+            quote! {
+                if #appendable && r.is_xcdr2() {
+                    let end = r.read_dheader()?;
+                    return r.finish_dheader(end);
+                }
+                #( #skip_in_order )*
+                ::core::result::Result::Ok(())
+            },
+            quote! {
+                let __dh = if #appendable && r.is_xcdr2() {
+                    ::core::option::Option::Some(r.read_dheader()?)
+                } else {
+                    ::core::option::Option::None
+                };
+                #( #extract_steps )*
+                if let ::core::option::Option::Some(end) = __dh {
+                    r.finish_dheader(end)?;
+                }
+                ::core::result::Result::Ok(())
+            },
+        )
+    };
+
+    // A mutable type's key-only payload keeps its member headers (and only key members).
+    let mutable_key_payload = if ext == Ext::Mutable {
+        let key_slots: Vec<_> = (0..key_members.len())
+            .map(|i| quote::format_ident!("__k{}", i))
+            .collect();
+        quote! {
+            fn encode_key(&self, w: &mut __cdr::CdrWriter<'_>) {
+                if !#keyed {
+                    return;
+                }
+                let __m = __cdr::MutableWriter::begin(w);
+                #( __m.member::<#key_types>(w, #key_ids, false, |w| {
+                    <#key_types as __cdr::CdrType>::write_cdr_key(&self.#key_idents, w)
+                }); )*
+                __m.end(w);
+            }
+
+            fn transcode_key_only(
+                r: &mut __cdr::CdrReader<'_>,
+                w: &mut __cdr::CdrWriter<'_>,
+            ) -> ::core::result::Result<(), __cdr::CdrError> {
+                if !#keyed {
+                    return ::core::result::Result::Ok(());
+                }
+                let mut __mr = __cdr::MutableReader::begin(r)?;
+                #( let mut #key_slots = ::core::option::Option::None; )*
+                while let ::core::option::Option::Some(__mem) = __mr.next(r)? {
+                    match __mem.id {
+                        #( #key_ids => #key_slots = ::core::option::Option::Some(__mem.reader), )*
+                        _ if __mem.must_understand => {
+                            return ::core::result::Result::Err(__cdr::CdrError::MustUnderstand(__mem.id));
+                        }
+                        _ => {}
+                    }
+                }
+                __mr.end(r)?;
+                #( <#key_types as __cdr::CdrType>::transcode_cdr_key(
+                    &mut #key_slots.ok_or(__cdr::CdrError::MissingMember(#key_ids))?,
+                    w,
+                )?; )*
+                ::core::result::Result::Ok(())
+            }
+        }
+    } else {
+        quote!()
+    };
+
+    quote! {
         const _: () = {
             use #cdr as __cdr;
 
             #[automatically_derived]
             impl __cdr::CdrType for #name {
-                const MIN_SIZE: usize = 0usize #( .saturating_add(<#types as __cdr::CdrType>::MIN_SIZE) )*;
+                const MIN_SIZE: usize = 0usize #( .saturating_add(<#required_types as __cdr::CdrType>::MIN_SIZE) )*;
                 const KEY_EXTENT: __cdr::KeyExtent = {
                     let e = __cdr::EXTENT_EMPTY;
                     #( let e = __cdr::extent_then(e, <#key_types as __cdr::CdrType>::KEY_EXTENT); )*
@@ -319,45 +582,18 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                     __xt::TypeDesc::Struct(::std::sync::Arc::new(__xt::StructDesc {
                         name: ::std::string::String::from(#type_name),
                         extensibility: __xt::Extensibility::#ext_variant,
-                        members: ::std::vec![ #(
-                            __xt::MemberDesc {
-                                name: ::std::string::String::from(#names),
-                                id: #ids,
-                                ty: #descs,
-                                key: #keys,
-                                optional: false,
-                                must_understand: false,
-                            },
-                        )* ],
+                        members: ::std::vec![ #( #descs )* ],
                     }))
                 }
 
                 #[inline]
                 fn write_cdr(&self, w: &mut __cdr::CdrWriter<'_>) {
-                    // An appendable struct is a DHEADER and its members in XCDR2; in XCDR1 it is
-                    // laid out as a final one.
-                    let __dh = (#appendable && w.is_xcdr2()).then(|| w.begin_dheader());
-                    #( <#types as __cdr::CdrType>::write_cdr(&self.#idents, w); )*
-                    if let ::core::option::Option::Some(d) = __dh {
-                        w.end_dheader(d);
-                    }
+                    #write_body
                 }
 
                 #[inline]
                 fn read_cdr(r: &mut __cdr::CdrReader<'_>) -> ::core::result::Result<Self, __cdr::CdrError> {
-                    let __dh = if #appendable && r.is_xcdr2() {
-                        ::core::option::Option::Some(r.read_dheader()?)
-                    } else {
-                        ::core::option::Option::None
-                    };
-                    let v = Self {
-                        #( #idents: <#types as __cdr::CdrType>::read_cdr(r)?, )*
-                    };
-                    // Members a newer writer appended are skipped.
-                    if let ::core::option::Option::Some(end) = __dh {
-                        r.finish_dheader(end)?;
-                    }
-                    ::core::result::Result::Ok(v)
+                    #read_body
                 }
 
                 fn write_cdr_key(&self, w: &mut __cdr::CdrWriter<'_>) {
@@ -376,25 +612,11 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                     r: &mut __cdr::CdrReader<'_>,
                     w: &mut __cdr::CdrWriter<'_>,
                 ) -> ::core::result::Result<(), __cdr::CdrError> {
-                    let __dh = if #appendable && r.is_xcdr2() {
-                        ::core::option::Option::Some(r.read_dheader()?)
-                    } else {
-                        ::core::option::Option::None
-                    };
-                    #( #extract_steps )*
-                    if let ::core::option::Option::Some(end) = __dh {
-                        r.finish_dheader(end)?;
-                    }
-                    ::core::result::Result::Ok(())
+                    #extract_body
                 }
 
                 fn skip_cdr(r: &mut __cdr::CdrReader<'_>) -> ::core::result::Result<(), __cdr::CdrError> {
-                    if #appendable && r.is_xcdr2() {
-                        let end = r.read_dheader()?;
-                        return r.finish_dheader(end);
-                    }
-                    #( <#types as __cdr::CdrType>::skip_cdr(r)?; )*
-                    ::core::result::Result::Ok(())
+                    #skip_body
                 }
             }
 
@@ -404,7 +626,8 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 const KEYED: bool = #keyed;
                 const EXTENSIBILITY: __cdr::__xtypes::Extensibility =
                     __cdr::__xtypes::Extensibility::#ext_variant;
+                #mutable_key_payload
             }
         };
-    })
+    }
 }

@@ -31,4 +31,13 @@ pub enum CdrError {
     /// A string that is not valid UTF-8.
     #[error("string is not valid UTF-8")]
     InvalidUtf8,
+    /// A non-optional member of a mutable type is absent.
+    #[error("member {0:#x} missing")]
+    MissingMember(u32),
+    /// An unknown member of a mutable type is flagged must-understand.
+    #[error("unknown member {0:#x} must be understood")]
+    MustUnderstand(u32),
+    /// A member header (EMHEADER or parameter header) is inconsistent.
+    #[error("invalid member header")]
+    BadMemberHeader,
 }

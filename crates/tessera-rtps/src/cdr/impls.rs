@@ -12,6 +12,7 @@ macro_rules! impl_numeric {
             const MIN_SIZE: usize = $size;
             const KEY_EXTENT: KeyExtent = extent_primitive($size);
             const IS_PRIMITIVE: bool = true;
+            const XCDR2_LC: u32 = ($size as u32).trailing_zeros();
             fn type_desc() -> TypeDesc {
                 TypeDesc::Primitive(Primitive::$prim)
             }
@@ -52,6 +53,7 @@ impl CdrType for u8 {
     const MIN_SIZE: usize = 1;
     const KEY_EXTENT: KeyExtent = extent_primitive(1);
     const IS_PRIMITIVE: bool = true;
+    const XCDR2_LC: u32 = 0;
     fn type_desc() -> TypeDesc {
         TypeDesc::Primitive(Primitive::Byte)
     }
@@ -93,6 +95,7 @@ impl CdrType for u8 {
 impl CdrType for String {
     const MIN_SIZE: usize = 4;
     const KEY_EXTENT: KeyExtent = None;
+    const XCDR2_LC: u32 = 5;
     fn type_desc() -> TypeDesc {
         TypeDesc::String { bound: 0 }
     }
@@ -151,6 +154,16 @@ fn in_dheader_r<'a, R>(
 impl<T: CdrType> CdrType for Vec<T> {
     const MIN_SIZE: usize = 4;
     const KEY_EXTENT: KeyExtent = None;
+    const XCDR2_LC: u32 = if !T::IS_PRIMITIVE {
+        5
+    } else {
+        match T::MIN_SIZE {
+            1 => 5,
+            4 => 6,
+            8 => 7,
+            _ => 4,
+        }
+    };
     fn type_desc() -> TypeDesc {
         TypeDesc::Sequence {
             element: Box::new(T::type_desc()),
@@ -225,6 +238,7 @@ impl<T: CdrType, const N: usize> CdrType for [T; N] {
         extent_then(extent_primitive(4), extent_repeat(T::KEY_EXTENT, N))
     };
     const IS_FLAT_PRIMITIVE: bool = T::IS_FLAT_PRIMITIVE;
+    const XCDR2_LC: u32 = if T::IS_FLAT_PRIMITIVE { 4 } else { 5 };
     fn type_desc() -> TypeDesc {
         TypeDesc::Array {
             element: Box::new(T::type_desc()),

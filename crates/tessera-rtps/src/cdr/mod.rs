@@ -46,6 +46,7 @@
 //! `memcpy` each way, which is the data path of large samples.
 
 mod error;
+mod extensible;
 pub(crate) mod impls;
 mod reader;
 mod traits;
@@ -54,6 +55,9 @@ mod writer;
 use std::cell::RefCell;
 
 pub use error::CdrError;
+pub use extensible::{
+    read_emheader, read_optional, write_optional, MutableMember, MutableReader, MutableWriter,
+};
 pub use reader::CdrReader;
 pub use traits::{
     extent_primitive, extent_repeat, extent_then, CdrType, KeyExtent, TopicType, EXTENT_EMPTY,

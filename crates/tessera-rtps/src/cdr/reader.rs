@@ -96,6 +96,19 @@ impl<'a> CdrReader<'a> {
         Ok(())
     }
 
+    /// Takes the next `len` bytes as a reader of their own (same encoding, alignment origin at
+    /// their first byte) and moves past them: an XCDR1 parameter-list value, or an XCDR2
+    /// member bounded by its EMHEADER's length.
+    pub fn sub_reader(&mut self, len: usize) -> Result<CdrReader<'a>, CdrError> {
+        let bytes = self.read_bytes(len)?;
+        Ok(CdrReader {
+            buf: bytes,
+            pos: 0,
+            max_align: self.max_align,
+            big_endian: self.big_endian,
+        })
+    }
+
     /// Bytes consumed so far.
     #[inline]
     pub fn position(&self) -> usize {

@@ -109,6 +109,11 @@ pub trait CdrType: Sized {
     /// IDL's multi-dimensional `T a[N][M]`, whose element type is `T`. In XCDR2, arrays whose
     /// elements are not flat primitives are preceded by a DHEADER.
     const IS_FLAT_PRIMITIVE: bool = Self::IS_PRIMITIVE;
+    /// The XCDR2 EMHEADER length code a member of this type gets in a mutable struct, as
+    /// Cyclone DDS writes it: 0–3 for 1/2/4/8-byte primitives, 5 for strings, sequences of
+    /// 1-byte or non-primitive elements and arrays that start with a DHEADER, 6/7 for
+    /// sequences of 4/8-byte primitives, else 4 (NEXTINT = byte length).
+    const XCDR2_LC: u32 = 4;
 
     /// The XTypes description of this type as a member type (DDS-XTypes 1.3): what its
     /// TypeObject and TypeIdentifier are built from.

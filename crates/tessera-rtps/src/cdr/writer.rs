@@ -92,6 +92,40 @@ impl<'a> CdrWriter<'a> {
         }
     }
 
+    /// Moves the alignment origin to the current end of the buffer (XCDR1 parameter-list
+    /// values align from their own start) and returns the previous origin for
+    /// [`restore_origin`](Self::restore_origin).
+    #[inline]
+    pub fn restart_alignment(&mut self) -> usize {
+        std::mem::replace(&mut self.origin, self.buf.len())
+    }
+
+    /// Puts back an origin saved by [`restart_alignment`](Self::restart_alignment).
+    #[inline]
+    pub fn restore_origin(&mut self, origin: usize) {
+        self.origin = origin;
+    }
+
+    /// Length of the whole buffer (not only what this writer appended): positions to patch.
+    #[inline]
+    pub fn buffer_len(&self) -> usize {
+        self.buf.len()
+    }
+
+    /// Overwrites a `u32` written earlier at buffer position `at` (in this writer's byte
+    /// order).
+    #[inline]
+    pub fn patch_u32(&mut self, at: usize, v: u32) {
+        let bytes = if self.big_endian {
+            v.to_be_bytes()
+        } else {
+            v.to_le_bytes()
+        };
+        if let Some(slot) = self.buf.get_mut(at..at + 4) {
+            slot.copy_from_slice(&bytes);
+        }
+    }
+
     /// Bytes written since the origin.
     #[inline]
     pub fn position(&self) -> usize {

@@ -37,36 +37,10 @@ pub struct MemberHeader {
 /// Reads an EMHEADER (and NEXTINT) and leaves the reader at the member's value; the value
 /// must end no later than `limit` (the enclosing DHEADER's end).
 pub fn read_member(r: &mut CdrReader<'_>, limit: usize) -> Result<MemberHeader, XTypesError> {
-    let h = r.read_u32()?;
-    let lc = (h >> 28) & 7;
-    let len = match lc {
-        0 => 1,
-        1 => 2,
-        2 => 4,
-        3 => 8,
-        4 => r.read_u32()? as usize,
-        _ => {
-            // NEXTINT is the member's own first word (a length or count): step back onto it.
-            let at = r.position();
-            let n = r.read_u32()? as usize;
-            r.seek(at)?;
-            let unit = match lc {
-                5 => 1usize,
-                6 => 4,
-                _ => 8,
-            };
-            n.checked_mul(unit)
-                .and_then(|b| b.checked_add(4))
-                .ok_or(XTypesError::BadValue)?
-        }
-    };
-    let end = r.position().checked_add(len).ok_or(XTypesError::BadValue)?;
-    if end > limit {
-        return Err(XTypesError::BadValue);
-    }
+    let (id, must_understand, end) = crate::cdr::read_emheader(r, limit)?;
     Ok(MemberHeader {
-        id: h & MAX_MEMBER_ID,
-        must_understand: h & MUST_UNDERSTAND != 0,
+        id,
+        must_understand,
         end,
     })
 }
