@@ -10,18 +10,11 @@ use tessera::rtps::xtypes::{
 };
 use tessera::TopicType;
 
-/// The interoperability suite's ShapeType, but with `octet` for `uint8` (Rust's `u8`).
-#[derive(Debug, Clone, PartialEq, TopicType)]
-#[topic(type_name = "ShapeType", extensibility = "appendable")]
-struct Shape {
-    #[key]
-    #[bound(128)]
-    color: String,
-    x: i32,
-    y: i32,
-    shapesize: i32,
-    additional_payload_size: Vec<u8>,
-}
+/// The interoperability suite's ShapeType, with `octet` for `uint8` (Rust's `u8`), as the
+/// interop peer has it.
+#[path = "../examples/xtypes_peer/types.rs"]
+mod peer;
+use peer::Shape;
 
 #[derive(Debug, Clone, PartialEq, TopicType)]
 struct Inner {
@@ -163,4 +156,29 @@ fn appendable_reader_skips_appended_members() {
     let mut short = Vec::new();
     serialize_sample(&V1 { a: 7 }, Encoding::XCDR2_LE, &mut short);
     assert!(deserialize_sample::<V2>(&short).is_err());
+}
+
+/// The identifiers PyPI's cyclonedds 11.0.1 computes for the same types (the dataclasses of
+/// tests/interop/lib/xtypes_peer.py: `get_type_info()`).
+#[test]
+fn identifiers_equal_cyclone_python() {
+    let hash = |id: &TypeIdentifier| match id {
+        TypeIdentifier::Minimal(h) | TypeIdentifier::Complete(h) => *h,
+        other => panic!("{other:?}"),
+    };
+    let s = Shape::type_bundle();
+    assert_eq!(
+        hash(&s.minimal),
+        *b"'\x83e\xe6s\xde\x13\t\xc5\xaf\xc3\x0b\xdb\xdb"
+    );
+    assert_eq!(
+        hash(&s.complete),
+        *b"\x1c\xee\xf7P\x95\x17\x0cc\x13l\xc1QW\x0e"
+    );
+    let m = peer::Mut::type_bundle();
+    assert_eq!(hash(&m.minimal), *b"c\xf9(~*\xdeV\xa5T`\xf350\xa3");
+    assert_eq!(
+        hash(&m.complete),
+        *b"\xf9JW\xc3\x99\x02^rp\xe8p\xeb\xcb\xad"
+    );
 }
