@@ -47,6 +47,9 @@
 //!
 //! Key members are serialized for the key hash and key-only payloads in member-id order.
 //!
+//! `#[derive(TopicEnum)]` makes a fieldless enum an IDL `enum` member type (a 32-bit value; the
+//! literals take their Rust discriminants).
+//!
 //! Every derived type also describes itself to XTypes (`CdrType::type_desc`), from which
 //! `TopicType::type_bundle` builds its minimal and complete TypeObjects, identifiers and
 //! TypeInformation: what SEDP announces and the TypeLookup service serves.
@@ -54,6 +57,8 @@
 //! Generated code names the runtime as `::tessera::rtps::cdr`. Code depending on
 //! `tessera-rtps` directly (without `tessera`) sets the path with
 //! `#[topic(cdr_path = "::tessera_rtps::cdr")]`.
+
+mod enums;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -75,6 +80,19 @@ pub fn derive_topic_type(input: TokenStream) -> TokenStream {
     }
 }
 
+/// Derives the CDR encoding and XTypes description of a fieldless enum, to use it as a member
+/// of topic types (IDL `enum`: a 32-bit value; literals take their Rust discriminants, or one
+/// more than the previous). Attributes: `#[topic(type_name = "A::Color", extensibility =
+/// "appendable", cdr_path = "...")]`.
+#[proc_macro_derive(TopicEnum, attributes(topic))]
+pub fn derive_topic_enum(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match enums::expand(&input) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Ext {
     Final,
@@ -86,6 +104,22 @@ struct Options {
     type_name: Option<LitStr>,
     cdr_path: Option<syn::Path>,
     extensibility: Ext,
+}
+
+impl Options {
+    /// The runtime path (default `::tessera::rtps::cdr`) and the type name (default: the
+    /// item's name).
+    fn paths(&self, item: &syn::Ident) -> (syn::Path, LitStr) {
+        let cdr = self
+            .cdr_path
+            .clone()
+            .unwrap_or_else(|| syn::parse_quote!(::tessera::rtps::cdr));
+        let name = self
+            .type_name
+            .clone()
+            .unwrap_or_else(|| LitStr::new(&item.to_string(), item.span()));
+        (cdr, name)
+    }
 }
 
 fn parse_options(input: &DeriveInput) -> syn::Result<Options> {
@@ -220,7 +254,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         Data::Enum(e) => {
             return Err(syn::Error::new(
                 e.enum_token.span(),
-                "TopicType can only be derived for structs with named fields (enums and unions are not supported)",
+                "TopicType is derived for structs with named fields; derive TopicEnum for an enum member type",
             ))
         }
         Data::Union(u) => {
@@ -231,12 +265,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
         }
     };
     let opts = parse_options(input)?;
-    let cdr: syn::Path = opts
-        .cdr_path
-        .unwrap_or_else(|| syn::parse_quote!(::tessera::rtps::cdr));
-    let type_name = opts
-        .type_name
-        .unwrap_or_else(|| LitStr::new(&name.to_string(), name.span()));
+    let (cdr, type_name) = opts.paths(name);
 
     let mut members = Vec::new();
     let mut next_id: u32 = 0;

@@ -37,6 +37,9 @@ pub enum CdrError {
     /// An unknown member of a mutable type is flagged must-understand.
     #[error("unknown member {0:#x} must be understood")]
     MustUnderstand(u32),
+    /// An enum value that names no literal.
+    #[error("invalid enum value {0}")]
+    InvalidEnum(i32),
     /// A member header (EMHEADER or parameter header) is inconsistent.
     #[error("invalid member header")]
     BadMemberHeader,

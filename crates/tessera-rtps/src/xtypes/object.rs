@@ -10,6 +10,9 @@
 //!        member   appendable { final { u32 id; u16 flags; TypeIdentifier };
 //!                              minimal: octet[4] name hash | complete: final { string name;
 //!                              @optional ann; @optional ann } }
+//!     └ EnumeratedType final { u16 flags; header (appendable) { u16 bit_bound; detail };
+//!                              literal seq }
+//!        literal  appendable { appendable { i32 value; u16 flags }; member detail }
 //! ```
 //! In final structs an `@optional` member is a presence octet and, if present, the value:
 //! Tessera writes the annotations absent and rejects objects that carry them (they change
@@ -168,9 +171,12 @@ impl TypeObject {
                 let seq = w.begin_dheader();
                 w.write_len(e.literals.len());
                 for l in &e.literals {
+                    // Both the literal and its CommonEnumeratedLiteral are appendable.
                     let d = w.begin_dheader();
+                    let c = w.begin_dheader();
                     w.write_i32(l.value);
                     w.write_u16(l.flags);
+                    w.end_dheader(c);
                     encode_member_detail(&l.name, complete, w);
                     w.end_dheader(d);
                 }
@@ -255,12 +261,14 @@ impl TypeObject {
                 };
                 r.finish_dheader(h)?;
                 let seq = r.read_dheader()?;
-                let n = r.read_len(10)?.min(MAX_MEMBERS);
+                let n = r.read_len(14)?.min(MAX_MEMBERS);
                 let mut literals = Vec::with_capacity(n);
                 for _ in 0..n {
                     let d = r.read_dheader()?;
+                    let c = r.read_dheader()?;
                     let value = r.read_i32()?;
                     let flags = r.read_u16()?;
+                    r.finish_dheader(c)?;
                     let name = decode_member_detail(r, complete)?;
                     r.finish_dheader(d)?;
                     literals.push(EnumLiteral { value, flags, name });
