@@ -7,6 +7,8 @@
 //! - [`TypeBundle::new`] turns one into its minimal and complete [`TypeObject`]s (and those
 //!   of every type it depends on), their [`TypeIdentifier`]s — the first 14 bytes of the MD5
 //!   of the canonical XCDR2 little-endian serialization — and its [`TypeInformation`].
+//! - [`assignable`] decides whether a reader's type may receive a writer's (§7.2.4) under a
+//!   TypeConsistencyEnforcement policy.
 //! - [`lookup`] encodes and decodes TypeLookup requests and replies; the built-in endpoints
 //!   that serve them are `discovery::TypeLookupService`.
 //!
@@ -15,6 +17,7 @@
 //! untrusted bytes: they never panic, bound every count by the bytes remaining, and limit
 //! recursion ([`MAX_DEPTH`]).
 
+mod assign;
 mod build;
 mod identifier;
 mod info;
@@ -25,6 +28,7 @@ mod object;
 #[cfg(test)]
 mod tests;
 
+pub use assign::{assignable, Assignability};
 pub use build::TypeBundle;
 pub use identifier::{CollectionHeader, EquivalenceHash, TypeIdentifier};
 pub use info::{
