@@ -77,3 +77,74 @@ fn an_undecodable_type_information_keeps_the_endpoint() {
     let back = DiscoveredWriterData::decode(&bad).unwrap();
     assert!(back.type_information_rejected && back.type_information.is_none());
 }
+
+mod matching {
+    use super::*;
+    use tessera_rtps::discovery::{evaluate_match, MatchOutcome, NoMatchReason};
+    use tessera_rtps::qos::TypeConsistencyKind;
+    use tessera_rtps::xtypes::{Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc};
+
+    fn other_type() -> TypeBundle {
+        TypeBundle::new(&TypeDesc::Struct(Arc::new(StructDesc {
+            name: "Other".into(),
+            extensibility: Extensibility::Final,
+            members: vec![MemberDesc::new(
+                "x",
+                0,
+                TypeDesc::Primitive(Primitive::Int32),
+            )],
+        })))
+    }
+
+    fn pair(
+        w_type: (&str, Option<&TypeBundle>),
+        r_type: (&str, Option<&TypeBundle>),
+    ) -> (DiscoveredWriterData, DiscoveredReaderData) {
+        let mut w = writer();
+        w.type_name = w_type.0.into();
+        w.type_information = w_type.1.map(|b| Arc::new(b.information.clone()));
+        let g = Guid::new(GuidPrefix([8; 12]), EntityId([0, 0, 2, 0x07]));
+        let mut r = DiscoveredReaderData::new(g, "Square", r_type.0);
+        r.type_information = r_type.1.map(|b| Arc::new(b.information.clone()));
+        (w, r)
+    }
+
+    #[test]
+    fn equal_identifiers_match_whatever_the_names() {
+        let s = shape();
+        let (w, r) = pair(("ShapeType", Some(&s)), ("Shape", Some(&s)));
+        assert_eq!(evaluate_match(&w, &r), MatchOutcome::Match);
+        // Without type information on one side, names decide.
+        let (w, r) = pair(("ShapeType", None), ("Shape", Some(&s)));
+        assert_eq!(
+            evaluate_match(&w, &r),
+            MatchOutcome::NoMatch(NoMatchReason::TypeName)
+        );
+    }
+
+    #[test]
+    fn disallow_type_coercion_needs_equal_identifiers() {
+        let (s, o) = (shape(), other_type());
+        // ALLOW (default): different identifiers fall back to the names (the peer's
+        // TypeObjects are not fetched).
+        let (w, mut r) = pair(("ShapeType", Some(&o)), ("ShapeType", Some(&s)));
+        assert_eq!(evaluate_match(&w, &r), MatchOutcome::Match);
+        r.qos.type_consistency.kind = TypeConsistencyKind::DisallowTypeCoercion;
+        assert_eq!(
+            evaluate_match(&w, &r),
+            MatchOutcome::NoMatch(NoMatchReason::TypeMismatch)
+        );
+    }
+
+    #[test]
+    fn force_type_validation_refuses_a_writer_without_type_information() {
+        let s = shape();
+        let (w, mut r) = pair(("ShapeType", None), ("ShapeType", Some(&s)));
+        assert_eq!(evaluate_match(&w, &r), MatchOutcome::Match);
+        r.qos.type_consistency.force_type_validation = true;
+        assert_eq!(
+            evaluate_match(&w, &r),
+            MatchOutcome::NoMatch(NoMatchReason::TypeMismatch)
+        );
+    }
+}

@@ -144,6 +144,10 @@ pub enum NoMatchReason {
     TypeName,
     /// One entity kind says keyed, the other keyless.
     KeyKind,
+    /// The types' XTypes identifiers differ where the reader's TYPE_CONSISTENCY_ENFORCEMENT
+    /// says they must be equal (DISALLOW_TYPE_COERCION), or a side sent no type information
+    /// and the reader forces type validation.
+    TypeMismatch,
 }
 
 /// The result of comparing a writer with a reader.
@@ -160,8 +164,8 @@ pub enum MatchOutcome {
 }
 
 /// Compares a writer and a reader as Cyclone DDS does: topic name, then QoS compatibility
-/// (every policy), then partitions, then type name, then the keyed/keyless kind of the user
-/// entity ids when both are known.
+/// (every policy), then partitions, then the type (XTypes identifiers or type name, see
+/// [`type_mismatch`]), then the keyed/keyless kind of the user entity ids when both are known.
 pub fn evaluate_match(w: &DiscoveredWriterData, r: &DiscoveredReaderData) -> MatchOutcome {
     if w.topic_name != r.topic_name {
         return MatchOutcome::OtherTopic;
@@ -172,8 +176,8 @@ pub fn evaluate_match(w: &DiscoveredWriterData, r: &DiscoveredReaderData) -> Mat
     if !partitions_match(&w.qos.partition.0, &r.qos.partition.0) {
         return MatchOutcome::NoMatch(NoMatchReason::Partition);
     }
-    if w.type_name != r.type_name {
-        return MatchOutcome::NoMatch(NoMatchReason::TypeName);
+    if let Some(reason) = type_mismatch(w, r) {
+        return MatchOutcome::NoMatch(reason);
     }
     if let (Some(a), Some(b)) = (keyed(w.guid.entity_id), keyed(r.guid.entity_id)) {
         if a != b {
@@ -181,6 +185,34 @@ pub fn evaluate_match(w: &DiscoveredWriterData, r: &DiscoveredReaderData) -> Mat
         }
     }
     MatchOutcome::Match
+}
+
+/// The type check, as Cyclone DDS does it: when both sides announce TypeInformation, equal
+/// minimal identifiers match whatever the type names, and DISALLOW_TYPE_COERCION requires
+/// them equal; otherwise the type names must be equal (and a reader that forces type
+/// validation refuses a side without type information). Assignability of different
+/// identifiers would need the peer's TypeObjects, which Tessera does not request yet: such
+/// types are compared by name.
+fn type_mismatch(w: &DiscoveredWriterData, r: &DiscoveredReaderData) -> Option<NoMatchReason> {
+    use crate::qos::TypeConsistencyKind::DisallowTypeCoercion;
+    let tce = &r.qos.type_consistency;
+    match (&w.type_information, &r.type_information) {
+        (Some(wi), Some(ri)) => {
+            let (wid, rid) = (
+                &wi.minimal.typeid_with_size.type_id,
+                &ri.minimal.typeid_with_size.type_id,
+            );
+            if wid == rid {
+                None
+            } else if tce.kind == DisallowTypeCoercion {
+                Some(NoMatchReason::TypeMismatch)
+            } else {
+                (w.type_name != r.type_name).then_some(NoMatchReason::TypeName)
+            }
+        }
+        _ if tce.force_type_validation => Some(NoMatchReason::TypeMismatch),
+        _ => (w.type_name != r.type_name).then_some(NoMatchReason::TypeName),
+    }
 }
 
 /// Keyedness of a user-defined entity kind; `None` for built-in or vendor-specific kinds.
