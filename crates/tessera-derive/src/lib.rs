@@ -41,6 +41,9 @@
 //!   appendable types.
 //! - `#[bound(n)]` on a `String` or `Vec<T>`: `string<n>` / `sequence<T, n>` in the
 //!   TypeObject (not enforced when writing).
+//! - `#[must_understand]`: IDL's `@must_understand` (the MUST_UNDERSTAND member flag; in a
+//!   mutable struct's XCDR2 encoding the EMHEADER's M bit, so a reader that does not know the
+//!   member drops the sample).
 //! - `#[optional]` on an `Option<T>` member: IDL's `@optional` (in final and appendable
 //!   structs a presence octet in XCDR2, a parameter header in XCDR1; in mutable ones the
 //!   member is left out when `None`). A key member cannot be optional.
@@ -71,7 +74,10 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 /// Attributes: `#[key]`, `#[id(n)]`, `#[bound(n)]`, `#[optional]` on members; `#[topic(type_name = "Name",
 /// extensibility = "appendable", cdr_path = "path::to::cdr")]` on the struct (see the crate
 /// docs).
-#[proc_macro_derive(TopicType, attributes(key, topic, id, optional, bound))]
+#[proc_macro_derive(
+    TopicType,
+    attributes(key, topic, id, optional, bound, must_understand)
+)]
 pub fn derive_topic_type(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match expand(&input) {
@@ -173,6 +179,7 @@ fn parse_options(input: &DeriveInput) -> syn::Result<Options> {
 struct FieldAttrs {
     key: bool,
     optional: bool,
+    must_understand: bool,
     id: Option<u32>,
     bound: Option<u32>,
 }
@@ -180,7 +187,10 @@ struct FieldAttrs {
 fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
     let mut out = FieldAttrs::default();
     for attr in &field.attrs {
-        if attr.path().is_ident("key") || attr.path().is_ident("optional") {
+        if attr.path().is_ident("key")
+            || attr.path().is_ident("optional")
+            || attr.path().is_ident("must_understand")
+        {
             if !matches!(attr.meta, syn::Meta::Path(_)) {
                 return Err(syn::Error::new_spanned(
                     attr,
@@ -189,8 +199,10 @@ fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
             }
             let flag = if attr.path().is_ident("key") {
                 &mut out.key
-            } else {
+            } else if attr.path().is_ident("optional") {
                 &mut out.optional
+            } else {
+                &mut out.must_understand
             };
             if *flag {
                 return Err(syn::Error::new_spanned(attr, "duplicate attribute"));
@@ -305,6 +317,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             inner,
             key: a.key,
             optional: a.optional,
+            must_understand: a.must_understand,
             id,
             bound: a.bound,
         });
@@ -328,6 +341,7 @@ struct Member {
     inner: syn::Type,
     key: bool,
     optional: bool,
+    must_understand: bool,
     id: u32,
     bound: Option<u32>,
 }
@@ -381,6 +395,7 @@ fn generate(
 
     let descs = members.iter().map(|m| {
         let (mname, id, key, optional, inner) = (&m.name, m.id, m.key, m.optional, &m.inner);
+        let mu = m.must_understand;
         let ty = match m.bound {
             Some(n) => quote!(<#inner as __cdr::CdrType>::type_desc().with_bound(#n)),
             None => quote!(<#inner as __cdr::CdrType>::type_desc()),
@@ -392,7 +407,7 @@ fn generate(
                 ty: #ty,
                 key: #key,
                 optional: #optional,
-                must_understand: false,
+                must_understand: #mu,
             },
         }
     });
@@ -431,15 +446,16 @@ fn generate(
     let (write_body, read_body, skip_body, extract_body) = if ext == Ext::Mutable {
         let write_members = members.iter().map(|m| {
             let (ident, ty, inner, id) = (&m.ident, &m.ty, &m.inner, m.id);
+            let mu = m.must_understand;
             if m.optional {
                 quote! {
                     if let ::core::option::Option::Some(v) = &self.#ident {
-                        __m.member::<#inner>(w, #id, false, |w| <#inner as __cdr::CdrType>::write_cdr(v, w));
+                        __m.member::<#inner>(w, #id, #mu, |w| <#inner as __cdr::CdrType>::write_cdr(v, w));
                     }
                 }
             } else {
                 quote! {
-                    __m.member::<#ty>(w, #id, false, |w| <#ty as __cdr::CdrType>::write_cdr(&self.#ident, w));
+                    __m.member::<#ty>(w, #id, #mu, |w| <#ty as __cdr::CdrType>::write_cdr(&self.#ident, w));
                 }
             }
         });

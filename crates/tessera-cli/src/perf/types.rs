@@ -65,8 +65,9 @@ pub struct Unkeyed1024 {
 pub struct Keyed32 {
     /// Sequence number.
     pub seq: u32,
-    /// Key.
+    /// Key (must-understand: see `ddsperf_struct!`).
     #[key]
+    #[must_understand]
     pub keyval: u32,
     /// Filler.
     pub baggage: [u8; 24],
@@ -78,8 +79,9 @@ pub struct Keyed32 {
 pub struct Keyed256 {
     /// Sequence number.
     pub seq: u32,
-    /// Key.
+    /// Key (must-understand: see `ddsperf_struct!`).
     #[key]
+    #[must_understand]
     pub keyval: u32,
     /// Filler.
     pub baggage: [u8; 248],
@@ -91,98 +93,81 @@ pub struct Keyed256 {
 pub struct KeyedSeq {
     /// Sequence number.
     pub seq: u32,
-    /// Key.
+    /// Key (must-understand: see `ddsperf_struct!`).
     #[key]
+    #[must_understand]
     pub keyval: u32,
     /// `size − 12` octets.
     pub baggage: Vec<u8>,
 }
 
-/// `Struct16` (`-T S16`): 16 octets, `junk`, `seq`, `keyval`.
-#[derive(TopicType, Debug, Clone, PartialEq)]
-#[topic(type_name = "Struct16")]
-pub struct Struct16 {
-    /// ddsperf's `struct0` .. `structf`.
-    pub data: [u8; 16],
-    /// Filler.
-    pub junk: i64,
-    /// Sequence number.
-    pub seq: u32,
-    /// Key.
-    #[key]
-    pub keyval: u32,
+/// One of ddsperf's `Struct*` types: members `$f` of type `$elem` (ddsperf's IDL spells them
+/// out one by one, and its XTypes type must be the same as ours for Cyclone DDS to match us),
+/// then `junk`, `seq` and the key `keyval`; `filled` builds one with every `$f` from `elem`.
+macro_rules! ddsperf_struct {
+    ($(#[$m:meta])* $t:ident, $name:tt, $elem:ty, [$($f:ident),*]) => {
+        $(#[$m])*
+        #[derive(TopicType, Debug, Clone, PartialEq)]
+        #[topic(type_name = $name)]
+        pub struct $t {
+            $(
+                #[doc = "Filler (one of ddsperf's numbered members)."]
+                pub $f: $elem,
+            )*
+            /// Filler.
+            pub junk: i64,
+            /// Sequence number.
+            pub seq: u32,
+            /// Key (must-understand, as Cyclone 0.10.2 flags every key member: with equal
+            /// flags the identifiers equal ddsperf's, which 0.10.2 needs for nested types).
+            #[key]
+            #[must_understand]
+            pub keyval: u32,
+        }
+
+        impl $t {
+            fn filled(elem: impl Fn() -> $elem) -> Self {
+                $t {
+                    $( $f: elem(), )*
+                    junk: FILL_JUNK,
+                    seq: u32::from_ne_bytes([FILL_OCTET; 4]),
+                    keyval: u32::from_ne_bytes([FILL_OCTET; 4]),
+                }
+            }
+        }
+    };
 }
 
-/// `Struct256` (`-T S256`): 16 × [`Struct16`], `junk`, `seq`, `keyval`.
-#[derive(TopicType, Debug, Clone, PartialEq)]
-#[topic(type_name = "Struct256")]
-pub struct Struct256 {
-    /// ddsperf's `struct160` .. `struct16f`.
-    pub data: [Struct16; 16],
-    /// Filler.
-    pub junk: i64,
-    /// Sequence number.
-    pub seq: u32,
-    /// Key.
-    #[key]
-    pub keyval: u32,
-}
-
-/// `Struct4k` (`-T S4k`): 16 × [`Struct256`], `junk`, `seq`, `keyval`.
-#[derive(TopicType, Debug, Clone, PartialEq)]
-#[topic(type_name = "Struct4k")]
-pub struct Struct4k {
-    /// ddsperf's `struct2560` .. `struct256f`.
-    pub data: [Struct256; 16],
-    /// Filler.
-    pub junk: i64,
-    /// Sequence number.
-    pub seq: u32,
-    /// Key.
-    #[key]
-    pub keyval: u32,
-}
-
-/// `Struct32k` (`-T S32k`): 8 × [`Struct4k`], `junk`, `seq`, `keyval`.
-#[derive(TopicType, Debug, Clone, PartialEq)]
-#[topic(type_name = "Struct32k")]
-pub struct Struct32k {
-    /// ddsperf's `struct4k0` .. `struct4k7`.
-    pub data: [Struct4k; 8],
-    /// Filler.
-    pub junk: i64,
-    /// Sequence number.
-    pub seq: u32,
-    /// Key.
-    #[key]
-    pub keyval: u32,
-}
+ddsperf_struct!(
+    /// `Struct16` (`-T S16`): 16 octets `struct0` .. `structf`, `junk`, `seq`, `keyval`.
+    Struct16, "Struct16", u8, [struct0, struct1, struct2, struct3, struct4, struct5, struct6, struct7, struct8, struct9, structa, structb, structc, structd, structe, structf]
+);
+ddsperf_struct!(
+    /// `Struct256` (`-T S256`): 16 × [`Struct16`] `struct160` .. `struct16f`, `junk`, `seq`,
+    /// `keyval`.
+    Struct256, "Struct256", Struct16, [struct160, struct161, struct162, struct163, struct164, struct165, struct166, struct167, struct168, struct169, struct16a, struct16b, struct16c, struct16d, struct16e, struct16f]
+);
+ddsperf_struct!(
+    /// `Struct4k` (`-T S4k`): 16 × [`Struct256`] `struct2560` .. `struct256f`, `junk`, `seq`,
+    /// `keyval`.
+    Struct4k, "Struct4k", Struct256, [struct2560, struct2561, struct2562, struct2563, struct2564, struct2565, struct2566, struct2567, struct2568, struct2569, struct256a, struct256b, struct256c, struct256d, struct256e, struct256f]
+);
+ddsperf_struct!(
+    /// `Struct32k` (`-T S32k`): 8 × [`Struct4k`] `struct4k0` .. `struct4k7`, `junk`, `seq`,
+    /// `keyval`.
+    Struct32k, "Struct32k", Struct4k, [struct4k0, struct4k1, struct4k2, struct4k3, struct4k4, struct4k5, struct4k6, struct4k7]
+);
 
 fn fill_struct16() -> Struct16 {
-    Struct16 {
-        data: [FILL_OCTET; 16],
-        junk: FILL_JUNK,
-        seq: u32::from_ne_bytes([FILL_OCTET; 4]),
-        keyval: u32::from_ne_bytes([FILL_OCTET; 4]),
-    }
+    Struct16::filled(|| FILL_OCTET)
 }
 
 fn fill_struct256() -> Struct256 {
-    Struct256 {
-        data: std::array::from_fn(|_| fill_struct16()),
-        junk: FILL_JUNK,
-        seq: u32::from_ne_bytes([FILL_OCTET; 4]),
-        keyval: u32::from_ne_bytes([FILL_OCTET; 4]),
-    }
+    Struct256::filled(fill_struct16)
 }
 
 fn fill_struct4k() -> Struct4k {
-    Struct4k {
-        data: std::array::from_fn(|_| fill_struct256()),
-        junk: FILL_JUNK,
-        seq: u32::from_ne_bytes([FILL_OCTET; 4]),
-        keyval: u32::from_ne_bytes([FILL_OCTET; 4]),
-    }
+    Struct4k::filled(fill_struct256)
 }
 
 macro_rules! keyless {
@@ -299,10 +284,9 @@ keyed!(
     Struct32k,
     67728,
     Struct32k {
-        data: std::array::from_fn(|_| fill_struct4k()),
-        junk: FILL_JUNK,
         seq: 0,
         keyval: 0,
+        ..Struct32k::filled(fill_struct4k)
     }
 );
 
@@ -511,5 +495,53 @@ mod tests {
         let mut o = OneULong::new_sample(0);
         o.set_keyval(9);
         assert_eq!(o.keyval(), 0);
+    }
+
+    /// ddsperf's IDL spells the filler members out (`octet struct0; ... Struct4k struct4k7;`):
+    /// Cyclone DDS compares the types when both sides send type information, so ours must have
+    /// the same members, names and order.
+    #[test]
+    fn struct_types_have_ddsperf_members() {
+        use tessera::rtps::cdr::CdrType;
+        use tessera::rtps::xtypes::TypeDesc;
+        let names = |d: TypeDesc| match d {
+            TypeDesc::Struct(s) => s.members.iter().map(|m| m.name.clone()).collect::<Vec<_>>(),
+            other => panic!("{other:?}"),
+        };
+        let n16 = names(Struct16::type_desc());
+        assert_eq!(n16.len(), 19);
+        assert_eq!((n16[0].as_str(), n16[15].as_str()), ("struct0", "structf"));
+        assert_eq!(&n16[16..], ["junk", "seq", "keyval"]);
+        assert_eq!(names(Struct256::type_desc())[15], "struct16f");
+        assert_eq!(names(Struct4k::type_desc())[0], "struct2560");
+        assert_eq!(names(Struct32k::type_desc())[7], "struct4k7");
+        // The wire size is unchanged: 16 octets, then junk (8-aligned in XCDR1), seq, keyval.
+        let mut out = Vec::new();
+        tessera::rtps::cdr::serialize_sample(
+            &Struct16::new_sample(0),
+            tessera::rtps::cdr::Encoding::XCDR1_LE,
+            &mut out,
+        );
+        assert_eq!(out.len(), 4 + 32);
+    }
+
+    /// The hex of a type's minimal equivalence hash.
+    fn minimal_hex<T: tessera::TopicType>() -> String {
+        match T::type_bundle().minimal {
+            tessera::rtps::xtypes::TypeIdentifier::Minimal(h) => {
+                h.iter().map(|b| format!("{b:02x}")).collect()
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// With keys flagged must-understand (as Cyclone 0.10.2 flags every key), the identifiers
+    /// are those Debian's ddsperf 0.10.2 announces: KeyedSeq's is in the SEDP capture of
+    /// `discovery_codec.rs`, Struct16's in its trace asking us for it. So 0.10.2 matches us
+    /// without comparing types, which it cannot do for nested final structs (Struct256...).
+    #[test]
+    fn identifiers_equal_ddsperf_0_10_2() {
+        assert_eq!(minimal_hex::<KeyedSeq>(), "fa0413693f17171633962dcd81a2");
+        assert_eq!(minimal_hex::<Struct16>(), "54e98945d81c91e9e5c8a0db70b4");
     }
 }
