@@ -240,3 +240,53 @@ fn undecodable_or_unknown_requests_are_counted_and_unanswered() {
     assert!(p.replies.is_empty());
     assert_eq!(p.svc.counters().rejected, 2);
 }
+
+/// Runs `from`'s timers and hands what it sends (as participant `prefix`) to `to`.
+fn step(
+    from: &mut TypeLookupService,
+    to: &mut TypeLookupService,
+    prefix: GuidPrefix,
+    now: std::time::Instant,
+) {
+    from.handle_timeout(now);
+    let mut t = Transmit::new();
+    let mut bytes = Vec::new();
+    while from.poll_transmit(now, &mut t) {
+        bytes.push(encode_transmit(prefix, &t));
+    }
+    for m in bytes {
+        for rs in MessageReceiver::new(&m).unwrap() {
+            to.handle_submessage(&rs.unwrap(), now);
+        }
+    }
+}
+
+/// Two services: `server` knows the bundle, `client` asks for its minimal object.
+#[test]
+fn a_client_resolves_a_peers_type_and_checks_its_hash() {
+    let b = bundle();
+    let mut now = epoch();
+    let mut server = TypeLookupService::new(US, 0, now);
+    server.register(&b);
+    let mut client = TypeLookupService::new(PEER, 0, now);
+    let all = BuiltinEndpointSet(BuiltinEndpointSet::TYPE_LOOKUP_ALL);
+    server.add_peer(PEER, all, loc(2), now);
+    client.add_peer(US, all, loc(1), now);
+    assert!(client.resolve(&b.minimal).is_none());
+    assert!(client.request(&[b.minimal.clone()], now));
+    assert!(
+        !client.request(&[b.minimal.clone()], now),
+        "asked once a second"
+    );
+    for _ in 0..500 {
+        now += Duration::from_millis(1);
+        step(&mut client, &mut server, PEER, now);
+        step(&mut server, &mut client, US, now);
+    }
+    assert_eq!(server.counters().requests, 1);
+    assert_eq!(client.counters().types_resolved, 1);
+    assert!(client.take_resolved());
+    let obj = client.resolve(&b.minimal).expect("resolved");
+    assert_eq!(obj.identifier(), b.minimal);
+    assert_eq!(client.counters().bad_replies, 0);
+}

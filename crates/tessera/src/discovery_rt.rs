@@ -25,10 +25,12 @@ use tessera_rtps::discovery::{
     RemoteEndpointInfo, RemoteServer, SimpleDiscovery, SimpleDiscoveryConfig, SpdpParticipantData,
     TypeLookupService,
 };
-use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
+use tessera_rtps::qos::{
+    Durability, ReaderSideQos, ReliabilityKind, TypeConsistencyEnforcement, WriterSideQos,
+};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
 use tessera_rtps::wire::ReceivedSubmessage;
-use tessera_rtps::xtypes::{TypeBundle, TypeInformation};
+use tessera_rtps::xtypes::{assignable, Assignability, TypeBundle, TypeInformation};
 
 /// What a local endpoint must do because of discovery.
 #[derive(Debug, Clone)]
@@ -185,9 +187,36 @@ pub(crate) struct DiscoveryRuntime {
     transport: Transports,
     /// The TypeInformation of each registered type name (announced with its endpoints).
     types: HashMap<String, Arc<TypeInformation>>,
-    /// Serves our TypeObjects; `None` when type information is off.
+    /// Serves our TypeObjects and fetches peers'; `None` when type information is off.
     type_lookup: Option<TypeLookupService>,
+    /// The type and (readers) type consistency policy of each local endpoint with type
+    /// information, for the assignability check.
+    local_types: HashMap<Guid, (Arc<TypeInformation>, TypeConsistencyEnforcement)>,
+    /// Matches made on the type name while the peer's TypeObjects are asked for:
+    /// (local, remote) → the remote's data and when the match was made.
+    pending: HashMap<(Guid, Guid), (RemoteEndpointInfo, Instant)>,
+    /// Matches refused (or ended) because the types are not assignable; their unmatch is
+    /// not passed on.
+    refused: std::collections::HashSet<(Guid, Guid)>,
 }
+
+/// The action ending a local endpoint's match with a remote one (not a liveliness loss).
+fn unmatch(local: Guid, remote: Guid) -> MatchAction {
+    if local.entity_id.is_writer() {
+        MatchAction::UnmatchWriter { local, remote }
+    } else {
+        MatchAction::UnmatchReader {
+            local,
+            remote,
+            lost: false,
+        }
+    }
+}
+
+/// How long a match made on the type name waits for the peer's TypeObjects before the
+/// assignability check is given up (a peer that does not answer TypeLookup, or answers with
+/// objects that do not hash to their identifiers).
+const TYPE_RESOLUTION_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl DiscoveryRuntime {
     /// Discovery as `mode` says (standard SPDP/SEDP, or a discovery-server client) for a
@@ -222,7 +251,7 @@ impl DiscoveryRuntime {
         // server half of the TypeLookup service when we announce type information.
         data.builtin_endpoints = BuiltinEndpointSet::TESSERA_DEFAULT;
         if options.type_information {
-            data.builtin_endpoints.0 |= BuiltinEndpointSet::TYPE_LOOKUP_SERVER;
+            data.builtin_endpoints.0 |= BuiltinEndpointSet::TYPE_LOOKUP_ALL;
         }
         data.user_data = qos.user_data.0.clone();
         if let DiscoveryMode::Client(servers) = mode {
@@ -307,6 +336,9 @@ impl DiscoveryRuntime {
             type_lookup: options.type_information.then(|| {
                 TypeLookupService::new(prefix, crate::publication::now_nanos(), Instant::now())
             }),
+            local_types: HashMap::new(),
+            pending: HashMap::new(),
+            refused: Default::default(),
         }
     }
 
@@ -348,7 +380,18 @@ impl DiscoveryRuntime {
     }
 
     pub fn next_deadline(&self) -> Option<Instant> {
-        let tl = self.type_lookup.as_ref().and_then(|t| t.poll_timeout());
+        let held = self
+            .pending
+            .values()
+            .map(|(_, since)| *since + TYPE_RESOLUTION_WAIT)
+            .min();
+        let tl = [
+            self.type_lookup.as_ref().and_then(|t| t.poll_timeout()),
+            held,
+        ]
+        .into_iter()
+        .flatten()
+        .min();
         match (self.engine.poll_timeout(), tl) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -361,9 +404,10 @@ impl DiscoveryRuntime {
         if let Some(t) = &mut self.type_lookup {
             t.handle_timeout(now);
         }
-        self.flush(p, now);
         let mut out = Vec::new();
         self.drain_engine(&mut out);
+        self.decide_pending(now, &mut out);
+        self.flush(p, now);
         out
     }
 
@@ -380,11 +424,15 @@ impl DiscoveryRuntime {
                 let before = t.counters();
                 t.handle_submessage(rs, now);
                 let after = t.counters();
-                if after.rejected > before.rejected {
-                    tracing::debug!(from = ?rs.source_prefix, "dropped an undecodable TypeLookup request");
+                if after.rejected > before.rejected || after.bad_replies > before.bad_replies {
+                    tracing::debug!(from = ?rs.source_prefix, "dropped an undecodable TypeLookup sample or a TypeObject that does not hash to its identifier");
+                }
+                let mut out = Vec::new();
+                if t.take_resolved() {
+                    self.decide_pending(now, &mut out);
                 }
                 self.flush(p, now);
-                return Vec::new();
+                return out;
             }
         }
         if !self.engine.owns(entity) {
@@ -414,6 +462,10 @@ impl DiscoveryRuntime {
             DiscoveredWriterData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
         data.type_information = self.types.get(topic.type_name).cloned();
+        if let Some(t) = &data.type_information {
+            self.local_types
+                .insert(guid, (t.clone(), TypeConsistencyEnforcement::default()));
+        }
         let local = data.clone();
         self.local_change(
             p,
@@ -436,6 +488,10 @@ impl DiscoveryRuntime {
             DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
         data.type_information = self.types.get(topic.type_name).cloned();
+        if let Some(t) = &data.type_information {
+            self.local_types
+                .insert(guid, (t.clone(), data.qos.type_consistency));
+        }
         // As Cyclone's readers do: writers that share our group send each sample once to it.
         data.multicast_locators.clone_from(&self.reader_multicast);
         let local = data.clone();
@@ -454,6 +510,9 @@ impl DiscoveryRuntime {
         guid: Guid,
         now: Instant,
     ) -> Vec<MatchAction> {
+        self.local_types.remove(&guid);
+        self.pending.retain(|(l, _), _| *l != guid);
+        self.refused.retain(|(l, _)| *l != guid);
         self.local_change(
             p,
             now,
@@ -550,6 +609,31 @@ impl DiscoveryRuntime {
                 // refreshes its locators and counts nothing.
                 EngineEvent::Matched { local, remote }
                 | EngineEvent::MatchUpdated { local, remote } => {
+                    let key = (local, remote.guid());
+                    match self.type_verdict(local, &remote) {
+                        Assignability::Assignable => {
+                            self.pending.remove(&key);
+                            self.refused.remove(&key);
+                        }
+                        Assignability::NotAssignable => {
+                            tracing::debug!(?local, remote = ?key.1, "types not assignable: no match");
+                            if self.pending.remove(&key).is_some() {
+                                out.push(unmatch(local, key.1));
+                            }
+                            self.refused.insert(key);
+                            continue;
+                        }
+                        // Matched on the name at once, as before type information (peers do
+                        // not all answer TypeLookup, and a held match would stall a writer
+                        // that already sends to us); ended if the types prove not assignable.
+                        Assignability::Unresolved(missing) => {
+                            if let Some(t) = &mut self.type_lookup {
+                                t.request(&missing, Instant::now());
+                            }
+                            let since = self.pending.get(&key).map_or_else(Instant::now, |p| p.1);
+                            self.pending.insert(key, (remote.clone(), since));
+                        }
+                    }
                     let r = self.remote_endpoint(local, &remote);
                     out.push(if local.entity_id.is_writer() {
                         MatchAction::MatchWriter { local, remote: r }
@@ -561,15 +645,26 @@ impl DiscoveryRuntime {
                     local,
                     remote,
                     lost,
-                } => out.push(if local.entity_id.is_writer() {
-                    MatchAction::UnmatchWriter { local, remote }
-                } else {
-                    MatchAction::UnmatchReader {
-                        local,
-                        remote,
-                        lost,
-                    }
-                }),
+                } if self.refused.remove(&(local, remote)) => {
+                    // Not matched on the endpoint's side (any more): nothing to undo.
+                    let _ = lost;
+                }
+                EngineEvent::Unmatched {
+                    local,
+                    remote,
+                    lost,
+                } => {
+                    self.pending.remove(&(local, remote));
+                    out.push(if local.entity_id.is_writer() {
+                        MatchAction::UnmatchWriter { local, remote }
+                    } else {
+                        MatchAction::UnmatchReader {
+                            local,
+                            remote,
+                            lost,
+                        }
+                    })
+                }
                 EngineEvent::IncompatibleQos {
                     local, policies, ..
                 } => {
@@ -580,6 +675,65 @@ impl DiscoveryRuntime {
                         MatchAction::ReaderIncompatible { local, policies }
                     });
                 }
+            }
+        }
+    }
+
+    /// Whether local endpoint `local` and a matched remote one have assignable types: only
+    /// asked when both announced type information with different minimal identifiers (equal
+    /// ones, and DISALLOW_TYPE_COERCION, were decided by the engine's matching), and decided
+    /// on the minimal TypeObjects (ours, and the peer's fetched over TypeLookup).
+    fn type_verdict(&self, local: Guid, remote: &RemoteEndpointInfo) -> Assignability {
+        let (Some(svc), Some((ours, tce))) = (&self.type_lookup, self.local_types.get(&local))
+        else {
+            return Assignability::Assignable;
+        };
+        let theirs = match remote {
+            RemoteEndpointInfo::Writer(w) => w.type_information.clone(),
+            RemoteEndpointInfo::Reader(r) => r.type_information.clone(),
+        };
+        let Some(theirs) = theirs else {
+            return Assignability::Assignable;
+        };
+        let ours_id = &ours.minimal.typeid_with_size.type_id;
+        let theirs_id = &theirs.minimal.typeid_with_size.type_id;
+        if ours_id == theirs_id {
+            return Assignability::Assignable;
+        }
+        let resolve = |id: &tessera_rtps::xtypes::TypeIdentifier| svc.resolve(id);
+        match remote {
+            // A remote writer: our reader's policy; a remote reader: its policy.
+            RemoteEndpointInfo::Writer(_) => assignable(ours_id, theirs_id, tce, &resolve),
+            RemoteEndpointInfo::Reader(r) => {
+                assignable(theirs_id, ours_id, &r.qos.type_consistency, &resolve)
+            }
+        }
+    }
+
+    /// Checks again the matches made on the type name (a peer's type arrived, or time
+    /// passed): those whose types prove not assignable end; the others stay.
+    fn decide_pending(&mut self, now: Instant, out: &mut Vec<MatchAction>) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let held: Vec<_> = self.pending.drain().collect();
+        for (key, (remote, since)) in held {
+            match self.type_verdict(key.0, &remote) {
+                Assignability::Unresolved(missing) if now < since + TYPE_RESOLUTION_WAIT => {
+                    if let Some(t) = &mut self.type_lookup {
+                        t.request(&missing, now);
+                    }
+                    self.pending.insert(key, (remote, since));
+                }
+                Assignability::NotAssignable => {
+                    tracing::debug!(local = ?key.0, remote = ?key.1, "types not assignable: match ended");
+                    out.push(unmatch(key.0, key.1));
+                    self.refused.insert(key);
+                }
+                Assignability::Unresolved(_) => {
+                    tracing::debug!(local = ?key.0, remote = ?key.1, "peer type not resolved: the type name decided");
+                }
+                Assignability::Assignable => {}
             }
         }
     }

@@ -125,10 +125,12 @@ impl BuiltinEndpointSet {
     pub const TYPE_LOOKUP_REPLY_WRITER: u32 = 1 << 14;
     /// TypeLookup service reply reader.
     pub const TYPE_LOOKUP_REPLY_READER: u32 = 1 << 15;
-    /// The TypeLookup endpoints a Tessera participant serves with: it answers requests (request
-    /// reader, reply writer) and asks nothing.
-    pub const TYPE_LOOKUP_SERVER: u32 =
-        Self::TYPE_LOOKUP_REQUEST_READER | Self::TYPE_LOOKUP_REPLY_WRITER;
+    /// The TypeLookup endpoints a Tessera participant has: it answers requests (request
+    /// reader, reply writer) and asks for peers' types (request writer, reply reader).
+    pub const TYPE_LOOKUP_ALL: u32 = Self::TYPE_LOOKUP_REQUEST_WRITER
+        | Self::TYPE_LOOKUP_REQUEST_READER
+        | Self::TYPE_LOOKUP_REPLY_WRITER
+        | Self::TYPE_LOOKUP_REPLY_READER;
 
     /// What a Tessera participant has: SPDP and the SEDP publications and subscriptions
     /// endpoints. Not the participant message (writer liveliness) endpoints: they are not
