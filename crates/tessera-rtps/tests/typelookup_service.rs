@@ -273,9 +273,9 @@ fn a_client_resolves_a_peers_type_and_checks_its_hash() {
     server.add_peer(PEER, all, loc(2), now);
     client.add_peer(US, all, loc(1), now);
     assert!(client.resolve(&b.minimal).is_none());
-    assert!(client.request(&[b.minimal.clone()], now));
+    assert!(client.request(std::slice::from_ref(&b.minimal), now));
     assert!(
-        !client.request(&[b.minimal.clone()], now),
+        !client.request(std::slice::from_ref(&b.minimal), now),
         "asked once a second"
     );
     for _ in 0..500 {
