@@ -1,0 +1,109 @@
+//! `ConsensusGroup`: what Tessera needs from a consensus library, and nothing of its API.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+
+use crate::entry::{Delivery, Entry, MemberId};
+
+/// Where a member's consensus endpoint listens. Announced by the caller (SEDP carries it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MemberAddr {
+    /// TCP, the consensus thread's listener.
+    Tcp(SocketAddr),
+    /// A member of an in-process simulated network ([`crate::sim`]), by its id there.
+    Sim(MemberId),
+}
+
+impl MemberAddr {
+    pub(crate) fn encode(&self) -> String {
+        match self {
+            MemberAddr::Tcp(a) => format!("tcp:{a}"),
+            MemberAddr::Sim(id) => format!("sim:{id}"),
+        }
+    }
+
+    pub(crate) fn decode(s: &str) -> Option<MemberAddr> {
+        if let Some(a) = s.strip_prefix("tcp:") {
+            return a.parse().ok().map(MemberAddr::Tcp);
+        }
+        let hex = s.strip_prefix("sim:")?;
+        if hex.len() != 24 {
+            return None;
+        }
+        let mut id = [0u8; 12];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(MemberAddr::Sim(MemberId(id)))
+    }
+}
+
+/// Why a proposal did not commit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProposeError {
+    /// No answer in time: the entry may or may not commit. Retrying with the same
+    /// `(writer, sn)` is safe: apply deduplicates.
+    #[error("no commit within the timeout; the entry may still commit (indeterminate)")]
+    Indeterminate,
+    /// The group has no reachable leader (no majority): nothing was appended.
+    #[error("no leader reachable: the group has no majority")]
+    NoLeader,
+    /// `(writer, sn)` is not newer than what this writer already committed; the entry was not
+    /// delivered again.
+    #[error("duplicate (writer, sn): already committed at index {0:?}")]
+    Duplicate(Option<u64>),
+    /// The group or its consensus thread was shut down.
+    #[error("the consensus group is closed")]
+    Closed,
+}
+
+/// Why a membership change failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MembershipError {
+    /// No leader answered in time.
+    #[error("membership change timed out")]
+    Timeout,
+    /// The consensus library refused the change.
+    #[error("membership change refused: {0}")]
+    Refused(String),
+    /// The group or its consensus thread was shut down.
+    #[error("the consensus group is closed")]
+    Closed,
+}
+
+/// A replicated, totally ordered log of [`Entry`]s shared by the members of one ATOMIC topic.
+///
+/// Blocking calls from any thread (they talk to the consensus thread over channels); no async
+/// runtime leaks into the caller.
+pub trait ConsensusGroup: Send + Sync {
+    /// This member.
+    fn id(&self) -> MemberId;
+
+    /// Appends `entry` and returns its log index once a majority of voters holds it. On
+    /// `Err(Indeterminate)` it may still commit; a retry with the same `(writer, sn)` is
+    /// deduplicated.
+    fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64, ProposeError>;
+
+    /// Committed entries in log order, each once (a member that joins late gets the log from the
+    /// start, or a [`Delivery::Skipped`] where it was purged).
+    fn deliveries(&self) -> &Receiver<Delivery>;
+
+    /// Adds `id` as a learner, waits until it caught up, then makes it a voter.
+    fn add_voter(
+        &self,
+        id: MemberId,
+        addr: MemberAddr,
+        timeout: Duration,
+    ) -> Result<(), MembershipError>;
+
+    /// Removes `id` from the voters (and the learners).
+    fn remove_member(&self, id: MemberId, timeout: Duration) -> Result<(), MembershipError>;
+
+    /// The current leader as this member knows it.
+    fn leader(&self) -> Option<MemberId>;
+
+    /// The voters as this member knows them.
+    fn voters(&self) -> Vec<MemberId>;
+}
