@@ -6,8 +6,36 @@ use serde::{Deserialize, Serialize};
 
 /// A member of a consensus group: the GUID prefix of its participant. An in-memory member that
 /// restarts comes back with a new participant, so a new id (it rejoins as a learner, then a voter).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct MemberId(pub [u8; 12]);
+
+impl MemberId {
+    /// Parses the 24 hex digits [`Display`](fmt::Display) writes.
+    pub fn parse(hex: &str) -> Option<MemberId> {
+        if hex.len() != 24 {
+            return None;
+        }
+        let mut id = [0u8; 12];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(MemberId(id))
+    }
+}
+
+// As a hex string: openraft keeps members in maps keyed by id, and JSON keys are strings.
+impl Serialize for MemberId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemberId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        MemberId::parse(&s).ok_or_else(|| serde::de::Error::custom("a member id is 24 hex digits"))
+    }
+}
 
 impl fmt::Display for MemberId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

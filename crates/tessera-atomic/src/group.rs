@@ -28,15 +28,7 @@ impl MemberAddr {
         if let Some(a) = s.strip_prefix("tcp:") {
             return a.parse().ok().map(MemberAddr::Tcp);
         }
-        let hex = s.strip_prefix("sim:")?;
-        if hex.len() != 24 {
-            return None;
-        }
-        let mut id = [0u8; 12];
-        for (i, b) in id.iter_mut().enumerate() {
-            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
-        }
-        Some(MemberAddr::Sim(MemberId(id)))
+        MemberId::parse(s.strip_prefix("sim:")?).map(MemberAddr::Sim)
     }
 }
 

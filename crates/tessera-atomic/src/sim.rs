@@ -14,6 +14,11 @@ use crate::entry::MemberId;
 use crate::raft::net::{handle, Envelope, Response};
 use crate::raft::Raft;
 
+fn reencode<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> io::Result<T> {
+    let bytes = serde_json::to_vec(v).map_err(io::Error::other)?;
+    serde_json::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
 #[derive(Default)]
 struct State {
     members: HashMap<(String, MemberId), Raft>,
@@ -126,7 +131,9 @@ impl SimNet {
                 "member down",
             ));
         };
-        let resp = handle(&raft, env.req).await;
+        // Through the wire format, as over TCP, so the simulation also proves what TCP sends.
+        let env: Envelope = reencode(&env)?;
+        let resp: Response = reencode(&handle(&raft, env.req).await)?;
         if !self.passes(to, from) {
             return Err(lost());
         }
