@@ -25,6 +25,8 @@ use std::collections::{HashMap, HashSet};
 pub enum Outcome {
     /// Acknowledged: committed, at this log index.
     Ok(u64),
+    /// Acknowledged, at an index the writer was not told (a DDS `write` returns no index).
+    Acked,
     /// Refused: must never be delivered.
     Failed,
     /// Timed out or the writer crashed: may or may not be delivered.
@@ -215,8 +217,18 @@ pub fn check(h: &History) -> Vec<Violation> {
         }
         if m.stayed_up {
             for w in &h.writes {
-                if let Outcome::Ok(i) = w.outcome {
-                    let covered = m.skipped_to.is_some_and(|s| i <= s);
+                let index = match w.outcome {
+                    Outcome::Ok(i) => Some(i),
+                    Outcome::Acked => None,
+                    _ => continue,
+                };
+                {
+                    let covered = match (m.skipped_to, index) {
+                        (Some(s), Some(i)) => i <= s,
+                        // Index unknown: a member that skipped some of the log may not have it.
+                        (Some(_), None) => true,
+                        (None, _) => false,
+                    };
                     if !covered && !seen.contains(&w.value) {
                         out.push(Violation::LostWrite {
                             member: m.member.clone(),
@@ -286,6 +298,13 @@ mod tests {
         }
     }
 
+    /// Checks `h` and asserts that `x` is among the violations found.
+    fn assert_found(h: &History, x: Violation) -> Vec<Violation> {
+        let v = check(h);
+        assert!(v.contains(&x), "{x:?} not in {v:?}");
+        v
+    }
+
     /// Writer 1 writes 10, 11; writer 2 writes 20, 21 (indeterminate); all delivered at 2..=5
     /// (index 1 is a leader's blank entry).
     fn clean() -> History {
@@ -314,14 +333,13 @@ mod tests {
         let mut h = clean();
         h.members[1].deliveries[1] = (3, 21);
         h.members[1].deliveries.pop();
-        let v = check(&h);
-        assert!(
-            v.contains(&Violation::ConflictingValues {
+        assert_found(
+            &h,
+            Violation::ConflictingValues {
                 index: 3,
                 a: 20,
-                b: 21
-            }),
-            "{v:?}"
+                b: 21,
+            },
         );
     }
 
@@ -366,18 +384,32 @@ mod tests {
     #[test]
     fn an_acknowledged_write_missing_at_a_live_member() {
         let h = clean(); // c stayed up but has only two deliveries
-        let v = check(&h);
-        assert!(
-            v.contains(&Violation::LostWrite {
+        let v = assert_found(
+            &h,
+            Violation::LostWrite {
                 member: "c".into(),
-                value: 11
-            }),
-            "{v:?}"
+                value: 11,
+            },
         );
         // The indeterminate 21 is not required.
         assert!(!v
             .iter()
             .any(|x| matches!(x, Violation::LostWrite { value: 21, .. })));
+    }
+
+    #[test]
+    fn an_acked_write_without_index_is_still_required_everywhere() {
+        let mut h = clean();
+        h.writes[1].outcome = Outcome::Acked;
+        assert_found(
+            &h,
+            Violation::LostWrite {
+                member: "c".into(),
+                value: 11,
+            },
+        );
+        h.members[2].stayed_up = false;
+        assert_eq!(check(&h), vec![]);
     }
 
     #[test]
@@ -387,13 +419,12 @@ mod tests {
         for m in &mut h.members[..2] {
             m.deliveries.push((6, 10));
         }
-        let v = check(&h);
-        assert!(
-            v.contains(&Violation::Duplicate {
+        let v = assert_found(
+            &h,
+            Violation::Duplicate {
                 member: "a".into(),
-                value: 10
-            }),
-            "{v:?}"
+                value: 10,
+            },
         );
         assert!(v.contains(&Violation::Duplicate {
             member: "sequence".into(),
@@ -406,13 +437,12 @@ mod tests {
         let mut h = clean();
         h.members[2].stayed_up = false;
         h.writes[3].outcome = Outcome::Failed;
-        let v = check(&h);
-        assert!(
-            v.contains(&Violation::FailedDelivered {
+        assert_found(
+            &h,
+            Violation::FailedDelivered {
                 member: "a".into(),
-                value: 21
-            }),
-            "{v:?}"
+                value: 21,
+            },
         );
     }
 

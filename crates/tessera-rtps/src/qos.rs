@@ -1484,7 +1484,8 @@ mod tests {
         let prefix = GuidPrefix([7; 12]);
         let wg = Guid::new(prefix, EntityId::new(1, entity_kind::USER_WRITER_NO_KEY));
         let rg = Guid::new(prefix, EntityId::new(2, entity_kind::USER_READER_NO_KEY));
-        let at = Locator::udpv4(std::net::Ipv4Addr::new(10, 1, 2, 3), 40123);
+        let mut at = Locator::udpv4(std::net::Ipv4Addr::new(10, 1, 2, 3), 40123);
+        at.kind = 4; // TCPv4, as the runtime announces it
         let mut wq = WriterSideQos::default().with_consistency(Consistency::Atomic);
         wq.consensus_endpoint = Some(at);
         let wd = DiscoveredWriterData::new(wg, "T", "X").with_qos(wq.clone());

@@ -23,7 +23,7 @@ use tessera_rtps::discovery::{
     DiscoveryServerClient, DsClientConfig, EngineEvent, LocalMatcher, LocatorSelector,
     RemoteEndpointInfo, RemoteServer, SimpleDiscovery, SimpleDiscoveryConfig, SpdpParticipantData,
 };
-use tessera_rtps::qos::{Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
+use tessera_rtps::qos::{Consistency, Durability, ReaderSideQos, ReliabilityKind, WriterSideQos};
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
 use tessera_rtps::wire::ReceivedSubmessage;
 
@@ -535,6 +535,7 @@ impl DiscoveryRuntime {
                 durable,
                 locators: self.own_locators,
                 multicast: Locators::new(),
+                consensus: None,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -556,12 +557,21 @@ impl DiscoveryRuntime {
                 durable(r.qos.durability),
             ),
         };
+        let consensus = match info {
+            RemoteEndpointInfo::Writer(w) => (w.qos.consistency == Consistency::Atomic)
+                .then_some(w.qos.consensus_endpoint)
+                .flatten(),
+            RemoteEndpointInfo::Reader(r) => (r.qos.consistency == Consistency::Atomic)
+                .then_some(r.qos.consensus_endpoint)
+                .flatten(),
+        };
         RemoteEndpoint {
             guid: info.guid(),
             reliable,
             durable,
             locators,
             multicast,
+            consensus,
         }
     }
 }

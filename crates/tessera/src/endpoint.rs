@@ -23,6 +23,8 @@ pub(crate) struct RemoteEndpoint {
     /// default ones when it announced no locator), reachable by our transports; empty for
     /// writers, local readers, and when this participant sends no user data by multicast.
     pub multicast: Locators,
+    /// A remote ATOMIC endpoint's consensus address (its participant's group member).
+    pub consensus: Option<Locator>,
 }
 
 /// A local data writer as the receive and event threads see it.

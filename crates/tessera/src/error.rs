@@ -32,6 +32,11 @@ pub enum Error {
     /// A blocking operation did not complete in time.
     #[error("timeout")]
     Timeout,
+    /// An ATOMIC write got no answer in time after it may have reached the group: it may still
+    /// be committed (and delivered everywhere) or not. A later write of the same writer is never
+    /// delivered before it.
+    #[error("indeterminate: the sample may or may not be committed")]
+    Indeterminate,
     /// The entity was already deleted or its participant is gone.
     #[error("entity already deleted")]
     AlreadyDeleted,

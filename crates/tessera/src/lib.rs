@@ -51,6 +51,7 @@ pub use tessera_derive::TopicType;
 pub use tessera_rtps as rtps;
 pub use tessera_rtps::cdr::TopicType;
 
+mod atomic;
 mod bounds;
 pub mod condition;
 mod discovery_rt;

@@ -337,6 +337,8 @@ pub(crate) struct ParticipantShared {
     pub ctx: Arc<RuntimeContext>,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
+    /// Consensus groups of ATOMIC endpoints (started with the first one).
+    pub atomic: crate::atomic::AtomicService,
     next_entity_key: AtomicU32,
 }
 
@@ -367,6 +369,7 @@ struct ParticipantOwner {
 impl Drop for ParticipantOwner {
     fn drop(&mut self) {
         self.shared.discovery.lock().announce_leaving(&self.shared);
+        self.shared.atomic.close();
         self.shared.ctx.close();
         self.shared.kick.wake_now();
         drop(self.receivers.lock().take());
@@ -477,6 +480,7 @@ impl DomainParticipant {
             ctx: Arc::new(ctx),
             endpoints: RwLock::new(Endpoints::default()),
             discovery: Mutex::new(discovery),
+            atomic: crate::atomic::AtomicService::new(guid_prefix),
             next_entity_key: AtomicU32::new(1),
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
@@ -719,6 +723,9 @@ impl ParticipantShared {
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {
+                    if let Some(c) = &remote.consensus {
+                        self.atomic.peer_seen(local, remote.guid.prefix, c);
+                    }
                     let (w, local_reader) = {
                         let eps = self.endpoints.read();
                         let r = if remote.guid.prefix == self.guid_prefix {
@@ -739,6 +746,9 @@ impl ParticipantShared {
                     }
                 }
                 MatchAction::MatchReader { local, remote } => {
+                    if let Some(c) = &remote.consensus {
+                        self.atomic.peer_seen(local, remote.guid.prefix, c);
+                    }
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.matched(&self.ctx, &remote, now);

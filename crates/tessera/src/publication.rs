@@ -26,6 +26,7 @@ use tessera_rtps::types::{EntityId, Guid, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
 
+mod atomic;
 mod local;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
 
@@ -73,6 +74,10 @@ impl Publisher {
         let entity_id = p.new_entity_id(true, T::KEYED);
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
+        let mut side = tessera_rtps::qos::WriterSideQos::new(topic.qos(), &self.qos, &qos);
+        if let Some(a) = atomic::setup(&p, guid, topic.name(), &mut side)? {
+            let _ = ep.atomic.set(a);
+        }
         p.endpoints
             .write()
             .writers
@@ -84,7 +89,7 @@ impl Publisher {
                 topic_name: topic.name(),
                 type_name: topic.type_name(),
             },
-            tessera_rtps::qos::WriterSideQos::new(topic.qos(), &self.qos, &qos),
+            side,
             Instant::now(),
         );
         p.apply_discovery_events(actions, Instant::now());
@@ -163,6 +168,8 @@ pub(crate) struct WriterEndpoint {
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
+    /// Set for an ATOMIC writer: samples go to its consensus group instead (see [`atomic`]).
+    atomic: std::sync::OnceLock<atomic::AtomicWriter>,
 }
 
 /// An instance a writer unregisters: its key hash (none for a keyless topic) and serialized key.
@@ -212,6 +219,7 @@ impl WriterEndpoint {
             autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
+            atomic: std::sync::OnceLock::new(),
         })
     }
 
@@ -235,6 +243,9 @@ impl WriterEndpoint {
     ) -> Result<()> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
+        }
+        if let Some(a) = self.atomic.get() {
+            return a.submit(self.guid, &payload, key_hash, status, source_ns);
         }
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);

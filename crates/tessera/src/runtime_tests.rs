@@ -76,6 +76,7 @@ fn route(
 
 fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
     RemoteEndpoint {
+        consensus: None,
         guid,
         reliable: true,
         durable: false,

@@ -7,6 +7,8 @@
 //! sample type beyond its [`TypeSupport`]: `DataReader<T>` decodes at `read`/`take` time, in the
 //! application's thread (see [`crate::reader`]).
 
+mod atomic;
+
 use crate::condition::Notifier;
 use crate::endpoint::{LocalHolder, LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
@@ -93,6 +95,14 @@ impl Subscriber {
         let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
+        let mut side = tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &self.qos, &qos);
+        atomic::setup(
+            &p,
+            guid,
+            topic.name(),
+            &mut side,
+            &(ep.clone() as Arc<dyn LocalReader>),
+        )?;
         p.endpoints
             .write()
             .readers
@@ -104,7 +114,7 @@ impl Subscriber {
                 topic_name: topic.name(),
                 type_name: topic.type_name(),
             },
-            tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &self.qos, &qos),
+            side,
             Instant::now(),
         );
         p.apply_discovery_events(actions, Instant::now());
