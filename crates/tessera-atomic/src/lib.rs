@@ -51,3 +51,9 @@ pub mod sim;
 pub use entry::{Delivery, Entry, EntryKind, MemberId};
 pub use group::{ConsensusGroup, MemberAddr, MembershipError, ProposeError};
 pub use raft::{ConsensusThread, GroupSpec, OpenError, OpenRaftGroup, Timing};
+
+/// Frames the consensus TCP servers of this process refused (oversized or undecodable), since
+/// start: each closed its connection.
+pub fn bad_frames() -> u64 {
+    raft::net::BAD_FRAMES.load(std::sync::atomic::Ordering::Relaxed)
+}

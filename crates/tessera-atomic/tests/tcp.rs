@@ -119,3 +119,38 @@ fn three_members_over_tcp_agree_and_survive_a_crash() {
     assert_eq!(check(&h), vec![]);
     assert_eq!(h.members[0].deliveries.len(), 50);
 }
+
+#[test]
+#[ignore = "opens TCP sockets: run inside scripts/netns-run"]
+fn hostile_frames_close_their_connection_and_the_member_keeps_working() {
+    use std::io::{Read, Write as _};
+    let t = ConsensusThread::start("m", Some("127.0.0.1:0".parse().unwrap())).unwrap();
+    let id = MemberId([9; 12]);
+    let addr = t.tcp_addr().unwrap();
+    let g = t
+        .open(GroupSpec {
+            group: "0//h".into(),
+            me: id,
+            initial: Some(vec![(id, MemberAddr::Tcp(addr))]),
+            sim: None,
+            timing: Default::default(),
+        })
+        .unwrap();
+    let before = tessera_atomic::bad_frames();
+    let hostile: [&[u8]; 3] = [
+        &[0xff, 0xff, 0xff, 0xff], // a 4 GiB frame: refused before allocating
+        &[0, 0, 0, 5, b'{', b'x', b'"', 0, 1], // not JSON
+        &[0, 0, 0, 2, b'{', b'}'], // JSON, not an envelope
+    ];
+    for bytes in hostile {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        s.write_all(bytes).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut buf = [0u8; 16];
+        // The server closes the connection without answering.
+        assert_eq!(s.read(&mut buf).unwrap_or(0), 0);
+    }
+    assert_eq!(tessera_atomic::bad_frames() - before, 3);
+    // A one-member group commits on its own.
+    assert!(g.propose(entry(1, 1), Duration::from_secs(5)).is_ok());
+}

@@ -33,7 +33,7 @@ use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{locator_kind, Guid, GuidPrefix, Locator, Timestamp};
 use tessera_rtps::wire::PayloadKind;
 
-use crate::endpoint::LocalReader;
+use crate::endpoint::{LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::runtime::RuntimeContext;
 
@@ -149,8 +149,7 @@ impl Group {
         let peers: Vec<(MemberId, SocketAddr)> =
             self.peers.lock().iter().map(|(k, v)| (*k, *v)).collect();
         if voters.is_empty() {
-            let lowest = peers.first().map(|p| p.0) == Some(self.me);
-            if lowest && (peers.len() >= 3 || self.created.elapsed() >= FORMATION_WAIT) {
+            if forms_now(self.me, &peers, self.created.elapsed()) {
                 if peers.len() < 3 {
                     tracing::warn!(
                         group = %self.name,
@@ -207,6 +206,12 @@ impl Group {
             }
         }
     }
+}
+
+/// Whether `me` bootstraps the group now: it is the lowest known member (peers are sorted, `me`
+/// among them) and it knows three, or it waited [`FORMATION_WAIT`].
+fn forms_now(me: MemberId, peers: &[(MemberId, SocketAddr)], waited: Duration) -> bool {
+    peers.first().map(|p| p.0) == Some(me) && (peers.len() >= 3 || waited >= FORMATION_WAIT)
 }
 
 struct GroupEntry {
@@ -303,14 +308,22 @@ impl AtomicService {
         group.readers.lock().push(reader);
     }
 
-    /// A remote ATOMIC endpoint matched `local`: its participant is a member of `local`'s group.
-    pub(crate) fn peer_seen(&self, local: Guid, remote: GuidPrefix, consensus: &Locator) {
-        let Some(addr) = from_locator(consensus) else {
-            return;
-        };
+    /// An endpoint matched `local`. An ATOMIC one names its participant's member of `local`'s
+    /// group; an EVENTUAL reader of an ATOMIC writer gets nothing yet (committed samples for
+    /// EVENTUAL readers are future work): say so.
+    pub(crate) fn matched(&self, local: Guid, remote: &RemoteEndpoint) {
         let group = self.inner.lock().by_endpoint.get(&local).cloned();
-        if let Some(g) = group {
-            g.peers.lock().insert(MemberId(remote.0), addr);
+        let Some(g) = group else { return };
+        match remote.consensus.as_ref().and_then(from_locator) {
+            Some(addr) => {
+                g.peers.lock().insert(MemberId(remote.guid.prefix.0), addr);
+            }
+            None if local.entity_id.is_writer() => tracing::warn!(
+                group = %g.name,
+                reader = ?remote.guid,
+                "an EVENTUAL reader matched an ATOMIC writer: it receives nothing (not supported yet)"
+            ),
+            None => {}
         }
     }
 
@@ -358,5 +371,21 @@ mod tests {
             None
         );
         assert_eq!(group_name(0, &["b".into(), "a".into()], "T"), "0/a,b/T");
+    }
+
+    #[test]
+    fn the_lowest_member_forms_the_group_with_three_or_after_the_wait() {
+        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
+        let m = |b: u8| (MemberId([b; 12]), a);
+        let short = Duration::from_millis(10);
+        assert!(forms_now(MemberId([1; 12]), &[m(1), m(2), m(3)], short));
+        assert!(!forms_now(
+            MemberId([2; 12]),
+            &[m(1), m(2), m(3)],
+            FORMATION_WAIT
+        ));
+        assert!(!forms_now(MemberId([1; 12]), &[m(1), m(2)], short));
+        assert!(forms_now(MemberId([1; 12]), &[m(1), m(2)], FORMATION_WAIT));
+        assert!(forms_now(MemberId([1; 12]), &[m(1)], FORMATION_WAIT));
     }
 }

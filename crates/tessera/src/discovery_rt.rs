@@ -514,6 +514,14 @@ impl DiscoveryRuntime {
     /// What local endpoint `local` needs to know of a matched endpoint.
     fn remote_endpoint(&self, local: Guid, info: &RemoteEndpointInfo) -> RemoteEndpoint {
         let durable = |d: Durability| d != Durability::Volatile;
+        let consensus = match info {
+            RemoteEndpointInfo::Writer(w) => (w.qos.consistency == Consistency::Atomic)
+                .then_some(w.qos.consensus_endpoint)
+                .flatten(),
+            RemoteEndpointInfo::Reader(r) => (r.qos.consistency == Consistency::Atomic)
+                .then_some(r.qos.consensus_endpoint)
+                .flatten(),
+        };
         if info.guid().prefix == self.prefix {
             // One of our own: reached at our own unicast locator, and the pair's reliability is
             // the reader's (matching guarantees the writer offers at least that).
@@ -535,7 +543,7 @@ impl DiscoveryRuntime {
                 durable,
                 locators: self.own_locators,
                 multicast: Locators::new(),
-                consensus: None,
+                consensus,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -556,14 +564,6 @@ impl DiscoveryRuntime {
                 r.qos.reliability.kind == ReliabilityKind::Reliable,
                 durable(r.qos.durability),
             ),
-        };
-        let consensus = match info {
-            RemoteEndpointInfo::Writer(w) => (w.qos.consistency == Consistency::Atomic)
-                .then_some(w.qos.consensus_endpoint)
-                .flatten(),
-            RemoteEndpointInfo::Reader(r) => (r.qos.consistency == Consistency::Atomic)
-                .then_some(r.qos.consensus_endpoint)
-                .flatten(),
         };
         RemoteEndpoint {
             guid: info.guid(),

@@ -723,9 +723,7 @@ impl ParticipantShared {
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {
-                    if let Some(c) = &remote.consensus {
-                        self.atomic.peer_seen(local, remote.guid.prefix, c);
-                    }
+                    self.atomic.matched(local, &remote);
                     let (w, local_reader) = {
                         let eps = self.endpoints.read();
                         let r = if remote.guid.prefix == self.guid_prefix {
@@ -746,9 +744,7 @@ impl ParticipantShared {
                     }
                 }
                 MatchAction::MatchReader { local, remote } => {
-                    if let Some(c) = &remote.consensus {
-                        self.atomic.peer_seen(local, remote.guid.prefix, c);
-                    }
+                    self.atomic.matched(local, &remote);
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.matched(&self.ctx, &remote, now);

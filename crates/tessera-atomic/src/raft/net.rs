@@ -208,7 +208,7 @@ impl Router {
 }
 
 /// Frames refused by the TCP server (too large, undecodable): counted, the connection closed.
-pub static BAD_FRAMES: AtomicU64 = AtomicU64::new(0);
+pub(crate) static BAD_FRAMES: AtomicU64 = AtomicU64::new(0);
 
 async fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
     let len = s.read_u32().await? as usize;
@@ -242,8 +242,15 @@ pub(crate) async fn serve(listener: TcpListener, router: Router) {
         let router = router.clone();
         tokio::spawn(async move {
             loop {
-                let Ok(frame) = read_frame(&mut sock).await else {
-                    return;
+                let frame = match read_frame(&mut sock).await {
+                    Ok(f) => f,
+                    Err(e) => {
+                        if e.kind() == io::ErrorKind::InvalidData {
+                            BAD_FRAMES.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!("consensus: oversized frame, closing the connection");
+                        }
+                        return;
+                    }
                 };
                 let Ok(env) = serde_json::from_slice::<Envelope>(&frame) else {
                     BAD_FRAMES.fetch_add(1, Ordering::Relaxed);
