@@ -236,6 +236,9 @@ fn run_schedule(seed: u64, members: usize, run_for: Duration) -> (History, Strin
                     } else {
                         drop(g);
                         drop(t);
+                        // It may have become a learner or a voter before the timeout: take it
+                        // out again so the group does not keep a member that is gone.
+                        let _ = helper.remove_member(new, Duration::from_secs(3));
                         faults.push("restart-failed");
                     }
                 }
