@@ -5,8 +5,8 @@
 //! linear in the size of the history:
 //!
 //! - **one value per index**: no two members (and no acknowledgment) disagree on a log index;
-//! - **one sequence**: each member's deliveries are a gap-free run of one reference sequence (the
-//!   longest member log), from its start — or from just after a snapshot the member installed;
+//! - **one sequence**: each member's deliveries are a gap-free run of the one sequence all of them
+//!   deliver (log order), from its start — or from just after a snapshot the member installed;
 //! - **no lost write**: an acknowledged write is delivered at every member that stayed up to the
 //!   end (and caught up: the history is taken after the run quiesced);
 //! - **no duplicate**: no value twice in the sequence or in a member's log;
@@ -51,8 +51,10 @@ pub struct MemberLog {
     pub member: String,
     /// Up (and caught up) at the end of the run: it must have every acknowledged write.
     pub stayed_up: bool,
-    /// The member installed a snapshot up to this index before delivering: its log starts after.
-    pub skipped_to: Option<u64>,
+    /// Snapshots the member installed instead of delivering part of the log: `(position, s)`
+    /// means that before its delivery at `position` it skipped everything up to index `s`
+    /// (reported to its readers as lost). Ascending positions.
+    pub snapshots: Vec<(usize, u64)>,
     /// (log index, value) in delivery order.
     pub deliveries: Vec<(u64, u64)>,
 }
@@ -127,24 +129,47 @@ pub enum Violation {
 }
 
 /// Checks `h`; an empty result means every promise held.
+///
+/// The sequence is never materialized (nor sorted): the log index is the total order, so it is
+/// enough that all members agree on the value at each index and on the index that follows each
+/// one. A member that skipped an index the others delivered disagrees on a successor.
 pub fn check(h: &History) -> Vec<Violation> {
     let mut out = Vec::new();
     let writes: HashMap<u64, &Write> = h.writes.iter().map(|w| (w.value, w)).collect();
 
-    // The reference: the member log that reaches furthest.
-    let reference: &[(u64, u64)] = h
-        .members
-        .iter()
-        .max_by_key(|m| m.deliveries.last().map_or(0, |d| d.0))
-        .map_or(&[], |m| &m.deliveries);
-    let mut position: HashMap<u64, usize> = HashMap::with_capacity(reference.len());
-    let mut seen_in_ref: HashMap<u64, u64> = HashMap::with_capacity(reference.len());
-    for (pos, &(index, value)) in reference.iter().enumerate() {
-        if position.insert(index, pos).is_some() {
-            // The reference member delivered an index twice: reported below as NotPrefix.
-            continue;
+    // One value per index, across members.
+    let mut value_at: HashMap<u64, u64> = HashMap::new();
+    let mut conflicts = HashSet::new();
+    for m in &h.members {
+        for &(index, value) in &m.deliveries {
+            let v = *value_at.entry(index).or_insert(value);
+            if v != value && conflicts.insert(index) {
+                out.push(Violation::ConflictingValues {
+                    index,
+                    a: v,
+                    b: value,
+                });
+            }
         }
-        if seen_in_ref.insert(value, index).is_some() {
+    }
+    // Acknowledged indices hold the acknowledged value.
+    for w in &h.writes {
+        if let Outcome::Ok(i) = w.outcome {
+            if let Some(&v) = value_at.get(&i) {
+                if v != w.value && conflicts.insert(i) {
+                    out.push(Violation::ConflictingValues {
+                        index: i,
+                        a: v,
+                        b: w.value,
+                    });
+                }
+            }
+        }
+    }
+    // No value at two indices.
+    let mut index_of: HashMap<u64, u64> = HashMap::with_capacity(value_at.len());
+    for (&index, &value) in &value_at {
+        if index_of.insert(value, index).is_some() {
             out.push(Violation::Duplicate {
                 member: "sequence".into(),
                 value,
@@ -152,20 +177,30 @@ pub fn check(h: &History) -> Vec<Violation> {
         }
     }
 
-    // Every member against the reference.
-    let mut conflicts = HashSet::new();
+    // The index after each one: the smallest successor any member delivered (a member that
+    // delivered a larger one skipped something). Pairs across a snapshot say nothing.
+    let mut next: HashMap<u64, u64> = HashMap::with_capacity(value_at.len());
+    for m in &h.members {
+        let mut snaps = m.snapshots.iter().peekable();
+        for (p, pair) in m.deliveries.windows(2).enumerate() {
+            while snaps.next_if(|s| s.0 <= p).is_some() {}
+            if snaps.peek().is_some_and(|s| s.0 == p + 1) {
+                continue;
+            }
+            let (a, b) = (pair[0].0, pair[1].0);
+            if b > a {
+                let n = next.entry(a).or_insert(b);
+                *n = (*n).min(b);
+            }
+        }
+    }
+    let first = value_at.keys().copied().min();
+    // The first index after a snapshot up to `s` (a scan per snapshot; snapshots are rare).
+    let after = |s: u64| value_at.keys().copied().filter(|&i| i > s).min();
+
     for m in &h.members {
         let mut seen = HashSet::with_capacity(m.deliveries.len());
-        // Where this member's log must start in the reference.
-        let mut expect = match m.skipped_to {
-            None => 0,
-            Some(s) => reference
-                .iter()
-                .position(|d| d.0 > s)
-                .unwrap_or(reference.len()),
-        };
-        let mut in_step = true;
-        for (p, &(index, value)) in m.deliveries.iter().enumerate() {
+        for &(_, value) in &m.deliveries {
             if !seen.insert(value) {
                 out.push(Violation::Duplicate {
                     member: m.member.clone(),
@@ -183,88 +218,69 @@ pub fn check(h: &History) -> Vec<Violation> {
                 }),
                 Some(_) => {}
             }
-            match position.get(&index) {
-                Some(&rp) => {
-                    let rv = reference[rp].1;
-                    if rv != value && conflicts.insert(index) {
-                        out.push(Violation::ConflictingValues {
-                            index,
-                            a: rv,
-                            b: value,
-                        });
-                    }
-                    if in_step && rp != expect {
-                        out.push(Violation::NotPrefix {
-                            member: m.member.clone(),
-                            position: p,
-                            index,
-                        });
-                        in_step = false;
-                    }
-                    expect = rp + 1;
-                }
-                None => {
-                    if in_step {
-                        out.push(Violation::NotPrefix {
-                            member: m.member.clone(),
-                            position: p,
-                            index,
-                        });
-                        in_step = false;
-                    }
-                }
+        }
+        // Gap-free: each delivery is the one after the previous, or the first after a snapshot.
+        // Skipped ranges (exclusive start, inclusive end) excuse missing writes below.
+        let mut skipped: Vec<(u64, u64)> = Vec::new();
+        let mut snaps = m.snapshots.iter().peekable();
+        let mut prev: Option<u64> = None;
+        for (p, &(index, _)) in m.deliveries.iter().enumerate() {
+            let mut expected = match prev {
+                None => first,
+                Some(a) => next.get(&a).copied(),
+            };
+            while let Some(&(_, s)) = snaps.next_if(|x| x.0 <= p) {
+                skipped.push((prev.unwrap_or(0), s));
+                expected = after(s);
             }
+            if Some(index) != expected {
+                out.push(Violation::NotPrefix {
+                    member: m.member.clone(),
+                    position: p,
+                    index,
+                });
+                // One report per member: the rest of its log is off the sequence anyway.
+                break;
+            }
+            prev = Some(index);
+        }
+        for &(_, s) in snaps {
+            skipped.push((prev.unwrap_or(0), s));
         }
         if m.stayed_up {
             for w in &h.writes {
+                if !matches!(w.outcome, Outcome::Ok(_) | Outcome::Acked) || seen.contains(&w.value)
+                {
+                    continue;
+                }
+                // Where it was committed: acknowledged there, or delivered there elsewhere.
                 let index = match w.outcome {
                     Outcome::Ok(i) => Some(i),
-                    Outcome::Acked => None,
-                    _ => continue,
+                    _ => index_of.get(&w.value).copied(),
                 };
-                {
-                    let covered = match (m.skipped_to, index) {
-                        (Some(s), Some(i)) => i <= s,
-                        // Index unknown: a member that skipped some of the log may not have it.
-                        (Some(_), None) => true,
-                        (None, _) => false,
-                    };
-                    if !covered && !seen.contains(&w.value) {
-                        out.push(Violation::LostWrite {
-                            member: m.member.clone(),
-                            value: w.value,
-                        });
-                    }
-                }
-            }
-        }
-    }
-
-    // Acknowledged indices against the sequence.
-    for w in &h.writes {
-        if let Outcome::Ok(i) = w.outcome {
-            if let Some(&rp) = position.get(&i) {
-                let rv = reference[rp].1;
-                if rv != w.value && conflicts.insert(i) {
-                    out.push(Violation::ConflictingValues {
-                        index: i,
-                        a: rv,
-                        b: w.value,
+                let covered = match index {
+                    Some(i) => skipped.iter().any(|&(lo, hi)| lo < i && i <= hi),
+                    // Delivered nowhere: lost unless this member skipped part of the log.
+                    None => !skipped.is_empty(),
+                };
+                if !covered {
+                    out.push(Violation::LostWrite {
+                        member: m.member.clone(),
+                        value: w.value,
                     });
                 }
             }
         }
     }
 
-    // Per-writer order along the sequence (writes listed per writer in invocation order).
-    let mut last: HashMap<u64, (usize, u64)> = HashMap::new();
+    // Per-writer order along the log (writes listed per writer in invocation order).
+    let mut last: HashMap<u64, (u64, u64)> = HashMap::new();
     for w in &h.writes {
-        let Some(&index) = seen_in_ref.get(&w.value) else {
+        let Some(&index) = index_of.get(&w.value) else {
             continue;
         };
-        let pos = position[&index];
-        if let Some(&(prev_pos, prev_value)) = last.get(&w.writer) {
-            if pos < prev_pos {
+        if let Some(&(prev_index, prev_value)) = last.get(&w.writer) {
+            if index < prev_index {
                 out.push(Violation::WriterOrder {
                     writer: w.writer,
                     earlier: prev_value,
@@ -272,7 +288,7 @@ pub fn check(h: &History) -> Vec<Violation> {
                 });
             }
         }
-        last.insert(w.writer, (pos, w.value));
+        last.insert(w.writer, (index, w.value));
     }
     out
 }
@@ -293,7 +309,7 @@ mod tests {
         MemberLog {
             member: name.into(),
             stayed_up: true,
-            skipped_to: None,
+            snapshots: Vec::new(),
             deliveries: deliveries.to_vec(),
         }
     }
@@ -377,7 +393,7 @@ mod tests {
             .iter()
             .any(|x| matches!(x, Violation::NotPrefix { position: 0, .. })));
         // ... unless it installed a snapshot that covers what it skipped.
-        h.members[2].skipped_to = Some(2);
+        h.members[2].snapshots = vec![(0, 2)];
         assert_eq!(check(&h), vec![]);
     }
 
@@ -410,6 +426,65 @@ mod tests {
         );
         h.members[2].stayed_up = false;
         assert_eq!(check(&h), vec![]);
+    }
+
+    /// A member that installed a snapshot and then delivered the furthest does not make the
+    /// others look broken (the first version of the checker took it as the reference).
+    #[test]
+    fn a_snapshot_member_ahead_of_the_others_is_fine() {
+        let mut h = clean();
+        h.members[2].stayed_up = false;
+        h.writes.push(w(1, 12, Outcome::Indeterminate));
+        h.members.push(MemberLog {
+            member: "d".into(),
+            stayed_up: true,
+            snapshots: vec![(0, 3)],
+            deliveries: vec![(4, 11), (5, 21), (7, 12)],
+        });
+        assert_eq!(check(&h), vec![]);
+        // ... but a gap after its snapshot is caught.
+        h.members[3].deliveries.remove(0);
+        assert_found(
+            &h,
+            Violation::NotPrefix {
+                member: "d".into(),
+                position: 0,
+                index: 5,
+            },
+        );
+    }
+
+    /// A member that fell behind and installed a snapshot in the middle of its log.
+    #[test]
+    fn a_snapshot_in_the_middle_of_a_member_log() {
+        let mut h = clean();
+        h.members[2].deliveries = vec![(2, 10), (5, 21)];
+        h.members[2].snapshots = vec![(1, 4)];
+        assert_eq!(check(&h), vec![]);
+        // Without the snapshot it is a gap and a lost write.
+        h.members[2].snapshots.clear();
+        let v = assert_found(
+            &h,
+            Violation::NotPrefix {
+                member: "c".into(),
+                position: 1,
+                index: 5,
+            },
+        );
+        assert!(v.contains(&Violation::LostWrite {
+            member: "c".into(),
+            value: 11
+        }));
+        // A snapshot that does not reach the next delivery leaves a gap.
+        h.members[2].snapshots = vec![(1, 3)];
+        assert_found(
+            &h,
+            Violation::NotPrefix {
+                member: "c".into(),
+                position: 1,
+                index: 5,
+            },
+        );
     }
 
     #[test]

@@ -55,7 +55,9 @@ impl Slot {
                         u64::from_le_bytes(entry.payload[..8].try_into().expect("8-byte payload"));
                     self.log.deliveries.push((index, v));
                 }
-                Delivery::Skipped { index } => self.log.skipped_to = Some(index),
+                Delivery::Skipped { index } => {
+                    self.log.snapshots.push((self.log.deliveries.len(), index))
+                }
             }
         }
     }
@@ -65,6 +67,7 @@ fn open(
     net: &SimNet,
     id: MemberId,
     initial: Option<Vec<(MemberId, MemberAddr)>>,
+    keep_log: u64,
 ) -> (ConsensusThread, OpenRaftGroup) {
     let t = ConsensusThread::start(&id.to_string(), None).expect("consensus thread");
     let g = t
@@ -73,7 +76,10 @@ fn open(
             me: id,
             initial,
             sim: Some(net.clone()),
-            timing: Timing::default(),
+            timing: Timing {
+                keep_log,
+                ..Timing::default()
+            },
         })
         .expect("open member");
     (t, g)
@@ -89,7 +95,9 @@ fn live_groups(slots: &Mutex<Vec<Slot>>) -> Vec<Arc<OpenRaftGroup>> {
 }
 
 /// Runs one schedule; returns the history and a summary line.
-fn run_schedule(seed: u64, members: usize, run_for: Duration) -> (History, String) {
+/// `keep_log`: entries kept after a snapshot; small values make restarted members catch up from
+/// a snapshot instead of the log.
+fn run_schedule(seed: u64, members: usize, run_for: Duration, keep_log: u64) -> (History, String) {
     let net = SimNet::new(seed);
     let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let ids: Vec<MemberId> = (0..members as u32).map(member_id).collect();
@@ -98,7 +106,7 @@ fn run_schedule(seed: u64, members: usize, run_for: Duration) -> (History, Strin
     let slots: Arc<Mutex<Vec<Slot>>> = Arc::new(Mutex::new(
         ids.iter()
             .map(|id| {
-                let (t, g) = open(&net, *id, Some(initial.clone()));
+                let (t, g) = open(&net, *id, Some(initial.clone()), keep_log);
                 Slot {
                     id: *id,
                     group: Some(Arc::new(g)),
@@ -210,7 +218,7 @@ fn run_schedule(seed: u64, members: usize, run_for: Duration) -> (History, Strin
                 if let Some(i) = i {
                     let new = member_id(next_id);
                     next_id += 1;
-                    let (t, g) = open(&net, new, None);
+                    let (t, g) = open(&net, new, None, keep_log);
                     let old = slots.lock().unwrap()[i].id;
                     let helper = live_groups(&slots)
                         .into_iter()
@@ -296,10 +304,11 @@ fn run_schedule(seed: u64, members: usize, run_for: Duration) -> (History, Strin
     (history, summary)
 }
 
-fn run_many(seeds: impl Iterator<Item = u64>, run_for: Duration) {
+fn run_many(seeds: impl Iterator<Item = u64>, run_for: Duration, keep_log: u64) -> Vec<History> {
+    let mut out = Vec::new();
     for seed in seeds {
         let members = if seed % 2 == 1 { 3 } else { 5 };
-        let (h, summary) = run_schedule(seed, members, run_for);
+        let (h, summary) = run_schedule(seed, members, run_for, keep_log);
         eprintln!("{summary}");
         let v = check(&h);
         assert!(v.is_empty(), "{summary}: violations {v:?}");
@@ -309,12 +318,14 @@ fn run_many(seeds: impl Iterator<Item = u64>, run_for: Duration) {
             .filter(|w| matches!(w.outcome, Outcome::Ok(_)))
             .count();
         assert!(ok > 0, "{summary}: no write committed");
+        out.push(h);
     }
+    out
 }
 
 #[test]
 fn short_fault_schedules_keep_the_atomic_promises() {
-    run_many(1..=4, Duration::from_secs(3));
+    run_many(1..=4, Duration::from_secs(3), Timing::default().keep_log);
 }
 
 #[test]
@@ -330,13 +341,20 @@ fn long_fault_schedules_on_demand() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(60);
-    run_many(1..=n, Duration::from_secs(secs));
+    let keep_log = std::env::var("TESSERA_ATOMIC_KEEP_LOG")
+        .ok()
+        .and_then(|s| s.parse().ok());
+    run_many(
+        1..=n,
+        Duration::from_secs(secs),
+        keep_log.unwrap_or(Timing::default().keep_log),
+    );
 }
 
 /// A history with a delivery removed fails the check: the harness's histories are real ones.
 #[test]
 fn a_schedule_history_with_an_injected_loss_fails_the_check() {
-    let (mut h, summary) = run_schedule(7, 3, Duration::from_secs(2));
+    let (mut h, summary) = run_schedule(7, 3, Duration::from_secs(2), Timing::default().keep_log);
     assert!(check(&h).is_empty(), "{summary}");
     let m = h
         .members
@@ -346,4 +364,20 @@ fn a_schedule_history_with_an_injected_loss_fails_the_check() {
         .expect("a live member with deliveries");
     m.deliveries.remove(1);
     assert!(!check(&h).is_empty());
+}
+
+/// With a short log, members that restart catch up from a snapshot (a `Skipped` delivery, then
+/// the log after it); the promises hold all the same.
+#[test]
+fn restarted_members_catch_up_from_snapshots() {
+    let histories = run_many(11..=13, Duration::from_secs(4), 20);
+    let skipped = histories
+        .iter()
+        .flat_map(|h| &h.members)
+        .filter(|m| !m.snapshots.is_empty())
+        .count();
+    assert!(
+        skipped > 0,
+        "no member installed a snapshot: the schedules did not test that path"
+    );
 }

@@ -29,7 +29,7 @@ fn drain(g: &dyn ConsensusGroup, log: &mut MemberLog, want: usize) {
                 index,
                 u64::from_le_bytes(entry.payload[..8].try_into().unwrap()),
             )),
-            Ok(Delivery::Skipped { index }) => log.skipped_to = Some(index),
+            Ok(Delivery::Skipped { index }) => log.snapshots.push((log.deliveries.len(), index)),
             Err(_) => break,
         }
     }

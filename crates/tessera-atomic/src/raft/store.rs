@@ -255,3 +255,75 @@ impl RaftStateMachine<Cfg> for StateMachine {
             .map(|(meta, snapshot)| SnapshotOf::<Cfg, Vec<u8>> { meta, snapshot }))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use openraft::impls::leader_id_adv::LeaderId;
+    use openraft::LogId;
+
+    use super::*;
+    use crate::entry::{Entry, EntryKind, MemberId};
+
+    fn entry(index: u64, writer: u8, sn: i64) -> LogEntry {
+        let leader = LeaderId {
+            term: 1,
+            node_id: MemberId([0; 12]),
+        };
+        LogEntry::new_normal(
+            LogId::new(leader, index),
+            Entry {
+                writer: [writer; 16],
+                sn,
+                key_hash: [0; 16],
+                timestamp_ns: 0,
+                payload: vec![writer, sn as u8],
+                kind: EntryKind::Write,
+            },
+        )
+    }
+
+    async fn apply(sm: &mut StateMachine, entries: Vec<LogEntry>) {
+        let s = futures_util::stream::iter(entries.into_iter().map(|e| Ok((e, None))));
+        sm.apply(s).await.unwrap();
+    }
+
+    fn delivered(rx: &crossbeam_channel::Receiver<Delivery>) -> Vec<(u64, i64)> {
+        rx.try_iter()
+            .map(|d| match d {
+                Delivery::Entry { index, entry } => (index, entry.sn),
+                Delivery::Skipped { index } => (index, -1),
+            })
+            .collect()
+    }
+
+    /// A retried (writer, sn) is applied once, also at a member that only has a snapshot of the
+    /// state before it.
+    #[test]
+    fn deduplication_survives_a_snapshot() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let mut a = StateMachine::new(tx);
+            apply(
+                &mut a,
+                vec![
+                    entry(1, 7, 1),
+                    entry(2, 7, 2),
+                    entry(3, 7, 2),
+                    entry(4, 7, 1),
+                ],
+            )
+            .await;
+            assert_eq!(delivered(&rx), vec![(1, 1), (2, 2)]);
+            let snap = a.build_snapshot().await.unwrap();
+
+            let (tx, rx) = crossbeam_channel::unbounded();
+            let mut b = StateMachine::new(tx);
+            b.install_snapshot(&snap.meta, snap.snapshot).await.unwrap();
+            apply(&mut b, vec![entry(5, 7, 2), entry(6, 8, 1), entry(7, 7, 3)]).await;
+            assert_eq!(delivered(&rx), vec![(4, -1), (6, 1), (7, 3)]);
+        });
+    }
+}
