@@ -82,6 +82,15 @@ pub trait ConsensusGroup: Send + Sync {
     /// start, or a [`Delivery::Skipped`] where it was purged).
     fn deliveries(&self) -> &Receiver<Delivery>;
 
+    /// Bootstraps the group with these voters (this member among them), for a member opened
+    /// without initial voters. Every member that bootstraps must pass the same list; members
+    /// found later join through [`ConsensusGroup::add_voter`].
+    fn bootstrap(
+        &self,
+        members: Vec<(MemberId, MemberAddr)>,
+        timeout: Duration,
+    ) -> Result<(), MembershipError>;
+
     /// Adds `id` as a learner, waits until it caught up, then makes it a voter.
     fn add_voter(
         &self,

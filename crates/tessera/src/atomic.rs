@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tessera_atomic::{
     ConsensusGroup, ConsensusThread, Delivery, Entry, EntryKind, GroupSpec, MemberAddr, MemberId,
-    OpenRaftGroup, ProposeError, Timing,
+    ProposeError, Timing,
 };
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{locator_kind, Guid, GuidPrefix, Locator, Timestamp};
@@ -81,7 +81,8 @@ pub(crate) fn group_name(domain: u32, partitions: &[String], topic: &str) -> Str
 pub(crate) struct Group {
     name: String,
     me: MemberId,
-    member: Arc<OpenRaftGroup>,
+    /// Behind Tessera's trait: only [`AtomicService::join`] knows it is openraft.
+    member: Arc<dyn ConsensusGroup>,
     /// Known members (this one included) and their consensus addresses, from SEDP.
     peers: Mutex<BTreeMap<MemberId, SocketAddr>>,
     readers: Mutex<Vec<Weak<dyn LocalReader>>>,
@@ -163,7 +164,7 @@ impl Group {
                     .iter()
                     .map(|(id, a)| (*id, MemberAddr::Tcp(*a)))
                     .collect();
-                if let Err(e) = self.member.initialize(members, Duration::from_secs(2)) {
+                if let Err(e) = self.member.bootstrap(members, Duration::from_secs(2)) {
                     tracing::debug!(group = %self.name, "forming: {e}");
                 }
             }
@@ -278,7 +279,7 @@ impl AtomicService {
                 let group = Arc::new(Group {
                     name: name.clone(),
                     me: self.me,
-                    member: Arc::new(member),
+                    member: Arc::new(member) as Arc<dyn ConsensusGroup>,
                     peers: Mutex::new(BTreeMap::from([(self.me, addr)])),
                     readers: Mutex::new(Vec::new()),
                     stop: AtomicBool::new(false),

@@ -262,23 +262,6 @@ pub struct OpenRaftGroup {
 }
 
 impl OpenRaftGroup {
-    /// Bootstraps the group with these voters (this member among them), for a member opened
-    /// without `initial`. Every member that bootstraps must pass the same list; a member found
-    /// later joins through [`ConsensusGroup::add_voter`].
-    pub fn initialize(
-        &self,
-        members: Vec<(MemberId, MemberAddr)>,
-        timeout: Duration,
-    ) -> Result<(), OpenError> {
-        let raft = self.raft.clone();
-        run_on(&self.handle, timeout, async move {
-            raft.initialize(net::initial_members(&members))
-                .await
-                .map_err(|e| OpenError::Consensus(e.to_string()))
-        })
-        .ok_or(OpenError::Closed)?
-    }
-
     /// Where other members reach this one.
     pub fn addr(&self) -> &MemberAddr {
         &self.addr
@@ -428,6 +411,20 @@ impl ConsensusGroup for OpenRaftGroup {
 
     fn deliveries(&self) -> &Receiver<Delivery> {
         &self.deliveries
+    }
+
+    fn bootstrap(
+        &self,
+        members: Vec<(MemberId, MemberAddr)>,
+        timeout: Duration,
+    ) -> Result<(), MembershipError> {
+        let raft = self.raft.clone();
+        run_on(&self.handle, timeout, async move {
+            raft.initialize(net::initial_members(&members))
+                .await
+                .map_err(|e| MembershipError::Refused(e.to_string()))
+        })
+        .unwrap_or(Err(MembershipError::Timeout))
     }
 
     fn add_voter(
