@@ -82,6 +82,21 @@ pub trait ConsensusGroup: Send + Sync {
     /// start, or a [`Delivery::Skipped`] where it was purged).
     fn deliveries(&self) -> &Receiver<Delivery>;
 
+    /// The members this one knows of, itself included: those the caller introduced and those
+    /// learned from the others by gossip (so members whose endpoints never matched each other
+    /// still learn of each other through one that matched both).
+    fn known(&self) -> Vec<(MemberId, MemberAddr)>;
+
+    /// Whether a gossip round heard from a member already in a formed group: then this member
+    /// waits to be added and must not bootstrap a group of its own.
+    fn group_formed_elsewhere(&self) -> bool;
+
+    /// Adds members the caller discovered (Tessera: from SEDP).
+    fn introduce(&self, members: &[(MemberId, MemberAddr)]);
+
+    /// One gossip round: tells every known member what this one knows, and learns what they know.
+    fn gossip(&self, timeout: Duration);
+
     /// Bootstraps the group with these voters (this member among them), for a member opened
     /// without initial voters. Every member that bootstraps must pass the same list; members
     /// found later join through [`ConsensusGroup::add_voter`].

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use crate::entry::MemberId;
 use crate::raft::net::{handle, Envelope, Response};
-use crate::raft::Raft;
+use crate::raft::Member;
 
 fn reencode<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> io::Result<T> {
     let bytes = serde_json::to_vec(v).map_err(io::Error::other)?;
@@ -21,7 +21,7 @@ fn reencode<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> io::Res
 
 #[derive(Default)]
 struct State {
-    members: HashMap<(String, MemberId), Raft>,
+    members: HashMap<(String, MemberId), Member>,
     /// Directed cuts: no message from .0 reaches .1.
     cut: HashSet<(MemberId, MemberId)>,
     loss_per_mille: u32,
@@ -47,7 +47,7 @@ impl SimNet {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub(crate) fn register(&self, group: &str, id: MemberId, raft: Raft) {
+    pub(crate) fn register(&self, group: &str, id: MemberId, raft: Member) {
         self.lock().members.insert((group.to_owned(), id), raft);
     }
 

@@ -4,14 +4,19 @@
 //! creates its first ATOMIC endpoint there (the consensus thread and its TCP listener start with
 //! the first group) and announces the member's address in SEDP (`PID_TESSERA_CONSISTENCY`).
 //! Peers come from SEDP: every remote ATOMIC endpoint that matches one of ours names its
-//! participant's member.
+//! participant's member; members then gossip what they know over the consensus links, so two
+//! participants whose endpoints never match each other (two writers) still learn of each other
+//! through one that matched both.
 //!
-//! **Formation.** The member with the lowest id (GUID prefix) among those known bootstraps the
-//! group with all of them once it knows three, or after [`FORMATION_WAIT`] with fewer (then it
-//! warns: a group of two cannot survive a crash). Members found later are added by the leader
-//! (learner, then voter). This assumes discovery converged within the wait: two members that
-//! bootstrap without knowing each other would form two groups (a join protocol that refuses
-//! that is future work).
+//! **Formation** (a maintenance thread per group, every 150 ms). The member with the lowest id
+//! (GUID prefix) among those known bootstraps the group with all of them once it knows three, or
+//! after [`FORMATION_WAIT`] with fewer (then it warns: a group of two cannot survive a crash) —
+//! unless gossip said a group is already formed: then it waits to be added. Any member asks the
+//! leader to add (learner, then voter) a known member that is not yet a voter. This assumes
+//! discovery and gossip converged within the wait: two members that bootstrap without knowing
+//! each other would form two groups (a join protocol that refuses that is future work). Members
+//! that leave stay voters until removed ([`tessera_atomic::ConsensusGroup::remove_member`]; no
+//! automatic removal yet).
 //!
 //! **Deliveries.** A pump thread per group hands committed entries, in log order, to the
 //! participant's ATOMIC readers of that group (as local deliveries: no RTPS involved), retrying a
@@ -144,49 +149,66 @@ impl Group {
         tracing::trace!(group = %self.name, index, "atomic delivery");
     }
 
-    /// Forms the group or grows it; called by the pump every few hundred ms.
-    fn maintain(&self) {
+    /// Forms the group or grows it: one round of the maintenance thread.
+    fn maintain(&self, gossip: bool) {
+        let sedp: Vec<(MemberId, MemberAddr)> = self
+            .peers
+            .lock()
+            .iter()
+            .map(|(k, v)| (*k, MemberAddr::Tcp(*v)))
+            .collect();
+        self.member.introduce(&sedp);
+        if gossip {
+            // Members whose endpoints never matched each other (two writers) learn of each
+            // other through one that matched both.
+            self.member.gossip(Duration::from_millis(300));
+        }
+        let known = self.member.known();
         let voters = self.member.voters();
-        let peers: Vec<(MemberId, SocketAddr)> =
-            self.peers.lock().iter().map(|(k, v)| (*k, *v)).collect();
         if voters.is_empty() {
-            if forms_now(self.me, &peers, self.created.elapsed()) {
-                if peers.len() < 3 {
+            let ids: Vec<MemberId> = known.iter().map(|k| k.0).collect();
+            if !self.member.group_formed_elsewhere()
+                && forms_now(self.me, &ids, self.created.elapsed())
+            {
+                if ids.len() < 3 {
                     tracing::warn!(
                         group = %self.name,
-                        voters = peers.len(),
+                        voters = ids.len(),
                         "ATOMIC group formed with {} voter(s): a group of {} cannot survive a crash",
-                        peers.len(),
-                        peers.len()
+                        ids.len(),
+                        ids.len()
                     );
                 }
-                let members = peers
-                    .iter()
-                    .map(|(id, a)| (*id, MemberAddr::Tcp(*a)))
-                    .collect();
-                if let Err(e) = self.member.bootstrap(members, Duration::from_secs(2)) {
+                if let Err(e) = self.member.bootstrap(known, Duration::from_secs(2)) {
                     tracing::debug!(group = %self.name, "forming: {e}");
                 }
             }
-        } else if self.member.leader() == Some(self.me) {
-            for (id, addr) in peers {
-                if !voters.contains(&id) {
-                    match self
-                        .member
-                        .add_voter(id, MemberAddr::Tcp(addr), Duration::from_secs(2))
-                    {
-                        Ok(()) => {
-                            tracing::info!(group = %self.name, member = %id, "ATOMIC member added")
-                        }
-                        Err(e) => tracing::debug!(group = %self.name, member = %id, "adding: {e}"),
+            return;
+        }
+        // Any member may ask (its request goes to the leader): the leader may not have
+        // discovered the newcomer itself.
+        for (id, addr) in known {
+            if !voters.contains(&id) {
+                match self.member.add_voter(id, addr, Duration::from_secs(2)) {
+                    Ok(()) => {
+                        tracing::info!(group = %self.name, member = %id, "ATOMIC member added")
                     }
+                    Err(e) => tracing::debug!(group = %self.name, member = %id, "adding: {e}"),
                 }
             }
         }
     }
 
+    fn maintenance(self: Arc<Self>) {
+        let mut round = 0u32;
+        while !self.stop.load(Ordering::Relaxed) {
+            self.maintain(round % 3 == 0);
+            round = round.wrapping_add(1);
+            std::thread::sleep(Duration::from_millis(150));
+        }
+    }
+
     fn pump(self: Arc<Self>, ctx: Weak<RuntimeContext>) {
-        let mut next_maintain = Instant::now();
         while !self.stop.load(Ordering::Relaxed) {
             let Some(ctx) = ctx.upgrade() else { return };
             match self
@@ -195,29 +217,27 @@ impl Group {
                 .recv_timeout(Duration::from_millis(50))
             {
                 Ok(Delivery::Entry { index, entry }) => self.deliver(&ctx, index, &entry),
-                Ok(Delivery::Skipped { index }) => {
-                    tracing::warn!(group = %self.name, index, "ATOMIC member caught up from a snapshot: earlier samples are not delivered here")
-                }
+                Ok(Delivery::Skipped { index }) => tracing::warn!(
+                    group = %self.name,
+                    index,
+                    "ATOMIC member caught up from a snapshot: earlier samples are not delivered here"
+                ),
                 Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
                 Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
-            }
-            if Instant::now() >= next_maintain {
-                self.maintain();
-                next_maintain = Instant::now() + Duration::from_millis(200);
             }
         }
     }
 }
 
-/// Whether `me` bootstraps the group now: it is the lowest known member (peers are sorted, `me`
+/// Whether `me` bootstraps the group now: it is the lowest known member (`known` is sorted, `me`
 /// among them) and it knows three, or it waited [`FORMATION_WAIT`].
-fn forms_now(me: MemberId, peers: &[(MemberId, SocketAddr)], waited: Duration) -> bool {
-    peers.first().map(|p| p.0) == Some(me) && (peers.len() >= 3 || waited >= FORMATION_WAIT)
+fn forms_now(me: MemberId, known: &[MemberId], waited: Duration) -> bool {
+    known.first() == Some(&me) && (known.len() >= 3 || waited >= FORMATION_WAIT)
 }
 
 struct GroupEntry {
     group: Arc<Group>,
-    pump: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 #[derive(Default)]
@@ -290,11 +310,16 @@ impl AtomicService {
                     .name("tessera-atomic".into())
                     .spawn(move || g.pump(weak_ctx))
                     .map_err(Error::Io)?;
+                let g = group.clone();
+                let maintenance = std::thread::Builder::new()
+                    .name("tessera-atomic-m".into())
+                    .spawn(move || g.maintenance())
+                    .map_err(Error::Io)?;
                 inner.groups.insert(
                     name,
                     GroupEntry {
                         group: group.clone(),
-                        pump: Some(pump),
+                        threads: vec![pump, maintenance],
                     },
                 );
                 group
@@ -338,8 +363,8 @@ impl AtomicService {
         drop(inner);
         for mut g in groups {
             g.group.stop.store(true, Ordering::Relaxed);
-            if let Some(p) = g.pump.take() {
-                let _ = p.join();
+            for t in g.threads.drain(..) {
+                let _ = t.join();
             }
         }
         drop(thread);
@@ -376,8 +401,7 @@ mod tests {
 
     #[test]
     fn the_lowest_member_forms_the_group_with_three_or_after_the_wait() {
-        let a: SocketAddr = "127.0.0.1:1".parse().unwrap();
-        let m = |b: u8| (MemberId([b; 12]), a);
+        let m = |b: u8| MemberId([b; 12]);
         let short = Duration::from_millis(10);
         assert!(forms_now(MemberId([1; 12]), &[m(1), m(2), m(3)], short));
         assert!(!forms_now(

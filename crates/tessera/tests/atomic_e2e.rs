@@ -174,3 +174,48 @@ fn three_participants_deliver_one_sequence_and_survive_losing_one() {
     assert_eq!(check(&h), vec![]);
     assert_eq!(logs[0].deliveries, logs[1].deliveries);
 }
+
+/// Participants whose ATOMIC endpoints never match each other (two with writers only) still form
+/// one group through the one that matched both (gossip), and a participant that comes after the
+/// group formed is added to it instead of forming its own.
+#[test]
+#[ignore = "opens TCP sockets (consensus): run inside scripts/netns-run"]
+fn writers_that_never_match_each_other_join_one_group_and_a_latecomer_joins_it() {
+    let net = InProcessNetwork::new();
+    let mut ps: Vec<_> = (0..3).map(|_| participant(&net)).collect();
+    let writers: Vec<_> = ps[..2].iter().map(writer).collect();
+    let r2 = reader(&ps[2]);
+    let writes = write_concurrently(&writers, 0..10);
+    assert!(
+        writes.iter().all(|w| w.outcome == Outcome::Acked),
+        "{writes:?}"
+    );
+    let mut log2 = MemberLog {
+        member: "p2".into(),
+        stayed_up: true,
+        ..Default::default()
+    };
+    take_into(&r2, &mut log2, 20);
+    assert_eq!(log2.deliveries.len(), 20);
+
+    // A fourth participant, with a reader, joins the formed group; it replays the log from the
+    // start, then delivers what comes next in the same order as the others.
+    ps.push(participant(&net));
+    let r3 = reader(&ps[3]);
+    let mut log3 = MemberLog {
+        member: "p3".into(),
+        stayed_up: true,
+        ..Default::default()
+    };
+    take_into(&r3, &mut log3, 20);
+    let mut writes = writes;
+    writes.extend(write_concurrently(&writers, 10..15));
+    take_into(&r2, &mut log2, 30);
+    take_into(&r3, &mut log3, 30);
+    let h = Hist {
+        writes,
+        members: vec![log2.clone(), log3.clone()],
+    };
+    assert_eq!(check(&h), vec![]);
+    assert_eq!(log2.deliveries, log3.deliveries);
+}

@@ -7,6 +7,7 @@
 pub(crate) mod net;
 mod store;
 
+use std::collections::BTreeMap;
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -54,6 +55,55 @@ openraft::declare_raft_types!(
 );
 
 pub(crate) type Raft = openraft::Raft<Cfg, StateMachine>;
+
+/// The members a member knows of (itself included) with their encoded addresses: from the
+/// caller's discovery ([`ConsensusGroup::introduce`]) and from gossip with the others.
+pub(crate) type Known = Arc<std::sync::Mutex<BTreeMap<MemberId, String>>>;
+
+/// At most this many members are kept from gossip: a peer cannot make a member hold more.
+pub(crate) const MAX_KNOWN: usize = 256;
+
+/// One member as its transport's server side reaches it.
+#[derive(Clone)]
+pub(crate) struct Member {
+    pub raft: Raft,
+    pub known: Known,
+}
+
+impl Member {
+    /// Whether this member is in a formed group (bootstrapped, or added by a leader).
+    pub(crate) fn formed(&self) -> bool {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .membership_config
+            .nodes()
+            .next()
+            .is_some()
+    }
+}
+
+/// Merges `members` into `known`, up to [`MAX_KNOWN`]; unparsable addresses are skipped.
+pub(crate) fn merge_known(known: &Known, members: &[(MemberId, String)]) {
+    let mut k = known.lock().unwrap_or_else(|e| e.into_inner());
+    for (id, addr) in members {
+        if k.len() >= MAX_KNOWN && !k.contains_key(id) {
+            break;
+        }
+        if MemberAddr::decode(addr).is_some() {
+            k.entry(*id).or_insert_with(|| addr.clone());
+        }
+    }
+}
+
+fn known_list(known: &Known) -> Vec<(MemberId, String)> {
+    known
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(k, v)| (*k, v.clone()))
+        .collect()
+}
 
 /// Raft timing. The defaults follow openraft's (heartbeat 50 ms, elections 150–300 ms).
 #[derive(Clone, Debug)]
@@ -217,19 +267,34 @@ impl ConsensusThread {
             Ok::<_, OpenError>(raft)
         })
         .ok_or(OpenError::Closed)??;
-        match &spec.sim {
-            Some(s) => s.register(&spec.group, spec.me, raft.clone()),
-            None => self.router.insert(&spec.group, spec.me, raft.clone()),
-        }
         let addr = match (&spec.sim, self.tcp) {
             (None, Some(a)) => MemberAddr::Tcp(a),
             _ => MemberAddr::Sim(spec.me),
         };
+        let known: Known = Default::default();
+        let mut first = vec![(spec.me, addr.encode())];
+        first.extend(
+            spec.initial
+                .iter()
+                .flatten()
+                .map(|(id, a)| (*id, a.encode())),
+        );
+        merge_known(&known, &first);
+        let member = Member {
+            raft: raft.clone(),
+            known: known.clone(),
+        };
+        match &spec.sim {
+            Some(s) => s.register(&spec.group, spec.me, member),
+            None => self.router.insert(&spec.group, spec.me, member),
+        }
         Ok(OpenRaftGroup {
             group: spec.group,
             me: spec.me,
             addr,
             raft,
+            known,
+            others_formed: Default::default(),
             handle: self.handle.clone(),
             deliveries: rx,
             sim: spec.sim,
@@ -255,6 +320,9 @@ pub struct OpenRaftGroup {
     me: MemberId,
     addr: MemberAddr,
     raft: Raft,
+    known: Known,
+    /// A gossip answer said its member is in a formed group: join it, never bootstrap another.
+    others_formed: Arc<std::sync::atomic::AtomicBool>,
     handle: tokio::runtime::Handle,
     deliveries: Receiver<Delivery>,
     sim: Option<SimNet>,
@@ -411,6 +479,54 @@ impl ConsensusGroup for OpenRaftGroup {
 
     fn deliveries(&self) -> &Receiver<Delivery> {
         &self.deliveries
+    }
+
+    fn known(&self) -> Vec<(MemberId, MemberAddr)> {
+        known_list(&self.known)
+            .into_iter()
+            .filter_map(|(id, a)| Some((id, MemberAddr::decode(&a)?)))
+            .collect()
+    }
+
+    fn group_formed_elsewhere(&self) -> bool {
+        self.others_formed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn introduce(&self, members: &[(MemberId, MemberAddr)]) {
+        let list: Vec<_> = members.iter().map(|(id, a)| (*id, a.encode())).collect();
+        merge_known(&self.known, &list);
+    }
+
+    fn gossip(&self, timeout: Duration) {
+        let (known, me, group, sim) = (
+            self.known.clone(),
+            self.me,
+            self.group.clone(),
+            self.sim.clone(),
+        );
+        let others_formed = self.others_formed.clone();
+        let fut = async move {
+            let list = known_list(&known);
+            let calls = list.iter().filter(|(id, _)| *id != me).map(|(id, addr)| {
+                let mut link = Link::new(addr, sim.as_ref(), me);
+                let env = Envelope {
+                    group: group.clone(),
+                    target: *id,
+                    req: Request::Gossip(list.clone()),
+                };
+                async move { link.call(env, timeout).await }
+            });
+            for r in futures_util::future::join_all(calls).await {
+                if let Ok(Response::Gossip(theirs, formed)) = r {
+                    merge_known(&known, &theirs);
+                    if formed {
+                        others_formed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
+        };
+        let _ = run_on(&self.handle, timeout + Duration::from_millis(500), fut);
     }
 
     fn bootstrap(

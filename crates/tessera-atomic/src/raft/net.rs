@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
-use super::{Applied, Cfg, Raft};
+use super::{merge_known, Applied, Cfg, Member, Raft};
 use crate::entry::{Entry, MemberId};
 use crate::group::MemberAddr;
 use crate::sim::SimNet;
@@ -60,6 +60,8 @@ pub(crate) enum Request {
         addr: String,
     },
     Remove(MemberId),
+    /// Gossip: the members the sender knows; the answer is what the target knows.
+    Gossip(Vec<(MemberId, String)>),
 }
 
 #[derive(Serialize, Deserialize)]
@@ -69,6 +71,8 @@ pub(crate) enum Response {
     Snapshot(SnapshotResponse<Cfg>),
     Proposed(ProposeOutcome),
     Membership(Result<(), MembershipOutcome>),
+    /// What the target knows, and whether it is in a formed group (has voters).
+    Gossip(Vec<(MemberId, String)>, bool),
     /// The target is not a member of that group here, or it failed.
     Error(String),
 }
@@ -145,8 +149,15 @@ pub(crate) async fn membership_local(raft: &Raft, req: &Request) -> Result<(), M
 }
 
 /// Serves one request at its target member.
-pub(crate) async fn handle(raft: &Raft, req: Request) -> Response {
+pub(crate) async fn handle(member: &Member, req: Request) -> Response {
+    let raft = &member.raft;
     match req {
+        Request::Gossip(members) => {
+            merge_known(&member.known, &members);
+            let formed = member.formed();
+            let k = member.known.lock().unwrap_or_else(|e| e.into_inner());
+            Response::Gossip(k.iter().map(|(id, a)| (*id, a.clone())).collect(), formed)
+        }
         Request::Append(r) => match raft.append_entries(r).await {
             Ok(x) => Response::Append(x),
             Err(e) => Response::Error(e.to_string()),
@@ -183,10 +194,10 @@ pub(crate) async fn handle(raft: &Raft, req: Request) -> Response {
 
 /// The members this consensus thread hosts, by (group, id): where the TCP server routes.
 #[derive(Clone, Default)]
-pub(crate) struct Router(Arc<Mutex<HashMap<(String, MemberId), Raft>>>);
+pub(crate) struct Router(Arc<Mutex<HashMap<(String, MemberId), Member>>>);
 
 impl Router {
-    pub(crate) fn insert(&self, group: &str, id: MemberId, raft: Raft) {
+    pub(crate) fn insert(&self, group: &str, id: MemberId, raft: Member) {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
@@ -198,7 +209,7 @@ impl Router {
             .unwrap_or_else(|e| e.into_inner())
             .remove(&(group.to_owned(), id));
     }
-    pub(crate) fn get(&self, group: &str, id: MemberId) -> Option<Raft> {
+    pub(crate) fn get(&self, group: &str, id: MemberId) -> Option<Member> {
         self.0
             .lock()
             .unwrap_or_else(|e| e.into_inner())
