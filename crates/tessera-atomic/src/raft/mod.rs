@@ -414,7 +414,8 @@ impl Ctx {
                 Some(Response::Proposed(ProposeOutcome::NotLeader(l))) => {
                     let known = l.is_some();
                     target = self.next_target(l);
-                    !known
+                    // Pause unless there is a leader elsewhere to try at once.
+                    !known || target.is_none()
                 }
                 Some(Response::Proposed(ProposeOutcome::Unknown)) | None | Some(_) => {
                     maybe_appended = true;
