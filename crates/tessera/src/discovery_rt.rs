@@ -535,6 +535,7 @@ impl DiscoveryRuntime {
                 durable,
                 locators: self.own_locators,
                 multicast: Locators::new(),
+                writer_terms: writer_terms(info),
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -562,7 +563,16 @@ impl DiscoveryRuntime {
             durable,
             locators,
             multicast,
+            writer_terms: writer_terms(info),
         }
+    }
+}
+
+/// The run-time terms of a writer (defaults for a reader).
+fn writer_terms(info: &RemoteEndpointInfo) -> crate::endpoint::WriterQosTerms {
+    match info {
+        RemoteEndpointInfo::Writer(w) => crate::endpoint::WriterQosTerms::of(&w.qos),
+        RemoteEndpointInfo::Reader(_) => Default::default(),
     }
 }
 

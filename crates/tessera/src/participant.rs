@@ -566,6 +566,27 @@ impl DomainParticipant {
         self.owner.shared.discovery.lock().watch(capacity)
     }
 
+    /// Asserts the liveliness of every MANUAL_BY_PARTICIPANT writer of this participant
+    /// (DDS `assert_liveliness`); each of them tells its readers.
+    pub fn assert_liveliness(&self) -> Result<()> {
+        if self.owner.shared.is_closed() {
+            return Err(Error::AlreadyDeleted);
+        }
+        let writers: Vec<_> = self
+            .owner
+            .shared
+            .endpoints
+            .read()
+            .writers
+            .values()
+            .cloned()
+            .collect();
+        for w in writers {
+            w.assert_participant_liveliness();
+        }
+        Ok(())
+    }
+
     /// A snapshot of the runtime's drop and traffic counters.
     pub fn counters(&self) -> CountersSnapshot {
         self.owner.shared.counters_snapshot()

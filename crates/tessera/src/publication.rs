@@ -11,8 +11,12 @@ use crate::error::{Error, Result};
 use crate::outbox;
 use crate::participant::DomainParticipant;
 use crate::qos::{DataWriterQos, PublisherQos};
+use crate::qos_rt::deadline::DeadlineTimers;
 use crate::runtime::RuntimeContext;
-use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
+use crate::status::{
+    IncompatibleQosStatus, LivelinessLostStatus, OfferedDeadlineMissedStatus,
+    PublicationMatchedStatus, StatusMask, WriterStatuses,
+};
 use crate::topic::Topic;
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
@@ -22,7 +26,8 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
 use tessera_rtps::fasthash::FastHashMap;
-use tessera_rtps::types::{EntityId, Guid, Timestamp};
+use tessera_rtps::qos::LivelinessKind;
+use tessera_rtps::types::{EntityId, Guid, Locators, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
 
@@ -108,6 +113,15 @@ pub trait DataWriterListener<T: TopicType>: Send + Sync {
     /// A reader with incompatible QoS was found.
     fn on_offered_incompatible_qos(&self, _writer: &DataWriter<T>, _status: IncompatibleQosStatus) {
     }
+    /// An instance was not written within the DEADLINE period.
+    fn on_offered_deadline_missed(
+        &self,
+        _writer: &DataWriter<T>,
+        _status: OfferedDeadlineMissedStatus,
+    ) {
+    }
+    /// The writer did not assert its (manual) liveliness within its lease.
+    fn on_liveliness_lost(&self, _writer: &DataWriter<T>, _status: LivelinessLostStatus) {}
 }
 
 type ErasedWriterListener = Box<dyn Fn(Arc<WriterEndpoint>, StatusMask) + Send + Sync>;
@@ -163,6 +177,22 @@ pub(crate) struct WriterEndpoint {
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
+    /// Offered DEADLINE per instance; locked only while `deadline_on`.
+    deadline: Mutex<DeadlineTimers>,
+    deadline_on: AtomicBool,
+    /// LIFESPAN in ns (0: infinite), and the retained samples to drop when theirs runs out
+    /// (wall-clock ns, sequence number), in write order; changed under the core lock.
+    lifespan_ns: AtomicU64,
+    expiring: Mutex<std::collections::VecDeque<(i64, SequenceNumber)>>,
+    /// The lease of a MANUAL_BY_PARTICIPANT / MANUAL_BY_TOPIC writer (`None`: AUTOMATIC or
+    /// infinite), its last assertion (ns since the participant's epoch) and whether it is
+    /// alive.
+    lease: Option<Duration>,
+    liveliness_kind: LivelinessKind,
+    last_assert: AtomicU64,
+    alive: AtomicBool,
+    /// Matched remote readers' unicast locators: where a liveliness HEARTBEAT goes.
+    reader_locators: Mutex<Vec<(Guid, Locators)>>,
 }
 
 /// An instance a writer unregisters: its key hash (none for a keyless topic) and serialized key.
@@ -184,6 +214,7 @@ impl WriterEndpoint {
     /// A writer endpoint with `qos`, run by `ctx`; it sends nothing until readers match.
     pub(crate) fn new(ctx: Arc<RuntimeContext>, guid: Guid, qos: &DataWriterQos) -> Arc<Self> {
         let config = outbox::writer_config(guid, qos, ctx.allow_multicast);
+        let created = ctx.kick.ns_of(Instant::now());
         Arc::new_cyclic(|me| WriterEndpoint {
             me: me.clone(),
             guid,
@@ -212,7 +243,127 @@ impl WriterEndpoint {
             autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
+            deadline: Mutex::new(DeadlineTimers::new(qos.deadline.period)),
+            deadline_on: AtomicBool::new(!tessera_rtps::qos::is_infinite(qos.deadline.period)),
+            lifespan_ns: AtomicU64::new(lifespan_ns(qos.lifespan.duration)),
+            expiring: Mutex::new(Default::default()),
+            lease: crate::qos_rt::reader::watched_lease(
+                qos.liveliness.kind,
+                qos.liveliness.lease_duration,
+            ),
+            liveliness_kind: qos.liveliness.kind,
+            last_assert: AtomicU64::new(created),
+            alive: AtomicBool::new(true),
+            reader_locators: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The liveliness of this writer was asserted at `now` (a write, or `assert_liveliness`).
+    fn asserted(&self, now: Instant) {
+        if self.lease.is_some() {
+            self.last_assert
+                .store(self.ctx.kick.ns_of(now), Ordering::Relaxed);
+            self.alive.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// `assert_liveliness`: renews the lease and tells the readers: remote ones by a HEARTBEAT
+    /// with the liveliness flag, local ones directly.
+    pub(crate) fn assert_liveliness(&self) -> Result<()> {
+        if self.ctx.is_closed() {
+            return Err(Error::AlreadyDeleted);
+        }
+        let now = Instant::now();
+        self.asserted(now);
+        if self.liveliness_kind == LivelinessKind::Automatic {
+            return Ok(());
+        }
+        let hb = self.core.lock().liveliness_heartbeat();
+        let mut dests: Vec<tessera_rtps::types::Locator> = Vec::new();
+        for (_, ls) in self.reader_locators.lock().iter() {
+            for l in ls.as_slice() {
+                if !dests.contains(l) {
+                    dests.push(*l);
+                }
+            }
+        }
+        if !dests.is_empty() {
+            crate::endpoint::with_send_buf(|buf| {
+                let mut m = tessera_rtps::wire::MessageBuilder::new(buf, self.ctx.guid_prefix);
+                m.submessage(&Submessage::Heartbeat(hb));
+                crate::endpoint::send_datagram(&self.ctx, buf, &dests);
+            });
+        }
+        let locals = self.local_readers.read().clone();
+        for p in locals.iter() {
+            p.reader.writer_asserted(self.guid, now);
+        }
+        Ok(())
+    }
+
+    /// The policy timers (event thread): missed offered deadlines, a lost lease, expired
+    /// samples. Returns the next time they need the thread.
+    fn policy_timeout(&self, core: &mut WriterCore, now: Instant) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        let mut at = |t: Option<Instant>| {
+            if let Some(t) = t {
+                next = Some(next.map_or(t, |n: Instant| n.min(t)));
+            }
+        };
+        let mut mask = StatusMask::NONE;
+        if self.deadline_on.load(Ordering::Relaxed) {
+            let mut missed = Vec::new();
+            let due = {
+                let mut d = self.deadline.lock();
+                d.expire(now, &mut missed);
+                d.next()
+            };
+            at(due);
+            if let Some(last) = missed.last() {
+                let mut s = self.statuses.lock();
+                let st = &mut s.offered_deadline_missed;
+                let n = i32::try_from(missed.len()).unwrap_or(i32::MAX);
+                st.total_count = st.total_count.saturating_add(n);
+                st.total_count_change = st.total_count_change.saturating_add(n);
+                st.last_instance_handle = Some(instance_handle(last));
+                mask |= StatusMask::OFFERED_DEADLINE_MISSED;
+            }
+        }
+        if let Some(lease) = self.lease {
+            let due = self
+                .ctx
+                .kick
+                .instant_of(self.last_assert.load(Ordering::Relaxed))
+                + lease;
+            if self.alive.load(Ordering::Relaxed) {
+                if now >= due {
+                    self.alive.store(false, Ordering::Relaxed);
+                    let mut s = self.statuses.lock();
+                    s.liveliness_lost.total_count += 1;
+                    s.liveliness_lost.total_count_change += 1;
+                    mask |= StatusMask::LIVELINESS_LOST;
+                } else {
+                    at(Some(due));
+                }
+            }
+        }
+        if self.lifespan_ns.load(Ordering::Relaxed) != 0 {
+            let now_ns = now_nanos();
+            let mut q = self.expiring.lock();
+            while let Some(&(exp, seq)) = q.front() {
+                if exp > now_ns {
+                    let wait = Duration::from_nanos((exp - now_ns) as u64);
+                    at(Some(now + wait));
+                    break;
+                }
+                q.pop_front();
+                core.remove_retained(seq);
+            }
+        }
+        if mask != StatusMask::NONE {
+            self.status_changed(mask);
+        }
+        next
     }
 
     fn status_changed(&self, mask: StatusMask) {
@@ -279,6 +430,27 @@ impl WriterEndpoint {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             now = Instant::now();
         };
+        let life = self.lifespan_ns.load(Ordering::Relaxed);
+        if life != 0 {
+            let exp = source_ns.saturating_add(life as i64);
+            let mut q = self.expiring.lock();
+            if q.is_empty() {
+                p.kick.ensure_by(Some(now + Duration::from_nanos(life)));
+            }
+            q.push_back((exp, seq));
+        }
+        if self.deadline_on.load(Ordering::Relaxed) {
+            let key = key_hash.unwrap_or([0; 16]);
+            let mut d = self.deadline.lock();
+            if status & STATUS_UNREGISTERED != 0 || status & STATUS_DISPOSED != 0 {
+                d.remove(&key);
+            } else if let Some(due) = d.renew(key, now) {
+                p.kick.ensure_by(Some(due));
+            }
+        }
+        if self.lease.is_some() {
+            self.asserted(now);
+        }
         // Local readers have the sample when `write` returns; their statuses are raised once
         // the core lock is released. Nothing is allocated when there are none.
         let locals = self.local_readers.read().clone();
@@ -330,6 +502,11 @@ impl WriterEndpoint {
         drop(core);
         p.kick.ensure_by(next);
         notify_local(p, &locals, &outcomes);
+        if self.lease.is_some() {
+            for l in locals.iter() {
+                l.reader.writer_asserted(self.guid, now);
+            }
+        }
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
         outbox::wait_sent(p, deadline);
         Ok(())
@@ -457,20 +634,40 @@ impl LocalWriter for WriterEndpoint {
 
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         let mut core = self.core.lock();
+        let policy_next = if self.deadline_on.load(Ordering::Relaxed)
+            || self.lease.is_some()
+            || self.lifespan_ns.load(Ordering::Relaxed) != 0
+        {
+            self.policy_timeout(&mut core, now)
+        } else {
+            None
+        };
+        let earliest = |a: Option<Instant>| match (a, policy_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let started = self.batch_started.load(Ordering::Relaxed);
         if started != 0 {
             let due = ctx.kick.instant_of(started) + BATCH_DELAY;
             if now < due {
                 // A batch is filling: only run the protocol timers, keep the batch.
                 core.handle_timeout(now);
-                return Some(core.poll_timeout().map_or(due, |d| d.min(due)));
+                return earliest(Some(core.poll_timeout().map_or(due, |d| d.min(due))));
             }
         }
         core.handle_timeout(now);
         outbox::flush_writer(ctx, &mut core, now);
         self.unflushed.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
-        core.poll_timeout()
+        earliest(core.poll_timeout())
+    }
+
+    fn assert_participant_liveliness(&self) {
+        if self.liveliness_kind == LivelinessKind::ManualByParticipant {
+            if let Err(e) = self.assert_liveliness() {
+                tracing::debug!(error = %e, "participant liveliness assertion failed");
+            }
+        }
     }
 
     fn matched(
@@ -505,6 +702,12 @@ impl LocalWriter for WriterEndpoint {
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
             outbox::flush_writer(ctx, &mut core, now);
+            drop(core);
+            if self.liveliness_kind != LivelinessKind::Automatic {
+                let mut rl = self.reader_locators.lock();
+                rl.retain(|(g, _)| *g != remote.guid);
+                rl.push((remote.guid, remote.locators));
+            }
         }
         {
             let mut m = self.matched.lock();
@@ -535,6 +738,8 @@ impl LocalWriter for WriterEndpoint {
             let mut core = self.core.lock();
             core.remove_reader(remote);
             self.set_path_size(&mut core, None, Some(remote));
+            drop(core);
+            self.reader_locators.lock().retain(|(g, _)| *g != remote);
         }
         self.matched.lock().retain(|g| *g != remote);
         self.wake_waiters();
@@ -704,9 +909,7 @@ impl<T: TopicType> DataWriter<T> {
             self.ep.track_keyless();
             [0; 16]
         };
-        let mut raw = [0u8; 8];
-        raw.copy_from_slice(&kh[..8]);
-        Ok(InstanceHandle::from_raw(u64::from_be_bytes(raw) | 1))
+        Ok(instance_handle(&kh))
     }
 
     fn write_key_only(&self, sample: &T, status: u32) -> Result<()> {
@@ -799,6 +1002,31 @@ impl<T: TopicType> DataWriter<T> {
         out
     }
 
+    /// OFFERED_DEADLINE_MISSED; reading it resets the change count.
+    pub fn offered_deadline_missed_status(&self) -> OfferedDeadlineMissedStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.offered_deadline_missed;
+        s.offered_deadline_missed.total_count_change = 0;
+        s.changes.0 &= !StatusMask::OFFERED_DEADLINE_MISSED.0;
+        out
+    }
+
+    /// LIVELINESS_LOST; reading it resets the change count.
+    pub fn liveliness_lost_status(&self) -> LivelinessLostStatus {
+        let mut s = self.ep.statuses.lock();
+        let out = s.liveliness_lost;
+        s.liveliness_lost.total_count_change = 0;
+        s.changes.0 &= !StatusMask::LIVELINESS_LOST.0;
+        out
+    }
+
+    /// Asserts this writer's liveliness (DDS `assert_liveliness`): needed only by
+    /// MANUAL_BY_TOPIC and MANUAL_BY_PARTICIPANT writers that do not write within their lease
+    /// (every write asserts too). Readers hear of it by a HEARTBEAT with the liveliness flag.
+    pub fn assert_liveliness(&self) -> Result<()> {
+        self.ep.assert_liveliness()
+    }
+
     /// A condition that is true while any status in `mask` has changed and not been read.
     pub fn status_condition(&self, mask: StatusMask) -> Condition {
         let ep = Arc::downgrade(&self.ep);
@@ -821,6 +1049,12 @@ impl<T: TopicType> DataWriter<T> {
                     if mask.intersects(StatusMask::OFFERED_INCOMPATIBLE_QOS) {
                         l.on_offered_incompatible_qos(&w, w.offered_incompatible_qos_status());
                     }
+                    if mask.intersects(StatusMask::OFFERED_DEADLINE_MISSED) {
+                        l.on_offered_deadline_missed(&w, w.offered_deadline_missed_status());
+                    }
+                    if mask.intersects(StatusMask::LIVELINESS_LOST) {
+                        l.on_liveliness_lost(&w, w.liveliness_lost_status());
+                    }
                 });
             Arc::new(f)
         });
@@ -838,6 +1072,22 @@ pub(crate) fn check_durability_supported(d: crate::qos::Durability) -> Result<()
             "{d:?} durability (no durability service); use TransientLocal"
         ))),
     }
+}
+
+/// A LIFESPAN duration in ns; 0 for infinite.
+fn lifespan_ns(d: Duration) -> u64 {
+    if tessera_rtps::qos::is_infinite(d) {
+        0
+    } else {
+        u64::try_from(d.as_nanos()).unwrap_or(u64::MAX).max(1)
+    }
+}
+
+/// The handle a writer gives the instance of `key_hash` (as `register_instance` returns it).
+fn instance_handle(key_hash: &[u8; 16]) -> InstanceHandle {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&key_hash[..8]);
+    InstanceHandle::from_raw(u64::from_be_bytes(raw) | 1)
 }
 
 /// Nanoseconds since the Unix epoch, made even: ddsperf treats an odd timestamp as a ping.

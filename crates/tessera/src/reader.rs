@@ -13,8 +13,8 @@ use crate::history::{History, InstanceHandle, Sample, StateMasks};
 use crate::qos::DataReaderQos;
 use crate::sample::{SerializedPayload, TypeSupport};
 use crate::status::{
-    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
-    SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, RequestedDeadlineMissedStatus,
+    SampleLostStatus, SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
 };
 use crate::subscription::{DataReaderListener, ReaderEndpoint, ReaderOwner, TypedListener};
 use crate::TopicType;
@@ -223,6 +223,27 @@ impl UntypedDataReader {
             s.sample_rejected.total_count_change = 0;
             out
         })
+    }
+
+    /// REQUESTED_DEADLINE_MISSED; reading it resets the change count.
+    pub fn requested_deadline_missed_status(&self) -> RequestedDeadlineMissedStatus {
+        self.read_status(StatusMask::REQUESTED_DEADLINE_MISSED, |s| {
+            let out = s.requested_deadline_missed;
+            s.requested_deadline_missed.total_count_change = 0;
+            out
+        })
+    }
+
+    /// Samples the QoS policies kept out of the history: (expired on arrival under the
+    /// writer's LIFESPAN, dropped because another writer owns the instance under exclusive
+    /// OWNERSHIP, dropped by the TIME_BASED_FILTER).
+    pub fn policy_drops(&self) -> PolicyDrops {
+        let p = self.ep.policies.lock();
+        PolicyDrops {
+            expired: p.expired,
+            not_owner: p.not_owner_drops(),
+            filtered: p.filtered,
+        }
     }
 
     /// Decodes `src` (drained) into `out`; undecodable samples are counted and left out. With
@@ -470,4 +491,27 @@ impl<T: TopicType> DataReader<T> {
     pub fn sample_rejected_status(&self) -> SampleRejectedStatus {
         self.raw.sample_rejected_status()
     }
+
+    /// REQUESTED_DEADLINE_MISSED; reading it resets the change count.
+    pub fn requested_deadline_missed_status(&self) -> RequestedDeadlineMissedStatus {
+        self.raw.requested_deadline_missed_status()
+    }
+
+    /// Samples the QoS policies kept out of the history (see
+    /// [`UntypedDataReader::policy_drops`]).
+    pub fn policy_drops(&self) -> PolicyDrops {
+        self.raw.policy_drops()
+    }
+}
+
+/// Samples a reader's QoS policies kept out of its history
+/// ([`UntypedDataReader::policy_drops`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PolicyDrops {
+    /// Expired on arrival (LIFESPAN).
+    pub expired: u64,
+    /// Another writer owned the instance (exclusive OWNERSHIP).
+    pub not_owner: u64,
+    /// Within the TIME_BASED_FILTER minimum separation.
+    pub filtered: u64,
 }

@@ -85,6 +85,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
             .into_iter()
             .collect::<Locators>(),
         multicast: Locators::new(),
+        writer_terms: Default::default(),
     }
 }
 

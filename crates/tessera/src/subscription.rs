@@ -14,12 +14,13 @@ use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
 use crate::participant::DomainParticipant;
 use crate::qos::{DataReaderQos, SubscriberQos};
+use crate::qos_rt::reader::{finite_ns, watched_lease, Admission, ReaderPolicies, WriterTerms};
 use crate::reader::{DataReader, UntypedDataReader};
 use crate::runtime::RuntimeContext;
 use crate::sample::{PayloadPool, SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 use crate::status::{
-    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
-    SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, RequestedDeadlineMissedStatus,
+    SampleLostStatus, SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
 };
 use crate::topic::Topic;
 use crate::TopicType;
@@ -137,6 +138,13 @@ pub trait DataReaderListener<T: TopicType>: Send + Sync {
     fn on_sample_lost(&self, _reader: &DataReader<T>, _status: SampleLostStatus) {}
     /// Samples were rejected by resource limits.
     fn on_sample_rejected(&self, _reader: &DataReader<T>, _status: SampleRejectedStatus) {}
+    /// An instance received no sample within the DEADLINE period.
+    fn on_requested_deadline_missed(
+        &self,
+        _reader: &DataReader<T>,
+        _status: RequestedDeadlineMissedStatus,
+    ) {
+    }
 }
 
 /// A listener as the (type-erased) reader endpoint calls it.
@@ -170,6 +178,9 @@ impl<T: TopicType> EndpointListener for TypedListener<T> {
         if mask.intersects(StatusMask::SAMPLE_REJECTED) {
             l.on_sample_rejected(&r, r.sample_rejected_status());
         }
+        if mask.intersects(StatusMask::REQUESTED_DEADLINE_MISSED) {
+            l.on_requested_deadline_missed(&r, r.requested_deadline_missed_status());
+        }
     }
 }
 
@@ -202,6 +213,12 @@ pub(crate) struct ReaderEndpoint {
     /// For the ACKNACK that a `take` in an application thread sends to ask for refused samples
     /// again ([`ReaderEndpoint::resume`]); the receive and event threads pass theirs.
     ctx: Arc<RuntimeContext>,
+    /// DEADLINE, OWNERSHIP, TIME_BASED_FILTER, writers' LIFESPAN and leases. Locked (after the
+    /// history lock, never before it) only while `policies_on`.
+    pub(crate) policies: Mutex<ReaderPolicies>,
+    /// Some policy of `policies` is in use: read on every sample, so that a reader with none
+    /// pays one load.
+    pub(crate) policies_on: AtomicBool,
 }
 
 impl ReaderEndpoint {
@@ -240,6 +257,8 @@ impl ReaderEndpoint {
             holders: Mutex::new(Vec::new()),
             held: AtomicBool::new(false),
             ctx,
+            policies: Mutex::new(ReaderPolicies::new(qos)),
+            policies_on: AtomicBool::new(ReaderPolicies::in_use(qos)),
         })
     }
 
@@ -330,7 +349,7 @@ impl ReaderEndpoint {
     ) -> R {
         let (out, freed) = {
             let mut h = self.history.lock();
-            let purged = purge_due(&mut h);
+            let purged = purge_due(&mut h) + expire_due(&mut h);
             let (out, taken) = f(&mut h);
             (out, purged + taken)
         };
@@ -401,6 +420,17 @@ impl ReaderEndpoint {
                     Err(_) => return false,
                 },
             };
+            if self.policies_on.load(Ordering::Relaxed) {
+                let mut p = self.policies.lock();
+                let unregister = d.status_info & 2 != 0;
+                if !p.admit_update(key_hash, writer, unregister) {
+                    return false;
+                }
+                if d.status_info & 1 != 0 {
+                    // A disposed instance expects no more samples: no deadline.
+                    p.deadline.remove(&key_hash);
+                }
+            }
             let mut changed = false;
             if d.status_info & 1 != 0 {
                 let out = history.dispose(key_hash, writer, ts, reception);
@@ -425,6 +455,14 @@ impl ReaderEndpoint {
                 return false;
             }
         };
+        let mut expires = None;
+        let policies = self.policies_on.load(Ordering::Relaxed);
+        if policies {
+            match self.policies.lock().admit(key_hash, writer, ts, reception) {
+                Admission::Deliver { expires: e } => expires = e,
+                Admission::Expired | Admission::NotOwner | Admission::Filtered => return false,
+            }
+        }
         let s = SerializedSample {
             payload: match shared {
                 Some(b) => SerializedPayload::shared(b.clone()),
@@ -453,8 +491,131 @@ impl ReaderEndpoint {
                 *rejected += 1;
                 false
             }
-            _ => true,
+            InsertOutcome::Outdated(_) => true,
+            InsertOutcome::Accepted(h) | InsertOutcome::Replaced(h) => {
+                if policies {
+                    if let Some(e) = expires {
+                        history.set_newest_expiry(h, e);
+                    }
+                    let due = self
+                        .policies
+                        .lock()
+                        .deadline
+                        .renew(key_hash, Instant::now());
+                    if due.is_some() || expires.is_some() {
+                        // A newly watched instance or an expiring sample: make sure the event
+                        // thread comes by then.
+                        self.ctx.kick.ensure_by(due.or(Some(Instant::now())));
+                    }
+                }
+                true
+            }
         }
+    }
+
+    /// The liveliness of `writer` was asserted (any message from it, or a local writer's
+    /// `assert_liveliness`); raises LIVELINESS_CHANGED when it comes back.
+    pub(crate) fn writer_seen(&self, writer: Guid, now: Instant) {
+        if !self.policies_on.load(Ordering::Relaxed) {
+            return;
+        }
+        if !self.policies.lock().writer_seen(&writer.to_bytes(), now) {
+            return;
+        }
+        {
+            let mut s = self.statuses.lock();
+            let l = &mut s.liveliness_changed;
+            l.alive_count += 1;
+            l.alive_count_change += 1;
+            l.not_alive_count -= 1;
+            l.not_alive_count_change -= 1;
+            l.last_publication_handle = Some(writer);
+        }
+        self.status_changed(StatusMask::LIVELINESS_CHANGED);
+    }
+
+    /// The policy timers (event thread): missed deadlines, writers whose lease ran out, expired
+    /// samples. Returns the next time they need the thread.
+    fn policy_timeout(&self, now: Instant) -> Option<Instant> {
+        let mut missed = Vec::new();
+        let mut lost = Vec::new();
+        {
+            let mut p = self.policies.lock();
+            p.deadline.expire(now, &mut missed);
+            p.expire_leases(now, &mut lost);
+        }
+        let mut mask = StatusMask::NONE;
+        let mut misses = Vec::new();
+        let mut changed = false;
+        let next_expiry;
+        {
+            let mut h = self.history.lock();
+            for key in &missed {
+                // Only alive instances expect data: a disposed or writerless one is forgotten.
+                let alive = h
+                    .lookup_instance(key)
+                    .and_then(|i| h.instance_status(i))
+                    .filter(|st| st.instance_state.is_alive());
+                misses.push((*key, alive.map(|st| st.handle)));
+            }
+            let now_ns = crate::publication::now_nanos();
+            for w in &lost {
+                changed |= h.writer_lost(*w, now_ns) > 0;
+            }
+            changed |= expire_due(&mut h) > 0;
+            next_expiry = h.next_expiry();
+        }
+        let mut last = None;
+        let mut count = 0u64;
+        if !misses.is_empty() {
+            let mut p = self.policies.lock();
+            for (key, handle) in &misses {
+                match handle {
+                    Some(h) => {
+                        p.deadline_missed(key);
+                        count += 1;
+                        last = Some(*h);
+                    }
+                    None => p.deadline.remove(key),
+                }
+            }
+        }
+        if count > 0 {
+            let mut s = self.statuses.lock();
+            let st = &mut s.requested_deadline_missed;
+            add_count(&mut st.total_count, count);
+            add_count(&mut st.total_count_change, count);
+            st.last_instance_handle = last;
+            mask |= StatusMask::REQUESTED_DEADLINE_MISSED;
+        }
+        if !lost.is_empty() {
+            tracing::debug!(reader = ?self.guid, writers = lost.len(), "writer liveliness lost");
+            let mut s = self.statuses.lock();
+            let l = &mut s.liveliness_changed;
+            for w in &lost {
+                l.alive_count -= 1;
+                l.alive_count_change -= 1;
+                l.not_alive_count += 1;
+                l.not_alive_count_change += 1;
+                l.last_publication_handle = Some(Guid::from_bytes(*w));
+            }
+            mask |= StatusMask::LIVELINESS_CHANGED;
+        }
+        if changed {
+            mask |= StatusMask::DATA_AVAILABLE;
+        }
+        if mask != StatusMask::NONE {
+            self.status_changed(mask);
+        }
+        let p = self.policies.lock();
+        let expiry = next_expiry.map(|at| {
+            let wait = at.saturating_sub(crate::publication::now_nanos()).max(0);
+            now + std::time::Duration::from_nanos(wait as u64)
+        });
+        [p.deadline.next(), p.next_lease(), expiry]
+            .into_iter()
+            .flatten()
+            .min()
     }
 }
 
@@ -464,6 +625,18 @@ impl LocalReader for ReaderEndpoint {
     }
 
     fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
+        if self.policies_on.load(Ordering::Relaxed) {
+            let writer = match &rs.submessage {
+                Submessage::Data(d) => Some(d.writer_id),
+                Submessage::DataFrag(d) => Some(d.writer_id),
+                Submessage::Heartbeat(h) => Some(h.writer_id),
+                Submessage::Gap(g) => Some(g.writer_id),
+                _ => None,
+            };
+            if let Some(w) = writer {
+                self.writer_seen(Guid::new(rs.source_prefix, w), now);
+            }
+        }
         let mut available = false;
         let rejected;
         let lost_before;
@@ -542,6 +715,10 @@ impl LocalReader for ReaderEndpoint {
         self.raise(&ctx.counters, o.available, o.rejected, o.lost.into());
     }
 
+    fn writer_asserted(&self, writer: Guid, now: Instant) {
+        self.writer_seen(writer, now);
+    }
+
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         // Autopurge runs here too, so an application that never reads still frees memory
         // (within the event thread's period, at most 100 ms late); room it makes lets refused
@@ -550,13 +727,21 @@ impl LocalReader for ReaderEndpoint {
         if purged > 0 {
             self.resume_local(ctx);
         }
+        let policy_next = if self.policies_on.load(Ordering::Relaxed) {
+            self.policy_timeout(now)
+        } else {
+            None
+        };
         let mut core = self.core.lock();
         if purged > 0 && self.refused.swap(false, Ordering::Relaxed) {
             core.resume(now);
         }
         core.handle_timeout(now);
         outbox::flush_reader(ctx, &mut core, now);
-        core.poll_timeout()
+        match (core.poll_timeout(), policy_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn matched(&self, ctx: &RuntimeContext, remote: &RemoteEndpoint, now: Instant) {
@@ -572,6 +757,25 @@ impl LocalReader for ReaderEndpoint {
                 let mut core = self.core.lock();
                 core.add_writer(remote.guid, remote.locators, reliable, now);
                 outbox::flush_reader(ctx, &mut core, now);
+            }
+        }
+        let t = &remote.writer_terms;
+        let terms = WriterTerms {
+            strength: t.strength,
+            lifespan_ns: finite_ns(t.lifespan.duration),
+            lease: watched_lease(t.liveliness.kind, t.liveliness.lease_duration),
+        };
+        let on = self.policies_on.load(Ordering::Relaxed);
+        if on || terms.lifespan_ns.is_some() || terms.lease.is_some() {
+            // Also a re-announcement: a changed strength applies from the writer's next sample.
+            self.policies
+                .lock()
+                .writer_matched(remote.guid.to_bytes(), terms, now);
+            if !on {
+                self.policies_on.store(true, Ordering::Relaxed);
+            }
+            if terms.lease.is_some() {
+                ctx.kick.ensure_by(Some(now));
             }
         }
         {
@@ -602,6 +806,8 @@ impl LocalReader for ReaderEndpoint {
         tracing::debug!(reader = ?self.guid, writer = ?remote, lost, "writer unmatched");
         self.core.lock().remove_writer(remote);
         self.matched.lock().retain(|g| *g != remote);
+        let was_alive = !self.policies_on.load(Ordering::Relaxed)
+            || self.policies.lock().writer_unmatched(remote.to_bytes());
         let data_changed = self
             .history
             .lock()
@@ -613,13 +819,17 @@ impl LocalReader for ReaderEndpoint {
             st.current_count -= 1;
             st.current_count_change -= 1;
             st.last_publication_handle = Some(remote);
-            // Every matched writer is alive: liveliness is the participant's lease, and a
-            // lease that runs out removes the writer too (`lost`). A removed writer leaves the
-            // counts altogether; `not_alive_count` counts only writers still matched but not
-            // alive, of which there are none.
+            // A removed writer leaves the counts altogether, from whichever it was in: a
+            // participant lease that runs out removes its writers (`lost`); a manual writer
+            // whose own lease ran out is matched but not alive until it asserts again.
             let l = &mut s.liveliness_changed;
-            l.alive_count -= 1;
-            l.alive_count_change -= 1;
+            if was_alive {
+                l.alive_count -= 1;
+                l.alive_count_change -= 1;
+            } else {
+                l.not_alive_count -= 1;
+                l.not_alive_count_change -= 1;
+            }
             l.last_publication_handle = Some(remote);
         }
         let mut mask = StatusMask::SUBSCRIPTION_MATCHED | StatusMask::LIVELINESS_CHANGED;
@@ -679,6 +889,16 @@ thread_local! {
 fn purge_due(h: &mut History<SerializedPayload>) -> usize {
     if h.next_purge().is_some() {
         h.purge_expired(crate::publication::now_nanos())
+    } else {
+        0
+    }
+}
+
+/// Removes the samples whose lifespan ran out; returns how many. Reads the clock only when a
+/// sample can expire.
+fn expire_due(h: &mut History<SerializedPayload>) -> usize {
+    if h.next_expiry().is_some() {
+        h.drop_expired(crate::publication::now_nanos())
     } else {
         0
     }

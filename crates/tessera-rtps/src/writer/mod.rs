@@ -1096,6 +1096,23 @@ impl WriterCore {
     pub fn all_acked(&self) -> bool {
         self.is_acked_by_all(self.sh.last_seq)
     }
+
+    /// Drops sample `seq` from the retained history (its LIFESPAN ran out): it is never sent
+    /// again, and a reader that still needs it is told it is gone. Returns whether it was held.
+    pub fn remove_retained(&mut self, seq: SequenceNumber) -> bool {
+        self.sh.history.remove(seq)
+    }
+
+    /// A HEARTBEAT that asserts this writer's liveliness (the L flag; MANUAL_BY_TOPIC
+    /// `assert_liveliness`), addressed to every reader and asking for no answer. Its range is
+    /// the retained history, like any other HEARTBEAT of this writer.
+    pub fn liveliness_heartbeat(&mut self) -> crate::wire::Heartbeat {
+        let mut hb = self
+            .sh
+            .heartbeat_from(crate::types::EntityId::UNKNOWN, 1, true);
+        hb.liveliness_flag = true;
+        hb
+    }
 }
 
 #[cfg(test)]

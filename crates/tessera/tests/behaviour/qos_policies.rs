@@ -1,0 +1,384 @@
+//! The QoS policies enforced at run time: DEADLINE (offered and requested), LIFESPAN, manual
+//! LIVELINESS, exclusive OWNERSHIP with failover, TIME_BASED_FILTER. Timing bounds are generous
+//! (this VM is noisy): the checks are on status counts and on what was or was not delivered,
+//! each absence after a positive control.
+
+use crate::harness::*;
+use crate::per_transport;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+use tessera::qos::{
+    DataReaderQos, DataWriterQos, Deadline, Durability, Lifespan, Liveliness, LivelinessKind,
+    Ownership, OwnershipStrength, TimeBasedFilter,
+};
+use tessera::status::RequestedDeadlineMissedStatus;
+use tessera::{DataReader, DataReaderListener, InstanceState};
+
+fn ms(n: u64) -> Duration {
+    Duration::from_millis(n)
+}
+
+struct CountMisses(Arc<AtomicU32>);
+
+impl DataReaderListener<Keyed> for CountMisses {
+    fn on_requested_deadline_missed(
+        &self,
+        _r: &DataReader<Keyed>,
+        s: RequestedDeadlineMissedStatus,
+    ) {
+        self.0
+            .fetch_add(s.total_count_change as u32, Ordering::Relaxed);
+    }
+}
+
+/// Instance 1 is written every 20 ms, instance 2 once: only instance 2 misses its 150 ms
+/// deadline, on both sides, once per period, with listener calls and a status condition.
+fn deadline_missed_per_instance(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(
+        &ps[0],
+        "Q_deadline",
+        DataWriterQos::default()
+            .with_reliability(reliable())
+            .with_deadline(Deadline { period: ms(150) }),
+    );
+    let r = reader::<Keyed>(
+        &ps[1],
+        "Q_deadline",
+        keep_all_reader().with_deadline(Deadline { period: ms(150) }),
+    );
+    let heard = Arc::new(AtomicU32::new(0));
+    r.set_listener(Some(Arc::new(CountMisses(heard.clone()))));
+    let cond = w.status_condition(tessera::StatusMask::OFFERED_DEADLINE_MISSED);
+    matched(&w, &r);
+    let h2 = w.register_instance(&Keyed { id: 2, seq: 0 }).unwrap();
+    w.write(&Keyed { id: 2, seq: 0 }).unwrap();
+    for seq in 0..40 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+        std::thread::sleep(ms(20));
+    }
+    // 800 ms of silence for instance 2: about 5 periods, at least 2 counted however late the
+    // event thread ran.
+    assert!(cond.trigger_value(), "the status condition is raised");
+    let offered = w.offered_deadline_missed_status();
+    assert!(offered.total_count >= 2, "{offered:?}");
+    assert_eq!(offered.total_count, offered.total_count_change);
+    assert_eq!(offered.last_instance_handle, Some(h2));
+    assert_eq!(w.offered_deadline_missed_status().total_count_change, 0);
+    assert!(
+        !cond.trigger_value(),
+        "reading the status resets the condition"
+    );
+    let requested = r.requested_deadline_missed_status();
+    let handle2 = r.lookup_instance(&Keyed { id: 2, seq: 0 }).unwrap();
+    let handle1 = r.lookup_instance(&Keyed { id: 1, seq: 0 }).unwrap();
+    assert_ne!(handle1, handle2);
+    assert!(
+        requested.total_count >= 2 || heard.load(Ordering::Relaxed) >= 2,
+        "{requested:?}"
+    );
+    assert_eq!(requested.last_instance_handle, Some(handle2));
+    // The listener read the status: its calls saw the counts.
+    assert!(heard.load(Ordering::Relaxed) >= 1);
+    // Instance 1 never missed: disposing instance 2 ends its deadline, and from then on
+    // nothing is counted while instance 1 keeps being written.
+    w.dispose(&Keyed { id: 2, seq: 0 }).unwrap();
+    std::thread::sleep(ms(100));
+    let before = w.offered_deadline_missed_status().total_count;
+    let requested_before = r.requested_deadline_missed_status().total_count;
+    for seq in 40..70 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+        std::thread::sleep(ms(20));
+    }
+    assert_eq!(w.offered_deadline_missed_status().total_count, before);
+    assert_eq!(
+        r.requested_deadline_missed_status().total_count,
+        requested_before
+    );
+}
+
+/// A writer and reader without DEADLINE count nothing, however long an instance is silent.
+fn no_deadline_counts_nothing(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(&ps[0], "Q_nodeadline", keep_all_writer());
+    let r = reader::<Keyed>(&ps[1], "Q_nodeadline", keep_all_reader());
+    matched(&w, &r);
+    w.write(&Keyed { id: 1, seq: 0 }).unwrap();
+    take_n(&r, 1, 10);
+    std::thread::sleep(ms(300));
+    assert_eq!(w.offered_deadline_missed_status().total_count, 0);
+    assert_eq!(r.requested_deadline_missed_status().total_count, 0);
+}
+
+/// LIFESPAN: a sample leaves the reader's history when its lifespan runs out, read or not, and
+/// a TRANSIENT_LOCAL late joiner never gets expired samples.
+fn lifespan_expires_samples(t: Transport) {
+    let d = t.domain(2);
+    let ps = &d.participants;
+    let wq = keep_all_writer()
+        .with_durability(Durability::TransientLocal)
+        .with_lifespan(Lifespan { duration: ms(300) });
+    let rq = keep_all_reader().with_durability(Durability::TransientLocal);
+    let w = writer::<Keyed>(&ps[0], "Q_lifespan", wq);
+    let r = reader::<Keyed>(&ps[1], "Q_lifespan", rq.clone());
+    matched(&w, &r);
+    w.write(&Keyed { id: 1, seq: 1 }).unwrap();
+    wait_until(10, "the sample to arrive", || {
+        r.read(usize::MAX).unwrap().iter().any(|s| s.data.is_some())
+    });
+    wait_until(10, "the sample to expire from the reader", || {
+        r.read(usize::MAX).unwrap().iter().all(|s| s.data.is_none())
+    });
+    // A late joiner: the expired sample is gone from the writer too; a fresh one arrives.
+    std::thread::sleep(ms(100));
+    let late = reader::<Keyed>(&d.join(), "Q_lifespan", rq);
+    matched(&w, &late);
+    w.write(&Keyed { id: 2, seq: 2 }).unwrap();
+    let got = take_n(&late, 1, 10);
+    settle(t);
+    let mut all = seqs(&got);
+    all.extend(seqs(&late.take(usize::MAX).unwrap()));
+    assert_eq!(all, vec![(2, 2)], "the late joiner got an expired sample");
+}
+
+/// A sample whose source timestamp is older than its writer's lifespan is never delivered.
+fn lifespan_drops_expired_on_arrival(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(
+        &ps[0],
+        "Q_lifespan_old",
+        keep_all_writer().with_lifespan(Lifespan { duration: ms(500) }),
+    );
+    let r = reader::<Keyed>(&ps[1], "Q_lifespan_old", keep_all_reader());
+    matched(&w, &r);
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as i64;
+    w.write_with_timestamp(&Keyed { id: 1, seq: 1 }, now - 2_000_000_000)
+        .unwrap();
+    w.write(&Keyed { id: 1, seq: 2 }).unwrap();
+    let got = take_n(&r, 1, 10);
+    settle(t);
+    let mut all = seqs(&got);
+    all.extend(seqs(&r.take(usize::MAX).unwrap()));
+    assert_eq!(all, vec![(1, 2)]);
+    assert_eq!(r.policy_drops().expired, 1);
+}
+
+fn exclusive_writer(
+    p: &tessera::DomainParticipant,
+    topic: &str,
+    strength: i32,
+) -> tessera::DataWriter<Keyed> {
+    exclusive_writer_with(p, topic, strength, |q| q)
+}
+
+fn exclusive_writer_with(
+    p: &tessera::DomainParticipant,
+    topic: &str,
+    strength: i32,
+    more: impl FnOnce(DataWriterQos) -> DataWriterQos,
+) -> tessera::DataWriter<Keyed> {
+    let qos = keep_all_writer()
+        .with_ownership(Ownership::Exclusive)
+        .with_ownership_strength(OwnershipStrength(strength));
+    writer::<Keyed>(p, topic, more(qos))
+}
+
+/// Exclusive OWNERSHIP: only the stronger writer's samples are delivered while it lives; when
+/// it is deleted (unregistering its instances) the weaker one takes over.
+fn ownership_strongest_wins_and_fails_over(t: Transport) {
+    let d = t.domain(3);
+    let ps = &d.participants;
+    let weak = exclusive_writer(&ps[0], "Q_own", 10);
+    let strong = exclusive_writer(&ps[1], "Q_own", 20);
+    let r = reader::<Keyed>(
+        &ps[2],
+        "Q_own",
+        keep_all_reader().with_ownership(Ownership::Exclusive),
+    );
+    matched(&weak, &r);
+    matched(&strong, &r);
+    strong.write(&Keyed { id: 1, seq: 1000 }).unwrap();
+    take_n(&r, 1, 10);
+    for seq in 0..10 {
+        weak.write(&Keyed { id: 1, seq }).unwrap();
+        strong
+            .write(&Keyed {
+                id: 1,
+                seq: 1001 + seq,
+            })
+            .unwrap();
+    }
+    weak.write(&Keyed { id: 2, seq: 7 }).unwrap();
+    let got = take_until_each_has(&r, 11);
+    assert!(
+        got.iter().all(|(id, seq)| *id == 2 || *seq > 1000),
+        "a weaker writer's sample was delivered: {got:?}"
+    );
+    assert!(r.policy_drops().not_owner >= 10);
+    drop(strong);
+    wait_until(10, "the strong writer to go", || {
+        r.subscription_matched_status().current_count == 1
+    });
+    weak.write(&Keyed { id: 1, seq: 99 }).unwrap();
+    let got = take_n(&r, 1, 10);
+    assert!(seqs(&got).contains(&(1, 99)), "{:?}", seqs(&got));
+}
+
+/// Takes (id, seq) pairs until the strong writer's last (seq 1010) and the weak writer's
+/// instance-2 sample are both in.
+fn take_until_each_has(r: &DataReader<Keyed>, _n: usize) -> Vec<(u32, u32)> {
+    let mut got = Vec::new();
+    wait_until(10, "the strong writer's samples", || {
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        got.contains(&(1, 1010)) && got.contains(&(2, 7))
+    });
+    got
+}
+
+/// Exclusive OWNERSHIP: an owner that stops writing gives its instances up when it misses the
+/// reader's deadline.
+fn ownership_fails_over_on_missed_deadline(t: Transport) {
+    let ps = t.participants(3);
+    let period = Deadline { period: ms(200) };
+    let weak = exclusive_writer_with(&ps[0], "Q_own_dl", 10, |q| q.with_deadline(period));
+    let strong = exclusive_writer_with(&ps[1], "Q_own_dl", 20, |q| q.with_deadline(period));
+    let r = reader::<Keyed>(
+        &ps[2],
+        "Q_own_dl",
+        keep_all_reader()
+            .with_ownership(Ownership::Exclusive)
+            .with_deadline(period),
+    );
+    matched(&weak, &r);
+    matched(&strong, &r);
+    strong.write(&Keyed { id: 1, seq: 1000 }).unwrap();
+    take_n(&r, 1, 10);
+    weak.write(&Keyed { id: 1, seq: 1 }).unwrap();
+    settle(t);
+    assert!(seqs(&r.take(usize::MAX).unwrap()).is_empty());
+    // The strong writer falls silent: after its missed deadline the weak one owns instance 1.
+    wait_until(10, "a missed deadline", || {
+        r.requested_deadline_missed_status().total_count > 0
+    });
+    let mut got = Vec::new();
+    let mut seq = 2;
+    wait_until(10, "the weak writer to take over", || {
+        weak.write(&Keyed { id: 1, seq }).unwrap();
+        seq += 1;
+        std::thread::sleep(ms(20));
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        !got.is_empty()
+    });
+    assert!(got.iter().all(|(_, s)| *s < 1000), "{got:?}");
+    // The strong writer comes back and takes the instance again.
+    strong.write(&Keyed { id: 1, seq: 1001 }).unwrap();
+    wait_until(10, "the strong writer to come back", || {
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        got.contains(&(1, 1001))
+    });
+}
+
+/// MANUAL_BY_TOPIC liveliness: a writer that neither writes nor asserts within its lease loses
+/// its liveliness (LIVELINESS_LOST), its readers see it not alive (LIVELINESS_CHANGED, its
+/// instances NOT_ALIVE_NO_WRITERS), and `assert_liveliness` brings it back.
+fn manual_liveliness_lost_and_regained(t: Transport) {
+    let ps = t.participants(2);
+    let lease = Liveliness {
+        kind: LivelinessKind::ManualByTopic,
+        lease_duration: ms(400),
+    };
+    let w = writer::<Keyed>(&ps[0], "Q_live", keep_all_writer().with_liveliness(lease));
+    let r = reader::<Keyed>(&ps[1], "Q_live", keep_all_reader().with_liveliness(lease));
+    matched(&w, &r);
+    // Writing keeps it alive past several leases.
+    for seq in 0..12 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+        std::thread::sleep(ms(100));
+    }
+    assert_eq!(w.liveliness_lost_status().total_count, 0);
+    let st = r.liveliness_changed_status();
+    assert_eq!((st.alive_count, st.not_alive_count), (1, 0), "{st:?}");
+    take_n(&r, 12, 10);
+    // Silence.
+    wait_until(10, "the writer's liveliness to be lost", || {
+        w.liveliness_lost_status().total_count == 1
+    });
+    wait_until(10, "the reader to see it", || {
+        let st = r.liveliness_changed_status();
+        (st.alive_count, st.not_alive_count) == (0, 1)
+    });
+    assert_newest_state(&r, InstanceState::NotAliveNoWriters);
+    w.assert_liveliness().unwrap();
+    wait_until(10, "the assertion to reach the reader", || {
+        let st = r.liveliness_changed_status();
+        (st.alive_count, st.not_alive_count) == (1, 0)
+    });
+    assert_eq!(r.subscription_matched_status().current_count, 1);
+}
+
+/// TIME_BASED_FILTER: a reader with a 200 ms minimum separation gets a few of 30 samples
+/// written 10 ms apart to one instance, and every sample of an instance written once.
+fn time_based_filter_thins_instances(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(&ps[0], "Q_tbf", keep_all_writer());
+    let r = reader::<Keyed>(
+        &ps[1],
+        "Q_tbf",
+        keep_all_reader().with_time_based_filter(TimeBasedFilter {
+            minimum_separation: ms(200),
+        }),
+    );
+    matched(&w, &r);
+    for seq in 0..30 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+        w.write(&Keyed { id: 100 + seq, seq }).unwrap();
+        std::thread::sleep(ms(10));
+    }
+    let mut got = Vec::new();
+    wait_until(10, "every single-sample instance", || {
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        got.iter().filter(|(id, _)| *id >= 100).count() == 30
+    });
+    let of_one = got.iter().filter(|(id, _)| *id == 1).count();
+    assert!(
+        (1..=5).contains(&of_one),
+        "{of_one} samples of instance 1: {got:?}"
+    );
+    assert!(r.policy_drops().filtered >= 25);
+}
+
+per_transport!(
+    deadline_missed_per_instance,
+    no_deadline_counts_nothing,
+    lifespan_expires_samples,
+    lifespan_drops_expired_on_arrival,
+    ownership_strongest_wins_and_fails_over,
+    ownership_fails_over_on_missed_deadline,
+    manual_liveliness_lost_and_regained,
+    time_based_filter_thins_instances,
+);
+
+/// HISTORY depth above RESOURCE_LIMITS max_samples_per_instance is refused with a typed error.
+#[test]
+fn history_depth_above_resource_limits_is_inconsistent() {
+    let ps = Transport::InProc.participants(1);
+    let t = ps[0]
+        .create_topic::<Keyed>("Q_inconsistent", Default::default())
+        .unwrap();
+    let qos = DataReaderQos::default()
+        .with_history(tessera::qos::History::KeepLast(10))
+        .with_resource_limits(tessera::qos::ResourceLimits {
+            max_samples_per_instance: Some(5),
+            ..Default::default()
+        });
+    let e = ps[0]
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(&t, qos)
+        .unwrap_err();
+    assert!(matches!(e, tessera::Error::InconsistentPolicy(_)), "{e:?}");
+}
