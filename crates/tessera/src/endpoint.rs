@@ -106,6 +106,15 @@ pub(crate) trait LocalReader: Send + Sync {
     fn notify_local(&self, ctx: &RuntimeContext, outcome: LocalOutcome);
     /// The local writer `writer` asserted its liveliness at `now` (called with no lock held).
     fn writer_asserted(&self, _writer: Guid, _now: Instant) {}
+    /// The remote participant `prefix` asserted its MANUAL_BY_PARTICIPANT (`manual`) or
+    /// AUTOMATIC writers alive (writer liveliness protocol).
+    fn participant_asserted(
+        &self,
+        _prefix: tessera_rtps::types::GuidPrefix,
+        _manual: bool,
+        _now: Instant,
+    ) {
+    }
 }
 
 /// A writer of this participant that keeps samples a reliable local reader refused for lack of

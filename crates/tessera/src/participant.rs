@@ -584,6 +584,11 @@ impl DomainParticipant {
         for w in writers {
             w.assert_participant_liveliness();
         }
+        let shared = &self.owner.shared;
+        shared
+            .discovery
+            .lock()
+            .assert_manual_liveliness(shared, Instant::now());
         Ok(())
     }
 
@@ -791,6 +796,12 @@ impl ParticipantShared {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.incompatible(&policies);
+                    }
+                }
+                MatchAction::LivelinessAsserted { prefix, manual } => {
+                    let readers: Vec<_> = self.endpoints.read().readers.values().cloned().collect();
+                    for r in readers {
+                        r.participant_asserted(prefix, manual, now);
                     }
                 }
             }

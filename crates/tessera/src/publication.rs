@@ -267,14 +267,24 @@ impl WriterEndpoint {
         }
     }
 
-    /// `assert_liveliness`: renews the lease and tells the readers: remote ones by a HEARTBEAT
-    /// with the liveliness flag, local ones directly.
+    /// Renews the lease and tells the local readers (MANUAL_BY_PARTICIPANT: the participant
+    /// tells remote ones by a ParticipantMessageData).
+    fn assert_locally(&self, now: Instant) {
+        self.asserted(now);
+        let locals = self.local_readers.read().clone();
+        for p in locals.iter() {
+            p.reader.writer_asserted(self.guid, now);
+        }
+    }
+
+    /// MANUAL_BY_TOPIC `assert_liveliness`: renews the lease and tells the readers: remote
+    /// ones by a HEARTBEAT with the liveliness flag, local ones directly.
     pub(crate) fn assert_liveliness(&self) -> Result<()> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
         }
         let now = Instant::now();
-        self.asserted(now);
+        self.assert_locally(now);
         if self.liveliness_kind == LivelinessKind::Automatic {
             return Ok(());
         }
@@ -293,10 +303,6 @@ impl WriterEndpoint {
                 m.submessage(&Submessage::Heartbeat(hb));
                 crate::endpoint::send_datagram(&self.ctx, buf, &dests);
             });
-        }
-        let locals = self.local_readers.read().clone();
-        for p in locals.iter() {
-            p.reader.writer_asserted(self.guid, now);
         }
         Ok(())
     }
@@ -664,9 +670,7 @@ impl LocalWriter for WriterEndpoint {
 
     fn assert_participant_liveliness(&self) {
         if self.liveliness_kind == LivelinessKind::ManualByParticipant {
-            if let Err(e) = self.assert_liveliness() {
-                tracing::debug!(error = %e, "participant liveliness assertion failed");
-            }
+            self.assert_locally(Instant::now());
         }
     }
 
@@ -1022,9 +1026,15 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Asserts this writer's liveliness (DDS `assert_liveliness`): needed only by
     /// MANUAL_BY_TOPIC and MANUAL_BY_PARTICIPANT writers that do not write within their lease
-    /// (every write asserts too). Readers hear of it by a HEARTBEAT with the liveliness flag.
+    /// (every write asserts too). A MANUAL_BY_TOPIC writer's readers hear of it by a HEARTBEAT
+    /// with the liveliness flag; a MANUAL_BY_PARTICIPANT writer asserts its whole participant
+    /// ([`DomainParticipant::assert_liveliness`]), whose readers hear of it by a
+    /// ParticipantMessageData.
     pub fn assert_liveliness(&self) -> Result<()> {
-        self.ep.assert_liveliness()
+        match (&self.owner, self.ep.liveliness_kind) {
+            (Some(o), LivelinessKind::ManualByParticipant) => o.participant.assert_liveliness(),
+            _ => self.ep.assert_liveliness(),
+        }
     }
 
     /// A condition that is true while any status in `mask` has changed and not been read.

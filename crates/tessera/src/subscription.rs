@@ -519,17 +519,26 @@ impl ReaderEndpoint {
         if !self.policies_on.load(Ordering::Relaxed) {
             return;
         }
-        if !self.policies.lock().writer_seen(&writer.to_bytes(), now) {
+        if self.policies.lock().writer_seen(&writer.to_bytes(), now) {
+            self.revived(&[writer.to_bytes()]);
+        }
+    }
+
+    /// Raises LIVELINESS_CHANGED for writers that came back alive.
+    fn revived(&self, writers: &[[u8; 16]]) {
+        if writers.is_empty() {
             return;
         }
         {
             let mut s = self.statuses.lock();
             let l = &mut s.liveliness_changed;
-            l.alive_count += 1;
-            l.alive_count_change += 1;
-            l.not_alive_count -= 1;
-            l.not_alive_count_change -= 1;
-            l.last_publication_handle = Some(writer);
+            for w in writers {
+                l.alive_count += 1;
+                l.alive_count_change += 1;
+                l.not_alive_count -= 1;
+                l.not_alive_count_change -= 1;
+                l.last_publication_handle = Some(Guid::from_bytes(*w));
+            }
         }
         self.status_changed(StatusMask::LIVELINESS_CHANGED);
     }
@@ -719,6 +728,22 @@ impl LocalReader for ReaderEndpoint {
         self.writer_seen(writer, now);
     }
 
+    fn participant_asserted(
+        &self,
+        prefix: tessera_rtps::types::GuidPrefix,
+        manual: bool,
+        now: Instant,
+    ) {
+        if !self.policies_on.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut revived = Vec::new();
+        self.policies
+            .lock()
+            .participant_asserted(&prefix.0, manual, now, &mut revived);
+        self.revived(&revived);
+    }
+
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         // Autopurge runs here too, so an application that never reads still frees memory
         // (within the event thread's period, at most 100 ms late); room it makes lets refused
@@ -764,6 +789,7 @@ impl LocalReader for ReaderEndpoint {
             strength: t.strength,
             lifespan_ns: finite_ns(t.lifespan.duration),
             lease: watched_lease(t.liveliness.kind, t.liveliness.lease_duration),
+            kind: t.liveliness.kind,
         };
         let on = self.policies_on.load(Ordering::Relaxed);
         if on || terms.lifespan_ns.is_some() || terms.lease.is_some() {

@@ -21,6 +21,8 @@ pub(crate) struct WriterTerms {
     /// Liveliness lease the reader checks (`None`: its participant's lease covers it, as for
     /// AUTOMATIC writers, or infinite).
     pub lease: Option<Duration>,
+    /// LIVELINESS kind.
+    pub kind: LivelinessKind,
 }
 
 #[derive(Debug)]
@@ -135,6 +137,34 @@ impl ReaderPolicies {
         let revived = !s.alive;
         s.alive = true;
         revived
+    }
+
+    /// Participant `prefix` asserted its MANUAL_BY_PARTICIPANT writers (`manual`) or its
+    /// AUTOMATIC ones at `now`: their leases are renewed; those that come back alive are
+    /// appended to `revived`.
+    pub fn participant_asserted(
+        &mut self,
+        prefix: &[u8; 12],
+        manual: bool,
+        now: Instant,
+        revived: &mut Vec<Writer>,
+    ) {
+        let kind = if manual {
+            LivelinessKind::ManualByParticipant
+        } else {
+            LivelinessKind::Automatic
+        };
+        let mine: Vec<Writer> = self
+            .writers
+            .iter()
+            .filter(|(g, s)| g[..12] == prefix[..] && s.terms.kind == kind)
+            .map(|(g, _)| *g)
+            .collect();
+        for g in mine {
+            if self.writer_seen(&g, now) {
+                revived.push(g);
+            }
+        }
     }
 
     /// Writers whose lease ran out by `now`, marked not alive (they own nothing any more).

@@ -320,6 +320,48 @@ fn manual_liveliness_lost_and_regained(t: Transport) {
     assert_eq!(r.subscription_matched_status().current_count, 1);
 }
 
+/// MANUAL_BY_PARTICIPANT liveliness over the writer liveliness protocol: the participant's
+/// assertions (ParticipantMessageData) keep a writer that never writes alive at a remote
+/// reader; without them it is lost, and one assertion brings it back.
+fn participant_liveliness_asserts_writers(t: Transport) {
+    let ps = t.participants(2);
+    let lease = Liveliness {
+        kind: LivelinessKind::ManualByParticipant,
+        lease_duration: ms(400),
+    };
+    let w = writer::<Keyed>(
+        &ps[0],
+        "Q_live_pp",
+        keep_all_writer().with_liveliness(lease),
+    );
+    let r = reader::<Keyed>(
+        &ps[1],
+        "Q_live_pp",
+        keep_all_reader().with_liveliness(lease),
+    );
+    matched(&w, &r);
+    w.write(&Keyed { id: 1, seq: 0 }).unwrap();
+    take_n(&r, 1, 10);
+    for _ in 0..12 {
+        ps[0].assert_liveliness().unwrap();
+        std::thread::sleep(ms(100));
+    }
+    assert_eq!(w.liveliness_lost_status().total_count, 0);
+    let st = r.liveliness_changed_status();
+    assert_eq!((st.alive_count, st.not_alive_count), (1, 0), "{st:?}");
+    wait_until(10, "the reader to see the writer not alive", || {
+        let st = r.liveliness_changed_status();
+        (st.alive_count, st.not_alive_count) == (0, 1)
+    });
+    assert_eq!(w.liveliness_lost_status().total_count, 1);
+    // Through the writer: a MANUAL_BY_PARTICIPANT writer asserts its participant.
+    w.assert_liveliness().unwrap();
+    wait_until(10, "the assertion to reach the reader", || {
+        let st = r.liveliness_changed_status();
+        (st.alive_count, st.not_alive_count) == (1, 0)
+    });
+}
+
 /// TIME_BASED_FILTER: a reader with a 200 ms minimum separation gets a few of 30 samples
 /// written 10 ms apart to one instance, and every sample of an instance written once.
 fn time_based_filter_thins_instances(t: Transport) {
@@ -359,6 +401,7 @@ per_transport!(
     ownership_strongest_wins_and_fails_over,
     ownership_fails_over_on_missed_deadline,
     manual_liveliness_lost_and_regained,
+    participant_liveliness_asserts_writers,
     time_based_filter_thins_instances,
 );
 
