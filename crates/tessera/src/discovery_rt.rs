@@ -380,6 +380,8 @@ impl DiscoveryRuntime {
         now: Instant,
     ) -> Vec<MatchAction> {
         let l = qos.liveliness;
+        // Also a re-announcement (`set_qos`): the writer keeps one entry.
+        self.automatic_leases.retain(|(g, _)| *g != guid);
         if l.kind == tessera_rtps::qos::LivelinessKind::Automatic
             && !tessera_rtps::qos::is_infinite(l.lease_duration)
         {

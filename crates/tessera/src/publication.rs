@@ -97,6 +97,10 @@ impl Publisher {
             ep: ep.clone(),
             participant: self.participant.clone(),
             entity_id,
+            topic_name: topic.name().to_owned(),
+            type_name: topic.type_name().to_owned(),
+            topic_qos: topic.qos().clone(),
+            publisher_qos: self.qos.clone(),
         });
         Ok(DataWriter {
             ep,
@@ -142,7 +146,10 @@ pub(crate) struct WriterEndpoint {
     listener: Mutex<Option<Arc<ErasedWriterListener>>>,
     max_blocking: Duration,
     xcdr2: bool,
+    /// The QoS the writer was created with: its immutable policies.
     qos: DataWriterQos,
+    /// The QoS now (`set_qos` changes the changeable policies).
+    current_qos: Mutex<DataWriterQos>,
     /// Write batching: samples accumulate in the core until a datagram is nearly full, an
     /// explicit `flush`, or [`BATCH_DELAY`] passes.
     batching: AtomicBool,
@@ -172,7 +179,7 @@ pub(crate) struct WriterEndpoint {
     /// serialized key, to unregister them when the writer is deleted.
     instances: Mutex<FastHashMap<[u8; 16], Arc<Vec<u8>>>>,
     /// WRITER_DATA_LIFECYCLE `autodispose_unregistered_instances`.
-    autodispose: bool,
+    autodispose: AtomicBool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
@@ -228,6 +235,7 @@ impl WriterEndpoint {
             max_blocking: qos.reliability.max_blocking_time,
             xcdr2: outbox::prefers_xcdr2(qos),
             qos: qos.clone(),
+            current_qos: Mutex::new(qos.clone()),
             batching: AtomicBool::new(false),
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
@@ -240,7 +248,9 @@ impl WriterEndpoint {
             reliable: qos.reliability.kind == tessera_rtps::qos::ReliabilityKind::Reliable,
             keyless_registered: AtomicBool::new(false),
             instances: Mutex::new(FastHashMap::default()),
-            autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
+            autodispose: AtomicBool::new(
+                qos.writer_data_lifecycle.autodispose_unregistered_instances,
+            ),
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
             deadline: Mutex::new(DeadlineTimers::new(qos.deadline.period)),
@@ -256,6 +266,23 @@ impl WriterEndpoint {
             alive: AtomicBool::new(true),
             reader_locators: Mutex::new(Vec::new()),
         })
+    }
+
+    /// Takes the changeable policies of `qos`: DEADLINE, LIFESPAN, WRITER_DATA_LIFECYCLE (the
+    /// others only change what is announced).
+    fn apply_qos(&self, qos: &DataWriterQos) {
+        let period = qos.deadline.period;
+        self.deadline.lock().set_period(period);
+        self.deadline_on
+            .store(!tessera_rtps::qos::is_infinite(period), Ordering::Relaxed);
+        self.ctx.kick.ensure_by(Some(Instant::now()));
+        let _core = self.core.lock();
+        self.lifespan_ns
+            .store(lifespan_ns(qos.lifespan.duration), Ordering::Relaxed);
+        self.autodispose.store(
+            qos.writer_data_lifecycle.autodispose_unregistered_instances,
+            Ordering::Relaxed,
+        );
     }
 
     /// The liveliness of this writer was asserted at `now` (a write, or `assert_liveliness`).
@@ -607,7 +634,7 @@ impl WriterEndpoint {
 
     /// The status bits of an unregistration: it disposes too when autodispose is on.
     fn unregister_status(&self) -> u32 {
-        if self.autodispose {
+        if self.autodispose.load(Ordering::Relaxed) {
             STATUS_UNREGISTERED | STATUS_DISPOSED
         } else {
             STATUS_UNREGISTERED
@@ -771,6 +798,30 @@ struct WriterOwner {
     ep: Arc<WriterEndpoint>,
     participant: DomainParticipant,
     entity_id: EntityId,
+    /// What the writer is announced with, for re-announcements (`set_qos`).
+    topic_name: String,
+    type_name: String,
+    topic_qos: crate::qos::TopicQos,
+    publisher_qos: PublisherQos,
+}
+
+impl WriterOwner {
+    /// Announces the writer again with `qos`, which re-matches it with every reader.
+    fn reannounce(&self, qos: &DataWriterQos) {
+        let p = self.participant.shared();
+        let now = Instant::now();
+        let actions = p.discovery.lock().add_local_writer(
+            p,
+            Guid::new(p.guid_prefix, self.entity_id),
+            crate::discovery_rt::EndpointTopic {
+                topic_name: &self.topic_name,
+                type_name: &self.type_name,
+            },
+            tessera_rtps::qos::WriterSideQos::new(&self.topic_qos, &self.publisher_qos, qos),
+            now,
+        );
+        p.apply_discovery_events(actions, now);
+    }
 }
 
 impl Drop for WriterOwner {
@@ -851,9 +902,38 @@ impl<T: TopicType> DataWriter<T> {
         self.ep.guid
     }
 
-    /// The writer's QoS.
-    pub fn qos(&self) -> &DataWriterQos {
-        &self.ep.qos
+    /// The writer's QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> DataWriterQos {
+        self.ep.current_qos.lock().clone()
+    }
+
+    /// Changes the writer's QoS. The changeable policies (DEADLINE, LATENCY_BUDGET,
+    /// OWNERSHIP_STRENGTH, LIFESPAN, TRANSPORT_PRIORITY, USER_DATA, WRITER_DATA_LIFECYCLE)
+    /// take effect at once and are announced again, which re-matches the writer (a reader
+    /// whose requested deadline the new one no longer meets unmatches, and a stronger strength
+    /// wins instances from the next sample on). Changing any other policy is refused with
+    /// [`Error::ImmutablePolicy`]; an inconsistent QoS with [`Error::InconsistentPolicy`].
+    pub fn set_qos(&self, qos: DataWriterQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        let Some(owner) = &self.owner else {
+            return Err(Error::PreconditionNotMet(
+                "set_qos on a listener's handle of the writer".into(),
+            ));
+        };
+        let fixed = &self.ep.qos;
+        crate::qos_rt::check_immutable(
+            fixed,
+            &qos,
+            &[(
+                "DURABILITY_SERVICE",
+                fixed.durability_service != qos.durability_service,
+            )],
+        )?;
+        self.ep.apply_qos(&qos);
+        *self.ep.current_qos.lock() = qos.clone();
+        owner.reannounce(&qos);
+        Ok(())
     }
 
     /// Publishes a sample stamped with the current time.

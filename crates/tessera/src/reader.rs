@@ -52,9 +52,35 @@ impl UntypedDataReader {
         self.ep.guid
     }
 
-    /// The reader's QoS.
-    pub fn qos(&self) -> &DataReaderQos {
-        &self.ep.qos
+    /// The reader's QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> DataReaderQos {
+        self.ep.current_qos.lock().clone()
+    }
+
+    /// Changes the reader's QoS. The changeable policies (DEADLINE, LATENCY_BUDGET,
+    /// TIME_BASED_FILTER, USER_DATA, READER_DATA_LIFECYCLE) take effect at once and are
+    /// announced again, which re-matches the reader. Changing any other policy is refused with
+    /// [`Error::ImmutablePolicy`]; an inconsistent QoS with [`Error::InconsistentPolicy`].
+    pub fn set_qos(&self, qos: DataReaderQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        let Some(owner) = &self._owner else {
+            return Err(Error::PreconditionNotMet(
+                "set_qos on a listener's handle of the reader".into(),
+            ));
+        };
+        let fixed = &self.ep.qos;
+        crate::qos_rt::check_immutable(
+            fixed,
+            &qos,
+            &[(
+                "TYPE_CONSISTENCY_ENFORCEMENT",
+                fixed.type_consistency != qos.type_consistency,
+            )],
+        )?;
+        self.ep.apply_qos(&qos);
+        owner.reannounce(&qos);
+        Ok(())
     }
 
     /// What the reader knows of its type.
@@ -328,9 +354,14 @@ impl<T: TopicType> DataReader<T> {
         self.raw.guid()
     }
 
-    /// The reader's QoS.
-    pub fn qos(&self) -> &DataReaderQos {
+    /// The reader's QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> DataReaderQos {
         self.raw.qos()
+    }
+
+    /// Changes the reader's QoS (see [`UntypedDataReader::set_qos`]).
+    pub fn set_qos(&self, qos: DataReaderQos) -> Result<()> {
+        self.raw.set_qos(qos)
     }
 
     /// Samples dropped by `read`/`take` because their payload did not decode as `T`.

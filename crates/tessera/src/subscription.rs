@@ -112,6 +112,10 @@ impl Subscriber {
         let owner = Arc::new(ReaderOwner {
             participant: self.participant.clone(),
             entity_id,
+            topic_name: topic.name().to_owned(),
+            type_name: topic.type_name().to_owned(),
+            topic_qos: topic.qos().clone(),
+            subscriber_qos: self.qos.clone(),
         });
         Ok(UntypedDataReader::new(ep, Some(owner)))
     }
@@ -200,7 +204,10 @@ pub(crate) struct ReaderEndpoint {
     pub(crate) statuses: Mutex<ReaderStatuses>,
     pub(crate) notifier: Arc<Notifier>,
     pub(crate) listener: Mutex<Option<Arc<dyn EndpointListener>>>,
+    /// The QoS the reader was created with: its immutable policies.
     pub(crate) qos: DataReaderQos,
+    /// The QoS now (`set_qos` changes the changeable policies).
+    pub(crate) current_qos: Mutex<DataReaderQos>,
     pub(crate) matched: Mutex<Vec<Guid>>,
     /// The history refused a sample (resource limits) since a `take` or a purge last made room.
     refused: AtomicBool,
@@ -252,6 +259,7 @@ impl ReaderEndpoint {
             notifier: Arc::new(Notifier::default()),
             listener: Mutex::new(None),
             qos: qos.clone(),
+            current_qos: Mutex::new(qos.clone()),
             matched: Mutex::new(Vec::new()),
             refused: AtomicBool::new(false),
             holders: Mutex::new(Vec::new()),
@@ -511,6 +519,20 @@ impl ReaderEndpoint {
                 true
             }
         }
+    }
+
+    /// Takes the changeable policies of `qos`: DEADLINE, TIME_BASED_FILTER,
+    /// READER_DATA_LIFECYCLE (the others only change what is announced).
+    pub(crate) fn apply_qos(&self, qos: &DataReaderQos) {
+        self.history
+            .lock()
+            .set_lifecycle(outbox::history_config(qos).lifecycle);
+        self.policies.lock().apply_qos(qos);
+        if ReaderPolicies::in_use(qos) {
+            self.policies_on.store(true, Ordering::Relaxed);
+        }
+        self.ctx.kick.ensure_by(Some(Instant::now()));
+        *self.current_qos.lock() = qos.clone();
     }
 
     /// The liveliness of `writer` was asserted (any message from it, or a local writer's
@@ -878,6 +900,30 @@ impl LocalReader for ReaderEndpoint {
 pub(crate) struct ReaderOwner {
     participant: DomainParticipant,
     entity_id: EntityId,
+    /// What the reader is announced with, for re-announcements (`set_qos`).
+    topic_name: String,
+    type_name: String,
+    topic_qos: crate::qos::TopicQos,
+    subscriber_qos: SubscriberQos,
+}
+
+impl ReaderOwner {
+    /// Announces the reader again with `qos`, which re-matches it with every writer.
+    pub(crate) fn reannounce(&self, qos: &DataReaderQos) {
+        let p = self.participant.shared();
+        let now = Instant::now();
+        let actions = p.discovery.lock().add_local_reader(
+            p,
+            Guid::new(p.guid_prefix, self.entity_id),
+            crate::discovery_rt::EndpointTopic {
+                topic_name: &self.topic_name,
+                type_name: &self.type_name,
+            },
+            tessera_rtps::qos::ReaderSideQos::new(&self.topic_qos, &self.subscriber_qos, qos),
+            now,
+        );
+        p.apply_discovery_events(actions, now);
+    }
 }
 
 impl Drop for ReaderOwner {

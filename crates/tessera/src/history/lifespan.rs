@@ -1,4 +1,4 @@
-//! LIFESPAN in the reader's cache: samples whose writer's lifespan ran out are removed, read or
+//! LIFESPAN in the reader's cache (and the changeable READER_DATA_LIFECYCLE, at the end): samples whose writer's lifespan ran out are removed, read or
 //! not, and never handed out.
 //!
 //! The cache keeps only the earliest expiry set since its last sweep; a sweep (when that time
@@ -68,6 +68,14 @@ impl<T> History<T> {
         }
         self.next_expiry = next;
         removed
+    }
+}
+
+impl<T> History<T> {
+    /// Changes the autopurge delays (READER_DATA_LIFECYCLE is changeable): they apply to the
+    /// instances that become not alive from now on.
+    pub fn set_lifecycle(&mut self, lifecycle: super::Lifecycle) {
+        self.config.lifecycle = lifecycle;
     }
 }
 

@@ -393,6 +393,75 @@ fn time_based_filter_thins_instances(t: Transport) {
     assert!(r.policy_drops().filtered >= 25);
 }
 
+/// `set_qos` on enabled entities: a writer's new OWNERSHIP_STRENGTH wins instances from its
+/// next sample on; a reader's new DEADLINE starts counting; a writer's longer DEADLINE no
+/// longer meets the reader's request and unmatches it; immutable policies are refused.
+fn set_qos_changes_policies_and_rematches(t: Transport) {
+    let ps = t.participants(3);
+    let a = exclusive_writer(&ps[0], "Q_setqos", 10);
+    let b = exclusive_writer(&ps[1], "Q_setqos", 20);
+    let r = reader::<Keyed>(
+        &ps[2],
+        "Q_setqos",
+        keep_all_reader().with_ownership(Ownership::Exclusive),
+    );
+    matched(&a, &r);
+    matched(&b, &r);
+    b.write(&Keyed { id: 1, seq: 2000 }).unwrap();
+    take_n(&r, 1, 10);
+    a.write(&Keyed { id: 1, seq: 1 }).unwrap();
+    settle(t);
+    assert!(seqs(&r.take(usize::MAX).unwrap()).is_empty(), "a is weaker");
+    let stronger = a.qos().with_ownership_strength(OwnershipStrength(30));
+    a.set_qos(stronger).unwrap();
+    assert_eq!(a.qos().ownership_strength, OwnershipStrength(30));
+    let mut got = Vec::new();
+    let mut seq = 2;
+    wait_until(10, "the stronger a to take the instance", || {
+        a.write(&Keyed { id: 1, seq }).unwrap();
+        seq += 1;
+        std::thread::sleep(ms(20));
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        !got.is_empty()
+    });
+    b.write(&Keyed { id: 1, seq: 2001 }).unwrap();
+    settle(t);
+    assert!(
+        !seqs(&r.take(usize::MAX).unwrap()).contains(&(1, 2001)),
+        "b is weaker now"
+    );
+
+    // The writers offer a deadline, then the reader starts requesting one (a writer that
+    // offered none would no longer match it).
+    for w in [&a, &b] {
+        w.set_qos(w.qos().with_deadline(Deadline { period: ms(50) }))
+            .unwrap();
+    }
+    assert_eq!(r.requested_deadline_missed_status().total_count, 0);
+    r.set_qos(r.qos().with_deadline(Deadline { period: ms(100) }))
+        .unwrap();
+    a.write(&Keyed { id: 1, seq: 500 }).unwrap();
+    wait_until(10, "a requested deadline miss", || {
+        r.requested_deadline_missed_status().total_count > 0
+    });
+
+    // b offers a 1 s deadline: it no longer meets the reader's 100 ms request.
+    let err = b
+        .set_qos(
+            b.qos()
+                .with_reliability(tessera::qos::Reliability::best_effort()),
+        )
+        .unwrap_err();
+    assert!(matches!(err, tessera::Error::ImmutablePolicy(_)), "{err:?}");
+    b.set_qos(b.qos().with_deadline(Deadline { period: ms(1000) }))
+        .unwrap();
+    wait_until(10, "b to unmatch", || {
+        b.publication_matched_status().current_count == 0
+            && r.subscription_matched_status().current_count == 1
+    });
+    assert!(b.offered_incompatible_qos_status().total_count >= 1);
+}
+
 per_transport!(
     deadline_missed_per_instance,
     no_deadline_counts_nothing,
@@ -403,6 +472,7 @@ per_transport!(
     manual_liveliness_lost_and_regained,
     participant_liveliness_asserts_writers,
     time_based_filter_thins_instances,
+    set_qos_changes_policies_and_rematches,
 );
 
 /// HISTORY depth above RESOURCE_LIMITS max_samples_per_instance is refused with a typed error.
