@@ -533,6 +533,7 @@ impl DiscoveryRuntime {
                     }
                 }),
                 EngineEvent::LivelinessAsserted { prefix, manual } => {
+                    tracing::trace!(peer = ?prefix, manual, "participant asserted liveliness");
                     out.push(MatchAction::LivelinessAsserted { prefix, manual });
                 }
                 EngineEvent::IncompatibleQos {

@@ -78,21 +78,7 @@ impl Publisher {
         let entity_id = p.new_entity_id(true, T::KEYED);
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
-        p.endpoints
-            .write()
-            .writers
-            .insert(entity_id, ep.clone() as Arc<dyn LocalWriter>);
-        let actions = p.discovery.lock().add_local_writer(
-            &p,
-            guid,
-            crate::discovery_rt::EndpointTopic {
-                topic_name: topic.name(),
-                type_name: topic.type_name(),
-            },
-            tessera_rtps::qos::WriterSideQos::new(topic.qos(), &self.qos, &qos),
-            Instant::now(),
-        );
-        p.apply_discovery_events(actions, Instant::now());
+        ep.enabled.store(false, Ordering::Release);
         let owner = Arc::new(WriterOwner {
             ep: ep.clone(),
             participant: self.participant.clone(),
@@ -102,6 +88,10 @@ impl Publisher {
             topic_qos: topic.qos().clone(),
             publisher_qos: self.qos.clone(),
         });
+        // ENTITY_FACTORY: a publisher that does not autoenable leaves `enable` to the caller.
+        if self.qos.entity_factory.autoenable_created_entities {
+            owner.enable();
+        }
         Ok(DataWriter {
             ep,
             owner: Some(owner),
@@ -184,6 +174,8 @@ pub(crate) struct WriterEndpoint {
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
+    /// ENTITY_FACTORY: the writer was enabled (announced); writes fail before.
+    enabled: AtomicBool,
     /// Offered DEADLINE per instance; locked only while `deadline_on`.
     deadline: Mutex<DeadlineTimers>,
     deadline_on: AtomicBool,
@@ -253,6 +245,9 @@ impl WriterEndpoint {
             ),
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
+            // Endpoints run without a participant are enabled; `create_datawriter` enables
+            // through its owner.
+            enabled: AtomicBool::new(true),
             deadline: Mutex::new(DeadlineTimers::new(qos.deadline.period)),
             deadline_on: AtomicBool::new(!tessera_rtps::qos::is_infinite(qos.deadline.period)),
             lifespan_ns: AtomicU64::new(lifespan_ns(qos.lifespan.duration)),
@@ -420,6 +415,9 @@ impl WriterEndpoint {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
         }
+        if !self.enabled.load(Ordering::Relaxed) {
+            return Err(Error::NotEnabled);
+        }
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
@@ -467,6 +465,15 @@ impl WriterEndpoint {
         if life != 0 {
             let exp = source_ns.saturating_add(life as i64);
             let mut q = self.expiring.lock();
+            // Samples the history no longer holds (replaced, acknowledged and dropped) leave
+            // the queue too: it never outgrows the history's span of sequence numbers.
+            let first = core.store().first_seq();
+            while q
+                .front()
+                .is_some_and(|&(_, s)| s != seq && first.is_none_or(|f| s < f))
+            {
+                q.pop_front();
+            }
             if q.is_empty() {
                 p.kick.ensure_by(Some(now + Duration::from_nanos(life)));
             }
@@ -806,8 +813,26 @@ struct WriterOwner {
 }
 
 impl WriterOwner {
-    /// Announces the writer again with `qos`, which re-matches it with every reader.
+    /// Enables the writer: it joins the participant's endpoints and is announced (matched).
+    fn enable(&self) {
+        if self.ep.enabled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        let p = self.participant.shared();
+        p.endpoints
+            .write()
+            .writers
+            .insert(self.entity_id, self.ep.clone() as Arc<dyn LocalWriter>);
+        let qos = self.ep.current_qos.lock().clone();
+        self.reannounce(&qos);
+    }
+
+    /// Announces the writer (again) with `qos`, which (re-)matches it with every reader; an
+    /// entity not enabled yet is announced by `enable`.
     fn reannounce(&self, qos: &DataWriterQos) {
+        if !self.ep.enabled.load(Ordering::Acquire) {
+            return;
+        }
         let p = self.participant.shared();
         let now = Instant::now();
         let actions = p.discovery.lock().add_local_writer(
@@ -826,6 +851,9 @@ impl WriterOwner {
 
 impl Drop for WriterOwner {
     fn drop(&mut self) {
+        if !self.ep.enabled.load(Ordering::Acquire) {
+            return; // never announced
+        }
         // DDS: deleting a writer unregisters every instance it still has (and so, with
         // autodispose, disposes them), before the writer itself goes away.
         let instances = self.ep.take_instances();
@@ -900,6 +928,25 @@ impl<T: TopicType> DataWriter<T> {
     /// The writer's GUID.
     pub fn guid(&self) -> Guid {
         self.ep.guid
+    }
+
+    /// Enables a writer created by a publisher whose ENTITY_FACTORY does not autoenable: it is
+    /// announced and matched from now on, and may write. Enabling twice does nothing.
+    pub fn enable(&self) -> Result<()> {
+        match &self.owner {
+            Some(o) => {
+                o.enable();
+                Ok(())
+            }
+            None => Err(Error::PreconditionNotMet(
+                "enable on a listener's handle of the writer".into(),
+            )),
+        }
+    }
+
+    /// Whether the writer is enabled (see [`DataWriter::enable`]).
+    pub fn is_enabled(&self) -> bool {
+        self.ep.enabled.load(Ordering::Acquire)
     }
 
     /// The writer's QoS (as `set_qos` last changed it).

@@ -57,6 +57,26 @@ impl UntypedDataReader {
         self.ep.current_qos.lock().clone()
     }
 
+    /// Enables a reader created by a subscriber whose ENTITY_FACTORY does not autoenable: it
+    /// is announced and matched from now on (until then it receives nothing). Enabling twice
+    /// does nothing.
+    pub fn enable(&self) -> Result<()> {
+        match &self._owner {
+            Some(o) => {
+                o.enable();
+                Ok(())
+            }
+            None => Err(Error::PreconditionNotMet(
+                "enable on a listener's handle of the reader".into(),
+            )),
+        }
+    }
+
+    /// Whether the reader is enabled (see [`UntypedDataReader::enable`]).
+    pub fn is_enabled(&self) -> bool {
+        self._owner.as_ref().is_none_or(|o| o.is_enabled())
+    }
+
     /// Changes the reader's QoS. The changeable policies (DEADLINE, LATENCY_BUDGET,
     /// TIME_BASED_FILTER, USER_DATA, READER_DATA_LIFECYCLE) take effect at once and are
     /// announced again, which re-matches the reader. Changing any other policy is refused with
@@ -357,6 +377,16 @@ impl<T: TopicType> DataReader<T> {
     /// The reader's QoS (as `set_qos` last changed it).
     pub fn qos(&self) -> DataReaderQos {
         self.raw.qos()
+    }
+
+    /// Enables the reader (see [`UntypedDataReader::enable`]).
+    pub fn enable(&self) -> Result<()> {
+        self.raw.enable()
+    }
+
+    /// Whether the reader is enabled.
+    pub fn is_enabled(&self) -> bool {
+        self.raw.is_enabled()
     }
 
     /// Changes the reader's QoS (see [`UntypedDataReader::set_qos`]).

@@ -94,22 +94,9 @@ impl Subscriber {
         let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
-        p.endpoints
-            .write()
-            .readers
-            .insert(entity_id, ep.clone() as Arc<dyn LocalReader>);
-        let actions = p.discovery.lock().add_local_reader(
-            &p,
-            guid,
-            crate::discovery_rt::EndpointTopic {
-                topic_name: topic.name(),
-                type_name: topic.type_name(),
-            },
-            tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &self.qos, &qos),
-            Instant::now(),
-        );
-        p.apply_discovery_events(actions, Instant::now());
         let owner = Arc::new(ReaderOwner {
+            ep: ep.clone(),
+            enabled: AtomicBool::new(false),
             participant: self.participant.clone(),
             entity_id,
             topic_name: topic.name().to_owned(),
@@ -117,6 +104,10 @@ impl Subscriber {
             topic_qos: topic.qos().clone(),
             subscriber_qos: self.qos.clone(),
         });
+        // ENTITY_FACTORY: a subscriber that does not autoenable leaves `enable` to the caller.
+        if self.qos.entity_factory.autoenable_created_entities {
+            owner.enable();
+        }
         Ok(UntypedDataReader::new(ep, Some(owner)))
     }
 }
@@ -898,6 +889,9 @@ impl LocalReader for ReaderEndpoint {
 
 /// Removes the reader from its participant when the last handle goes.
 pub(crate) struct ReaderOwner {
+    ep: Arc<ReaderEndpoint>,
+    /// ENTITY_FACTORY: the reader was enabled (announced, matched).
+    enabled: AtomicBool,
     participant: DomainParticipant,
     entity_id: EntityId,
     /// What the reader is announced with, for re-announcements (`set_qos`).
@@ -908,8 +902,32 @@ pub(crate) struct ReaderOwner {
 }
 
 impl ReaderOwner {
-    /// Announces the reader again with `qos`, which re-matches it with every writer.
+    /// Enables the reader: it joins the participant's endpoints and is announced (matched).
+    pub(crate) fn enable(&self) {
+        if self.enabled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.participant
+            .shared()
+            .endpoints
+            .write()
+            .readers
+            .insert(self.entity_id, self.ep.clone() as Arc<dyn LocalReader>);
+        let qos = self.ep.current_qos.lock().clone();
+        self.reannounce(&qos);
+    }
+
+    /// Whether the reader is enabled.
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Announces the reader (again) with `qos`, which (re-)matches it with every writer; a
+    /// reader not enabled yet is announced by `enable`.
     pub(crate) fn reannounce(&self, qos: &DataReaderQos) {
+        if !self.is_enabled() {
+            return;
+        }
         let p = self.participant.shared();
         let now = Instant::now();
         let actions = p.discovery.lock().add_local_reader(
@@ -928,6 +946,9 @@ impl ReaderOwner {
 
 impl Drop for ReaderOwner {
     fn drop(&mut self) {
+        if !self.is_enabled() {
+            return; // never announced
+        }
         let p = self.participant.shared();
         let guid = Guid::new(p.guid_prefix, self.entity_id);
         // What leaves the table is dropped after the lock is released: the last reference to

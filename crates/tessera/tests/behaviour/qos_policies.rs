@@ -462,6 +462,45 @@ fn set_qos_changes_policies_and_rematches(t: Transport) {
     assert!(b.offered_incompatible_qos_status().total_count >= 1);
 }
 
+/// ENTITY_FACTORY: entities of a publisher or subscriber that does not autoenable stay
+/// unannounced until `enable`; a disabled writer refuses to write.
+fn entity_factory_defers_enabling(t: Transport) {
+    let ps = t.participants(2);
+    let manual = tessera::qos::EntityFactory {
+        autoenable_created_entities: false,
+    };
+    let pub_qos = tessera::qos::PublisherQos {
+        entity_factory: manual,
+        ..Default::default()
+    };
+    let sub_qos = tessera::qos::SubscriberQos {
+        entity_factory: manual,
+        ..Default::default()
+    };
+    let w = writer_in::<Keyed>(&ps[0], "Q_enable", pub_qos, keep_all_writer());
+    let r = reader_in::<Keyed>(&ps[1], "Q_enable", sub_qos, keep_all_reader());
+    let plain = reader::<Keyed>(&ps[1], "Q_enable", keep_all_reader());
+    assert!(!w.is_enabled() && !r.is_enabled() && plain.is_enabled());
+    assert!(matches!(
+        w.write(&Keyed { id: 1, seq: 0 }),
+        Err(tessera::Error::NotEnabled)
+    ));
+    settle(t);
+    assert_eq!(plain.subscription_matched_status().current_count, 0);
+    w.enable().unwrap();
+    matched(&w, &plain);
+    settle(t);
+    assert_eq!(
+        r.subscription_matched_status().current_count,
+        0,
+        "r is disabled"
+    );
+    r.enable().unwrap();
+    matched(&w, &r);
+    w.write(&Keyed { id: 1, seq: 1 }).unwrap();
+    assert_eq!(seqs(&take_n(&r, 1, 10)), vec![(1, 1)]);
+}
+
 per_transport!(
     deadline_missed_per_instance,
     no_deadline_counts_nothing,
@@ -473,6 +512,7 @@ per_transport!(
     participant_liveliness_asserts_writers,
     time_based_filter_thins_instances,
     set_qos_changes_policies_and_rematches,
+    entity_factory_defers_enabling,
 );
 
 /// HISTORY depth above RESOURCE_LIMITS max_samples_per_instance is refused with a typed error.
