@@ -586,6 +586,12 @@ impl ReaderEndpoint {
             }
             changed |= expire_due(&mut h) > 0;
             next_expiry = h.next_expiry();
+            // Per-instance policy entries of purged instances go (bounded memory).
+            let instances = h.instance_count();
+            let mut p = self.policies.lock();
+            if p.instance_entries() > 2 * instances + 64 {
+                p.prune(|k| h.lookup_instance(k).is_some());
+            }
         }
         let mut last = None;
         let mut count = 0u64;

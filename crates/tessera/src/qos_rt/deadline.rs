@@ -64,8 +64,13 @@ impl DeadlineTimers {
         self.due.remove(key);
     }
 
+    /// Keeps only the instances `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Key) -> bool) {
+        self.due.retain(|k, _| keep(k));
+        self.queue.retain(|(_, k)| keep(k));
+    }
+
     /// Instances tracked.
-    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.due.len()
     }

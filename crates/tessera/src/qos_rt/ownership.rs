@@ -75,6 +75,16 @@ impl Ownership {
         self.owners.remove(key);
     }
 
+    /// Keeps only the instances `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&Key) -> bool) {
+        self.owners.retain(|k, _| keep(k));
+    }
+
+    /// Instances with an owner.
+    pub fn len(&self) -> usize {
+        self.owners.len()
+    }
+
     /// `writer` lost its liveliness or went away: it owns nothing any more. With `gone`, its
     /// strength is forgotten too (unmatched). Visits every owned instance.
     pub fn release_writer(&mut self, writer: Writer, gone: bool) {

@@ -251,6 +251,25 @@ impl ReaderPolicies {
         }
     }
 
+    /// The most per-instance entries (deadline, owner, filter) held: they are pruned to the
+    /// history's instances when they grow past twice those, so that instances a peer creates
+    /// and the history purges do not accumulate here.
+    pub fn instance_entries(&self) -> usize {
+        self.deadline
+            .len()
+            .max(self.last_delivered.len())
+            .max(self.ownership.as_ref().map_or(0, Ownership::len))
+    }
+
+    /// Drops the per-instance entries of instances `exists` says are gone.
+    pub fn prune(&mut self, mut exists: impl FnMut(&Key) -> bool) {
+        self.deadline.retain(&mut exists);
+        self.last_delivered.retain(|k, _| exists(k));
+        if let Some(o) = &mut self.ownership {
+            o.retain(&mut exists);
+        }
+    }
+
     /// Samples dropped because another writer owned their instance.
     pub fn not_owner_drops(&self) -> u64 {
         self.ownership.as_ref().map_or(0, |o| o.dropped)
@@ -267,4 +286,75 @@ pub(crate) fn watched_lease(kind: LivelinessKind, lease: Duration) -> Option<Dur
 /// A duration in ns for wall-clock arithmetic (`None`: infinite).
 pub(crate) fn finite_ns(d: Duration) -> Option<i64> {
     (!is_infinite(d)).then(|| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_rtps::qos::{Deadline, Ownership as OwnershipKind, TimeBasedFilter};
+
+    #[test]
+    fn per_instance_entries_are_pruned_to_the_history() {
+        let qos = DataReaderQos::default()
+            .with_ownership(OwnershipKind::Exclusive)
+            .with_deadline(Deadline {
+                period: Duration::from_secs(1),
+            })
+            .with_time_based_filter(TimeBasedFilter {
+                minimum_separation: Duration::from_millis(1),
+            });
+        let mut p = ReaderPolicies::new(&qos);
+        let now = Instant::now();
+        for i in 0..100u8 {
+            let key = [i; 16];
+            assert_eq!(
+                p.admit(key, [1; 16], 0, 10),
+                Admission::Deliver { expires: None }
+            );
+            p.deadline.renew(key, now);
+        }
+        assert_eq!(p.instance_entries(), 100);
+        p.prune(|k| k[0] < 3);
+        assert_eq!(p.instance_entries(), 3);
+        let mut missed = Vec::new();
+        p.deadline.expire(now + Duration::from_millis(1500), &mut missed);
+        assert_eq!(missed.len(), 3);
+    }
+
+    #[test]
+    fn lifespan_filter_and_ownership_decide_in_that_order() {
+        let qos = DataReaderQos::default()
+            .with_ownership(OwnershipKind::Exclusive)
+            .with_time_based_filter(TimeBasedFilter {
+                minimum_separation: Duration::from_millis(100),
+            });
+        let mut p = ReaderPolicies::new(&qos);
+        let now = Instant::now();
+        let terms = |strength, lifespan_ns| WriterTerms {
+            strength,
+            lifespan_ns,
+            lease: None,
+            kind: LivelinessKind::Automatic,
+        };
+        p.writer_matched([1; 16], terms(1, Some(1_000)), now);
+        p.writer_matched([2; 16], terms(2, None), now);
+        let k = [9; 16];
+        assert_eq!(p.admit(k, [1; 16], 0, 2_000), Admission::Expired);
+        assert_eq!(
+            p.admit(k, [1; 16], 1_500, 2_000),
+            Admission::Deliver {
+                expires: Some(2_500)
+            }
+        );
+        assert_eq!(p.admit(k, [2; 16], 0, 3_000), Admission::Filtered);
+        assert_eq!(
+            p.admit(k, [2; 16], 0, 200_000_000),
+            Admission::Deliver { expires: None }
+        );
+        assert_eq!(
+            p.admit(k, [1; 16], 400_000_000, 400_000_000),
+            Admission::NotOwner
+        );
+        assert_eq!((p.expired, p.filtered, p.not_owner_drops()), (1, 1, 1));
+    }
 }
