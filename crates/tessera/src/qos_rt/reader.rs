@@ -317,7 +317,8 @@ mod tests {
         p.prune(|k| k[0] < 3);
         assert_eq!(p.instance_entries(), 3);
         let mut missed = Vec::new();
-        p.deadline.expire(now + Duration::from_millis(1500), &mut missed);
+        p.deadline
+            .expire(now + Duration::from_millis(1500), &mut missed);
         assert_eq!(missed.len(), 3);
     }
 

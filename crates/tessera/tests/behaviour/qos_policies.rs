@@ -140,6 +140,11 @@ fn lifespan_expires_samples(t: Transport) {
     let mut all = seqs(&got);
     all.extend(seqs(&late.take(usize::MAX).unwrap()));
     assert_eq!(all, vec![(2, 2)], "the late joiner got an expired sample");
+    assert_eq!(
+        late.policy_drops().expired,
+        0,
+        "the writer still sent the expired sample"
+    );
 }
 
 /// A sample whose source timestamp is older than its writer's lifespan is never delivered.
