@@ -12,6 +12,7 @@ use crate::outbox;
 use crate::participant::DomainParticipant;
 use crate::qos::{DataWriterQos, PublisherQos};
 use crate::qos_rt::deadline::DeadlineTimers;
+use crate::qos_rt::group::Group;
 use crate::runtime::RuntimeContext;
 use crate::status::{
     IncompatibleQosStatus, LivelinessLostStatus, OfferedDeadlineMissedStatus,
@@ -41,17 +42,36 @@ pub use crate::history::InstanceHandle;
 #[derive(Debug, Clone)]
 pub struct Publisher {
     participant: DomainParticipant,
-    qos: PublisherQos,
+    group: Arc<Group<PublisherQos, WriterOwner>>,
 }
 
 impl Publisher {
     pub(crate) fn new(participant: DomainParticipant, qos: PublisherQos) -> Self {
-        Publisher { participant, qos }
+        Publisher {
+            participant,
+            group: Group::new(qos),
+        }
     }
 
-    /// The publisher QoS.
-    pub fn qos(&self) -> &PublisherQos {
-        &self.qos
+    /// The publisher QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> PublisherQos {
+        self.group.qos()
+    }
+
+    /// Changes the publisher's QoS: PARTITION, GROUP_DATA and ENTITY_FACTORY are changeable
+    /// (its writers are announced again, which re-matches them with readers of the new
+    /// partitions); PRESENTATION is not ([`Error::ImmutablePolicy`]).
+    pub fn set_qos(&self, qos: PublisherQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        if qos.presentation != self.group.qos().presentation {
+            return Err(Error::ImmutablePolicy("PRESENTATION".into()));
+        }
+        for w in self.group.set(qos) {
+            let wq = w.ep.current_qos.lock().clone();
+            w.reannounce(&wq);
+        }
+        Ok(())
     }
 
     /// The participant.
@@ -66,6 +86,7 @@ impl Publisher {
         topic: &Topic<T>,
         qos: DataWriterQos,
     ) -> Result<DataWriter<T>> {
+        let publisher_qos = self.group.qos();
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         check_durability_supported(qos.durability)?;
@@ -86,10 +107,11 @@ impl Publisher {
             topic_name: topic.name().to_owned(),
             type_name: topic.type_name().to_owned(),
             topic_qos: topic.qos().clone(),
-            publisher_qos: self.qos.clone(),
+            publisher: self.group.clone(),
         });
+        self.group.add(&owner);
         // ENTITY_FACTORY: a publisher that does not autoenable leaves `enable` to the caller.
-        if self.qos.entity_factory.autoenable_created_entities {
+        if publisher_qos.entity_factory.autoenable_created_entities {
             owner.enable();
         }
         Ok(DataWriter {
@@ -809,7 +831,7 @@ struct WriterOwner {
     topic_name: String,
     type_name: String,
     topic_qos: crate::qos::TopicQos,
-    publisher_qos: PublisherQos,
+    publisher: Arc<Group<PublisherQos, WriterOwner>>,
 }
 
 impl WriterOwner {
@@ -842,7 +864,7 @@ impl WriterOwner {
                 topic_name: &self.topic_name,
                 type_name: &self.type_name,
             },
-            tessera_rtps::qos::WriterSideQos::new(&self.topic_qos, &self.publisher_qos, qos),
+            tessera_rtps::qos::WriterSideQos::new(&self.topic_qos, &self.publisher.qos(), qos),
             now,
         );
         p.apply_discovery_events(actions, now);

@@ -14,6 +14,7 @@ use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
 use crate::participant::DomainParticipant;
 use crate::qos::{DataReaderQos, SubscriberQos};
+use crate::qos_rt::group::Group;
 use crate::qos_rt::reader::{finite_ns, watched_lease, Admission, ReaderPolicies, WriterTerms};
 use crate::reader::{DataReader, UntypedDataReader};
 use crate::runtime::RuntimeContext;
@@ -37,17 +38,36 @@ use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 #[derive(Debug, Clone)]
 pub struct Subscriber {
     participant: DomainParticipant,
-    qos: SubscriberQos,
+    group: Arc<Group<SubscriberQos, ReaderOwner>>,
 }
 
 impl Subscriber {
     pub(crate) fn new(participant: DomainParticipant, qos: SubscriberQos) -> Self {
-        Subscriber { participant, qos }
+        Subscriber {
+            participant,
+            group: Group::new(qos),
+        }
     }
 
-    /// The subscriber QoS.
-    pub fn qos(&self) -> &SubscriberQos {
-        &self.qos
+    /// The subscriber QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> SubscriberQos {
+        self.group.qos()
+    }
+
+    /// Changes the subscriber's QoS: PARTITION, GROUP_DATA and ENTITY_FACTORY are changeable
+    /// (its readers are announced again, which re-matches them with writers of the new
+    /// partitions); PRESENTATION is not ([`Error::ImmutablePolicy`]).
+    pub fn set_qos(&self, qos: SubscriberQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        if qos.presentation != self.group.qos().presentation {
+            return Err(Error::ImmutablePolicy("PRESENTATION".into()));
+        }
+        for r in self.group.set(qos) {
+            let rq = r.ep.current_qos.lock().clone();
+            r.reannounce(&rq);
+        }
+        Ok(())
     }
 
     /// The participant.
@@ -82,6 +102,7 @@ impl Subscriber {
         support: Arc<dyn TypeSupport>,
         qos: DataReaderQos,
     ) -> Result<UntypedDataReader> {
+        let subscriber_qos = self.group.qos();
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         crate::publication::check_durability_supported(qos.durability)?;
@@ -102,10 +123,11 @@ impl Subscriber {
             topic_name: topic.name().to_owned(),
             type_name: topic.type_name().to_owned(),
             topic_qos: topic.qos().clone(),
-            subscriber_qos: self.qos.clone(),
+            subscriber: self.group.clone(),
         });
+        self.group.add(&owner);
         // ENTITY_FACTORY: a subscriber that does not autoenable leaves `enable` to the caller.
-        if self.qos.entity_factory.autoenable_created_entities {
+        if subscriber_qos.entity_factory.autoenable_created_entities {
             owner.enable();
         }
         Ok(UntypedDataReader::new(ep, Some(owner)))
@@ -904,7 +926,7 @@ pub(crate) struct ReaderOwner {
     topic_name: String,
     type_name: String,
     topic_qos: crate::qos::TopicQos,
-    subscriber_qos: SubscriberQos,
+    subscriber: Arc<Group<SubscriberQos, ReaderOwner>>,
 }
 
 impl ReaderOwner {
@@ -943,7 +965,7 @@ impl ReaderOwner {
                 topic_name: &self.topic_name,
                 type_name: &self.type_name,
             },
-            tessera_rtps::qos::ReaderSideQos::new(&self.topic_qos, &self.subscriber_qos, qos),
+            tessera_rtps::qos::ReaderSideQos::new(&self.topic_qos, &self.subscriber.qos(), qos),
             now,
         );
         p.apply_discovery_events(actions, now);

@@ -8,6 +8,7 @@
 //! reader or writer that uses none of them pays one branch per sample.
 
 pub(crate) mod deadline;
+pub(crate) mod group;
 pub(crate) mod ownership;
 pub(crate) mod reader;
 

@@ -506,6 +506,55 @@ fn entity_factory_defers_enabling(t: Transport) {
     assert_eq!(seqs(&take_n(&r, 1, 10)), vec![(1, 1)]);
 }
 
+/// PARTITION is changeable: moving a subscriber into the writer's partition matches its
+/// readers, moving the publisher out unmatches its writers; PRESENTATION is not changeable.
+fn partition_changes_rematch(t: Transport) {
+    use tessera::qos::{Partition, PublisherQos, SubscriberQos};
+    let ps = t.participants(2);
+    let publisher = ps[0]
+        .create_publisher(PublisherQos {
+            partition: Partition::new(["A"]),
+            ..Default::default()
+        })
+        .unwrap();
+    let subscriber = ps[1]
+        .create_subscriber(SubscriberQos {
+            partition: Partition::new(["B*"]),
+            ..Default::default()
+        })
+        .unwrap();
+    let tw = ps[0]
+        .create_topic::<Keyed>("Q_part", Default::default())
+        .unwrap();
+    let tr = ps[1]
+        .create_topic::<Keyed>("Q_part", Default::default())
+        .unwrap();
+    let w = publisher.create_datawriter(&tw, keep_all_writer()).unwrap();
+    let r = subscriber
+        .create_datareader(&tr, keep_all_reader())
+        .unwrap();
+    settle(t);
+    assert_eq!(r.subscription_matched_status().current_count, 0);
+    let mut q = subscriber.qos();
+    q.partition = Partition::new(["A"]);
+    subscriber.set_qos(q).unwrap();
+    matched(&w, &r);
+    w.write(&Keyed { id: 1, seq: 1 }).unwrap();
+    assert_eq!(seqs(&take_n(&r, 1, 10)), vec![(1, 1)]);
+    let mut q = publisher.qos();
+    q.partition = Partition::new(["C"]);
+    publisher.set_qos(q.clone()).unwrap();
+    wait_until(10, "the writer to leave the reader's partition", || {
+        w.publication_matched_status().current_count == 0
+            && r.subscription_matched_status().current_count == 0
+    });
+    q.presentation.coherent_access = true;
+    assert!(matches!(
+        publisher.set_qos(q),
+        Err(tessera::Error::ImmutablePolicy(_))
+    ));
+}
+
 per_transport!(
     deadline_missed_per_instance,
     no_deadline_counts_nothing,
@@ -518,6 +567,7 @@ per_transport!(
     time_based_filter_thins_instances,
     set_qos_changes_policies_and_rematches,
     entity_factory_defers_enabling,
+    partition_changes_rematch,
 );
 
 /// HISTORY depth above RESOURCE_LIMITS max_samples_per_instance is refused with a typed error.
