@@ -163,8 +163,11 @@ pub(crate) struct WriterEndpoint {
     /// The QoS now (`set_qos` changes the changeable policies).
     current_qos: Mutex<DataWriterQos>,
     /// Write batching: samples accumulate in the core until a datagram is nearly full, an
-    /// explicit `flush`, or [`BATCH_DELAY`] passes.
+    /// explicit `flush`, or the batch delay passes ([`BATCH_DELAY`], or LATENCY_BUDGET).
     batching: AtomicBool,
+    /// LATENCY_BUDGET in ns (0: none): a writer with a budget batches, and a batch waits up
+    /// to the budget for company.
+    budget_ns: AtomicU64,
     /// Bytes written since the last flush, and when the first of them was written (ns since
     /// the participant's epoch; 0 = nothing pending). Only changed under the core lock.
     unflushed: AtomicUsize,
@@ -250,7 +253,8 @@ impl WriterEndpoint {
             xcdr2: outbox::prefers_xcdr2(qos),
             qos: qos.clone(),
             current_qos: Mutex::new(qos.clone()),
-            batching: AtomicBool::new(false),
+            batching: AtomicBool::new(budget_ns(qos) != 0),
+            budget_ns: AtomicU64::new(budget_ns(qos)),
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
@@ -285,9 +289,26 @@ impl WriterEndpoint {
         })
     }
 
-    /// Takes the changeable policies of `qos`: DEADLINE, LIFESPAN, WRITER_DATA_LIFECYCLE (the
-    /// others only change what is announced).
+    /// How long a batch waits for company: the LATENCY_BUDGET, or [`BATCH_DELAY`].
+    fn batch_delay(&self) -> Duration {
+        match self.budget_ns.load(Ordering::Relaxed) {
+            0 => BATCH_DELAY,
+            ns => Duration::from_nanos(ns),
+        }
+    }
+
+    /// Takes the changeable policies of `qos`: DEADLINE, LIFESPAN, LATENCY_BUDGET,
+    /// WRITER_DATA_LIFECYCLE (the others only change what is announced).
     fn apply_qos(&self, qos: &DataWriterQos) {
+        let budget = budget_ns(qos);
+        let before = self.budget_ns.swap(budget, Ordering::Relaxed);
+        if budget != 0 {
+            self.batching.store(true, Ordering::Relaxed);
+        } else if before != 0 {
+            // Batching came with the budget: it goes with it (the event thread sends what
+            // is pending).
+            self.batching.store(false, Ordering::Relaxed);
+        }
         let period = qos.deadline.period;
         self.deadline.lock().set_period(period);
         self.deadline_on
@@ -537,7 +558,8 @@ impl WriterEndpoint {
             let pending =
                 self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
             let started = self.batch_started.load(Ordering::Relaxed);
-            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
+            let delay = self.batch_delay();
+            let stale = started != 0 && now >= p.kick.instant_of(started) + delay;
             // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
             // multicast fan-out wakes each reader once per full datagram.
             let full = core
@@ -551,6 +573,11 @@ impl WriterEndpoint {
                     // BATCH_DELAY, or on the event thread's next pass.
                     self.batch_started
                         .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
+                    if self.budget_ns.load(Ordering::Relaxed) != 0 {
+                        // A latency budget is a promise: the event thread sends the batch
+                        // when it runs out.
+                        p.kick.ensure_by(Some(now + delay));
+                    }
                 }
                 drop(core);
                 notify_local(p, &locals, &outcomes);
@@ -710,7 +737,7 @@ impl LocalWriter for WriterEndpoint {
         };
         let started = self.batch_started.load(Ordering::Relaxed);
         if started != 0 {
-            let due = ctx.kick.instant_of(started) + BATCH_DELAY;
+            let due = ctx.kick.instant_of(started) + self.batch_delay();
             if now < due {
                 // A batch is filling: only run the protocol timers, keep the batch.
                 core.handle_timeout(now);
@@ -1095,7 +1122,9 @@ impl<T: TopicType> DataWriter<T> {
     /// batch is sent when it nearly fills a datagram, on [`DataWriter::flush`], by the first
     /// write more than 0.5 ms after the batch began, or else by the participant's event thread
     /// (within its timer period, at most 100 ms). Call `flush` when a sample must go now.
-    /// Off by default (lowest latency).
+    /// Off by default (lowest latency). A writer with a LATENCY_BUDGET batches from the start,
+    /// and its batches wait up to the budget (at most 1 s), sent by the event thread when it
+    /// runs out.
     pub fn set_batching(&self, on: bool) {
         self.ep.batching.store(on, Ordering::Relaxed);
         if !on {
@@ -1231,6 +1260,12 @@ pub(crate) fn check_durability_supported(d: crate::qos::Durability) -> Result<()
             "{d:?} durability (no durability service); use TransientLocal"
         ))),
     }
+}
+
+/// The LATENCY_BUDGET in ns, at most a second; 0 for none.
+fn budget_ns(qos: &DataWriterQos) -> u64 {
+    let d = qos.latency_budget.duration.min(Duration::from_secs(1));
+    u64::try_from(d.as_nanos()).unwrap_or(0)
 }
 
 /// A LIFESPAN duration in ns; 0 for infinite.

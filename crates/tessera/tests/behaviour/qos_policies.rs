@@ -555,6 +555,38 @@ fn partition_changes_rematch(t: Transport) {
     ));
 }
 
+/// LATENCY_BUDGET as a batching budget: a sample may wait up to the budget for company, and
+/// the event thread sends it when the budget runs out even if nothing else is written.
+fn latency_budget_batches_within_the_budget(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(
+        &ps[0],
+        "Q_budget",
+        keep_all_writer().with_latency_budget(tessera::qos::LatencyBudget { duration: ms(400) }),
+    );
+    // The reader accepts that much delay (a writer's budget must not exceed the reader's).
+    let r = reader::<Keyed>(
+        &ps[1],
+        "Q_budget",
+        keep_all_reader().with_latency_budget(tessera::qos::LatencyBudget { duration: ms(1000) }),
+    );
+    matched(&w, &r);
+    for seq in 0..5 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+    }
+    std::thread::sleep(ms(100));
+    assert!(
+        seqs(&r.read(usize::MAX).unwrap()).is_empty(),
+        "sent before the budget ran out"
+    );
+    assert_eq!(seqs(&take_n(&r, 5, 10)).len(), 5);
+    // Without a budget the writer sends at once again.
+    w.set_qos(w.qos().with_latency_budget(Default::default()))
+        .unwrap();
+    w.write(&Keyed { id: 1, seq: 9 }).unwrap();
+    assert_eq!(seqs(&take_n(&r, 1, 10)), vec![(1, 9)]);
+}
+
 per_transport!(
     deadline_missed_per_instance,
     no_deadline_counts_nothing,
@@ -568,6 +600,7 @@ per_transport!(
     set_qos_changes_policies_and_rematches,
     entity_factory_defers_enabling,
     partition_changes_rematch,
+    latency_budget_batches_within_the_budget,
 );
 
 /// HISTORY depth above RESOURCE_LIMITS max_samples_per_instance is refused with a typed error.
