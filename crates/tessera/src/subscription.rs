@@ -676,11 +676,13 @@ impl LocalReader for ReaderEndpoint {
 
     fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         if self.policies_on.load(Ordering::Relaxed) {
+            // What asserts a writer's liveliness: its samples and its HEARTBEATs with the
+            // liveliness flag (`assert_liveliness`), not the protocol's periodic HEARTBEATs
+            // or GAPs, which flow whether the application asserts or not.
             let writer = match &rs.submessage {
                 Submessage::Data(d) => Some(d.writer_id),
                 Submessage::DataFrag(d) => Some(d.writer_id),
-                Submessage::Heartbeat(h) => Some(h.writer_id),
-                Submessage::Gap(g) => Some(g.writer_id),
+                Submessage::Heartbeat(h) if h.liveliness_flag => Some(h.writer_id),
                 _ => None,
             };
             if let Some(w) = writer {
