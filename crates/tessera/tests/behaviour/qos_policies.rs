@@ -32,6 +32,19 @@ impl DataReaderListener<Keyed> for CountMisses {
     }
 }
 
+struct CountOffered(Arc<AtomicU32>);
+
+impl tessera::DataWriterListener<Keyed> for CountOffered {
+    fn on_offered_deadline_missed(
+        &self,
+        _w: &tessera::DataWriter<Keyed>,
+        s: tessera::status::OfferedDeadlineMissedStatus,
+    ) {
+        self.0
+            .fetch_add(s.total_count_change as u32, Ordering::Relaxed);
+    }
+}
+
 /// Instance 1 is written every 20 ms, instance 2 once: only instance 2 misses its 150 ms
 /// deadline, on both sides, once per period, with listener calls and a status condition.
 fn deadline_missed_per_instance(t: Transport) {
@@ -51,6 +64,7 @@ fn deadline_missed_per_instance(t: Transport) {
     let heard = Arc::new(AtomicU32::new(0));
     r.set_listener(Some(Arc::new(CountMisses(heard.clone()))));
     let cond = w.status_condition(tessera::StatusMask::OFFERED_DEADLINE_MISSED);
+    let offered_heard = Arc::new(AtomicU32::new(0));
     matched(&w, &r);
     let h2 = w.register_instance(&Keyed { id: 2, seq: 0 }).unwrap();
     w.write(&Keyed { id: 2, seq: 0 }).unwrap();
@@ -63,13 +77,18 @@ fn deadline_missed_per_instance(t: Transport) {
     assert!(cond.trigger_value(), "the status condition is raised");
     let offered = w.offered_deadline_missed_status();
     assert!(offered.total_count >= 2, "{offered:?}");
-    assert_eq!(offered.total_count, offered.total_count_change);
     assert_eq!(offered.last_instance_handle, Some(h2));
     assert_eq!(w.offered_deadline_missed_status().total_count_change, 0);
     assert!(
         !cond.trigger_value(),
         "reading the status resets the condition"
     );
+    // A writer listener hears the misses that follow (instance 2 is still silent).
+    w.set_listener(Some(Arc::new(CountOffered(offered_heard.clone()))));
+    wait_until(10, "the writer listener to hear a miss", || {
+        offered_heard.load(Ordering::Relaxed) > 0
+    });
+    w.set_listener(None);
     let requested = r.requested_deadline_missed_status();
     let handle2 = r.lookup_instance(&Keyed { id: 2, seq: 0 }).unwrap();
     let handle1 = r.lookup_instance(&Keyed { id: 1, seq: 0 }).unwrap();
@@ -591,6 +610,48 @@ fn latency_budget_batches_within_the_budget(t: Transport) {
     assert_eq!(seqs(&take_n(&r, 1, 10)), vec![(1, 9)]);
 }
 
+/// WRITER_DATA_LIFECYCLE and READER_DATA_LIFECYCLE are changeable: a writer that stops
+/// autodisposing leaves an unregistered instance NOT_ALIVE_NO_WRITERS, and a reader given an
+/// autopurge delay purges it.
+fn lifecycles_change_with_set_qos(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(&ps[0], "Q_lifecycle", keep_all_writer());
+    let r = reader::<Keyed>(&ps[1], "Q_lifecycle", keep_all_reader());
+    matched(&w, &r);
+    assert!(
+        w.qos()
+            .writer_data_lifecycle
+            .autodispose_unregistered_instances
+    );
+    w.set_qos(
+        w.qos()
+            .with_writer_data_lifecycle(tessera::qos::WriterDataLifecycle {
+                autodispose_unregistered_instances: false,
+            }),
+    )
+    .unwrap();
+    r.set_qos(
+        r.qos()
+            .with_reader_data_lifecycle(tessera::qos::ReaderDataLifecycle {
+                autopurge_nowriter_samples_delay: ms(200),
+                ..Default::default()
+            }),
+    )
+    .unwrap();
+    let k = Keyed { id: 1, seq: 0 };
+    w.write(&k).unwrap();
+    take_n(&r, 1, 10);
+    w.unregister_instance(&k).unwrap();
+    wait_until(10, "the unregistration", || {
+        r.read(usize::MAX)
+            .unwrap()
+            .iter()
+            .any(|s| s.info.instance_state == InstanceState::NotAliveNoWriters)
+    });
+    assert_newest_state(&r, InstanceState::NotAliveNoWriters);
+    wait_until(10, "the autopurge", || r.lookup_instance(&k).is_none());
+}
+
 per_transport!(
     deadline_missed_per_instance,
     no_deadline_counts_nothing,
@@ -605,6 +666,7 @@ per_transport!(
     entity_factory_defers_enabling,
     partition_changes_rematch,
     latency_budget_batches_within_the_budget,
+    lifecycles_change_with_set_qos,
 );
 
 /// HISTORY depth above RESOURCE_LIMITS max_samples_per_instance is refused with a typed error.
