@@ -18,6 +18,18 @@ use tessera_rtps::wire::Submessage;
 use tessera_rtps::writer::WriterCore;
 
 impl WriterEndpoint {
+    /// Whether no run-time policy is armed: no deadline, lifespan, lease or latency budget,
+    /// nothing queued for them (what a writer with default QoS must look like).
+    #[cfg(test)]
+    pub(crate) fn policies_idle(&self) -> bool {
+        !self.deadline_on.load(Ordering::Relaxed)
+            && self.deadline.lock().len() == 0
+            && self.lifespan_ns.load(Ordering::Relaxed) == 0
+            && self.expiring.lock().is_empty()
+            && self.lease.is_none()
+            && self.budget_ns.load(Ordering::Relaxed) == 0
+    }
+
     /// How long a batch waits for company: the LATENCY_BUDGET, or [`BATCH_DELAY`].
     pub(super) fn batch_delay(&self) -> Duration {
         match self.budget_ns.load(Ordering::Relaxed) {

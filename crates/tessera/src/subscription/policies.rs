@@ -15,6 +15,15 @@ use std::time::Instant;
 use tessera_rtps::types::Guid;
 
 impl ReaderEndpoint {
+    /// Whether no run-time policy is in use: the sample path skips them all (what a reader
+    /// with default QoS matched with default writers must look like).
+    #[cfg(test)]
+    pub(crate) fn policies_idle(&self) -> bool {
+        !self.policies_on.load(Ordering::Relaxed)
+            && self.policies.lock().instance_entries() == 0
+            && self.history.lock().next_expiry().is_none()
+    }
+
     /// Takes the changeable policies of `qos`: DEADLINE, TIME_BASED_FILTER,
     /// READER_DATA_LIFECYCLE (the others only change what is announced).
     pub(crate) fn apply_qos(&self, qos: &DataReaderQos) {
