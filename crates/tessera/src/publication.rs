@@ -468,6 +468,43 @@ impl WriterEndpoint {
         }
     }
 
+    /// The event thread's pass over this writer, under its core lock: protocol timers, the
+    /// batch, and the policy timers, whose statuses are added to `raise`.
+    fn timeout_locked(
+        &self,
+        ctx: &RuntimeContext,
+        now: Instant,
+        raise: &mut StatusMask,
+    ) -> Option<Instant> {
+        let mut core = self.core.lock();
+        let policy_next = if self.deadline_on.load(Ordering::Relaxed)
+            || self.lease.is_some()
+            || self.lifespan_ns.load(Ordering::Relaxed) != 0
+        {
+            self.policy_timeout(&mut core, now, raise)
+        } else {
+            None
+        };
+        let earliest = |a: Option<Instant>| match (a, policy_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let started = self.batch_started.load(Ordering::Relaxed);
+        if started != 0 {
+            let due = ctx.kick.instant_of(started) + self.batch_delay();
+            if now < due {
+                // A batch is filling: only run the protocol timers, keep the batch.
+                core.handle_timeout(now);
+                return earliest(Some(core.poll_timeout().map_or(due, |d| d.min(due))));
+            }
+        }
+        core.handle_timeout(now);
+        outbox::flush_writer(ctx, &mut core, now);
+        self.unflushed.store(0, Ordering::Relaxed);
+        self.batch_started.store(0, Ordering::Relaxed);
+        earliest(core.poll_timeout())
+    }
+
     fn wake_waiters(&self) {
         if self.waiting.load(Ordering::Acquire) > 0 {
             self.space.notify_all();
@@ -493,33 +530,13 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
-        let mut core = self.core.lock();
-        let policy_next = if self.deadline_on.load(Ordering::Relaxed)
-            || self.lease.is_some()
-            || self.lifespan_ns.load(Ordering::Relaxed) != 0
-        {
-            self.policy_timeout(&mut core, now)
-        } else {
-            None
-        };
-        let earliest = |a: Option<Instant>| match (a, policy_next) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        };
-        let started = self.batch_started.load(Ordering::Relaxed);
-        if started != 0 {
-            let due = ctx.kick.instant_of(started) + self.batch_delay();
-            if now < due {
-                // A batch is filling: only run the protocol timers, keep the batch.
-                core.handle_timeout(now);
-                return earliest(Some(core.poll_timeout().map_or(due, |d| d.min(due))));
-            }
+        let mut raise = StatusMask::NONE;
+        let next = self.timeout_locked(ctx, now, &mut raise);
+        // Statuses (and their listeners, which may write) only once the core lock is released.
+        if raise != StatusMask::NONE {
+            self.status_changed(raise);
         }
-        core.handle_timeout(now);
-        outbox::flush_writer(ctx, &mut core, now);
-        self.unflushed.store(0, Ordering::Relaxed);
-        self.batch_started.store(0, Ordering::Relaxed);
-        earliest(core.poll_timeout())
+        next
     }
 
     fn assert_participant_liveliness(&self) {

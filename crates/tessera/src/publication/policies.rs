@@ -113,9 +113,16 @@ impl WriterEndpoint {
         Ok(())
     }
 
-    /// The policy timers (event thread): missed offered deadlines, a lost lease, expired
-    /// samples. Returns the next time they need the thread.
-    pub(super) fn policy_timeout(&self, core: &mut WriterCore, now: Instant) -> Option<Instant> {
+    /// The policy timers (event thread, under the core lock): missed offered deadlines, a lost
+    /// lease, expired samples. Adds the statuses to raise to `raise` (the caller raises them
+    /// once the lock is released: a listener may write) and returns the next time they need
+    /// the thread.
+    pub(super) fn policy_timeout(
+        &self,
+        core: &mut WriterCore,
+        now: Instant,
+        raise: &mut StatusMask,
+    ) -> Option<Instant> {
         let mut next: Option<Instant> = None;
         let mut at = |t: Option<Instant>| {
             if let Some(t) = t {
@@ -172,9 +179,7 @@ impl WriterEndpoint {
                 core.remove_retained(seq);
             }
         }
-        if mask != StatusMask::NONE {
-            self.status_changed(mask);
-        }
+        *raise |= mask;
         next
     }
 }

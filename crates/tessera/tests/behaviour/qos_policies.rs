@@ -117,6 +117,44 @@ fn deadline_missed_per_instance(t: Transport) {
     );
 }
 
+/// Writes instance 9 from the writer's own OFFERED_DEADLINE_MISSED listener (which runs on
+/// the event thread).
+struct WriteOnMiss(std::sync::Mutex<u32>);
+
+impl tessera::DataWriterListener<Keyed> for WriteOnMiss {
+    fn on_offered_deadline_missed(
+        &self,
+        w: &tessera::DataWriter<Keyed>,
+        _s: tessera::status::OfferedDeadlineMissedStatus,
+    ) {
+        let mut n = self.0.lock().unwrap();
+        *n += 1;
+        let _ = w.write(&Keyed { id: 9, seq: *n });
+    }
+}
+
+/// A listener of a writer's policy status may write with that writer: the status is raised
+/// with no lock of the writer held.
+fn a_deadline_listener_may_write(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(
+        &ps[0],
+        "Q_deadline_write",
+        DataWriterQos::default().with_deadline(Deadline { period: ms(100) }),
+    );
+    let r = reader::<Keyed>(&ps[1], "Q_deadline_write", keep_all_reader());
+    matched(&w, &r);
+    w.set_listener(Some(Arc::new(WriteOnMiss(Default::default()))));
+    w.write(&Keyed { id: 1, seq: 0 }).unwrap();
+    let got = take_n(&r, 3, 10);
+    assert!(
+        seqs(&got).iter().any(|(id, _)| *id == 9),
+        "{:?}",
+        seqs(&got)
+    );
+    w.set_listener(None);
+}
+
 /// A writer and reader without DEADLINE count nothing, however long an instance is silent.
 fn no_deadline_counts_nothing(t: Transport) {
     let ps = t.participants(2);
@@ -654,6 +692,7 @@ fn lifecycles_change_with_set_qos(t: Transport) {
 
 per_transport!(
     deadline_missed_per_instance,
+    a_deadline_listener_may_write,
     no_deadline_counts_nothing,
     lifespan_expires_samples,
     lifespan_drops_expired_on_arrival,
