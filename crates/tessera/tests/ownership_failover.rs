@@ -1,8 +1,8 @@
 //! The failover promise of exclusive OWNERSHIP across processes, over real UDP: two writers of
 //! strengths 10 and 20 in two child processes write the same instances; the reader here gets
 //! only the stronger one's samples while it lives, and after a `kill -9` of the stronger one
-//! every instance moves to the weaker one within the reader's deadline (or, at the latest, the
-//! stronger one's participant lease).
+//! every instance moves to the weaker one within the reader's deadline, or, for a reader
+//! without one, within the stronger one's liveliness (its participant's lease).
 //!
 //! The children are this test binary run again with [`CHILD`] set (the ignored test
 //! `failover_child_writer` is their entry point). Needs a network namespace:
@@ -26,16 +26,19 @@ const INSTANCES: u32 = 4;
 const DEADLINE: Duration = Duration::from_millis(500);
 /// The writers' participant lease (announced in SPDP).
 const LEASE_SECS: &str = "1.5";
+/// Set in a child process: the domain to join (each scenario has its own, so that the two
+/// run in parallel in one namespace without hearing each other).
+const DOMAIN: &str = "TESSERA_FAILOVER_DOMAIN";
 
-fn participant() -> DomainParticipant {
+fn participant(domain: u32) -> DomainParticipant {
     let config = ParticipantConfig {
         transports: Some(vec![TransportKind::Udp4]),
         ..ParticipantConfig::default()
     };
-    DomainParticipant::with_qos(7, Default::default(), config).unwrap()
+    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
 }
 
-fn spawn_writer(strength: i32) -> Child {
+fn spawn_writer(strength: i32, domain: u32) -> Child {
     Command::new(std::env::current_exe().unwrap())
         .args([
             "--exact",
@@ -44,6 +47,7 @@ fn spawn_writer(strength: i32) -> Child {
             "--nocapture",
         ])
         .env(CHILD, strength.to_string())
+        .env(DOMAIN, domain.to_string())
         .env("TESSERA_LEASE_DURATION", LEASE_SECS)
         .spawn()
         .expect("spawn the child writer")
@@ -53,13 +57,14 @@ fn spawn_writer(strength: i32) -> Child {
 /// writer of the given strength that writes every instance every 20 ms, each sample's `seq`
 /// saying who wrote it (`strength * 1_000_000 + n`), for at most 60 s.
 #[test]
-#[ignore = "the child process of killing_the_stronger_writer_fails_over"]
+#[ignore = "the child process of the killing_the_stronger_writer tests"]
 fn failover_child_writer() {
     let Ok(strength) = std::env::var(CHILD) else {
         return;
     };
     let strength: i32 = strength.parse().unwrap();
-    let p = participant();
+    let domain: u32 = std::env::var(DOMAIN).unwrap().parse().unwrap();
+    let p = participant(domain);
     let t = p.create_topic::<Keyed>(TOPIC, Default::default()).unwrap();
     let w = p
         .create_publisher(Default::default())
@@ -105,24 +110,36 @@ fn writer_of(seq: u32) -> u32 {
 
 #[test]
 #[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
-fn killing_the_stronger_writer_fails_over() {
+fn killing_the_stronger_writer_fails_over_within_the_deadline() {
+    kill_the_stronger_writer(7, Some(DEADLINE));
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn killing_the_stronger_writer_fails_over_within_the_lease() {
+    kill_the_stronger_writer(8, None);
+}
+
+/// The scenario of the module docs in `domain`; `deadline`: the reader's, or none (failover
+/// by liveliness).
+fn kill_the_stronger_writer(domain: u32, deadline: Option<Duration>) {
     require_netns();
-    let p = participant();
+    let p = participant(domain);
     let t = p.create_topic::<Keyed>(TOPIC, Default::default()).unwrap();
+    let mut qos = DataReaderQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(1)))
+        .with_history(History::KeepAll)
+        .with_ownership(Ownership::Exclusive);
+    if let Some(period) = deadline {
+        qos = qos.with_deadline(Deadline { period });
+    }
     let r = p
         .create_subscriber(Default::default())
         .unwrap()
-        .create_datareader(
-            &t,
-            DataReaderQos::default()
-                .with_reliability(Reliability::reliable(Duration::from_secs(1)))
-                .with_history(History::KeepAll)
-                .with_ownership(Ownership::Exclusive)
-                .with_deadline(Deadline { period: DEADLINE }),
-        )
+        .create_datareader(&t, qos)
         .unwrap();
-    let _weak = Reaper(spawn_writer(10));
-    let mut strong = Reaper(spawn_writer(20));
+    let _weak = Reaper(spawn_writer(10, domain));
+    let mut strong = Reaper(spawn_writer(20, domain));
     wait_until(30, "both writers to match", || {
         r.matched_publications().len() == 2
     });
@@ -156,7 +173,8 @@ fn killing_the_stronger_writer_fails_over() {
     assert!(r.policy_drops().not_owner > 50, "{:?}", r.policy_drops());
 
     // kill -9 the stronger writer: every instance moves to the weaker one within the deadline
-    // (generously bounded: the participant lease is 1.5 s; allow twice that and the deadline).
+    // or the lease (generously bounded: the participant lease is 1.5 s; allow twice that and
+    // the deadline).
     strong.0.kill().unwrap();
     let killed = Instant::now();
     let mut moved = [None; INSTANCES as usize];
@@ -171,10 +189,18 @@ fn killing_the_stronger_writer_fails_over() {
         moved.iter().all(Option::is_some)
     });
     let slowest = moved.iter().flatten().max().copied().unwrap();
-    eprintln!("failover after {slowest:?} (deadline {DEADLINE:?}, lease {LEASE_SECS} s)");
+    eprintln!("failover after {slowest:?} (deadline {deadline:?}, lease {LEASE_SECS} s)");
     assert!(
         slowest < Duration::from_secs(3) + DEADLINE,
         "failover took {slowest:?}"
     );
-    assert!(r.requested_deadline_missed_status().total_count >= INSTANCES as i32);
+    if deadline.is_some() {
+        assert!(r.requested_deadline_missed_status().total_count >= INSTANCES as i32);
+    } else {
+        // No deadline: the stronger writer's liveliness ended with its participant's lease.
+        assert_eq!(r.requested_deadline_missed_status().total_count, 0);
+        assert_eq!(r.matched_publications().len(), 1);
+        let st = r.liveliness_changed_status();
+        assert_eq!((st.alive_count, st.not_alive_count), (1, 0), "{st:?}");
+    }
 }
