@@ -245,7 +245,7 @@ fn exclusive_writer_with(
     p: &tessera::DomainParticipant,
     topic: &str,
     strength: i32,
-    more: impl FnOnce(DataWriterQos) -> DataWriterQos,
+    more: impl Fn(DataWriterQos) -> DataWriterQos,
 ) -> tessera::DataWriter<Keyed> {
     let qos = keep_all_writer()
         .with_ownership(Ownership::Exclusive)
@@ -305,24 +305,59 @@ fn take_until_each_has(r: &DataReader<Keyed>, _n: usize) -> Vec<(u32, u32)> {
     got
 }
 
+/// A weak (10) and a strong (20) exclusive writer and an exclusive reader on `topic`, each in
+/// its own participant, with `w` and `rq` applied to the writers' and the reader's QoS; the
+/// strong writer has written instance 1 (seq 1000) and the reader has taken it.
+fn exclusive_trio(
+    ps: &[tessera::DomainParticipant],
+    topic: &str,
+    w: impl Fn(DataWriterQos) -> DataWriterQos,
+    rq: DataReaderQos,
+) -> (
+    tessera::DataWriter<Keyed>,
+    tessera::DataWriter<Keyed>,
+    DataReader<Keyed>,
+) {
+    let weak = exclusive_writer_with(&ps[0], topic, 10, &w);
+    let strong = exclusive_writer_with(&ps[1], topic, 20, &w);
+    let r = reader::<Keyed>(&ps[2], topic, rq.with_ownership(Ownership::Exclusive));
+    matched(&weak, &r);
+    matched(&strong, &r);
+    strong.write(&Keyed { id: 1, seq: 1000 }).unwrap();
+    take_n(&r, 1, 10);
+    (weak, strong, r)
+}
+
+/// Writes instance 1 with `w` every 20 ms (seq from `seq`) until the reader delivers
+/// something; returns what it delivered.
+fn write_until_delivered(
+    w: &tessera::DataWriter<Keyed>,
+    r: &DataReader<Keyed>,
+    mut seq: u32,
+    what: &str,
+) -> Vec<(u32, u32)> {
+    let mut got = Vec::new();
+    wait_until(10, what, || {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+        seq += 1;
+        std::thread::sleep(ms(20));
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        !got.is_empty()
+    });
+    got
+}
+
 /// Exclusive OWNERSHIP: an owner that stops writing gives its instances up when it misses the
 /// reader's deadline.
 fn ownership_fails_over_on_missed_deadline(t: Transport) {
     let ps = t.participants(3);
     let period = Deadline { period: ms(200) };
-    let weak = exclusive_writer_with(&ps[0], "Q_own_dl", 10, |q| q.with_deadline(period));
-    let strong = exclusive_writer_with(&ps[1], "Q_own_dl", 20, |q| q.with_deadline(period));
-    let r = reader::<Keyed>(
-        &ps[2],
+    let (weak, strong, r) = exclusive_trio(
+        &ps,
         "Q_own_dl",
-        keep_all_reader()
-            .with_ownership(Ownership::Exclusive)
-            .with_deadline(period),
+        |q| q.with_deadline(period),
+        keep_all_reader().with_deadline(period),
     );
-    matched(&weak, &r);
-    matched(&strong, &r);
-    strong.write(&Keyed { id: 1, seq: 1000 }).unwrap();
-    take_n(&r, 1, 10);
     weak.write(&Keyed { id: 1, seq: 1 }).unwrap();
     settle(t);
     assert!(seqs(&r.take(usize::MAX).unwrap()).is_empty());
@@ -330,15 +365,7 @@ fn ownership_fails_over_on_missed_deadline(t: Transport) {
     wait_until(10, "a missed deadline", || {
         r.requested_deadline_missed_status().total_count > 0
     });
-    let mut got = Vec::new();
-    let mut seq = 2;
-    wait_until(10, "the weak writer to take over", || {
-        weak.write(&Keyed { id: 1, seq }).unwrap();
-        seq += 1;
-        std::thread::sleep(ms(20));
-        got.extend(seqs(&r.take(usize::MAX).unwrap()));
-        !got.is_empty()
-    });
+    let mut got = write_until_delivered(&weak, &r, 2, "the weak writer to take over");
     assert!(got.iter().all(|(_, s)| *s < 1000), "{got:?}");
     // The strong writer comes back and takes the instance again.
     strong.write(&Keyed { id: 1, seq: 1001 }).unwrap();
@@ -346,6 +373,66 @@ fn ownership_fails_over_on_missed_deadline(t: Transport) {
         got.extend(seqs(&r.take(usize::MAX).unwrap()));
         got.contains(&(1, 1001))
     });
+}
+
+/// Exclusive OWNERSHIP fails over when the owner loses its (manual) liveliness while its
+/// process lives on: its instances go to the next live writer.
+fn ownership_fails_over_on_lost_liveliness(t: Transport) {
+    let ps = t.participants(3);
+    let lease = Liveliness {
+        kind: LivelinessKind::ManualByTopic,
+        lease_duration: ms(300),
+    };
+    let (weak, strong, r) = exclusive_trio(
+        &ps,
+        "Q_own_live",
+        |q| q.with_liveliness(lease),
+        keep_all_reader().with_liveliness(lease),
+    );
+    // The weak writer keeps writing (and so stays alive); the strong one falls silent.
+    write_until_delivered(&weak, &r, 0, "the weak writer to take over");
+    let st = r.liveliness_changed_status();
+    assert_eq!((st.alive_count, st.not_alive_count), (1, 1), "{st:?}");
+    assert_eq!(strong.liveliness_lost_status().total_count, 1);
+    // Nothing of the weak writer came before the strong one's lease ran out: about 15
+    // writes, 20 ms apart, are dropped first.
+    assert!(r.policy_drops().not_owner >= 5, "{:?}", r.policy_drops());
+}
+
+/// TIME_BASED_FILTER is changeable: a reader that starts filtering thins what it gets.
+fn time_based_filter_set_on_an_enabled_reader(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(&ps[0], "Q_tbf_set", keep_all_writer());
+    let r = reader::<Keyed>(&ps[1], "Q_tbf_set", keep_all_reader());
+    matched(&w, &r);
+    let burst = |from: u32| {
+        for seq in from..from + 20 {
+            w.write(&Keyed { id: 1, seq }).unwrap();
+            std::thread::sleep(ms(5));
+        }
+        w.write(&Keyed { id: 2, seq: from }).unwrap();
+    };
+    burst(0);
+    let mut got = Vec::new();
+    wait_until(10, "the unfiltered burst", || {
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        got.contains(&(2, 0))
+    });
+    assert_eq!(got.iter().filter(|(id, _)| *id == 1).count(), 20);
+    r.set_qos(r.qos().with_time_based_filter(TimeBasedFilter {
+        minimum_separation: ms(1000),
+    }))
+    .unwrap();
+    burst(100);
+    let mut got = Vec::new();
+    wait_until(10, "the filtered burst", || {
+        got.extend(seqs(&r.take(usize::MAX).unwrap()));
+        got.contains(&(2, 100))
+    });
+    assert!(
+        got.iter().filter(|(id, _)| *id == 1).count() <= 2,
+        "{got:?}"
+    );
 }
 
 /// MANUAL_BY_TOPIC liveliness: a writer that neither writes nor asserts within its lease loses
@@ -698,6 +785,8 @@ per_transport!(
     lifespan_drops_expired_on_arrival,
     ownership_strongest_wins_and_fails_over,
     ownership_fails_over_on_missed_deadline,
+    ownership_fails_over_on_lost_liveliness,
+    time_based_filter_set_on_an_enabled_reader,
     manual_liveliness_lost_and_regained,
     participant_liveliness_asserts_writers,
     time_based_filter_thins_instances,
