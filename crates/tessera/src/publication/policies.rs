@@ -297,7 +297,7 @@ impl<T: TopicType> DataWriter<T> {
     /// MANUAL_BY_TOPIC and MANUAL_BY_PARTICIPANT writers that do not write within their lease
     /// (every write asserts too). A MANUAL_BY_TOPIC writer's readers hear of it by a HEARTBEAT
     /// with the liveliness flag; a MANUAL_BY_PARTICIPANT writer asserts its whole participant
-    /// ([`DomainParticipant::assert_liveliness`]), whose readers hear of it by a
+    /// ([`crate::DomainParticipant::assert_liveliness`]), whose readers hear of it by a
     /// ParticipantMessageData.
     pub fn assert_liveliness(&self) -> Result<()> {
         match (&self.owner, self.ep.liveliness_kind) {
