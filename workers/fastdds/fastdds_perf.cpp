@@ -44,6 +44,7 @@
 #include <condition_variable>
 #include <cstdarg>
 #include <csignal>
+#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -1068,26 +1069,31 @@ void WriterWatch::on_publication_matched(DataWriter*, const PublicationMatchedSt
     perf->set_match(s.last_subscription_handle, match_bit, s.current_count_change);
 }
 
-Perf* g_perf = nullptr;
-
-void on_signal(int) {
-    g_stop = true;
-    // notify_all is not async-signal-safe; the main loop wakes at least once a second anyway,
-    // and sooner through its timed wait.
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
     g_pid = int(getpid());
     Config cfg = parse_args(argc, argv);
     if (!cfg.ping && !cfg.pong && !cfg.sub && !cfg.pub) cfg.pong = true;  // ddsperf's default
-    std::signal(SIGINT, on_signal);
-    std::signal(SIGTERM, on_signal);
-    std::signal(SIGHUP, on_signal);
+    // SIGINT/SIGTERM/SIGHUP end the run cleanly (the bench stops workers with SIGTERM, and a
+    // deleted participant removes its shared-memory segments). They are blocked in every
+    // thread (Fast DDS's threads inherit the mask) and taken by one thread with sigwait, which
+    // may then use the condition variable that a signal handler could not.
+    sigset_t sigs;
+    sigemptyset(&sigs);
+    sigaddset(&sigs, SIGINT);
+    sigaddset(&sigs, SIGTERM);
+    sigaddset(&sigs, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &sigs, nullptr);
     static Perf perf;
-    g_perf = &perf;
     perf.cfg = cfg;
+    std::thread([sigs] {
+        int sig = 0;
+        sigwait(&sigs, &sig);
+        std::lock_guard<std::mutex> g(perf.m);
+        g_stop = true;
+        perf.wake.notify_all();
+    }).detach();
     char h[256] = {0};
     perf.host = gethostname(h, sizeof h - 1) == 0 ? h : "?";
     return perf.run();
