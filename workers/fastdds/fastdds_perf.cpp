@@ -22,6 +22,7 @@
 //
 // Not here (the bench does not use them; refused with exit 3 rather than ignored): ping rates,
 // `pub` ping shares (X%), other -T types, -L, -c, -d, -l, -R.
+#include <fastdds/dds/core/LoanableSequence.hpp>
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
 #include <fastdds/dds/domain/DomainParticipantListener.hpp>
@@ -456,6 +457,23 @@ std::atomic<bool> g_stop{false};
 
 struct Perf;
 
+using KeyedSeqSeq = LoanableSequence<KeyedSeq>;
+
+// Takes everything available, up to `batch` samples a call (as ddsperf: 1000 data samples, 100
+// pings or pongs), on loan, and hands each valid one to `f`. In batches, not with
+// take_next_sample: Fast DDS 2.9's take_next_sample walks the reader's whole history on every
+// call, so once a loss leaves out-of-order samples waiting there, taking one sample at a time
+// costs more than receiving and the socket overflows.
+template <class F> void take_all(DataReader* r, int32_t batch, F f) {
+    KeyedSeqSeq data;
+    SampleInfoSeq infos;
+    while (r->take(data, infos, batch) == ReturnCode_t::RETCODE_OK) {
+        for (LoanableCollection::size_type i = 0; i < infos.length(); ++i)
+            if (infos[i].valid_data) f(data[i], infos[i]);
+        r->return_loan(data, infos);
+    }
+}
+
 // Reads one reader in the configured way: a listener, a thread waiting for data, or polling.
 struct ReaderPump : public DataReaderListener {
     Perf* perf = nullptr;
@@ -728,16 +746,12 @@ struct Perf : public DomainParticipantListener {
 
     // A ping from a peer: the same sample back on the pong writer for its participant, with
     // the ping's source timestamp (the pinger's clock).
-    KeyedSeq in_ping;
     void on_ping(DataReader* r) {
-        SampleInfo info;
-        while (r->take_next_sample(&in_ping, &info) == ReturnCode_t::RETCODE_OK) {
-            if (!info.valid_data) continue;
-            answer(in_ping, info, true);
-        }
+        take_all(r, 100, [this](KeyedSeq& s, const SampleInfo& info) { answer(s, info, true); });
     }
 
     void answer(KeyedSeq& s, const SampleInfo& info, bool is_ping) {
+        // `s` may be a loaned sample: written back as it is (Fast DDS copies it on write).
         DataWriter* w = nullptr;
         {
             std::lock_guard<std::mutex> g(m);
@@ -752,14 +766,11 @@ struct Perf : public DomainParticipantListener {
     }
 
     // Data: loss accounting per publisher and key, as ddsperf's SeqTracker.
-    KeyedSeq in_data;
     void on_data(DataReader* r) {
-        SampleInfo info;
-        while (r->take_next_sample(&in_data, &info) == ReturnCode_t::RETCODE_OK) {
-            if (!info.valid_data) continue;
-            const uint32_t size = kFixed + uint32_t(in_data.baggage.size());
+        take_all(r, 1000, [this](KeyedSeq& d, const SampleInfo& info) {
+            const uint32_t size = kFixed + uint32_t(d.baggage.size());
             std::lock_guard<std::mutex> g(m);
-            const uint32_t n = cfg.nkeys, k = in_data.keyval, s = in_data.seq;
+            const uint32_t n = cfg.nkeys, k = d.keyval, s = d.seq;
             if (k >= n) {
                 if (!key_error) emit(fmt("\"type\":\"key_out_of_range\",\"key\":%u,\"nkeys\":%u", k, n));
                 key_error = true;
@@ -781,40 +792,38 @@ struct Perf : public DomainParticipantListener {
             ++total;
             bytes += size;
             last_size = size;
-        }
+        });
     }
 
     // A pong: one-way latency (now − ping timestamp) / 2 on our clock, per pong source.
-    KeyedSeq in_pong;
     void on_pong(DataReader* r) {
-        SampleInfo info;
-        while (r->take_next_sample(&in_pong, &info) == ReturnCode_t::RETCODE_OK) {
-            if (!info.valid_data) continue;
-            const int64_t now = wall_ns();
-            const int64_t ts = info.source_timestamp.to_ns();
-            bool send = false;
-            {
-                std::lock_guard<std::mutex> g(m);
-                const std::string src = handle_prefix(info.publication_handle);
-                auto pit = peers.find(src);
-                if (pit == peers.end()) continue;
-                auto it = lat.find(src);
-                if (it == lat.end()) {
-                    it = lat.emplace(src, PeerLatency{}).first;
-                    it->second.name = pit->second.name;
-                    lat_order.push_back(src);
-                }
-                const uint64_t one_way = now > ts ? uint64_t(now - ts) / 2 : 0;
-                const double t = since_start();
-                if (first_pong_t < 0) first_pong_t = t;
-                it->second.interval.push_back(one_way);
-                ++it->second.total;
-                if (t - first_pong_t >= cfg.warmup_s) it->second.run.record(one_way);
-                if (pinging && in_pong.seq == cur_seq && ++pongs_seen == expected_pongs_locked())
-                    send = true;
+        take_all(r, 100, [this](KeyedSeq& d, const SampleInfo& info) { on_one_pong(d, info); });
+    }
+
+    void on_one_pong(const KeyedSeq& d, const SampleInfo& info) {
+        const int64_t now = wall_ns();
+        const int64_t ts = info.source_timestamp.to_ns();
+        bool send = false;
+        {
+            std::lock_guard<std::mutex> g(m);
+            const std::string src = handle_prefix(info.publication_handle);
+            auto pit = peers.find(src);
+            if (pit == peers.end()) return;
+            auto it = lat.find(src);
+            if (it == lat.end()) {
+                it = lat.emplace(src, PeerLatency{}).first;
+                it->second.name = pit->second.name;
+                lat_order.push_back(src);
             }
-            if (send) send_ping();
+            const uint64_t one_way = now > ts ? uint64_t(now - ts) / 2 : 0;
+            const double t = since_start();
+            if (first_pong_t < 0) first_pong_t = t;
+            it->second.interval.push_back(one_way);
+            ++it->second.total;
+            if (t - first_pong_t >= cfg.warmup_s) it->second.run.record(one_way);
+            if (pinging && d.seq == cur_seq && ++pongs_seen == expected_pongs_locked()) send = true;
         }
+        if (send) send_ping();
     }
 
     // Sends the next ping. Never under `m`: Fast DDS may call our listeners (which take `m`)

@@ -147,7 +147,25 @@ fn build_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
         ));
     }
     std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
+    remove_stale(dir, name);
     Ok(out)
+}
+
+/// Removes the binaries of earlier sources from `dir` (each build has its own name, so they
+/// would pile up as the source changes). A running one keeps its inode; nothing fails if one
+/// cannot be removed.
+fn remove_stale(dir: &Path, current: &str) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let n = e.file_name();
+        let n = n.to_string_lossy();
+        let hex = n.strip_prefix("fastdds-perf-").unwrap_or("");
+        if n != current && hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            let _ = std::fs::remove_file(e.path());
+        }
+    }
 }
 
 #[cfg(test)]
@@ -164,6 +182,25 @@ mod tests {
         assert!(n.starts_with("fastdds-perf-") && n.len() == "fastdds-perf-".len() + 16);
         // The embedded source is the worker itself.
         assert!(SOURCE.contains("DDSPerf%sPingKS"));
+    }
+
+    #[test]
+    fn a_build_removes_the_binaries_of_earlier_sources_only() {
+        let dir =
+            std::env::temp_dir().join(format!("tessera-fastdds-stale-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let keep = ["fastdds-perf-00000000000000aa", "fastdds-perf-x", "other"];
+        for f in keep.iter().chain(&["fastdds-perf-0123456789abcdef"]) {
+            std::fs::write(dir.join(f), b"").unwrap();
+        }
+        remove_stale(&dir, "fastdds-perf-00000000000000aa");
+        let mut left: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, keep);
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]
