@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `tessera bench` with Fast DDS: the bench compiles fastdds-perf (workers/fastdds/) on demand
 # with g++ against Debian's Fast DDS 2.9, then runs one latency and one throughput cell of
-# `fastdds`, `fastdds-udp` and both mixed pairs with Tessera. Checks that every point succeeded
+# `fastdds`, `fastdds-udp` and both mixed pairs with Tessera, and latency with Cyclone's
+# ddsperf both ways. Checks that every point succeeded
 # with numbers (latency from a full histogram, samples/s, CPU per sample), that no worker or
 # namespace is left behind, and that without the worker the Fast DDS pairs are skipped with a
 # note rather than failing the run. `fastdds shm clean` at exit: Fast DDS leaves segments in
@@ -33,6 +34,8 @@ pairs = ["fastdds", "fastdds-udp", "tessera>fastdds", "fastdds>tessera"]
 [[experiment]]
 name = "latency"
 kind = "latency"
+pairs = ["fastdds", "fastdds-udp", "tessera>fastdds", "fastdds>tessera", "fastdds>cyclone",
+         "cyclone>fastdds"]
 size = 16
 duration_s = 1.5
 warmup_s = 0.3
@@ -62,7 +65,7 @@ import json, sys
 rs = json.load(open(sys.argv[1]))
 pairs = ["fastdds", "fastdds-udp", "tessera>fastdds", "fastdds>tessera"]
 for kind in ("latency", "throughput"):
-    for pair in pairs:
+    for pair in pairs + (["fastdds>cyclone", "cyclone>fastdds"] if kind == "latency" else []):
         pts = [p for p in rs["points"] if p["kind"] == kind and p["pair"] == pair]
         assert pts and all(p["ok"] for p in pts), f"{kind} {pair}: no successful point"
         p = pts[0]
@@ -70,8 +73,10 @@ for kind in ("latency", "throughput"):
         assert cpu and cpu > 0, f"{kind} {pair}: no CPU per sample"
         if kind == "latency":
             l = p["latency"]
-            # Fast DDS and Tessera pingers both dump a histogram of every round trip.
-            assert l["source"] == "hdr" and l["count"] > 100 and l["p50_us"] > 0, f"{pair}: {l}"
+            # Fast DDS and Tessera pingers dump a histogram of every round trip; ddsperf prints
+            # per-second summaries.
+            source = "intervals" if pair.startswith("cyclone") else "hdr"
+            assert l["source"] == source and l["count"] > 100 and l["p50_us"] > 0, f"{pair}: {l}"
             print(f"latency {pair}: p50 {l['p50_us']:.1f} us, {l['count']} round trips, CPU {cpu:.1f} us")
         else:
             t = p["throughput"]

@@ -705,7 +705,9 @@ impl Ctx<'_> {
         }
         ping.stop();
         let out = ping.output();
-        if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+        let exited = code.and(ping.proc.exited_at());
+        let clock = report_clock_start(ping.proc.started(), exited, run_s as f64);
+        if let Some(us) = latency_cpu_per_round_trip(&cpu, clock, &out) {
             point.metrics.insert(CPU_METRIC.into(), us);
         }
         let mut all: Vec<&Worker> = vec![&ping];
@@ -1527,6 +1529,19 @@ fn throughput_from_subs(outs: &[PerfOutput], size: u64, rate: f64) -> Option<Thr
 /// measured over the same window for every implementation ([`cpuwin`]).
 pub const CPU_METRIC: &str = "cpu_us_per_sample";
 
+/// When the report clock of a ddsperf-grammar pinger started. Its report times count from the
+/// start of its run, after `-Qinitwait` saw the peers match — a second or more after the process
+/// started when discovery is slow (Cyclone pinging Fast DDS) — and it exits right after the
+/// report due at `-D`; so the clock started `duration` before the exit. Placing the lines from
+/// the process start instead put the CPU window into the wait for matching. The process start
+/// when it did not exit by itself (`exited` is `None`) or the estimate would precede it.
+fn report_clock_start(started: Instant, exited: Option<Instant>, duration: f64) -> Instant {
+    exited
+        .and_then(|e| e.checked_sub(secs(duration)))
+        .filter(|s| *s > started)
+        .unwrap_or(started)
+}
+
 /// CPU µs per round trip of a latency point: the window of the ping's per-second lines (each
 /// counting the second before it), one stream per pong peer.
 fn latency_cpu_per_round_trip(
@@ -1759,6 +1774,39 @@ mod tests {
         assert_eq!(l.source, "intervals");
         let rt = round_trip(Some(l)).unwrap();
         assert_eq!((rt.min_us, rt.max_us, rt.mean_us), (20.0, 40.0, 30.0));
+    }
+
+    #[test]
+    fn the_cpu_window_of_a_ping_starts_after_its_initwait() {
+        // The process starts at 0, matches its peer at 1.5 s (initwait), pings for its -D of
+        // 1 s, prints one line at report time 1.0 counting 1000 round trips, exits at 2.52 s.
+        // Its CPU is flat while it waits for matching and grows by 0.1 s while it pings.
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let mut cpu = cpuwin::CpuSeries::default();
+        for i in 0..=60 {
+            let s = i as f64 * 0.05;
+            cpu.push(at(s), ((s - 1.5).clamp(0.0, 1.0)) * 0.1);
+        }
+        let out = PerfOutput {
+            latency: vec![LatencyLine {
+                t: 1.0,
+                peer: "vm:1".into(),
+                size: 16,
+                summary: IntervalSummary {
+                    count: 1000,
+                    ..Default::default()
+                },
+            }],
+            ..Default::default()
+        };
+        let clock = report_clock_start(t0, Some(at(2.52)), 1.0);
+        let us = latency_cpu_per_round_trip(&cpu, clock, &out).unwrap();
+        // 0.1 s of CPU over 1000 round trips (the 20 ms of shutdown shift the window a little).
+        assert!((us - 100.0).abs() < 5.0, "{us}");
+        // Not exited by itself, or an estimate before the start: the process start.
+        assert_eq!(report_clock_start(t0, None, 1.0), t0);
+        assert_eq!(report_clock_start(t0, Some(at(0.5)), 1.0), t0);
     }
 
     #[test]
