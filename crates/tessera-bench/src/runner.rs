@@ -318,6 +318,29 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
              says (Fast DDS's default)."
                 .to_string(),
         );
+        if s.experiments
+            .iter()
+            .any(|e| e.kind == Kind::Throughput && e.pairs.iter().any(|p| p.reader.is_fastdds()))
+        {
+            notes.push(
+                "Seen while building the Fast DDS worker (1 KiB, UDP, profiled with perf on this \
+                 machine): in unpaced reliable throughput a Fast DDS 2.9 subscriber falls \
+                 behind. Its socket overflowed (UdpRcvbufErrors: 12k of 17k datagrams) while \
+                 its receive thread spent 96 % of its time in the take() of on_data_available, \
+                 walking the reader's history (StatefulReader::begin_sample_access_nts, a \
+                 gettid syscall per sample). Our reading: the walk grows with the samples held \
+                 back behind a loss, so one loss can start the decline. A Fast DDS publisher \
+                 to a Tessera or Cyclone subscriber does not show it."
+                    .to_string(),
+            );
+        }
+        if s.hosts > 1 || s.experiments.iter().any(|e| e.hosts.unwrap_or(1) > 1) {
+            notes.push(
+                "Across namespace hosts, `fastdds` may still use shared memory (the hosts \
+                 share /dev/shm); `fastdds-udp` is the network measurement there."
+                    .to_string(),
+            );
+        }
     }
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
