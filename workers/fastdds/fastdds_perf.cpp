@@ -21,7 +21,10 @@
 // the bench reads it with the parser it already has.
 //
 // Not here (the bench does not use them; refused with exit 3 rather than ignored): ping rates,
-// `pub` ping shares (X%), other -T types, -L, -c, -d, -l, -R.
+// `pub` ping shares (X%), other -T types, -L, -c, -d, -l, -R. A subscriber does not answer data
+// samples with odd timestamps (pings among data). Fast DDS needs a finite instance limit beside
+// ddsperf's 10000 samples, so the data reader holds -n instances: samples of keys >= -n are
+// refused by its resource limits (and counted lost) instead of ending the run with exit 3.
 #include <fastdds/dds/core/LoanableSequence.hpp>
 #include <fastdds/dds/domain/DomainParticipant.hpp>
 #include <fastdds/dds/domain/DomainParticipantFactory.hpp>
@@ -517,7 +520,8 @@ struct Perf : public DomainParticipantListener {
     std::map<std::string, Peer> peers;               // by GUID prefix
     std::vector<std::pair<std::string, GUID_t>> pending;  // discovered, pong writer not made
     std::map<std::string, uint32_t> match_bits;      // by GUID prefix
-    std::map<std::string, uint64_t> peer_matches;    // times a peer became fully matched
+    std::map<std::string, bool> fully_matched;       // by GUID prefix
+    uint32_t match_count = 0;  // times a peer became fully matched (ddsperf's match count)
     // ping state
     uint32_t cur_seq = 0;
     uint32_t pongs_seen = 0;
@@ -541,17 +545,20 @@ struct Perf : public DomainParticipantListener {
         if (cfg.sub) r |= WR_DATA;
         return r;
     }
-    uint32_t matched_count_locked() const {
-        uint32_t n = 0;
-        for (auto& kv : peers) {
-            if (!kv.second.present) continue;
-            auto it = match_bits.find(kv.first);
-            uint32_t bits = it == match_bits.end() ? 0 : it->second;
-            uint32_t need = required(kv.second);
-            if ((bits & need) == need) ++n;
-        }
-        return n;
+    // ddsperf's match count: +1 each time a present peer has all its endpoints matched (again);
+    // a peer that leaves later still counts, as in ddsperf's -Qminmatch check at exit.
+    void update_match_locked(const std::string& key) {
+        auto p = peers.find(key);
+        if (p == peers.end()) return;  // matched before discovered: counted at discovery
+        auto it = match_bits.find(key);
+        const uint32_t bits = it == match_bits.end() ? 0 : it->second;
+        const uint32_t need = required(p->second);
+        const bool full = p->second.present && (bits & need) == need;
+        bool& was = fully_matched[key];
+        if (full && !was) ++match_count;
+        was = full;
     }
+    uint32_t matched_count_locked() const { return match_count; }
     uint32_t expected_pongs_locked() const {
         uint32_t n = 0;
         for (auto& kv : peers) n += kv.second.present ? 1 : 0;
@@ -563,6 +570,7 @@ struct Perf : public DomainParticipantListener {
         uint32_t& b = match_bits[handle_prefix(remote)];
         if (change > 0) b |= bit;
         else if (change < 0) b &= ~bit;
+        update_match_locked(handle_prefix(remote));
         wake.notify_all();
     }
 
@@ -588,6 +596,7 @@ struct Perf : public DomainParticipantListener {
             p.has_reader = r != 0;
             p.present = true;
             if (!p.pong_writer) pending.emplace_back(key, info.info.m_guid);
+            update_match_locked(key);
             emit(fmt("\"type\":\"participant\",\"pid\":%d,\"event\":\"new\",\"host\":%s,"
                      "\"peer_pid\":%llu,\"self\":false,\"t\":%.3f",
                      g_pid, json_str(phost).c_str(), (unsigned long long)pid, since_start()));
@@ -596,6 +605,7 @@ struct Perf : public DomainParticipantListener {
             auto it = peers.find(key);
             if (it == peers.end() || !it->second.present) return;
             it->second.present = false;
+            update_match_locked(key);
             emit(fmt("\"type\":\"participant\",\"pid\":%d,\"event\":\"gone\",\"host\":%s,"
                      "\"peer_pid\":%llu,\"t\":%.3f",
                      g_pid, json_str(phost).c_str(), (unsigned long long)pid, since_start()));
