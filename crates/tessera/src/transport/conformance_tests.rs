@@ -51,6 +51,11 @@ fn conformance(a: Arc<dyn Transport>, b: Arc<dyn Transport>) {
         assert!(b.reaches(&l));
     }
     assert!(a.max_datagram_size() >= 1472);
+    assert!(
+        (1472..=a.max_datagram_size()).contains(&a.best_effort_datagram_size()),
+        "{}: best-effort datagrams within 1472..=max",
+        a.name()
+    );
 
     // Unicast to each port arrives on the matching channel, on a receive thread, with a source
     // of the sender's kind.

@@ -192,8 +192,16 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// [`Receivers`] stops and joins the threads.
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError>;
 
-    /// The largest datagram this transport carries, in bytes (RTPS header included).
+    /// The largest datagram this transport carries, in bytes (RTPS header included): what a
+    /// reliable writer, which learns of losses from its readers, may send.
     fn max_datagram_size(&self) -> usize;
+
+    /// The largest datagram a writer without loss feedback (best effort) should send: where
+    /// large datagrams are split into IP fragments, a lost fragment loses the whole datagram,
+    /// so this is smaller than [`Transport::max_datagram_size`]. Defaults to that.
+    fn best_effort_datagram_size(&self) -> usize {
+        self.max_datagram_size()
+    }
 
     /// Counters.
     fn stats(&self) -> &TransportStats;
@@ -387,14 +395,25 @@ impl Transports {
             .unwrap_or(1472)
     }
 
-    /// The largest datagram that every one of `locators` can be sent (the smallest of their
-    /// transports' [`Transport::max_datagram_size`]); the registry's
+    /// The largest datagram a writer sends to all of `locators`: the smallest of their
+    /// transports' [`Transport::max_datagram_size`] for a `reliable` writer,
+    /// [`Transport::best_effort_datagram_size`] otherwise; the registry's
     /// [`Transports::max_datagram_size`] when none is ours.
-    pub fn path_datagram_size<'a>(&self, locators: impl IntoIterator<Item = &'a Locator>) -> usize {
+    pub fn path_datagram_size<'a>(
+        &self,
+        locators: impl IntoIterator<Item = &'a Locator>,
+        reliable: bool,
+    ) -> usize {
         locators
             .into_iter()
             .filter_map(|l| self.for_locator(l))
-            .map(|t| t.max_datagram_size())
+            .map(|t| {
+                if reliable {
+                    t.max_datagram_size()
+                } else {
+                    t.best_effort_datagram_size()
+                }
+            })
             .min()
             .unwrap_or_else(|| self.max_datagram_size())
     }

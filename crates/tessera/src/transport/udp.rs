@@ -35,11 +35,16 @@
 //! see [`super::AllowMulticast`]); `false` there closes the multicast sockets as well.
 //!
 //! # Datagram size
-//! [`Transport::max_datagram_size`](super::Transport::max_datagram_size) is the interface's MTU
-//! less the IPv4 and UDP headers where that exceeds 14,720 B (65,507 on loopback: nothing is
-//! fragmented by IP), and 14,720 B otherwise, Cyclone DDS's default: on Ethernet a datagram
-//! then leaves as up to ten IP fragments, which costs far fewer system calls and wake-ups than
-//! MTU-sized datagrams (see [`super::iface::MIN_DATAGRAM`]).
+//! A reliable writer may send datagrams up to 65,507 B
+//! ([`Transport::max_datagram_size`](super::Transport::max_datagram_size)): on Ethernet they
+//! leave as up to 45 IP fragments, which costs far fewer system calls and receiver wake-ups than
+//! MTU-sized datagrams, and its readers' repair requests tell it when the path loses fragments
+//! (it then drops to MTU-sized datagrams: see `tessera_rtps::writer`'s loss watch). A writer
+//! without that feedback (best effort) keeps to
+//! [`Transport::best_effort_datagram_size`](super::Transport::best_effort_datagram_size): the
+//! interface's MTU less the IPv4 and UDP headers where that exceeds 14,720 B (65,507 on
+//! loopback: nothing is fragmented by IP), and 14,720 B otherwise, Cyclone DDS's default (see
+//! [`super::iface::MIN_DATAGRAM`]).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -329,7 +334,8 @@ pub struct UdpTransport {
     interface: Interface,
     multicast: bool,
     /// The largest datagram sent (see [`iface::max_udp4_payload`]).
-    max_datagram: usize,
+    /// The largest datagram for writers without loss feedback (see the module docs).
+    best_effort_datagram: usize,
     locators: TransportLocators,
     spdp_destinations: Vec<Locator>,
     send: UdpSocket,
@@ -572,7 +578,7 @@ impl UdpTransport {
         Ok(UdpTransport {
             domain_id: d,
             participant_id: pid,
-            max_datagram: iface::max_udp4_payload(&itf),
+            best_effort_datagram: iface::max_udp4_payload(&itf),
             interface: itf,
             multicast,
             locators,
@@ -855,7 +861,11 @@ impl super::Transport for UdpTransport {
     }
 
     fn max_datagram_size(&self) -> usize {
-        self.max_datagram
+        iface::MAX_UDP4_PAYLOAD
+    }
+
+    fn best_effort_datagram_size(&self) -> usize {
+        self.best_effort_datagram
     }
 
     fn stats(&self) -> &TransportStats {
