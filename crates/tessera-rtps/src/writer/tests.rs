@@ -45,6 +45,20 @@ fn acknack(base: i64, missing: &[i64], count: i32) -> AckNack {
     }
 }
 
+fn nack_frag(seq: i64, frags: &[u32], count: i32) -> NackFrag {
+    let mut set = FragmentNumberSet::empty(frags[0]);
+    for &f in frags {
+        set.insert(f);
+    }
+    NackFrag {
+        reader_id: rguid().entity_id,
+        writer_id: wguid().entity_id,
+        writer_sn: seq,
+        fragment_number_state: set,
+        count,
+    }
+}
+
 /// Completes the reader handshake: the reader's first ACKNACK (count 100, above the tests' own).
 fn sync(w: &mut WriterCore, base: i64, now: Instant) {
     w.on_acknack(rguid().prefix, &acknack(base, &[], 100), now);
@@ -178,17 +192,7 @@ fn large_samples_are_fragmented_within_the_message_size() {
     }
     assert_eq!(t.len(), 8, "10 fragments per datagram");
     // NACK_FRAG of fragments 2 and 40: only those are resent.
-    let mut set = FragmentNumberSet::empty(2);
-    set.insert(2);
-    set.insert(40);
-    let nf = NackFrag {
-        reader_id: rguid().entity_id,
-        writer_id: wguid().entity_id,
-        writer_sn: 1,
-        fragment_number_state: set,
-        count: 1,
-    };
-    w.on_nack_frag(rguid().prefix, &nf, now);
+    w.on_nack_frag(rguid().prefix, &nack_frag(1, &[2, 40], 1), now);
     let t = drain(&mut w, now);
     let resent: Vec<(u32, u16)> = t
         .iter()
@@ -375,16 +379,11 @@ fn whole_samples_too_large_for_a_repair_datagram_are_repaired_as_fragments() {
         "{sizes:?}"
     );
     // A NACK_FRAG for one of those fragments is served in the same fragment size.
-    let mut set = FragmentNumberSet::empty(3);
-    set.insert(3);
-    let nf = NackFrag {
-        reader_id: rguid().entity_id,
-        writer_id: wguid().entity_id,
-        writer_sn: 1,
-        fragment_number_state: set,
-        count: 1,
-    };
-    w.on_nack_frag(rguid().prefix, &nf, now + Duration::from_secs(2));
+    w.on_nack_frag(
+        rguid().prefix,
+        &nack_frag(1, &[3], 1),
+        now + Duration::from_secs(2),
+    );
     let t = drain(&mut w, now + Duration::from_secs(2));
     assert_eq!(frag_sizes(&t), vec![sizes[0]]);
 }
