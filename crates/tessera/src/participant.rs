@@ -50,6 +50,9 @@ pub struct ParticipantConfig {
     /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
     /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
     pub shm: Option<ShmConfig>,
+    /// Settings of the TCP transport when it is selected ([`TransportKind::Tcp4`]; `None`: the
+    /// defaults with `TESSERA_TCP_PEERS` and `TESSERA_TCP_PORT` applied).
+    pub tcp: Option<crate::transport::TcpConfig>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -445,6 +448,7 @@ impl DomainParticipant {
             config.transports.as_deref(),
             config.in_process.as_ref(),
             config.shm,
+            config.tcp,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();

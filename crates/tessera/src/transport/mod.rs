@@ -11,6 +11,7 @@
 //! | UDP/IPv6 | `UDPV6` | [`udp`] (same code, other address family) |
 //! | in-process (tests: no sockets, fault injection) | `TESSERA_INPROC` | [`inproc`] |
 //! | shared memory (same host, beside UDP for discovery) | `TESSERA_SHM` | [`shm`], [`shm_ring`] |
+//! | TCP/IPv4 (WAN, NAT, firewalls; Tessera's own framing) | `TESSERA_TCP4` | [`tcp`] |
 //!
 //! Shared pieces: well-known ports ([`ports`]), interface selection ([`iface`]), the UDP
 //! receive threads ([`recv`]).
@@ -27,6 +28,7 @@ pub mod ports;
 pub mod recv;
 pub mod shm;
 pub mod shm_ring;
+pub mod tcp;
 pub mod udp;
 pub mod udp6;
 
@@ -38,6 +40,7 @@ pub use inproc::{FaultConfig, InProcessNetwork, InProcessTransport};
 pub use ports::{PortMapping, DEFAULT_MULTICAST_GROUP, DEFAULT_MULTICAST_GROUP_V6};
 pub use recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 pub use shm::{ShmConfig, ShmTransport};
+pub use tcp::{TcpConfig, TcpTransport};
 pub use udp::{
     parse_peers, Peer, SendStats, TransportError, TransportLocators, TransportStats, UdpConfig,
     UdpTransport,
@@ -61,6 +64,8 @@ pub enum TransportKind {
     /// Shared memory with participants on the same host (needs a UDP transport beside it for
     /// discovery; preferred over UDP wherever it reaches; on by default).
     Shm,
+    /// TCP over IPv4 (discovery through `TESSERA_TCP_PEERS`; see [`tcp`]).
+    Tcp4,
 }
 
 impl std::str::FromStr for TransportKind {
@@ -71,8 +76,9 @@ impl std::str::FromStr for TransportKind {
             "udp4" | "udpv4" | "udp" => Ok(TransportKind::Udp4),
             "udp6" | "udpv6" => Ok(TransportKind::Udp6),
             "shm" => Ok(TransportKind::Shm),
+            "tcp4" | "tcpv4" | "tcp" => Ok(TransportKind::Tcp4),
             other => Err(TransportError::InvalidConfig(format!(
-                "unknown transport {other:?} (expected udp4, udp6 or shm)"
+                "unknown transport {other:?} (expected udp4, udp6, shm or tcp4)"
             ))),
         }
     }
@@ -243,7 +249,8 @@ impl Transports {
     /// environment applied). The first UDP kind is the preferred one (see
     /// [`Transports::select`]); shared memory (`shm`, configured by `shm`, `None`:
     /// [`ShmConfig::from_env`]) comes before both wherever it reaches, and needs a UDP
-    /// transport beside it for discovery. With both UDP transports, UDPv6 takes the
+    /// or TCP transport beside it for discovery; TCP (`tcp`, `None`: [`TcpConfig::new`]) takes
+    /// the participant index UDPv4 found. With both UDP transports, UDPv6 takes the
     /// participant index UDPv4 found.
     pub fn open(
         domain: u32,
@@ -251,6 +258,7 @@ impl Transports {
         kinds: Option<&[TransportKind]>,
         in_process: Option<&InProcessNetwork>,
         shm: Option<ShmConfig>,
+        tcp: Option<TcpConfig>,
     ) -> Result<Transports, TransportError> {
         if let Some(net) = in_process {
             return Transports::new(vec![Arc::new(InProcessTransport::new(net, domain))]);
@@ -269,7 +277,7 @@ impl Transports {
         if kinds.contains(&TransportKind::Shm) {
             if !kinds.iter().any(|k| *k != TransportKind::Shm) {
                 return Err(TransportError::InvalidConfig(
-                    "shm needs udp4 or udp6 beside it (discovery runs over UDP)".into(),
+                    "shm needs udp4, udp6 or tcp4 beside it (for discovery)".into(),
                 ));
             }
             let c = match shm {
@@ -295,6 +303,21 @@ impl Transports {
                 TransportKind::Udp4 => list.extend(v4.take().map(|t| t as Arc<dyn Transport>)),
                 TransportKind::Udp6 => list.push(Arc::new(Udp6Transport::new(&udp)?)),
                 TransportKind::Shm => {}
+                TransportKind::Tcp4 => {
+                    let mut c = match tcp.clone() {
+                        Some(c) => c,
+                        None => TcpConfig::new(domain)?,
+                    };
+                    if c.interface.is_none() {
+                        c.interface = udp.interface.clone();
+                    }
+                    if c.participant_id.is_none() {
+                        c.participant_id = udp.participant_id;
+                    }
+                    let t = TcpTransport::new(c)?;
+                    udp.participant_id = Some(t.participant_id());
+                    list.push(Arc::new(t));
+                }
             }
         }
         Transports::new(list)

@@ -333,8 +333,8 @@ pub struct UdpTransport {
     participant_id: u32,
     interface: Interface,
     multicast: bool,
-    /// The largest datagram sent (see [`iface::max_udp4_payload`]).
-    /// The largest datagram for writers without loss feedback (see the module docs).
+    /// The largest datagram for writers without loss feedback ([`iface::max_udp4_payload`];
+    /// see the module docs).
     best_effort_datagram: usize,
     locators: TransportLocators,
     spdp_destinations: Vec<Locator>,
