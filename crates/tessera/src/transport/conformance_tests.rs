@@ -303,7 +303,8 @@ fn transport_lists_parse() {
     );
     assert_eq!(parse_transports("UDPv6").unwrap(), vec![Udp6]);
     assert_eq!(parse_transports("udp4,shm").unwrap(), vec![Udp4, Shm]);
-    assert!(parse_transports("udp4,tcp").is_err());
+    assert_eq!(parse_transports("tcp4,udp4").unwrap(), vec![Tcp4, Udp4]);
+    assert!(parse_transports("udp4,sctp").is_err());
     assert!(parse_transports(" , ").is_err());
 }
 

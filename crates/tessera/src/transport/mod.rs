@@ -31,6 +31,7 @@ pub mod shm_ring;
 pub mod tcp;
 pub mod udp;
 pub mod udp6;
+pub mod wait;
 
 use std::io;
 use std::sync::Arc;
@@ -46,6 +47,7 @@ pub use udp::{
     UdpTransport,
 };
 pub use udp6::Udp6Transport;
+pub use wait::WaitStrategy;
 
 use tessera_rtps::types::{Locator, Locators};
 

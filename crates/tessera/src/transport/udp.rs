@@ -192,6 +192,8 @@ pub struct UdpConfig {
     pub send_buffer: Option<usize>,
     /// Datagrams per receive syscall (1 disables recvmmsg).
     pub recv_batch: usize,
+    /// How the user-data receive threads wait (`TESSERA_WAIT`; see [`super::wait`]).
+    pub wait: super::WaitStrategy,
 }
 
 impl UdpConfig {
@@ -219,11 +221,12 @@ impl UdpConfig {
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             send_buffer: None,
             recv_batch: DEFAULT_RECV_BATCH,
+            wait: super::WaitStrategy::Block,
         }
     }
 
     /// Applies `TESSERA_INTERFACE` and `TESSERA_INTERFACE6` (if no interface is set yet),
-    /// `TESSERA_PEERS` (appended) and `TESSERA_MULTICAST`.
+    /// `TESSERA_PEERS` (appended), `TESSERA_MULTICAST` and `TESSERA_WAIT`.
     pub fn apply_env(&mut self) -> Result<(), TransportError> {
         if self.interface.is_none() {
             if let Ok(v) = std::env::var(ENV_INTERFACE) {
@@ -238,6 +241,9 @@ impl UdpConfig {
                     self.interface6 = Some(v.trim().to_string());
                 }
             }
+        }
+        if let Some(w) = super::WaitStrategy::from_env()? {
+            self.wait = w;
         }
         if let Ok(v) = std::env::var(ENV_PEERS) {
             self.peers.extend(parse_peers(&v)?);
@@ -344,6 +350,7 @@ pub struct UdpTransport {
     meta_uc: Arc<Socket>,
     user_uc: Arc<Socket>,
     recv_batch: usize,
+    wait: super::WaitStrategy,
     started: AtomicBool,
     stats: TransportStats,
 }
@@ -589,6 +596,7 @@ impl UdpTransport {
             meta_uc: Arc::new(meta_uc),
             user_uc: Arc::new(user_uc),
             recv_batch: c.recv_batch,
+            wait: c.wait,
             started: AtomicBool::new(false),
             stats: TransportStats::default(),
         })
@@ -782,6 +790,7 @@ impl UdpTransport {
             handler,
             self.stats.recv.clone(),
             self.recv_batch,
+            self.wait,
             &prefix,
         )
         .map_err(sock_err("start receive threads"))
