@@ -56,7 +56,6 @@ fn reliable_delivery_and_prompt_shutdown_with_every_strategy(t: Transport) {
             w.publication_matched_status().current_count == 1
         });
         const N: u32 = 500;
-        let mut got = Vec::new();
         for seq in 0..N {
             w.write(&Keyed { id: seq % 5, seq }).unwrap();
             // Paced in part, so that receive threads also go idle and wait.
@@ -64,16 +63,8 @@ fn reliable_delivery_and_prompt_shutdown_with_every_strategy(t: Transport) {
                 std::thread::sleep(Duration::from_millis(2));
             }
         }
-        support::wait_until(10, &format!("{N} samples with {wait:?}"), || {
-            got.extend(
-                r.take(1000)
-                    .unwrap()
-                    .into_iter()
-                    .filter_map(|s| s.data)
-                    .map(|d| d.seq),
-            );
-            got.len() >= N as usize
-        });
+        let mut got =
+            support::take_until_each_has(std::slice::from_ref(&r), N as usize, |d| d.seq).remove(0);
         got.sort_unstable();
         assert_eq!(got, (0..N).collect::<Vec<_>>(), "{wait:?}");
         let t0 = Instant::now();

@@ -40,6 +40,16 @@ pub fn mtu(name: &str) -> Option<usize> {
     s.trim().parse().ok().filter(|m| *m >= 68)
 }
 
+/// The IPv4 broadcast address of `itf` (its address with every host bit set); `None` for a
+/// point-to-point link or a /31 or /32 address, which have none.
+pub fn broadcast_addr(itf: &Interface) -> Option<Ipv4Addr> {
+    let mask = u32::from(itf.netmask);
+    if itf.point_to_point || mask >= 0xffff_fffe {
+        return None;
+    }
+    Some(Ipv4Addr::from(u32::from(itf.addr) | !mask))
+}
+
 /// The largest UDP/IPv4 payload: what a reliable writer may send (IP fragments it).
 pub const MAX_UDP4_PAYLOAD: usize = 65507;
 

@@ -62,6 +62,9 @@ use super::recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 
 /// Environment variable naming the interface (name or IPv4 address).
 pub const ENV_INTERFACE: &str = "TESSERA_INTERFACE";
+/// Environment variable: `1` to use IPv4 broadcast instead of multicast
+/// ([`UdpConfig::broadcast`]).
+pub const ENV_BROADCAST: &str = "TESSERA_BROADCAST";
 /// Environment variable listing unicast peers, `ip[:port],...`.
 pub const ENV_PEERS: &str = "TESSERA_PEERS";
 /// Environment variable naming the UDPv6 transport's interface (name or IPv6 address).
@@ -194,6 +197,11 @@ pub struct UdpConfig {
     pub recv_batch: usize,
     /// How the user-data receive threads wait (`TESSERA_WAIT`; see [`super::wait`]).
     pub wait: super::WaitStrategy,
+    /// Use the interface's IPv4 broadcast address instead of the multicast group, for
+    /// discovery and user data alike (`TESSERA_BROADCAST=1`): for networks without multicast
+    /// routing or IGMP snooping, and as the seeds' federated product did. Readers announce the
+    /// broadcast address as their multicast locator, so a writer still sends once per subnet.
+    pub broadcast: bool,
 }
 
 impl UdpConfig {
@@ -222,6 +230,7 @@ impl UdpConfig {
             send_buffer: None,
             recv_batch: DEFAULT_RECV_BATCH,
             wait: super::WaitStrategy::Block,
+            broadcast: false,
         }
     }
 
@@ -239,6 +248,17 @@ impl UdpConfig {
             if let Ok(v) = std::env::var(ENV_INTERFACE6) {
                 if !v.trim().is_empty() {
                     self.interface6 = Some(v.trim().to_string());
+                }
+            }
+        }
+        if let Ok(v) = std::env::var(ENV_BROADCAST) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => self.broadcast = true,
+                "" | "0" | "false" | "no" | "off" => {}
+                other => {
+                    return Err(TransportError::InvalidConfig(format!(
+                        "{ENV_BROADCAST}={other:?}: expected true or false"
+                    )))
                 }
             }
         }
@@ -427,6 +447,16 @@ pub fn size_socket_buffers<S: AsFd>(sock: &S, recv: usize, send: Option<usize>) 
     size_send_buffer(&sock, send);
 }
 
+/// A receive socket for broadcasts to `port` (shared with the host's other participants).
+fn open_broadcast_rx(port: u16, buffer: usize) -> io::Result<Socket> {
+    let s = new_udp_socket()?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port).into())?;
+    set_buffer(&s, buffer, true);
+    Ok(s)
+}
+
 fn open_multicast(
     port: u16,
     group: Ipv4Addr,
@@ -521,11 +551,29 @@ impl UdpTransport {
         let list = iface::list_ipv4()?;
         let itf = iface::select(&list, c.interface.as_deref())?;
 
+        // With broadcast, the interface's broadcast address stands in for the group.
+        let group = if c.broadcast {
+            iface::broadcast_addr(&itf).ok_or_else(|| {
+                invalid(format!(
+                    "{} ({}/{}) has no broadcast address",
+                    itf.name, itf.addr, itf.netmask
+                ))
+            })?
+        } else {
+            c.multicast_group
+        };
+
         // Multicast sockets first: a failure here only disables multicast.
-        let mut multicast = c.multicast && itf.multicast;
+        let mut multicast = c.multicast && (itf.multicast || c.broadcast);
         let mut spdp_mc = None;
         let mut user_mc = None;
-        if multicast {
+        if c.broadcast {
+            let r = open_broadcast_rx(spdp_port, c.socket_buffer)
+                .and_then(|a| Ok((a, open_broadcast_rx(user_mc_port, c.socket_buffer)?)));
+            let (a, b) = r.map_err(sock_err("bind broadcast ports"))?;
+            spdp_mc = Some(Arc::new(a));
+            user_mc = Some(Arc::new(b));
+        } else if multicast {
             let r =
                 open_multicast(spdp_port, c.multicast_group, &itf, c.socket_buffer).and_then(|a| {
                     let b = open_multicast(user_mc_port, c.multicast_group, &itf, c.socket_buffer)?;
@@ -555,7 +603,10 @@ impl UdpTransport {
         send.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into())
             .map_err(sock_err("bind send socket"))?;
         size_send_buffer(&send, c.send_buffer);
-        if multicast {
+        if c.broadcast {
+            send.set_broadcast(true)
+                .map_err(sock_err("set SO_BROADCAST"))?;
+        } else if multicast {
             send.set_multicast_if_v4(&itf.addr)
                 .map_err(sock_err("set IP_MULTICAST_IF"))?;
             send.set_multicast_ttl_v4(1)
@@ -568,15 +619,16 @@ impl UdpTransport {
         let locators = TransportLocators {
             metatraffic_unicast: Locator::udpv4(itf.addr, meta_port),
             default_unicast: Locator::udpv4(itf.addr, user_port),
-            metatraffic_multicast: multicast.then(|| Locator::udpv4(c.multicast_group, spdp_port)),
-            default_multicast: multicast.then(|| Locator::udpv4(c.multicast_group, user_mc_port)),
+            metatraffic_multicast: multicast.then(|| Locator::udpv4(group, spdp_port)),
+            default_multicast: multicast.then(|| Locator::udpv4(group, user_mc_port)),
         };
-        let spdp_destinations = spdp_destinations(c, &itf, multicast, meta_port);
+        let spdp_destinations = spdp_destinations(c, group, &itf, multicast, meta_port);
 
         tracing::info!(
             interface = %itf.name,
             addr = %itf.addr,
             multicast,
+            broadcast = c.broadcast,
             participant_id = pid,
             meta_port,
             user_port,
@@ -800,6 +852,7 @@ impl UdpTransport {
 /// See [`UdpTransport::spdp_destinations`].
 fn spdp_destinations(
     c: &UdpConfig,
+    group: Ipv4Addr,
     itf: &Interface,
     multicast: bool,
     own_port: u16,
@@ -815,7 +868,7 @@ fn spdp_destinations(
     let mut out = Vec::new();
     if multicast {
         if let Some(p) = c.ports.spdp_multicast(d) {
-            out.push(Locator::udpv4(c.multicast_group, p));
+            out.push(Locator::udpv4(group, p));
         }
     }
     for peer in &c.peers {
