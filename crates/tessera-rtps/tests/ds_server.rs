@@ -58,6 +58,7 @@ impl Net {
                 selector: Box::new(SelectAll),
                 lease: Duration::from_secs(20),
                 wall_clock_nanos: 0,
+                backup: false,
             },
             now,
         );
@@ -324,6 +325,7 @@ fn server_restart_is_found_again() {
             selector: Box::new(SelectAll),
             lease: Duration::from_secs(20),
             wall_clock_nanos: 0,
+            backup: false,
         },
         n.now,
     );
@@ -338,4 +340,78 @@ fn server_restart_is_found_again() {
     let r2 = n.reader(2, "Square");
     n.run_for(Duration::from_secs(2));
     assert!(n.matched(2, r2, w), "{:?}", n.events[2]);
+}
+
+fn fresh_server(now: Instant, backup: bool) -> DiscoveryServerEngine {
+    DiscoveryServerEngine::new(
+        DsServerConfig {
+            id: 0,
+            locators: vec![server_locator()],
+            selector: Box::new(SelectAll),
+            lease: Duration::from_secs(20),
+            wall_clock_nanos: 0,
+            backup,
+        },
+        now,
+    )
+}
+
+/// A server that comes back within its clients' lease is not re-announced to (Fast DDS
+/// clients keep their EDP state, eProsima/Fast-DDS#2534). Restored from its backup, it serves
+/// a new client everything at once, even about a client that stays silent; without the backup
+/// the new client learns nothing.
+#[test]
+fn a_backup_server_restarted_serves_what_it_knew() {
+    for restore in [true, false] {
+        let mut n = Net::new(2);
+        let w = n.writer(0, "Square");
+        n.run_for(Duration::from_secs(1));
+        let saved = n.server.backup();
+        assert!(n.server.generation() > 0);
+        // The server restarts; client 0 is silent from now on.
+        n.up[0] = false;
+        n.server = fresh_server(n.now, true);
+        if restore {
+            assert_eq!(n.server.restore(&saved, n.now), Ok(2));
+            assert_eq!(n.server.backup(), saved, "a restored backup saves the same");
+        }
+        n.clients.push(Net::new(3).clients.pop().unwrap());
+        n.up.push(true);
+        n.events.push(Vec::new());
+        let r = n.reader(2, "Square");
+        n.run_for(Duration::from_secs(2));
+        if restore {
+            assert_eq!(n.discovered(2), [prefix(0)]);
+            assert!(n.matched(2, r, w), "{:?}", n.events[2]);
+        } else {
+            assert!(n.discovered(2).is_empty(), "{:?}", n.events[2]);
+        }
+    }
+}
+
+#[test]
+fn a_damaged_backup_is_refused_whole() {
+    let mut n = Net::new(2);
+    n.writer(0, "Square");
+    n.run_for(Duration::from_secs(1));
+    let saved = n.server.backup();
+    let mut flipped = saved.clone();
+    flipped[40] ^= 1;
+    let now = n.now;
+    let mut s = fresh_server(now, true);
+    assert_eq!(s.restore(&flipped, now), Err(BackupError::Checksum));
+    assert_eq!(
+        s.restore(&saved[..saved.len() / 2], now),
+        Err(BackupError::Checksum)
+    );
+    assert_eq!(
+        s.restore(b"not a backup", now),
+        Err(BackupError::NotABackup)
+    );
+    assert!(s.clients().is_empty());
+    // Every prefix of a valid backup is refused, never a panic.
+    for k in 0..saved.len() {
+        assert!(s.restore(&saved[..k], now).is_err());
+    }
+    assert_eq!(s.restore(&saved, now), Ok(2));
 }

@@ -31,6 +31,10 @@ use crate::types::{EntityId, Guid, GuidPrefix, Locator, Locators, SequenceNumber
 use crate::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 use crate::writer::{Destination, OutSubmessage, Transmit, WriterConfig, WriterCore};
 
+#[path = "ds_backup.rs"]
+mod backup;
+pub use backup::BackupError;
+
 /// At most this many clients are served; announcements of further ones are dropped (counted).
 pub const MAX_CLIENTS: usize = 1024;
 /// At most this many endpoints per client are kept.
@@ -49,6 +53,9 @@ pub struct DsServerConfig {
     /// Wall-clock time (ns since the Unix epoch) at the `now` of
     /// [`DiscoveryServerEngine::new`].
     pub wall_clock_nanos: i64,
+    /// A BACKUP server (`-b`): announced as `PARTICIPANT_TYPE=BACKUP`; its driver persists
+    /// [`DiscoveryServerEngine::backup`] and restores it on start.
+    pub backup: bool,
 }
 
 impl std::fmt::Debug for DsServerConfig {
@@ -131,6 +138,8 @@ pub struct DiscoveryServerEngine {
     events: VecDeque<DsServerEvent>,
     counters: DsServerCounters,
     left: bool,
+    /// Bumped whenever a client or endpoint is added, changed or removed.
+    generation: u64,
 }
 
 impl std::fmt::Debug for DiscoveryServerEngine {
@@ -172,7 +181,14 @@ impl DiscoveryServerEngine {
             &data,
             &[
                 (PROP_PERSISTENCE_GUID, &persistence),
-                (PROP_PARTICIPANT_TYPE, ParticipantType::Server.as_str()),
+                (
+                    PROP_PARTICIPANT_TYPE,
+                    if config.backup {
+                        ParticipantType::Backup.as_str()
+                    } else {
+                        ParticipantType::Server.as_str()
+                    },
+                ),
                 (PROP_DS_VERSION, DS_VERSION),
             ],
         );
@@ -193,6 +209,7 @@ impl DiscoveryServerEngine {
             events: VecDeque::new(),
             counters: DsServerCounters::default(),
             left: false,
+            generation: 0,
         }
     }
 
@@ -359,6 +376,7 @@ impl DiscoveryServerEngine {
             c.origin = origin;
             c.kind = kind;
             c.locators = locators;
+            self.generation += 1;
             // A changed announcement goes again to everyone who knew the old one.
             let holders: Vec<GuidPrefix> = self
                 .clients
@@ -385,6 +403,7 @@ impl DiscoveryServerEngine {
             now,
         );
         let _ = feed_reader(&mut self.pdp_reader, rs, now);
+        self.generation += 1;
         self.events.push_back(DsServerEvent::ClientJoined(src));
         self.sync_all(now);
     }
@@ -650,6 +669,7 @@ impl DiscoveryServerEngine {
             }
         }
         self.topics.entry(topic).or_default().insert(guid);
+        self.generation += 1;
         // An update goes again to those told of the old version.
         if old.is_some() {
             let ts = Some(self.wall(now));
@@ -684,6 +704,7 @@ impl DiscoveryServerEngine {
         else {
             return;
         };
+        self.generation += 1;
         if let Some(set) = self.topics.get_mut(&e.topic) {
             set.remove(&g);
             if set.is_empty() {
@@ -726,6 +747,7 @@ impl DiscoveryServerEngine {
         let Some(c) = self.clients.remove(&p) else {
             return;
         };
+        self.generation += 1;
         for (g, e) in &c.endpoints {
             if let Some(set) = self.topics.get_mut(&e.topic) {
                 set.remove(g);
