@@ -51,17 +51,7 @@ struct Net {
 impl Net {
     fn new(n: usize) -> Net {
         let now = epoch();
-        let server = DiscoveryServerEngine::new(
-            DsServerConfig {
-                id: 0,
-                locators: vec![server_locator()],
-                selector: Box::new(SelectAll),
-                lease: Duration::from_secs(20),
-                wall_clock_nanos: 0,
-                backup: false,
-            },
-            now,
-        );
+        let server = fresh_server(now, false);
         let clients = (0..n)
             .map(|i| {
                 let mut d = SpdpParticipantData::new(prefix(i));
@@ -318,17 +308,7 @@ fn server_restart_is_found_again() {
     assert_eq!(n.lost(0, server_prefix(0)), Some(LostReason::LeaseExpired));
     // What the server relayed stays while it is down.
     assert_eq!(n.lost(0, prefix(1)), None);
-    n.server = DiscoveryServerEngine::new(
-        DsServerConfig {
-            id: 0,
-            locators: vec![server_locator()],
-            selector: Box::new(SelectAll),
-            lease: Duration::from_secs(20),
-            wall_clock_nanos: 0,
-            backup: false,
-        },
-        n.now,
-    );
+    n.server = fresh_server(n.now, false);
     n.server_up = true;
     n.run_for(Duration::from_secs(2));
     assert_eq!(n.server.clients().len(), 2);
