@@ -75,6 +75,7 @@ fuzz_target!(|data: &[u8]| {
                     lease: Duration::from_secs(20),
                     wall_clock_nanos: 0,
                     backup: true,
+                    links: vec![],
                 },
                 epoch(),
             );
@@ -93,6 +94,7 @@ fuzz_target!(|data: &[u8]| {
             lease: Duration::from_secs(20),
             wall_clock_nanos: 0,
             backup: false,
+            links: vec![],
         },
         now,
     );

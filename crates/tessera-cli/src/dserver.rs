@@ -2,8 +2,12 @@
 //! discovery-server protocol, with `fastdds discovery`'s options:
 //!
 //! ```text
-//! tessera discovery-server -i ID [-l ADDR] [-p PORT] [-b [--backup-file PATH]]
+//! tessera discovery-server -i ID [-l ADDR] [-p PORT] [-b [--backup-file PATH]] [--link LIST]
 //! ```
+//!
+//! `--link` takes a list in `ROS_DISCOVERY_SERVER`'s form (position = server id): this server
+//! links with those servers and each tells the other what it knows, so that clients of
+//! different servers discover each other (own id skipped).
 //!
 //! With `-b` (BACKUP, as `fastdds discovery -b`) the server saves what it knows (every client's
 //! DATA(p), DATA(w) and DATA(r)) to `tessera-ds-ID.backup` in the working directory (or
@@ -43,6 +47,8 @@ pub struct ServerArgs {
     pub port: u16,
     /// `-b`: the backup file (BACKUP server), `None` without `-b`.
     pub backup: Option<std::path::PathBuf>,
+    /// `--link`: the servers to link with (id, address).
+    pub links: Vec<(u8, SocketAddr)>,
 }
 
 /// The usage text.
@@ -55,7 +61,8 @@ pub fn usage(prog: &str) -> String {
          \x20 -l, --ip-address ADDR address to listen on (default 0.0.0.0)\n\
          \x20 -p, --port PORT       UDP port (default {DEFAULT_SERVER_PORT})\n\
          \x20 -b, --backup          BACKUP server: keep what it knows in a file, restore it on start\n\
-         \x20 --backup-file PATH    the backup file (default tessera-ds-ID.backup; implies -b)\n"
+         \x20 --backup-file PATH    the backup file (default tessera-ds-ID.backup; implies -b)\n\
+         \x20 --link LIST           link with the servers of LIST (ROS_DISCOVERY_SERVER's form)\n"
     )
 }
 
@@ -66,6 +73,7 @@ pub fn parse_args(args: &[String]) -> Result<ServerArgs, String> {
     let mut port = DEFAULT_SERVER_PORT;
     let mut backup = false;
     let mut backup_file = None;
+    let mut links = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -84,6 +92,7 @@ pub fn parse_args(args: &[String]) -> Result<ServerArgs, String> {
             }
             "-b" | "--backup" => backup = true,
             "--backup-file" => backup_file = Some(std::path::PathBuf::from(val()?)),
+            "--link" => links = parse_links(val()?)?,
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -93,12 +102,33 @@ pub fn parse_args(args: &[String]) -> Result<ServerArgs, String> {
         None if backup => Some(std::path::PathBuf::from(format!("tessera-ds-{id}.backup"))),
         None => None,
     };
+    links.retain(|(i, _)| *i != id);
     Ok(ServerArgs {
         id,
         address,
         port,
         backup,
+        links,
     })
+}
+
+/// A `--link` list: `ROS_DISCOVERY_SERVER`'s syntax, names resolved now.
+fn parse_links(list: &str) -> Result<Vec<(u8, SocketAddr)>, String> {
+    use std::net::ToSocketAddrs;
+    use tessera::rtps::discovery::ds_common::{parse_server_list, ServerHost};
+    let mut out = Vec::new();
+    for e in parse_server_list(list).map_err(|e| format!("--link: {e}"))? {
+        let addr = match &e.host {
+            ServerHost::Ip(ip) => SocketAddr::new(*ip, e.port),
+            ServerHost::Name(n) => (n.as_str(), e.port)
+                .to_socket_addrs()
+                .map_err(|err| format!("--link: {n}: {err}"))?
+                .next()
+                .ok_or_else(|| format!("--link: {n}: no address"))?,
+        };
+        out.push((e.id, addr));
+    }
+    Ok(out)
 }
 
 /// Reaches clients over UDP only (Fast DDS clients also announce shared-memory locators).
@@ -179,6 +209,18 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
             lease: tessera::rtps::discovery::ds_common::DS_LEASE,
             wall_clock_nanos: wall_clock_nanos(),
             backup: a.backup.is_some(),
+            links: a
+                .links
+                .iter()
+                .map(|(id, addr)| {
+                    let mut l = Locators::new();
+                    l.push(locator_of(*addr));
+                    tessera::rtps::discovery::RemoteServer {
+                        id: *id,
+                        locators: l,
+                    }
+                })
+                .collect(),
         },
         now,
     );
@@ -365,6 +407,18 @@ mod tests {
         assert!(parse_args(&s(&["-i", "256"])).is_err());
         assert!(parse_args(&s(&["-i", "0", "-p", "0"])).is_err());
         assert!(parse_args(&s(&["-i", "0", "-x"])).is_err());
+        let a = parse_args(&s(&[
+            "-i",
+            "1",
+            "--link",
+            "127.0.0.1:11811;127.0.0.1:11812",
+        ]))
+        .unwrap();
+        assert_eq!(
+            a.links,
+            vec![(0, SocketAddr::from(([127, 0, 0, 1], 11811)))],
+            "own id 1 skipped"
+        );
         assert_eq!(parse_args(&s(&["-i", "2"])).unwrap().backup, None);
         assert_eq!(
             parse_args(&s(&["-i", "2", "-b"])).unwrap().backup,

@@ -20,6 +20,7 @@ fn server(now: Instant) -> DiscoveryServerEngine {
             lease: Duration::from_secs(20),
             wall_clock_nanos: 0,
             backup: false,
+            links: vec![],
         },
         now,
     )

@@ -331,6 +331,7 @@ fn fresh_server(now: Instant, backup: bool) -> DiscoveryServerEngine {
             lease: Duration::from_secs(20),
             wall_clock_nanos: 0,
             backup,
+            links: vec![],
         },
         now,
     )
