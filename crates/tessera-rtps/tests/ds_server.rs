@@ -9,8 +9,11 @@ use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
 use tessera_rtps::sim::epoch;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators};
-use tessera_rtps::wire::{MessageBuilder, MessageReceiver, Submessage};
+use tessera_rtps::wire::{MessageReceiver, Submessage};
 use tessera_rtps::writer::Transmit;
+
+mod support;
+use support::encode;
 
 fn server_locator() -> Locator {
     Locator::udpv4(Ipv4Addr::LOCALHOST, 11811)
@@ -22,19 +25,6 @@ fn meta(i: usize) -> Locator {
 
 fn prefix(i: usize) -> GuidPrefix {
     GuidPrefix([1 + i as u8; 12])
-}
-
-fn encode(from: GuidPrefix, t: &Transmit) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut scratch = Vec::new();
-    let mut m = MessageBuilder::new(&mut buf, from);
-    if let Some(dst) = t.dest.info_dst() {
-        m.submessage(&Submessage::InfoDst(dst));
-    }
-    for sm in &t.submessages {
-        m.submessage(&sm.as_submessage(&mut scratch));
-    }
-    buf
 }
 
 struct Net {
