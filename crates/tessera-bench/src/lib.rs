@@ -67,7 +67,7 @@ pub fn usage(prog: &str) -> String {
          OPTIONS:\n\
          \x20 --out DIR          result directory (default bench-results/<test-id>)\n\
          \x20 --hosts N          run on N namespace hosts on a virtual LAN (default 1)\n\
-         \x20 --loss PCT         drop PCT % of UDP datagrams on every host's input (nftables)\n\
+         \x20 --loss PCT         drop PCT % of UDP frames (each IP fragment) on every host's input\n\
          \x20 --link-mbit R      limit every host's egress to R Mbit/s (tc tbf)\n\
          \x20 --rounds N         repetitions of every cell (interleaved)\n\
          \x20 --pairs LIST       e.g. tessera,cyclone,udp,tessera>cyclone,cyclone>tessera,\n\
