@@ -50,6 +50,13 @@ pub struct ParticipantConfig {
     /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
     /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
     pub shm: Option<ShmConfig>,
+    /// Settings of the TCP transport when it is selected ([`TransportKind::Tcp4`]; `None`: the
+    /// defaults with `TESSERA_TCP_PEERS` and `TESSERA_TCP_PORT` applied).
+    pub tcp: Option<crate::transport::TcpConfig>,
+    /// How the user-data receive threads wait for datagrams (UDP and shared memory): `None`
+    /// reads `TESSERA_WAIT` (`block`, the default; `spin:US`, `adaptive:US`, `poll`); see
+    /// [`crate::transport::wait`] for what each costs.
+    pub wait: Option<crate::transport::WaitStrategy>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -439,12 +446,28 @@ impl DomainParticipant {
             c.multicast = false;
             udp = Some(c);
         }
+        let mut shm = config.shm;
+        if let (Some(w), None) = (config.wait, &config.in_process) {
+            let mut c = match udp {
+                Some(c) => c,
+                None => UdpConfig::new(domain_id)?,
+            };
+            c.wait = w;
+            udp = Some(c);
+            let mut s = match shm {
+                Some(s) => s,
+                None => crate::transport::ShmConfig::from_env()?,
+            };
+            s.wait = Some(w);
+            shm = Some(s);
+        }
         let transport = Transports::open(
             domain_id,
             udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
-            config.shm,
+            shm,
+            config.tcp,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();

@@ -515,12 +515,22 @@ impl WriterEndpoint {
 impl LocalWriter for WriterEndpoint {
     fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut core = self.core.lock();
+        let size_before = core.max_message_size();
         match &rs.submessage {
             Submessage::AckNack(a) => {
                 core.on_acknack(rs.source_prefix, a, now);
             }
             Submessage::NackFrag(n) => core.on_nack_frag(rs.source_prefix, n, now),
             _ => return,
+        }
+        let size_after = core.max_message_size();
+        if size_after != size_before {
+            tracing::info!(
+                writer = ?core.guid(),
+                from = size_before,
+                to = size_after,
+                "datagram size changed by the loss watch (readers asking for repairs)"
+            );
         }
         outbox::flush_writer(ctx, &mut core, now);
         let next = core.poll_timeout();
@@ -574,6 +584,7 @@ impl LocalWriter for WriterEndpoint {
                     .as_slice()
                     .iter()
                     .chain(remote.multicast.as_slice()),
+                self.reliable,
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
             outbox::flush_writer(ctx, &mut core, now);
@@ -843,6 +854,12 @@ impl<T: TopicType> DataWriter<T> {
     /// reliable reader asked for them (ACKNACK or NACK_FRAG), since it was created.
     pub fn retransmitted_samples(&self) -> u64 {
         self.ep.core.lock().counters().retransmits
+    }
+
+    /// The RTPS protocol counters of this writer: data and fragments sent, retransmissions,
+    /// ACKNACKs received and ignored, repairs held off, datagram-size reductions under loss.
+    pub fn protocol_counters(&self) -> tessera_rtps::writer::WriterCounters {
+        self.ep.core.lock().counters()
     }
 
     /// GUIDs of the readers currently matched.

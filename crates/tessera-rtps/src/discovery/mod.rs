@@ -48,8 +48,8 @@ pub use db::{
 };
 pub use ds_client::{DiscoveryServerClient, DsClientConfig, DsClientCounters, RemoteServer};
 pub use ds_server::{
-    DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent, MAX_CLIENTS,
-    MAX_ENDPOINTS_PER_CLIENT,
+    BackupError, DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent,
+    MAX_CLIENTS, MAX_ENDPOINTS_PER_CLIENT,
 };
 pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
 pub use liveliness::{ParticipantMessages, PMD_AUTOMATIC, PMD_MANUAL};
