@@ -55,6 +55,12 @@ pub(crate) enum MatchAction {
         local: Guid,
         policies: Vec<u32>,
     },
+    /// A remote participant asserted its MANUAL_BY_PARTICIPANT (`manual`) or AUTOMATIC
+    /// writers alive.
+    LivelinessAsserted {
+        prefix: GuidPrefix,
+        manual: bool,
+    },
 }
 
 /// Participant settings that change what discovery announces and matches.
@@ -178,6 +184,8 @@ pub(crate) struct DiscoveryRuntime {
     allow_multicast: AllowMulticast,
     /// Picks remote endpoints' locators (a clone of the participant's registry).
     transport: Transports,
+    /// Local AUTOMATIC writers with a finite lease: the engine asserts them for the shortest.
+    automatic_leases: Vec<(Guid, std::time::Duration)>,
 }
 
 impl DiscoveryRuntime {
@@ -290,7 +298,20 @@ impl DiscoveryRuntime {
             },
             allow_multicast,
             transport: transport.clone(),
+            automatic_leases: Vec::new(),
         }
+    }
+
+    /// `DomainParticipant::assert_liveliness`: the engine tells the peers.
+    pub fn assert_manual_liveliness(&mut self, p: &ParticipantShared, now: Instant) {
+        self.engine.assert_manual_liveliness(now);
+        self.flush(p, now);
+    }
+
+    /// Keeps the engine's AUTOMATIC assertions at the shortest lease of the local writers.
+    fn automatic_lease_changed(&mut self, now: Instant) {
+        let min = self.automatic_leases.iter().map(|(_, l)| *l).min();
+        self.engine.set_automatic_liveliness(min, now);
     }
 
     pub fn participants(&self) -> Vec<ParticipantInfo> {
@@ -358,6 +379,15 @@ impl DiscoveryRuntime {
         qos: WriterSideQos,
         now: Instant,
     ) -> Vec<MatchAction> {
+        let l = qos.liveliness;
+        // Also a re-announcement (`set_qos`): the writer keeps one entry.
+        self.automatic_leases.retain(|(g, _)| *g != guid);
+        if l.kind == tessera_rtps::qos::LivelinessKind::Automatic
+            && !tessera_rtps::qos::is_infinite(l.lease_duration)
+        {
+            self.automatic_leases.push((guid, l.lease_duration));
+            self.automatic_lease_changed(now);
+        }
         let mut data =
             DiscoveredWriterData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
@@ -400,6 +430,11 @@ impl DiscoveryRuntime {
         guid: Guid,
         now: Instant,
     ) -> Vec<MatchAction> {
+        let before = self.automatic_leases.len();
+        self.automatic_leases.retain(|(g, _)| *g != guid);
+        if self.automatic_leases.len() != before {
+            self.automatic_lease_changed(now);
+        }
         self.local_change(
             p,
             now,
@@ -497,6 +532,10 @@ impl DiscoveryRuntime {
                         lost,
                     }
                 }),
+                EngineEvent::LivelinessAsserted { prefix, manual } => {
+                    tracing::trace!(peer = ?prefix, manual, "participant asserted liveliness");
+                    out.push(MatchAction::LivelinessAsserted { prefix, manual });
+                }
                 EngineEvent::IncompatibleQos {
                     local, policies, ..
                 } => {
@@ -544,6 +583,7 @@ impl DiscoveryRuntime {
                 locators: self.own_locators,
                 multicast: Locators::new(),
                 consensus,
+                writer_terms: writer_terms(info),
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -572,7 +612,16 @@ impl DiscoveryRuntime {
             locators,
             multicast,
             consensus,
+            writer_terms: writer_terms(info),
         }
+    }
+}
+
+/// The run-time terms of a writer (defaults for a reader).
+fn writer_terms(info: &RemoteEndpointInfo) -> crate::endpoint::WriterQosTerms {
+    match info {
+        RemoteEndpointInfo::Writer(w) => crate::endpoint::WriterQosTerms::of(&w.qos),
+        RemoteEndpointInfo::Reader(_) => Default::default(),
     }
 }
 

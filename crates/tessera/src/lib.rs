@@ -61,6 +61,7 @@ pub mod history;
 mod outbox;
 mod participant;
 mod publication;
+mod qos_rt;
 mod reader;
 mod runtime;
 pub mod sample;
@@ -83,7 +84,7 @@ pub use history::{
 };
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
-pub use reader::{DataReader, UntypedDataReader};
+pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
 pub use subscription::{DataReaderListener, Subscriber};

@@ -50,6 +50,13 @@ pub struct ParticipantConfig {
     /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
     /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
     pub shm: Option<ShmConfig>,
+    /// Settings of the TCP transport when it is selected ([`TransportKind::Tcp4`]; `None`: the
+    /// defaults with `TESSERA_TCP_PEERS` and `TESSERA_TCP_PORT` applied).
+    pub tcp: Option<crate::transport::TcpConfig>,
+    /// How the user-data receive threads wait for datagrams (UDP and shared memory): `None`
+    /// reads `TESSERA_WAIT` (`block`, the default; `spin:US`, `adaptive:US`, `poll`); see
+    /// [`crate::transport::wait`] for what each costs.
+    pub wait: Option<crate::transport::WaitStrategy>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -442,12 +449,28 @@ impl DomainParticipant {
             c.multicast = false;
             udp = Some(c);
         }
+        let mut shm = config.shm;
+        if let (Some(w), None) = (config.wait, &config.in_process) {
+            let mut c = match udp {
+                Some(c) => c,
+                None => UdpConfig::new(domain_id)?,
+            };
+            c.wait = w;
+            udp = Some(c);
+            let mut s = match shm {
+                Some(s) => s,
+                None => crate::transport::ShmConfig::from_env()?,
+            };
+            s.wait = Some(w);
+            shm = Some(s);
+        }
         let transport = Transports::open(
             domain_id,
             udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
-            config.shm,
+            shm,
+            config.tcp,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
@@ -568,6 +591,32 @@ impl DomainParticipant {
     pub fn participant_events(&self) -> crossbeam_channel::Receiver<ParticipantEvent> {
         let capacity = self.owner.shared.limits.participant_events;
         self.owner.shared.discovery.lock().watch(capacity)
+    }
+
+    /// Asserts the liveliness of every MANUAL_BY_PARTICIPANT writer of this participant
+    /// (DDS `assert_liveliness`); each of them tells its readers.
+    pub fn assert_liveliness(&self) -> Result<()> {
+        if self.owner.shared.is_closed() {
+            return Err(Error::AlreadyDeleted);
+        }
+        let writers: Vec<_> = self
+            .owner
+            .shared
+            .endpoints
+            .read()
+            .writers
+            .values()
+            .cloned()
+            .collect();
+        for w in writers {
+            w.assert_participant_liveliness();
+        }
+        let shared = &self.owner.shared;
+        shared
+            .discovery
+            .lock()
+            .assert_manual_liveliness(shared, Instant::now());
+        Ok(())
     }
 
     /// A snapshot of the runtime's drop and traffic counters.
@@ -776,6 +825,12 @@ impl ParticipantShared {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.incompatible(&policies);
+                    }
+                }
+                MatchAction::LivelinessAsserted { prefix, manual } => {
+                    let readers: Vec<_> = self.endpoints.read().readers.values().cloned().collect();
+                    for r in readers {
+                        r.participant_asserted(prefix, manual, now);
                     }
                 }
             }

@@ -31,4 +31,7 @@ pub enum CdrError {
     /// A string that is not valid UTF-8.
     #[error("string is not valid UTF-8")]
     InvalidUtf8,
+    /// An enumeration value that names no enumerator of the type.
+    #[error("invalid enumeration value {0}")]
+    InvalidEnum(u32),
 }
