@@ -1,7 +1,8 @@
 //! Fuzzes the discovery-server protocol's decoders and both engines.
 //!
 //! The first byte picks how the rest is used: as a `ROS_DISCOVERY_SERVER` value, as an SPDP
-//! payload's property list, as a whole datagram, or as the payload of a client's DATA(p) /
+//! payload's property list (and, sealed with a valid checksum, as a BACKUP server's backup
+//! file), as a whole datagram, or as the payload of a client's DATA(p) /
 //! DATA(w) / DATA(r) (or a dispose) wrapped in a valid message. The server engine and a client
 //! engine take it; neither may panic, and after the leases run out the server must hold no
 //! client (nothing a peer sends makes it keep state for ever).
@@ -60,6 +61,25 @@ fuzz_target!(|data: &[u8]| {
             if let Ok(p) = decode_properties(rest) {
                 let _ = participant_type(&p);
             }
+            // The bytes as a backup body with a valid checksum, so that the parser behind it
+            // is reached: restoring may refuse it, never panic.
+            let mut sealed = b"TSDSBK01".to_vec();
+            sealed.extend_from_slice(rest);
+            let sum = md5::compute(&sealed).0;
+            sealed.extend_from_slice(&sum);
+            let mut server = DiscoveryServerEngine::new(
+                DsServerConfig {
+                    id: 0,
+                    locators: vec![Locator::udpv4(Ipv4Addr::LOCALHOST, 11811)],
+                    selector: Box::new(SelectAll),
+                    lease: Duration::from_secs(20),
+                    wall_clock_nanos: 0,
+                    backup: true,
+                    links: vec![],
+                },
+                epoch(),
+            );
+            let _ = server.restore(&sealed, epoch());
             return;
         }
         _ => {}
@@ -73,6 +93,8 @@ fuzz_target!(|data: &[u8]| {
             selector: Box::new(SelectAll),
             lease: Duration::from_secs(20),
             wall_clock_nanos: 0,
+            backup: false,
+            links: vec![],
         },
         now,
     );

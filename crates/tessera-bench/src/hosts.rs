@@ -54,7 +54,7 @@ pub const MAX_LAN_HOSTS: usize = 254;
 /// Faults and limits applied to every host's link of a [`Topology::lan`].
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct LinkShaping {
-    /// Percentage (0–100, fractions to 0.01 %) of UDP datagrams each host drops on input
+    /// Percentage (0–100, fractions to 0.01 %) of UDP frames (IP fragments, before reassembly) each host drops on input
     /// (nftables `numgen random mod 10000`); loopback traffic is exempt. 0 = no loss.
     pub loss_pct: f64,
     /// Egress rate limit of each host's `eth0` in Mbit/s (a `tbf` qdisc); `None` = no limit.
@@ -759,8 +759,14 @@ pub fn cyclone_uri(iface: &str) -> String {
     )
 }
 
-/// The nftables script dropping `loss_pct` % of UDP datagrams arriving on non-loopback
+/// The nftables script dropping `loss_pct` % of the UDP frames arriving on non-loopback
 /// interfaces; `None` when there is no loss.
+///
+/// The rule sits in prerouting ahead of IP reassembly (priority -500, defragmentation is at
+/// -400) and matches on the IP header, so every fragment of a large datagram is dropped on its
+/// own, as on a real network: a datagram of k fragments is lost with probability 1-(1-p)^k.
+/// A rule in the input hook would see reassembled datagrams and understate the loss of large
+/// datagrams k-fold.
 pub fn loss_ruleset(loss_pct: f64) -> Option<String> {
     let n = (loss_pct * 100.0).round().clamp(0.0, 10_000.0) as u32;
     if n == 0 {
@@ -768,9 +774,9 @@ pub fn loss_ruleset(loss_pct: f64) -> Option<String> {
     }
     Some(format!(
         "table inet tb_shaping {{\n\
-         \tchain input {{\n\
-         \t\ttype filter hook input priority 0; policy accept;\n\
-         \t\tiifname != \"lo\" meta l4proto udp numgen random mod 10000 < {n} drop\n\
+         \tchain prerouting {{\n\
+         \t\ttype filter hook prerouting priority -500; policy accept;\n\
+         \t\tiifname != \"lo\" ip protocol udp numgen random mod 10000 < {n} drop\n\
          \t}}\n\
          }}\n"
     ))

@@ -9,9 +9,10 @@
 //!
 //! - [`scenario`]: scenario files (TOML) and the built-in presets, expanded into points.
 //! - [`runner`]: runs the points, interleaved, each in namespaces made for it ([`hosts`]),
-//!   driving `tessera perf`, `ddsperf`, the raw UDP floor ([`floor`], `tessera-bench udp`) and
-//!   the Tessera-only [`worker`] (`tessera-bench worker`); reads their output ([`parse`]) and
-//!   their /proc figures ([`procmon`]).
+//!   driving `tessera perf`, `ddsperf`, Fast DDS's `fastdds-perf` ([`fastdds`], built on
+//!   demand), the raw UDP floor ([`floor`], `tessera-bench udp`) and the Tessera-only
+//!   [`worker`] (`tessera-bench worker`); reads their output ([`parse`]) and their /proc
+//!   figures ([`procmon`]).
 //! - [`stats`]: HdrHistogram summaries; [`results`]: the result model (`results.json`).
 //! - [`report`]: results.json/csv, report.md, report.html with charts, the terminal table.
 //! - [`compare`] two result directories; [`expect`] criteria for regression checks.
@@ -21,6 +22,7 @@ pub mod compare;
 pub mod cpuwin;
 pub mod env;
 pub mod expect;
+pub mod fastdds;
 pub mod floor;
 pub mod hosts;
 pub mod parse;
@@ -55,8 +57,9 @@ pub fn usage(prog: &str) -> String {
          \x20      {prog} compare DIR_A DIR_B [--threshold PCT]\n\
          \x20      {prog} cleanup\n\
          \n\
-         Runs pub/sub experiments side by side (Tessera, Cyclone DDS via ddsperf, mixed pairs,\n\
-         the raw UDP floor), each point in network namespaces made for it, and writes\n\
+         Runs pub/sub experiments side by side (Tessera, Cyclone DDS via ddsperf, Fast DDS via\n\
+         fastdds-perf, mixed pairs, the raw UDP floor), each point in network namespaces made\n\
+         for it, and writes\n\
          bench-results/<test-id>/ with results.json, results.csv, report.md and report.html.\n\
          \n\
          PRESETS (default: quick):\n{presets}\
@@ -64,17 +67,19 @@ pub fn usage(prog: &str) -> String {
          OPTIONS:\n\
          \x20 --out DIR          result directory (default bench-results/<test-id>)\n\
          \x20 --hosts N          run on N namespace hosts on a virtual LAN (default 1)\n\
-         \x20 --loss PCT         drop PCT % of UDP datagrams on every host's input (nftables)\n\
+         \x20 --loss PCT         drop PCT % of UDP frames (each IP fragment) on every host's input\n\
          \x20 --link-mbit R      limit every host's egress to R Mbit/s (tc tbf)\n\
          \x20 --rounds N         repetitions of every cell (interleaved)\n\
-         \x20 --pairs LIST       e.g. tessera,cyclone,udp,tessera>cyclone,cyclone>tessera\n\
+         \x20 --pairs LIST       e.g. tessera,cyclone,udp,tessera>cyclone,cyclone>tessera,\n\
+         \x20                    fastdds,fastdds-udp,tessera>fastdds,fastdds>tessera\n\
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\
          \x20                    'throughput_ratio>=1.0', 'tessera.lost==0', 'failed==0'\n\
          \x20 --no-progress      no progress bar\n\
          \x20 --print-scenario   print the preset's TOML and exit\n\
          \n\
          cleanup removes namespaces and links a killed run left behind (names tb-*).\n\
-         Needs root (network namespaces). ddsperf comes from Debian's cyclonedds-tools.\n"
+         Needs root (network namespaces). ddsperf comes from Debian's cyclonedds-tools;\n\
+         fastdds-perf is compiled with g++ against libfastrtps-dev when a Fast DDS pair runs.\n"
     )
 }
 

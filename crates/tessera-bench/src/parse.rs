@@ -1,6 +1,6 @@
 //! Reads what the workers print: ddsperf's text output ([`parse_ddsperf_text`]) and the JSON
-//! lines of `tessera perf --json` and of the raw UDP floor ([`parse_tessera_json`]), into one
-//! [`PerfOutput`].
+//! lines of `tessera perf --json`, of Fast DDS's `fastdds-perf` (which prints the same lines)
+//! and of the raw UDP floor ([`parse_tessera_json`]), into one [`PerfOutput`].
 //!
 //! Only the lines the benchmark needs are kept: pong latency lines (not `sublat`), `sub` lines,
 //! `participant ...: new` lines of *other* participants (the ` (self)` line is left out), the
@@ -580,6 +580,80 @@ not json
         assert_eq!(o.subs[1].rate_ksps, 1.0009899770873594);
         assert_eq!(o.errors, vec!["2 samples lost".to_string()]);
         assert!(o.hist.is_empty());
+    }
+
+    /// `fastdds-perf -D 3 -Qminmatch:1 -Qinitwait:10 --warmup 0.5 ping size 16` against
+    /// `fastdds-perf pong` (Fast DDS 2.9.1, shared memory, loopback namespace; the summary's
+    /// histogram shortened).
+    const FASTDDS_PING: &str = r#"{"type":"participant","pid":15683,"event":"new","host":"vm","peer_pid":15683,"self":true,"t":0.000}
+{"type":"participant","pid":15683,"event":"new","host":"vm","peer_pid":15682,"self":false,"t":0.107}
+{"type":"latency","pid":15683,"t":1.000,"peer":"vm:15682","size":16,"cnt":20461,"mean_us":24.336,"min_us":10.174,"p50_us":21.607,"p90_us":35.633,"p99_us":42.633,"max_us":2433.903}
+{"type":"latency","pid":15683,"t":2.000,"peer":"vm:15682","size":16,"cnt":25499,"mean_us":19.499,"min_us":9.799,"p50_us":18.056,"p90_us":23.730,"p99_us":44.701,"max_us":1074.521}
+{"type":"latency","pid":15683,"t":3.000,"peer":"vm:15682","size":16,"cnt":26314,"mean_us":18.897,"min_us":10.060,"p50_us":17.620,"p90_us":23.535,"p99_us":27.735,"max_us":2396.737}
+{"type":"summary","pid":15683,"latency":[{"peer":"vm:15682","cnt":6,"mean_us":401.4,"min_us":9.796,"p50_us":10.028,"p90_us":2397.184,"p99_us":2397.184,"p999_us":2397.184,"max_us":2397.184,"hist":[[9796,1],[10028,3],[1680896,1],[2397184,1]]}],"received":0,"lost":0,"exit_code":0,"t":3.002}
+"#;
+
+    /// `fastdds-perf -D 4 -1 sub` against `fastdds-perf pub size 4096` whose writes timed out
+    /// once (Fast DDS's KEEP_ALL history full for 10 s), and a failed `-Qinitwait`.
+    const FASTDDS_SUB: &str = r#"{"type":"participant","pid":17085,"event":"new","host":"vm","peer_pid":17085,"self":true,"t":0.000}
+{"type":"participant","pid":17085,"event":"new","host":"vm","peer_pid":17086,"self":false,"t":0.032}
+{"type":"sub","pid":17085,"t":1.000,"size":4096,"total":3212,"lost":0,"delta":3212,"delta_lost":0,"rate_ksps":3.211766,"rate_mbps":105.243136}
+{"type":"sub","pid":17085,"t":2.000,"size":4096,"total":5929,"lost":0,"delta":2717,"delta_lost":0,"rate_ksps":2.716989,"rate_mbps":89.030301}
+{"type":"participant","pid":17085,"event":"gone","host":"vm","peer_pid":17086,"t":2.500}
+{"type":"write_error","code":10}
+{"type":"error","pid":17086,"error":"too_few_matching","message":"too few matching participants (0)","t":3.999}
+{"type":"summary","pid":17085,"latency":[],"received":12511,"lost":0,"exit_code":0,"t":4.000}
+"#;
+
+    #[test]
+    fn fastdds_perf_json_reads_like_tessera_perf() {
+        let o = parse_tessera_json(FASTDDS_PING);
+        assert_eq!(
+            o.participants_new,
+            vec![ParticipantLine {
+                t: Some(0.107),
+                host: "vm".into(),
+                peer_pid: 15682
+            }]
+        );
+        assert_eq!(o.latency.len(), 3);
+        assert_eq!((o.latency[0].t, o.latency[0].size), (1.0, 16));
+        assert_eq!(o.latency[2].summary.count, 26314);
+        assert_eq!(o.latency[1].summary.p99_us, 44.701);
+        assert_eq!(
+            o.hist,
+            vec![(9796, 1), (10028, 3), (1_680_896, 1), (2_397_184, 1)]
+        );
+        // The histogram is what the bench's latency figures come from.
+        let l = crate::stats::latency_from_pairs(&o.hist).unwrap();
+        assert_eq!(l.count, 6);
+        assert!((l.p50_us - 10.03).abs() < 0.05, "{}", l.p50_us);
+        assert!(o.errors.is_empty() && o.subs.is_empty());
+
+        let o = parse_tessera_json(FASTDDS_SUB);
+        assert_eq!(o.participants_new.len(), 1);
+        assert_eq!(o.subs.len(), 2);
+        assert_eq!(
+            o.subs[1],
+            SubLine {
+                t: 2.0,
+                size: 4096,
+                total: 5929,
+                lost: 0,
+                delta: 2717,
+                delta_lost: 0,
+                rate_ksps: 2.716989,
+                rate_mbps: 89.030301,
+            }
+        );
+        assert_eq!(
+            o.errors,
+            vec![
+                "write error: 10".to_string(),
+                "too few matching participants (0)".to_string()
+            ]
+        );
+        assert!(o.hist.is_empty() && o.latency.is_empty());
     }
 
     #[test]

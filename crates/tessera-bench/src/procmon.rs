@@ -241,6 +241,11 @@ impl Proc {
         self.started
     }
 
+    /// When the process was seen to exit (`None` before it is reaped).
+    pub fn exited_at(&self) -> Option<Instant> {
+        self.exit.as_ref().map(|e| self.started + e.wall)
+    }
+
     /// Sends `sig` to the child's whole process group (SIGSTOP/SIGCONT pause and resume a
     /// publisher for bursty traffic). Fails once the child has been reaped.
     pub fn signal(&self, sig: i32) -> io::Result<()> {

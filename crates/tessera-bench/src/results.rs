@@ -55,6 +55,13 @@ pub enum Implementation {
     Cyclone,
     /// The raw UDP floor built into `tessera bench` (no middleware at all).
     Udp,
+    /// Fast DDS 2.9 through the `fastdds-perf` worker (`workers/fastdds/`), with its default
+    /// transports: shared memory between Fast DDS peers of one host, UDPv4 otherwise.
+    #[serde(rename = "fastdds")]
+    FastDds,
+    /// Fast DDS 2.9 through `fastdds-perf --transport udp`: UDPv4 only.
+    #[serde(rename = "fastdds-udp")]
+    FastDdsUdp,
 }
 
 impl Implementation {
@@ -64,6 +71,8 @@ impl Implementation {
             Implementation::Tessera => "tessera",
             Implementation::Cyclone => "cyclone",
             Implementation::Udp => "udp",
+            Implementation::FastDds => "fastdds",
+            Implementation::FastDdsUdp => "fastdds-udp",
         }
     }
 
@@ -73,7 +82,28 @@ impl Implementation {
             Implementation::Tessera => "Tessera",
             Implementation::Cyclone => "Cyclone DDS",
             Implementation::Udp => "raw UDP",
+            Implementation::FastDds => "Fast DDS",
+            Implementation::FastDdsUdp => "Fast DDS (UDP)",
         }
+    }
+
+    /// Every implementation, in report order.
+    pub const ALL: [Implementation; 5] = [
+        Implementation::Tessera,
+        Implementation::Cyclone,
+        Implementation::FastDds,
+        Implementation::FastDdsUdp,
+        Implementation::Udp,
+    ];
+
+    /// Parses an [`Implementation::as_str`] name.
+    pub fn from_name(s: &str) -> Option<Implementation> {
+        Self::ALL.into_iter().find(|i| i.as_str() == s.trim())
+    }
+
+    /// True for the two Fast DDS variants (one worker program, one transport switch).
+    pub fn is_fastdds(self) -> bool {
+        matches!(self, Implementation::FastDds | Implementation::FastDdsUdp)
     }
 }
 
@@ -114,12 +144,7 @@ impl Pair {
 
     /// Parses a [`Pair::label`].
     pub fn from_label(s: &str) -> Option<Pair> {
-        let one = |s: &str| match s.trim() {
-            "tessera" => Some(Implementation::Tessera),
-            "cyclone" => Some(Implementation::Cyclone),
-            "udp" => Some(Implementation::Udp),
-            _ => None,
-        };
+        let one = Implementation::from_name;
         match s.split_once('>') {
             Some((w, r)) => Some(Pair {
                 writer: one(w)?,
@@ -477,10 +502,21 @@ mod tests {
             "udp",
             "tessera>cyclone",
             "cyclone>tessera",
+            "fastdds",
+            "fastdds-udp",
+            "tessera>fastdds",
+            "fastdds-udp>tessera",
         ] {
             assert_eq!(Pair::from_label(l).unwrap().label(), l);
         }
         assert_eq!(Pair::from_label("opendds"), None);
+        assert_eq!(
+            Pair::from_label("fastdds>tessera").unwrap().display(),
+            "Fast DDS → Tessera"
+        );
+        // results.json spells implementations like the labels.
+        let j = serde_json::to_string(&Pair::from_label("fastdds-udp>fastdds").unwrap()).unwrap();
+        assert_eq!(j, r#"{"writer":"fastdds-udp","reader":"fastdds"}"#);
     }
 
     #[test]

@@ -3,9 +3,10 @@
 //!
 //! Every point gets a fresh topology (one private namespace, or a virtual LAN of namespace
 //! hosts) that is torn down when the point ends, so no point inherits sockets, routes or
-//! shaping from another. Both DDS implementations are driven with ddsperf's command grammar —
-//! `tessera perf --json …` (a ddsperf twin) and `ddsperf …` — so both run the same topic, types,
-//! QoS and protocol; the raw UDP floor is `tessera-bench udp`, and the Tessera-only late-joiner
+//! shaping from another. Every DDS implementation is driven with ddsperf's command grammar —
+//! `tessera perf --json …` (a ddsperf twin), `ddsperf …` and `fastdds-perf …` (Fast DDS's, built
+//! on demand: [`super::fastdds`]) — so all run the same topic, types, QoS and protocol; the raw
+//! UDP floor is `tessera-bench udp`, and the Tessera-only late-joiner
 //! experiment is `tessera-bench worker`. Each process's output is kept under `logs/` in the
 //! result directory.
 
@@ -105,6 +106,22 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
             opts.tessera_exe.display()
         );
     }
+    let fastdds = if uses_fastdds(&scenario) {
+        match super::fastdds::ensure_worker(&opts.bench_exe) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                scenario.drop_implementation(Implementation::FastDds);
+                scenario.drop_implementation(Implementation::FastDdsUdp);
+                notes.push(format!(
+                    "Fast DDS skipped: {e}; every Fast DDS pair is left out of this run."
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
+    notes.extend(scenario.notes.iter().cloned());
     notes.extend(scenario.skipped());
     notes.extend(standing_notes(&scenario));
 
@@ -113,6 +130,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         opts,
         scenario: &scenario,
         logs: dir.join("logs"),
+        fastdds,
     };
     let bar = progress_bar(plan.len() as u64, opts.progress);
     let mut points: Vec<Point> = Vec::new();
@@ -159,6 +177,9 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         i += 1;
     }
     bar.finish_and_clear();
+    if ctx.fastdds.is_some() {
+        clean_fastdds_shm();
+    }
 
     let mut results = ResultSet {
         test_id,
@@ -189,6 +210,24 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         files,
         expectations,
     })
+}
+
+/// Whether any pair of `s` runs a Fast DDS variant.
+fn uses_fastdds(s: &Scenario) -> bool {
+    uses(s, Implementation::FastDds) || uses(s, Implementation::FastDdsUdp)
+}
+
+/// Fast DDS leaves its shared-memory segments in /dev/shm when a process dies without deleting
+/// its participant (the bench stops its workers with SIGTERM first, but one may still be killed):
+/// `fastdds shm clean` removes those no live process holds. Best effort: without the tool (Debian
+/// package fastdds-tools) nothing is done.
+fn clean_fastdds_shm() {
+    let _ = Command::new("fastdds")
+        .args(["shm", "clean"])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .status();
 }
 
 /// Whether any pair of `s` runs `implementation` on either side.
@@ -223,7 +262,7 @@ fn apply_overrides(s: &mut Scenario, opts: &RunOptions) {
 /// Notes that hold for a whole run, whatever the results.
 fn standing_notes(s: &Scenario) -> Vec<String> {
     let mut notes = vec![
-        "Both DDS implementations run with their defaults: blocking receive, no busy-polling. \
+        "Every DDS implementation runs with its defaults: blocking receive, no busy-polling. \
          Every point runs in network namespaces made for it and removed after it."
             .to_string(),
         "Latency is the full round trip (ping → pong → ping on the pinger's clock); ddsperf \
@@ -267,6 +306,42 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
                 .to_string(),
         );
     }
+    if uses_fastdds(s) {
+        notes.push(
+            "Fast DDS 2.9 runs as `fastdds-perf` (workers/fastdds/, compiled with g++ against \
+             Debian's libfastrtps): ddsperf's topics, type, QoS (reliability, history, resource \
+             limits) and protocol, every other Fast DDS setting at its default. `fastdds` keeps \
+             Fast DDS's default transports (shared memory between Fast DDS processes of one \
+             host, UDPv4 with everyone else); `fastdds-udp` runs UDPv4 only, like the bench's \
+             Tessera (TESSERA_TRANSPORTS=udp4) and Cyclone. Its latency comes from a histogram of \
+             every round trip, like Tessera's; its data goes by unicast whatever `multicast` \
+             says (Fast DDS's default)."
+                .to_string(),
+        );
+        if s.experiments
+            .iter()
+            .any(|e| e.kind == Kind::Throughput && e.pairs.iter().any(|p| p.reader.is_fastdds()))
+        {
+            notes.push(
+                "Seen while building the Fast DDS worker (1 KiB, UDP, profiled with perf on this \
+                 machine): in unpaced reliable throughput a Fast DDS 2.9 subscriber falls \
+                 behind. Its socket overflowed (UdpRcvbufErrors: 12k of 17k datagrams) while \
+                 its receive thread spent 96 % of its time in the take() of on_data_available, \
+                 walking the reader's history (StatefulReader::begin_sample_access_nts, a \
+                 gettid syscall per sample). Our reading: the walk grows with the samples held \
+                 back behind a loss, so one loss can start the decline. A Fast DDS publisher \
+                 to a Tessera or Cyclone subscriber does not show it."
+                    .to_string(),
+            );
+        }
+        if s.hosts > 1 || s.experiments.iter().any(|e| e.hosts.unwrap_or(1) > 1) {
+            notes.push(
+                "Across namespace hosts, `fastdds` may still use shared memory (the hosts \
+                 share /dev/shm); `fastdds-udp` is the network measurement there."
+                    .to_string(),
+            );
+        }
+    }
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
             "With `multicast = true` (the default) both implementations send data once per \
@@ -283,6 +358,8 @@ struct Ctx<'a> {
     opts: &'a RunOptions,
     scenario: &'a Scenario,
     logs: PathBuf,
+    /// The Fast DDS worker, when a Fast DDS pair runs and it could be built.
+    fastdds: Option<PathBuf>,
 }
 
 /// A started worker process with what is needed to read it back.
@@ -295,12 +372,29 @@ impl Worker {
     fn output(&self) -> PerfOutput {
         parse_output(self.implementation, &self.proc.output())
     }
+
+    /// Ends the process. A Fast DDS worker first gets SIGTERM and up to [`FASTDDS_STOP`] to
+    /// delete its participant, which removes its shared-memory segments (killed, it would
+    /// leave them in /dev/shm); everything else is killed at once.
+    fn stop(&mut self) {
+        if self.implementation.is_fastdds() && self.proc.signal(libc::SIGTERM).is_ok() {
+            self.proc.wait_timeout(FASTDDS_STOP);
+        }
+        self.proc.kill();
+    }
 }
+
+/// How long a Fast DDS worker may take to shut down cleanly after SIGTERM.
+const FASTDDS_STOP: Duration = Duration::from_secs(3);
 
 fn parse_output(i: Implementation, text: &str) -> PerfOutput {
     match i {
         Implementation::Cyclone => parse::parse_ddsperf_text(text),
-        Implementation::Tessera | Implementation::Udp => parse::parse_tessera_json(text),
+        // fastdds-perf prints `tessera perf --json`'s lines.
+        Implementation::Tessera
+        | Implementation::Udp
+        | Implementation::FastDds
+        | Implementation::FastDdsUdp => parse::parse_tessera_json(text),
     }
 }
 
@@ -394,6 +488,17 @@ impl Ctx<'_> {
                              </AllowMulticast></General>"
                         ),
                     );
+                }
+                c
+            }
+            Implementation::FastDds | Implementation::FastDdsUdp => {
+                let exe = self
+                    .fastdds
+                    .as_ref()
+                    .context("the Fast DDS worker is not built")?;
+                let mut c = topo.command(host, exe);
+                if implementation == Implementation::FastDdsUdp {
+                    c.arg("--transport").arg("udp");
                 }
                 c
             }
@@ -595,7 +700,7 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer == Implementation::Tessera {
+        if p.pair.writer == Implementation::Tessera || p.pair.writer.is_fastdds() {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
         }
         args.extend(strings(&[
@@ -619,11 +724,13 @@ impl Ctx<'_> {
         let code = ping.proc.wait_timeout(secs(run_s as f64 + 40.0));
         let cpu = monitor.finish();
         for w in &mut pongs {
-            w.proc.kill();
+            w.stop();
         }
-        ping.proc.kill();
+        ping.stop();
         let out = ping.output();
-        if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+        let exited = code.and(ping.proc.exited_at());
+        let clock = report_clock_start(ping.proc.started(), exited, run_s as f64);
+        if let Some(us) = latency_cpu_per_round_trip(&cpu, clock, &out) {
             point.metrics.insert(CPU_METRIC.into(), us);
         }
         let mut all: Vec<&Worker> = vec![&ping];
@@ -790,9 +897,9 @@ impl Ctx<'_> {
             s.proc.wait_timeout(left);
         }
         let cpu = monitor.finish();
-        publisher.proc.kill();
+        publisher.stop();
         for s in &mut subscribers {
-            s.proc.kill();
+            s.stop();
         }
         let outs: Vec<PerfOutput> = subscribers.iter().map(Worker::output).collect();
         let started: Vec<(Instant, &PerfOutput)> = subscribers
@@ -1445,6 +1552,19 @@ fn throughput_from_subs(outs: &[PerfOutput], size: u64, rate: f64) -> Option<Thr
 /// measured over the same window for every implementation ([`cpuwin`]).
 pub const CPU_METRIC: &str = "cpu_us_per_sample";
 
+/// When the report clock of a ddsperf-grammar pinger started. Its report times count from the
+/// start of its run, after `-Qinitwait` saw the peers match — a second or more after the process
+/// started when discovery is slow (Cyclone pinging Fast DDS) — and it exits right after the
+/// report due at `-D`; so the clock started `duration` before the exit. Placing the lines from
+/// the process start instead put the CPU window into the wait for matching. The process start
+/// when it did not exit by itself (`exited` is `None`) or the estimate would precede it.
+fn report_clock_start(started: Instant, exited: Option<Instant>, duration: f64) -> Instant {
+    exited
+        .and_then(|e| e.checked_sub(secs(duration)))
+        .filter(|s| *s > started)
+        .unwrap_or(started)
+}
+
 /// CPU µs per round trip of a latency point: the window of the ping's per-second lines (each
 /// counting the second before it), one stream per pong peer.
 fn latency_cpu_per_round_trip(
@@ -1677,6 +1797,39 @@ mod tests {
         assert_eq!(l.source, "intervals");
         let rt = round_trip(Some(l)).unwrap();
         assert_eq!((rt.min_us, rt.max_us, rt.mean_us), (20.0, 40.0, 30.0));
+    }
+
+    #[test]
+    fn the_cpu_window_of_a_ping_starts_after_its_initwait() {
+        // The process starts at 0, matches its peer at 1.5 s (initwait), pings for its -D of
+        // 1 s, prints one line at report time 1.0 counting 1000 round trips, exits at 2.52 s.
+        // Its CPU is flat while it waits for matching and grows by 0.1 s while it pings.
+        let t0 = Instant::now();
+        let at = |s: f64| t0 + Duration::from_secs_f64(s);
+        let mut cpu = cpuwin::CpuSeries::default();
+        for i in 0..=60 {
+            let s = i as f64 * 0.05;
+            cpu.push(at(s), ((s - 1.5).clamp(0.0, 1.0)) * 0.1);
+        }
+        let out = PerfOutput {
+            latency: vec![LatencyLine {
+                t: 1.0,
+                peer: "vm:1".into(),
+                size: 16,
+                summary: IntervalSummary {
+                    count: 1000,
+                    ..Default::default()
+                },
+            }],
+            ..Default::default()
+        };
+        let clock = report_clock_start(t0, Some(at(2.52)), 1.0);
+        let us = latency_cpu_per_round_trip(&cpu, clock, &out).unwrap();
+        // 0.1 s of CPU over 1000 round trips (the 20 ms of shutdown shift the window a little).
+        assert!((us - 100.0).abs() < 5.0, "{us}");
+        // Not exited by itself, or an estimate before the start: the process start.
+        assert_eq!(report_clock_start(t0, None, 1.0), t0);
+        assert_eq!(report_clock_start(t0, Some(at(0.5)), 1.0), t0);
     }
 
     #[test]

@@ -31,8 +31,12 @@
 //!   (100), `background_size` (8192), `background_load` (1.0 = the background offers the
 //!   link's capacity), `burst_on_s` (1), `burst_off_s` (2), `duration_s` (10).
 //!
-//! Pairs: `tessera`, `cyclone`, `udp` (the raw floor: latency and throughput with one
-//! subscriber only), and mixed pairs `tessera>cyclone` / `cyclone>tessera` (writer first).
+//! Pairs: `tessera`, `cyclone`, `fastdds` (Fast DDS 2.9 with its default transports),
+//! `fastdds-udp` (UDPv4 only), `udp` (the raw floor: latency and throughput with one subscriber
+//! only), and mixed pairs of the DDS implementations such as `tessera>cyclone` or
+//! `fastdds>tessera` (writer first). Fast DDS pairs run latency and throughput only.
+//!
+//! A run-wide `notes = ["…"]` list is copied into the report's notes.
 
 use std::collections::BTreeMap;
 
@@ -58,6 +62,12 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "reliability",
         "the DerechoDDS test: a critical reliable flow beside saturating best-effort traffic",
         include_str!("presets/reliability.toml"),
+    ),
+    (
+        "peers",
+        "under 5 minutes: latency, throughput and 1-to-4 fan-out for every installed \
+         implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, raw UDP), ranked",
+        include_str!("presets/peers.toml"),
     ),
     (
         "ci",
@@ -96,7 +106,9 @@ pub enum ScenarioError {
         source: std::io::Error,
     },
     /// Neither a preset nor an existing file.
-    #[error("unknown preset or scenario file {0:?} (presets: quick, paper, reliability, ci)")]
+    #[error(
+        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, ci)"
+    )]
     Unknown(String),
 }
 
@@ -137,6 +149,9 @@ pub struct ScenarioFile {
     pub loss_pct: Option<f64>,
     /// Bandwidth limit on every host's egress, Mbit/s.
     pub link_mbit: Option<f64>,
+    /// Lines copied into the report's notes.
+    #[serde(default)]
+    pub notes: Vec<String>,
     /// The experiments.
     #[serde(default)]
     pub experiment: Vec<ExperimentFile>,
@@ -229,6 +244,8 @@ pub struct Scenario {
     pub loss_pct: f64,
     /// Run-wide link limit, Mbit/s.
     pub link_mbit: Option<f64>,
+    /// Notes for the report (`notes = [...]`).
+    pub notes: Vec<String>,
     /// The experiments.
     pub experiments: Vec<Experiment>,
 }
@@ -305,6 +322,19 @@ impl Experiment {
             }
             if cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1) != 1 {
                 return Err("the raw UDP floor serves one subscriber".into());
+            }
+        }
+        let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
+        if has_fastdds {
+            if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
+                return Err(format!(
+                    "fastdds-perf speaks ddsperf's ping/pong and pub/sub only, so it has no {} \
+                     experiment",
+                    self.kind.as_str()
+                ));
+            }
+            if self.setting("ping_percent", 0.0) > 0.0 {
+                return Err("fastdds-perf does not send pings among its data".into());
             }
         }
         let has_cyclone =
@@ -407,6 +437,7 @@ impl Scenario {
             hosts,
             loss_pct,
             link_mbit: file.link_mbit,
+            notes: file.notes.clone(),
             experiments,
         })
     }
@@ -483,7 +514,10 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
     let mut out = Vec::new();
     for l in labels {
         let p = Pair::from_label(l).ok_or_else(|| {
-            format!("unknown pair {l:?} (tessera, cyclone, udp, tessera>cyclone, cyclone>tessera)")
+            format!(
+                "unknown pair {l:?} (tessera, cyclone, fastdds, fastdds-udp, udp, or WRITER>READER \
+                 of two DDS implementations, e.g. tessera>cyclone)"
+            )
         })?;
         if !out.contains(&p) {
             out.push(p);
@@ -1015,6 +1049,94 @@ mod tests {
         let skipped = s.skipped().join("\n");
         assert!(skipped.contains("TRANSIENT_LOCAL"), "{skipped}");
         assert!(skipped.contains("one subscriber"), "{skipped}");
+    }
+
+    #[test]
+    fn fastdds_pairs_run_latency_and_throughput_only() {
+        let s = parse(
+            r#"
+            pairs = ["fastdds", "tessera>fastdds", "fastdds-udp>cyclone", "tessera"]
+            rounds = 1
+            notes = ["a note"]
+            [[experiment]]
+            name = "lat"
+            kind = "latency"
+            [[experiment]]
+            name = "tp"
+            kind = "throughput"
+            subscribers = [1, 2]
+            [[experiment]]
+            name = "steps"
+            kind = "rate_step"
+            [[experiment]]
+            name = "disc"
+            kind = "discovery"
+            participants = 2
+            "#,
+        )
+        .unwrap();
+        assert_eq!(s.notes, vec!["a note".to_string()]);
+        let plan = s.plan();
+        let planned = |exp: &str| {
+            plan.iter()
+                .filter(|p| s.experiments[p.experiment].name == exp)
+                .map(|p| p.pair.label())
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            planned("lat"),
+            [
+                "fastdds",
+                "tessera>fastdds",
+                "fastdds-udp>cyclone",
+                "tessera"
+            ]
+        );
+        assert_eq!(planned("tp").len(), 8);
+        // Rate stepping sends pings among the data; discovery has no fastdds-perf mode.
+        assert_eq!(planned("steps"), ["tessera"]);
+        assert_eq!(planned("disc"), ["tessera"]);
+        let skipped = s.skipped().join("\n");
+        assert!(skipped.contains("steps: Fast DDS skipped"), "{skipped}");
+        assert!(skipped.contains("no discovery experiment"), "{skipped}");
+        assert!(parse_pairs(&["fastdds>opendds".to_string()]).is_err());
+    }
+
+    #[test]
+    fn the_peers_preset_covers_every_implementation_in_every_cell() {
+        let s = Scenario::load("peers").unwrap();
+        let plan = s.plan();
+        let labels = |exp: &str| {
+            let mut v: Vec<String> = plan
+                .iter()
+                .filter(|p| s.experiments[p.experiment].name == exp)
+                .map(|p| p.pair.label())
+                .collect();
+            v.sort();
+            v.dedup();
+            v
+        };
+        for exp in ["latency", "throughput"] {
+            assert_eq!(
+                labels(exp),
+                [
+                    "cyclone",
+                    "fastdds",
+                    "fastdds-udp",
+                    "fastdds>tessera",
+                    "tessera",
+                    "tessera>fastdds",
+                    "udp"
+                ],
+                "{exp}"
+            );
+        }
+        assert_eq!(
+            labels("fan_out"),
+            ["cyclone", "fastdds", "fastdds-udp", "tessera"]
+        );
+        assert_eq!(plan.len(), 3 * 7 + 3 * 7 + 4);
+        assert!(s.notes.iter().any(|n| n.contains("not yet built")));
     }
 
     #[test]

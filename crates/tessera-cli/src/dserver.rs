@@ -2,8 +2,18 @@
 //! discovery-server protocol, with `fastdds discovery`'s options:
 //!
 //! ```text
-//! tessera discovery-server -i ID [-l ADDR] [-p PORT]
+//! tessera discovery-server -i ID [-l ADDR] [-p PORT] [-b [--backup-file PATH]] [--link LIST]
 //! ```
+//!
+//! `--link` takes a list in `ROS_DISCOVERY_SERVER`'s form (position = server id): this server
+//! links with those servers and each tells the other what it knows, so that clients of
+//! different servers discover each other (own id skipped).
+//!
+//! With `-b` (BACKUP, as `fastdds discovery -b`) the server saves what it knows (every client's
+//! DATA(p), DATA(w) and DATA(r)) to `tessera-ds-ID.backup` in the working directory (or
+//! `--backup-file`) within 100 ms of each change, written to a temporary file, synced and
+//! renamed over the old one, and restores it when it starts: a server that crashed and came
+//! back serves new clients at once, though the old ones do not re-announce to it.
 //!
 //! A thin driver: one UDP socket, the sans-IO
 //! [`DiscoveryServerEngine`], a loop that waits
@@ -35,17 +45,24 @@ pub struct ServerArgs {
     pub address: IpAddr,
     /// `-p`: the UDP port.
     pub port: u16,
+    /// `-b`: the backup file (BACKUP server), `None` without `-b`.
+    pub backup: Option<std::path::PathBuf>,
+    /// `--link`: the servers to link with (id, address).
+    pub links: Vec<(u8, SocketAddr)>,
 }
 
 /// The usage text.
 pub fn usage(prog: &str) -> String {
     format!(
-        "usage: {prog} -i ID [-l ADDR] [-p PORT]\n\
+        "usage: {prog} -i ID [-l ADDR] [-p PORT] [-b [--backup-file PATH]]\n\
          \n\
          A discovery server (Fast DDS 2.9's protocol; clients set ROS_DISCOVERY_SERVER).\n\
          \x20 -i, --server-id ID    server id 0..255: position in ROS_DISCOVERY_SERVER\n\
          \x20 -l, --ip-address ADDR address to listen on (default 0.0.0.0)\n\
-         \x20 -p, --port PORT       UDP port (default {DEFAULT_SERVER_PORT})\n"
+         \x20 -p, --port PORT       UDP port (default {DEFAULT_SERVER_PORT})\n\
+         \x20 -b, --backup          BACKUP server: keep what it knows in a file, restore it on start\n\
+         \x20 --backup-file PATH    the backup file (default tessera-ds-ID.backup; implies -b)\n\
+         \x20 --link LIST           link with the servers of LIST (ROS_DISCOVERY_SERVER's form)\n"
     )
 }
 
@@ -54,6 +71,9 @@ pub fn parse_args(args: &[String]) -> Result<ServerArgs, String> {
     let mut id = None;
     let mut address = IpAddr::V4(Ipv4Addr::UNSPECIFIED);
     let mut port = DEFAULT_SERVER_PORT;
+    let mut backup = false;
+    let mut backup_file = None;
+    let mut links = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or(format!("{a} needs a value"));
@@ -70,11 +90,45 @@ pub fn parse_args(args: &[String]) -> Result<ServerArgs, String> {
                     return Err(format!("{a}: port 0"));
                 }
             }
+            "-b" | "--backup" => backup = true,
+            "--backup-file" => backup_file = Some(std::path::PathBuf::from(val()?)),
+            "--link" => links = parse_links(val()?)?,
             other => return Err(format!("unknown option {other}")),
         }
     }
     let id = id.ok_or("-i ID is required")?;
-    Ok(ServerArgs { id, address, port })
+    let backup = match backup_file {
+        Some(f) => Some(f),
+        None if backup => Some(std::path::PathBuf::from(format!("tessera-ds-{id}.backup"))),
+        None => None,
+    };
+    links.retain(|(i, _)| *i != id);
+    Ok(ServerArgs {
+        id,
+        address,
+        port,
+        backup,
+        links,
+    })
+}
+
+/// A `--link` list: `ROS_DISCOVERY_SERVER`'s syntax, names resolved now.
+fn parse_links(list: &str) -> Result<Vec<(u8, SocketAddr)>, String> {
+    use std::net::ToSocketAddrs;
+    use tessera::rtps::discovery::ds_common::{parse_server_list, ServerHost};
+    let mut out = Vec::new();
+    for e in parse_server_list(list).map_err(|e| format!("--link: {e}"))? {
+        let addr = match &e.host {
+            ServerHost::Ip(ip) => SocketAddr::new(*ip, e.port),
+            ServerHost::Name(n) => (n.as_str(), e.port)
+                .to_socket_addrs()
+                .map_err(|err| format!("--link: {n}: {err}"))?
+                .next()
+                .ok_or_else(|| format!("--link: {n}: no address"))?,
+        };
+        out.push((e.id, addr));
+    }
+    Ok(out)
 }
 
 /// Reaches clients over UDP only (Fast DDS clients also announce shared-memory locators).
@@ -154,10 +208,39 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
             selector: Box::new(UdpOnly),
             lease: tessera::rtps::discovery::ds_common::DS_LEASE,
             wall_clock_nanos: wall_clock_nanos(),
+            backup: a.backup.is_some(),
+            links: a
+                .links
+                .iter()
+                .map(|(id, addr)| {
+                    let mut l = Locators::new();
+                    l.push(locator_of(*addr));
+                    tessera::rtps::discovery::RemoteServer {
+                        id: *id,
+                        locators: l,
+                    }
+                })
+                .collect(),
         },
         now,
     );
     let me = engine.prefix();
+    if let Some(path) = &a.backup {
+        match std::fs::read(path) {
+            Ok(bytes) => match engine.restore(&bytes, Instant::now()) {
+                Ok(n) => println!("restored {n} client(s) from {}", path.display()),
+                Err(e) => {
+                    // Kept aside for inspection; the server starts empty.
+                    let bad = path.with_extension("bad");
+                    let _ = std::fs::rename(path, &bad);
+                    eprintln!("{}: {e}; moved to {}", path.display(), bad.display());
+                }
+            },
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(e),
+        }
+    }
+    let mut saved = (engine.generation(), Instant::now());
     println!(
         "Discovery server {} listening on {}",
         fmt_prefix(me),
@@ -229,6 +312,14 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
                 ),
             }
         }
+        if let Some(path) = &a.backup {
+            if engine.generation() != saved.0 && saved.1.elapsed() >= BACKUP_INTERVAL {
+                if let Err(e) = save_backup(path, &engine.backup()) {
+                    eprintln!("backup to {} failed: {e}", path.display());
+                }
+                saved = (engine.generation(), Instant::now());
+            }
+        }
         let quiet = last_warning.is_some_and(|t| t.elapsed() < Duration::from_secs(1));
         if !quiet && (engine.rejected() > rejected || malformed > 0) {
             last_warning = Some(Instant::now());
@@ -240,6 +331,25 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
             eprintln!("rejected announcements so far: {:?}", engine.counters());
         }
     }
+}
+
+/// Changes are saved at most this often.
+const BACKUP_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Replaces `path` atomically: a crash leaves the old backup or the new one, never a torn one
+/// (and a torn one would fail its checksum anyway).
+fn save_backup(path: &std::path::Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    let tmp = path.with_extension("tmp");
+    let mut f = std::fs::File::create(&tmp)?;
+    f.write_all(bytes)?;
+    f.sync_all()?;
+    drop(f);
+    std::fs::rename(&tmp, path)?;
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 fn flush(
@@ -297,6 +407,29 @@ mod tests {
         assert!(parse_args(&s(&["-i", "256"])).is_err());
         assert!(parse_args(&s(&["-i", "0", "-p", "0"])).is_err());
         assert!(parse_args(&s(&["-i", "0", "-x"])).is_err());
+        let a = parse_args(&s(&[
+            "-i",
+            "1",
+            "--link",
+            "127.0.0.1:11811;127.0.0.1:11812",
+        ]))
+        .unwrap();
+        assert_eq!(
+            a.links,
+            vec![(0, SocketAddr::from(([127, 0, 0, 1], 11811)))],
+            "own id 1 skipped"
+        );
+        assert_eq!(parse_args(&s(&["-i", "2"])).unwrap().backup, None);
+        assert_eq!(
+            parse_args(&s(&["-i", "2", "-b"])).unwrap().backup,
+            Some("tessera-ds-2.backup".into())
+        );
+        assert_eq!(
+            parse_args(&s(&["-i", "2", "--backup-file", "/tmp/x"]))
+                .unwrap()
+                .backup,
+            Some("/tmp/x".into())
+        );
     }
 
     #[test]

@@ -18,6 +18,10 @@ use std::path::{Path, PathBuf};
 /// Name of the benchmark environment's binary, expected next to `tessera`.
 pub const BENCH_BINARY: &str = "tessera-bench";
 
+/// Name of the IDL compiler's binary (crate `tessera-idl`), expected next to `tessera`: kept
+/// out of the `tessera` binary, whose resident size the benchmark measures.
+pub const IDL_BINARY: &str = "tessera-idl";
+
 /// Exit status of `tessera bench` when `tessera-bench` cannot be started (the benchmark's own
 /// "could not start" status).
 pub const EXIT_NO_BENCH: i32 = 2;
@@ -35,7 +39,9 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          {BENCH_BINARY} binary installed next to {prog})\n\
          \x20 discovery-server -i ID [-l ADDR] [-p PORT]\n\
          \x20                          discovery server (Fast DDS 2.9's protocol); clients\n\
-         \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n"
+         \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n\
+         \x20 idl FILE.idl... [-I DIR] [-o DIR]\n\
+         \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n"
     )
 }
 
@@ -47,6 +53,7 @@ pub fn dispatch(argv: &[String]) -> i32 {
         Some("perf") => perf::main(&format!("{prog} perf"), &argv[2..]),
         Some("bench") => exec_bench(prog, &argv[2..]),
         Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
+        Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS
@@ -76,6 +83,33 @@ pub fn exec_bench(prog: &str, args: &[String]) -> i32 {
         .args(args)
         .exec();
     eprintln!("{}", bench_start_error(prog, &path, &err));
+    EXIT_NO_BENCH
+}
+
+/// `tessera SUB ARGS` for a subcommand that is a sibling binary (`tessera idl` runs
+/// `tessera-idl`): replaces this process; returns only on failure.
+pub fn exec_sibling(prog: &str, sub: &str, binary: &str, args: &[String]) -> i32 {
+    use std::os::unix::process::CommandExt;
+    let path = match std::env::current_exe() {
+        Ok(p) => p.with_file_name(binary),
+        Err(e) => {
+            eprintln!("{prog} {sub}: cannot locate the {prog} binary: {e}");
+            return EXIT_NO_BENCH;
+        }
+    };
+    let err = std::process::Command::new(&path)
+        .arg0(format!("{prog} {sub}"))
+        .args(args)
+        .exec();
+    if err.kind() == std::io::ErrorKind::NotFound {
+        eprintln!(
+            "{prog} {sub}: the separate binary {binary} was not found at {}; build it with \
+             `cargo build --release -p {binary}`",
+            path.display()
+        );
+    } else {
+        eprintln!("{prog} {sub}: cannot start {}: {err}", path.display());
+    }
     EXIT_NO_BENCH
 }
 

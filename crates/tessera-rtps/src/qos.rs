@@ -20,7 +20,7 @@
 
 use std::time::Duration;
 
-use crate::types::DurationT;
+use crate::types::{DurationT, Locator};
 
 /// The DDS infinite duration.
 pub const INFINITE: Duration = Duration::MAX;
@@ -112,6 +112,9 @@ pub enum QosPolicyId {
     DataRepresentation = 23,
     /// TYPE_CONSISTENCY_ENFORCEMENT (DDS-XTypes).
     TypeConsistencyEnforcement = 24,
+    /// CONSISTENCY (Tessera's, after DerechoDDS; vendor range so it never clashes with a
+    /// standard id).
+    Consistency = 0x8000_0001,
 }
 
 impl QosPolicyId {
@@ -138,6 +141,23 @@ pub enum Durability {
     Transient,
     /// Samples survive on permanent storage.
     Persistent,
+}
+
+/// CONSISTENCY policy (Tessera's, after DerechoDDS): what the readers of a topic agree on.
+/// Ordered like DURABILITY: a writer offering ATOMIC satisfies a reader requesting EVENTUAL.
+///
+/// Announced in SEDP as a Tessera vendor parameter; other vendors ignore it, so their endpoints
+/// are EVENTUAL.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
+pub enum Consistency {
+    /// Per writer–reader pair, samples arrive in order, with losses as RELIABILITY allows;
+    /// different readers may see different subsets (plain DDS; the default).
+    #[default]
+    Eventual,
+    /// The participants with an ATOMIC endpoint on the topic and partition form a consensus
+    /// group: every member delivers every committed sample in one total order, or none does;
+    /// `write` returns once the sample is committed (see the `tessera-atomic` crate).
+    Atomic,
 }
 
 /// HISTORY policy.
@@ -635,6 +655,8 @@ macro_rules! setters {
 /// QoS of a topic.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TopicQos {
+    /// CONSISTENCY (Tessera).
+    pub consistency: Consistency,
     /// TOPIC_DATA.
     pub topic_data: TopicData,
     /// DURABILITY.
@@ -668,6 +690,7 @@ pub struct TopicQos {
 impl Default for TopicQos {
     fn default() -> Self {
         TopicQos {
+            consistency: Consistency::default(),
             topic_data: TopicData::default(),
             durability: Durability::default(),
             durability_service: DurabilityService::default(),
@@ -687,6 +710,7 @@ impl Default for TopicQos {
 }
 
 setters!(TopicQos {
+    with_consistency => consistency: Consistency,
     with_topic_data => topic_data: TopicData,
     with_durability => durability: Durability,
     with_durability_service => durability_service: DurabilityService,
@@ -714,6 +738,8 @@ impl TopicQos {
 /// QoS of a data writer.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DataWriterQos {
+    /// CONSISTENCY (Tessera).
+    pub consistency: Consistency,
     /// DURABILITY.
     pub durability: Durability,
     /// DURABILITY_SERVICE.
@@ -751,6 +777,7 @@ pub struct DataWriterQos {
 impl Default for DataWriterQos {
     fn default() -> Self {
         DataWriterQos {
+            consistency: Consistency::default(),
             durability: Durability::default(),
             durability_service: DurabilityService::default(),
             deadline: Deadline::default(),
@@ -772,6 +799,7 @@ impl Default for DataWriterQos {
 }
 
 setters!(DataWriterQos {
+    with_consistency => consistency: Consistency,
     with_durability => durability: Durability,
     with_durability_service => durability_service: DurabilityService,
     with_deadline => deadline: Deadline,
@@ -794,6 +822,7 @@ impl DataWriterQos {
     /// The writer QoS a topic implies (DDS `copy_from_topic_qos` applied to the defaults).
     pub fn from_topic(t: &TopicQos) -> Self {
         DataWriterQos {
+            consistency: t.consistency,
             durability: t.durability,
             durability_service: t.durability_service,
             deadline: t.deadline,
@@ -821,6 +850,8 @@ impl DataWriterQos {
 /// QoS of a data reader.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct DataReaderQos {
+    /// CONSISTENCY (Tessera).
+    pub consistency: Consistency,
     /// DURABILITY.
     pub durability: Durability,
     /// DEADLINE.
@@ -854,6 +885,7 @@ pub struct DataReaderQos {
 impl Default for DataReaderQos {
     fn default() -> Self {
         DataReaderQos {
+            consistency: Consistency::default(),
             durability: Durability::default(),
             deadline: Deadline::default(),
             latency_budget: LatencyBudget::default(),
@@ -873,6 +905,7 @@ impl Default for DataReaderQos {
 }
 
 setters!(DataReaderQos {
+    with_consistency => consistency: Consistency,
     with_durability => durability: Durability,
     with_deadline => deadline: Deadline,
     with_latency_budget => latency_budget: LatencyBudget,
@@ -893,6 +926,7 @@ impl DataReaderQos {
     /// The reader QoS a topic implies (DDS `copy_from_topic_qos` applied to the defaults).
     pub fn from_topic(t: &TopicQos) -> Self {
         DataReaderQos {
+            consistency: t.consistency,
             durability: t.durability,
             deadline: t.deadline,
             latency_budget: t.latency_budget,
@@ -998,6 +1032,11 @@ impl DomainParticipantQos {
 /// `Default` gives the spec defaults a receiver assumes for omitted parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct WriterSideQos {
+    /// CONSISTENCY (Tessera).
+    pub consistency: Consistency,
+    /// Where the endpoint's participant serves its consensus group (ATOMIC only; announced by
+    /// Tessera beside CONSISTENCY, not a policy).
+    pub consensus_endpoint: Option<Locator>,
     /// DURABILITY.
     pub durability: Durability,
     /// DURABILITY_SERVICE.
@@ -1052,6 +1091,8 @@ impl WriterSideQos {
     /// Combines a writer's QoS with its publisher's and topic's.
     pub fn new(topic: &TopicQos, publisher: &PublisherQos, writer: &DataWriterQos) -> Self {
         WriterSideQos {
+            consistency: writer.consistency,
+            consensus_endpoint: None,
             durability: writer.durability,
             durability_service: writer.durability_service,
             presentation: publisher.presentation,
@@ -1083,6 +1124,7 @@ impl WriterSideQos {
 }
 
 setters!(WriterSideQos {
+    with_consistency => consistency: Consistency,
     with_durability => durability: Durability,
     with_presentation => presentation: Presentation,
     with_deadline => deadline: Deadline,
@@ -1102,6 +1144,11 @@ setters!(WriterSideQos {
 /// `Default` gives the spec defaults a receiver assumes for omitted parameters.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct ReaderSideQos {
+    /// CONSISTENCY (Tessera).
+    pub consistency: Consistency,
+    /// Where the endpoint's participant serves its consensus group (ATOMIC only; announced by
+    /// Tessera beside CONSISTENCY, not a policy).
+    pub consensus_endpoint: Option<Locator>,
     /// DURABILITY.
     pub durability: Durability,
     /// DEADLINE.
@@ -1152,6 +1199,8 @@ impl ReaderSideQos {
     /// Combines a reader's QoS with its subscriber's and topic's.
     pub fn new(topic: &TopicQos, subscriber: &SubscriberQos, reader: &DataReaderQos) -> Self {
         ReaderSideQos {
+            consistency: reader.consistency,
+            consensus_endpoint: None,
             durability: reader.durability,
             deadline: reader.deadline,
             latency_budget: reader.latency_budget,
@@ -1181,6 +1230,7 @@ impl ReaderSideQos {
 }
 
 setters!(ReaderSideQos {
+    with_consistency => consistency: Consistency,
     with_durability => durability: Durability,
     with_presentation => presentation: Presentation,
     with_deadline => deadline: Deadline,
@@ -1203,7 +1253,8 @@ setters!(ReaderSideQos {
 /// Request/offered compatibility (DDS 1.4 §2.2.3, "RxO" policies, plus DDS-XTypes data
 /// representation). Returns every incompatible policy, in the order Cyclone DDS checks them:
 /// reliability, durability, presentation, deadline, latency budget, ownership, liveliness,
-/// destination order, data representation.
+/// destination order, data representation; then Tessera's consistency (an ATOMIC reader needs an
+/// ATOMIC writer: it delivers committed samples only).
 ///
 /// Partitions, topic and type names are not QoS compatibility: see [`partitions_match`].
 pub fn check_compatibility(
@@ -1246,6 +1297,9 @@ pub fn check_compatibility(
         .accepts(offered.data_representation.offered())
     {
         bad.push(QosPolicyId::DataRepresentation);
+    }
+    if offered.consistency < requested.consistency {
+        bad.push(QosPolicyId::Consistency);
     }
     if bad.is_empty() {
         Ok(())
@@ -1389,6 +1443,85 @@ fn class_match(body: &str, c: Option<char>) -> Option<(bool, usize)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn consistency_atomic_writers_satisfy_every_reader_eventual_writers_only_eventual_ones() {
+        let w = |c| WriterSideQos::default().with_consistency(c);
+        let r = |c| ReaderSideQos::default().with_consistency(c);
+        assert_eq!(
+            check_compatibility(&w(Consistency::Atomic), &r(Consistency::Atomic)),
+            Ok(())
+        );
+        assert_eq!(
+            check_compatibility(&w(Consistency::Atomic), &r(Consistency::Eventual)),
+            Ok(())
+        );
+        assert_eq!(
+            check_compatibility(&w(Consistency::Eventual), &r(Consistency::Eventual)),
+            Ok(())
+        );
+        assert_eq!(
+            check_compatibility(&w(Consistency::Eventual), &r(Consistency::Atomic)),
+            Err(vec![QosPolicyId::Consistency])
+        );
+        // The topic's policy reaches its writers and readers.
+        let t = TopicQos::default().with_consistency(Consistency::Atomic);
+        assert_eq!(
+            DataWriterQos::from_topic(&t).consistency,
+            Consistency::Atomic
+        );
+        assert_eq!(
+            DataReaderQos::from_topic(&t).consistency,
+            Consistency::Atomic
+        );
+        assert_eq!(DataWriterQos::default().consistency, Consistency::Eventual);
+    }
+
+    #[test]
+    fn consistency_travels_in_sedp_and_a_foreign_parameter_under_its_pid_is_ignored() {
+        use crate::discovery::{DiscoveredReaderData, DiscoveredWriterData};
+        use crate::types::{entity_kind, EntityId, Guid, GuidPrefix};
+        let prefix = GuidPrefix([7; 12]);
+        let wg = Guid::new(prefix, EntityId::new(1, entity_kind::USER_WRITER_NO_KEY));
+        let rg = Guid::new(prefix, EntityId::new(2, entity_kind::USER_READER_NO_KEY));
+        let mut at = Locator::udpv4(std::net::Ipv4Addr::new(10, 1, 2, 3), 40123);
+        at.kind = 4; // TCPv4, as the runtime announces it
+        let mut wq = WriterSideQos::default().with_consistency(Consistency::Atomic);
+        wq.consensus_endpoint = Some(at);
+        let wd = DiscoveredWriterData::new(wg, "T", "X").with_qos(wq.clone());
+        let bytes = wd.to_payload();
+        assert_eq!(DiscoveredWriterData::decode(&bytes).unwrap().qos, wq);
+        let rq = ReaderSideQos::default().with_consistency(Consistency::Atomic);
+        let rd = DiscoveredReaderData::new(rg, "T", "X").with_qos(rq.clone());
+        assert_eq!(
+            DiscoveredReaderData::decode(&rd.to_payload()).unwrap().qos,
+            rq
+        );
+        // EVENTUAL endpoints send nothing new: byte for byte what other vendors see today.
+        let plain = DiscoveredWriterData::new(wg, "T", "X").to_payload();
+        assert!(!plain.windows(4).any(|x| x == b"TSRC"));
+
+        // Another vendor's value under the same pid (no magic) leaves the endpoint EVENTUAL.
+        let at_magic = bytes.windows(4).position(|x| x == b"TSRC").unwrap();
+        let mut foreign = bytes.clone();
+        foreign[at_magic..at_magic + 4].copy_from_slice(b"ABCD");
+        let d = DiscoveredWriterData::decode(&foreign).unwrap();
+        assert_eq!(
+            (d.qos.consistency, d.qos.consensus_endpoint),
+            (Consistency::Eventual, None)
+        );
+        // Ours with an unknown kind is refused, like any malformed policy.
+        let mut bad = bytes.clone();
+        bad[at_magic + 4] = 9;
+        assert!(DiscoveredWriterData::decode(&bad).is_err());
+        // Truncated after the magic: refused, no panic.
+        let mut short = bytes;
+        let pid_at = at_magic - 4;
+        short[pid_at + 2..pid_at + 4].copy_from_slice(&4u16.to_le_bytes());
+        short.truncate(at_magic + 4);
+        short.extend_from_slice(&[1, 0, 0, 0]); // sentinel
+        assert!(DiscoveredWriterData::decode(&short).is_err());
+    }
 
     #[test]
     fn durations_round_trip_every_nanosecond() {

@@ -241,6 +241,10 @@ pub mod locator_kind {
     /// host identity (host, user, network namespace), 8..12 the domain id; the port is the
     /// segment id. Other implementations keep it and never send to it.
     pub const TESSERA_SHM: i32 = 0x01a7_0002;
+    /// Tessera's TCP/IPv4 transport (vendor-specific range: its framing is Tessera's own, so
+    /// other implementations must not mistake it for theirs): IPv4 address in bytes 12..16,
+    /// the listening port as the port.
+    pub const TESSERA_TCP4: i32 = 0x01a7_0003;
 }
 
 /// A transport address: kind, port and a 16-byte address (IPv4 in the last 4 bytes).
@@ -273,6 +277,26 @@ impl Locator {
             port: port as u32,
             address: ip.octets(),
         }
+    }
+
+    /// A Tessera TCP/IPv4 locator (a listening address).
+    pub fn tcpv4(ip: std::net::Ipv4Addr, port: u16) -> Locator {
+        Locator {
+            kind: locator_kind::TESSERA_TCP4,
+            ..Locator::udpv4(ip, port)
+        }
+    }
+
+    /// The listening address if this is a usable Tessera TCP/IPv4 locator.
+    pub fn to_tcp_addr_v4(&self) -> Option<std::net::SocketAddrV4> {
+        if self.kind != locator_kind::TESSERA_TCP4 {
+            return None;
+        }
+        Locator {
+            kind: locator_kind::UDPV4,
+            ..*self
+        }
+        .to_socket_addr_v4()
     }
 
     /// The UDP port, if the locator's port fits one and is not 0.
@@ -326,6 +350,10 @@ impl fmt::Debug for Locator {
                 write!(f, "inproc/{id}:{}", self.port)
             }
             (locator_kind::TESSERA_SHM, _) => write!(f, "shm/{:08x}", self.port),
+            (locator_kind::TESSERA_TCP4, _) => match self.to_tcp_addr_v4() {
+                Some(a) => write!(f, "tcp/{a}"),
+                None => write!(f, "tcp/invalid:{}", self.port),
+            },
             _ => write!(f, "locator(kind {}, port {})", self.kind, self.port),
         }
     }

@@ -13,6 +13,9 @@ use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{Data, MessageBuilder, MessageReceiver, PayloadKind, Submessage};
 use tessera_rtps::writer::{OutSubmessage, Transmit};
 
+mod support;
+use support::encode;
+
 fn spdp_group() -> Locator {
     Locator::udpv4(Ipv4Addr::new(239, 255, 0, 1), 7400)
 }
@@ -219,19 +222,6 @@ impl Exchange {
             matches!(e, EngineEvent::Matched { local: l, remote: r } if *l == local && r.guid() == remote)
         })
     }
-}
-
-fn encode(from: GuidPrefix, t: &Transmit) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut scratch = Vec::new();
-    let mut m = MessageBuilder::new(&mut buf, from);
-    if let Some(dst) = t.dest.info_dst() {
-        m.submessage(&Submessage::InfoDst(dst));
-    }
-    for sm in &t.submessages {
-        m.submessage(&sm.as_submessage(&mut scratch));
-    }
-    buf
 }
 
 fn is_sedp_data(t: &Transmit, writer: EntityId) -> bool {

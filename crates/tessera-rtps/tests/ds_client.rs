@@ -13,12 +13,13 @@ use tessera_rtps::discovery::ds_common::{
 use tessera_rtps::discovery::*;
 use tessera_rtps::sim::epoch;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators};
-use tessera_rtps::wire::{
-    Heartbeat, MessageBuilder, MessageReceiver, PayloadKind, ReceivedSubmessage, Submessage,
-};
+use tessera_rtps::wire::{Heartbeat, MessageReceiver, PayloadKind, ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{
     Destination, InlineQos, OutData, OutSubmessage, Transmit, PID_FASTDDS_SAMPLE_IDENTITY,
 };
+
+mod support;
+use support::encode;
 
 const ME: GuidPrefix = GuidPrefix([7; 12]);
 const PEER: GuidPrefix = GuidPrefix([9; 12]);
@@ -45,19 +46,6 @@ fn client(now: Instant) -> DiscoveryServerClient {
         },
         now,
     )
-}
-
-fn encode(from: GuidPrefix, t: &Transmit) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut scratch = Vec::new();
-    let mut m = MessageBuilder::new(&mut buf, from);
-    if let Some(dst) = t.dest.info_dst() {
-        m.submessage(&Submessage::InfoDst(dst));
-    }
-    for sm in &t.submessages {
-        m.submessage(&sm.as_submessage(&mut scratch));
-    }
-    buf
 }
 
 /// Everything the client wants to send now, as bytes.

@@ -19,6 +19,8 @@ fn server(now: Instant) -> DiscoveryServerEngine {
             selector: Box::new(SelectAll),
             lease: Duration::from_secs(20),
             wall_clock_nanos: 0,
+            backup: false,
+            links: vec![],
         },
         now,
     )

@@ -9,8 +9,11 @@ use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
 use tessera_rtps::sim::epoch;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators};
-use tessera_rtps::wire::{MessageBuilder, MessageReceiver, Submessage};
+use tessera_rtps::wire::{MessageReceiver, Submessage};
 use tessera_rtps::writer::Transmit;
+
+mod support;
+use support::encode;
 
 fn server_locator() -> Locator {
     Locator::udpv4(Ipv4Addr::LOCALHOST, 11811)
@@ -22,19 +25,6 @@ fn meta(i: usize) -> Locator {
 
 fn prefix(i: usize) -> GuidPrefix {
     GuidPrefix([1 + i as u8; 12])
-}
-
-fn encode(from: GuidPrefix, t: &Transmit) -> Vec<u8> {
-    let mut buf = Vec::new();
-    let mut scratch = Vec::new();
-    let mut m = MessageBuilder::new(&mut buf, from);
-    if let Some(dst) = t.dest.info_dst() {
-        m.submessage(&Submessage::InfoDst(dst));
-    }
-    for sm in &t.submessages {
-        m.submessage(&sm.as_submessage(&mut scratch));
-    }
-    buf
 }
 
 struct Net {
@@ -51,16 +41,7 @@ struct Net {
 impl Net {
     fn new(n: usize) -> Net {
         let now = epoch();
-        let server = DiscoveryServerEngine::new(
-            DsServerConfig {
-                id: 0,
-                locators: vec![server_locator()],
-                selector: Box::new(SelectAll),
-                lease: Duration::from_secs(20),
-                wall_clock_nanos: 0,
-            },
-            now,
-        );
+        let server = fresh_server(now, false);
         let clients = (0..n)
             .map(|i| {
                 let mut d = SpdpParticipantData::new(prefix(i));
@@ -317,16 +298,7 @@ fn server_restart_is_found_again() {
     assert_eq!(n.lost(0, server_prefix(0)), Some(LostReason::LeaseExpired));
     // What the server relayed stays while it is down.
     assert_eq!(n.lost(0, prefix(1)), None);
-    n.server = DiscoveryServerEngine::new(
-        DsServerConfig {
-            id: 0,
-            locators: vec![server_locator()],
-            selector: Box::new(SelectAll),
-            lease: Duration::from_secs(20),
-            wall_clock_nanos: 0,
-        },
-        n.now,
-    );
+    n.server = fresh_server(n.now, false);
     n.server_up = true;
     n.run_for(Duration::from_secs(2));
     assert_eq!(n.server.clients().len(), 2);
@@ -338,4 +310,79 @@ fn server_restart_is_found_again() {
     let r2 = n.reader(2, "Square");
     n.run_for(Duration::from_secs(2));
     assert!(n.matched(2, r2, w), "{:?}", n.events[2]);
+}
+
+fn fresh_server(now: Instant, backup: bool) -> DiscoveryServerEngine {
+    DiscoveryServerEngine::new(
+        DsServerConfig {
+            id: 0,
+            locators: vec![server_locator()],
+            selector: Box::new(SelectAll),
+            lease: Duration::from_secs(20),
+            wall_clock_nanos: 0,
+            backup,
+            links: vec![],
+        },
+        now,
+    )
+}
+
+/// A server that comes back within its clients' lease is not re-announced to (Fast DDS
+/// clients keep their EDP state, eProsima/Fast-DDS#2534). Restored from its backup, it serves
+/// a new client everything at once, even about a client that stays silent; without the backup
+/// the new client learns nothing.
+#[test]
+fn a_backup_server_restarted_serves_what_it_knew() {
+    for restore in [true, false] {
+        let mut n = Net::new(2);
+        let w = n.writer(0, "Square");
+        n.run_for(Duration::from_secs(1));
+        let saved = n.server.backup();
+        assert!(n.server.generation() > 0);
+        // The server restarts; client 0 is silent from now on.
+        n.up[0] = false;
+        n.server = fresh_server(n.now, true);
+        if restore {
+            assert_eq!(n.server.restore(&saved, n.now), Ok(2));
+            assert_eq!(n.server.backup(), saved, "a restored backup saves the same");
+        }
+        n.clients.push(Net::new(3).clients.pop().unwrap());
+        n.up.push(true);
+        n.events.push(Vec::new());
+        let r = n.reader(2, "Square");
+        n.run_for(Duration::from_secs(2));
+        if restore {
+            assert_eq!(n.discovered(2), [prefix(0)]);
+            assert!(n.matched(2, r, w), "{:?}", n.events[2]);
+        } else {
+            assert!(n.discovered(2).is_empty(), "{:?}", n.events[2]);
+        }
+    }
+}
+
+#[test]
+fn a_damaged_backup_is_refused_whole() {
+    let mut n = Net::new(2);
+    n.writer(0, "Square");
+    n.run_for(Duration::from_secs(1));
+    let saved = n.server.backup();
+    let mut flipped = saved.clone();
+    flipped[40] ^= 1;
+    let now = n.now;
+    let mut s = fresh_server(now, true);
+    assert_eq!(s.restore(&flipped, now), Err(BackupError::Checksum));
+    assert_eq!(
+        s.restore(&saved[..saved.len() / 2], now),
+        Err(BackupError::Checksum)
+    );
+    assert_eq!(
+        s.restore(b"not a backup", now),
+        Err(BackupError::NotABackup)
+    );
+    assert!(s.clients().is_empty());
+    // Every prefix of a valid backup is refused, never a panic.
+    for k in 0..saved.len() {
+        assert!(s.restore(&saved[..k], now).is_err());
+    }
+    assert_eq!(s.restore(&saved, now), Ok(2));
 }

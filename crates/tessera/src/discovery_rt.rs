@@ -26,7 +26,8 @@ use tessera_rtps::discovery::{
     TypeLookupService,
 };
 use tessera_rtps::qos::{
-    Durability, ReaderSideQos, ReliabilityKind, TypeConsistencyEnforcement, WriterSideQos,
+    Consistency, Durability, ReaderSideQos, ReliabilityKind, TypeConsistencyEnforcement,
+    WriterSideQos,
 };
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix, Locator, Locators};
 use tessera_rtps::wire::ReceivedSubmessage;
@@ -59,6 +60,12 @@ pub(crate) enum MatchAction {
     ReaderIncompatible {
         local: Guid,
         policies: Vec<u32>,
+    },
+    /// A remote participant asserted its MANUAL_BY_PARTICIPANT (`manual`) or AUTOMATIC
+    /// writers alive.
+    LivelinessAsserted {
+        prefix: GuidPrefix,
+        manual: bool,
     },
 }
 
@@ -198,6 +205,8 @@ pub(crate) struct DiscoveryRuntime {
     /// Matches refused (or ended) because the types are not assignable; their unmatch is
     /// not passed on.
     refused: std::collections::HashSet<(Guid, Guid)>,
+    /// Local AUTOMATIC writers with a finite lease: the engine asserts them for the shortest.
+    automatic_leases: Vec<(Guid, std::time::Duration)>,
 }
 
 /// The action ending a local endpoint's match with a remote one (not a liveliness loss).
@@ -332,6 +341,7 @@ impl DiscoveryRuntime {
             },
             allow_multicast,
             transport: transport.clone(),
+            automatic_leases: Vec::new(),
             types: HashMap::new(),
             type_lookup: options.type_information.then(|| {
                 TypeLookupService::new(prefix, crate::publication::now_nanos(), Instant::now())
@@ -356,6 +366,18 @@ impl DiscoveryRuntime {
             svc.register(&b);
             self.types.insert(name.to_owned(), Arc::new(b.information));
         }
+    }
+
+    /// `DomainParticipant::assert_liveliness`: the engine tells the peers.
+    pub fn assert_manual_liveliness(&mut self, p: &ParticipantShared, now: Instant) {
+        self.engine.assert_manual_liveliness(now);
+        self.flush(p, now);
+    }
+
+    /// Keeps the engine's AUTOMATIC assertions at the shortest lease of the local writers.
+    fn automatic_lease_changed(&mut self, now: Instant) {
+        let min = self.automatic_leases.iter().map(|(_, l)| *l).min();
+        self.engine.set_automatic_liveliness(min, now);
     }
 
     pub fn participants(&self) -> Vec<ParticipantInfo> {
@@ -458,6 +480,15 @@ impl DiscoveryRuntime {
         qos: WriterSideQos,
         now: Instant,
     ) -> Vec<MatchAction> {
+        let l = qos.liveliness;
+        // Also a re-announcement (`set_qos`): the writer keeps one entry.
+        self.automatic_leases.retain(|(g, _)| *g != guid);
+        if l.kind == tessera_rtps::qos::LivelinessKind::Automatic
+            && !tessera_rtps::qos::is_infinite(l.lease_duration)
+        {
+            self.automatic_leases.push((guid, l.lease_duration));
+            self.automatic_lease_changed(now);
+        }
         let mut data =
             DiscoveredWriterData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
@@ -513,6 +544,11 @@ impl DiscoveryRuntime {
         self.local_types.remove(&guid);
         self.pending.retain(|(l, _), _| *l != guid);
         self.refused.retain(|(l, _)| *l != guid);
+        let before = self.automatic_leases.len();
+        self.automatic_leases.retain(|(g, _)| *g != guid);
+        if self.automatic_leases.len() != before {
+            self.automatic_lease_changed(now);
+        }
         self.local_change(
             p,
             now,
@@ -665,6 +701,10 @@ impl DiscoveryRuntime {
                         }
                     })
                 }
+                EngineEvent::LivelinessAsserted { prefix, manual } => {
+                    tracing::trace!(peer = ?prefix, manual, "participant asserted liveliness");
+                    out.push(MatchAction::LivelinessAsserted { prefix, manual });
+                }
                 EngineEvent::IncompatibleQos {
                     local, policies, ..
                 } => {
@@ -741,6 +781,14 @@ impl DiscoveryRuntime {
     /// What local endpoint `local` needs to know of a matched endpoint.
     fn remote_endpoint(&self, local: Guid, info: &RemoteEndpointInfo) -> RemoteEndpoint {
         let durable = |d: Durability| d != Durability::Volatile;
+        let consensus = match info {
+            RemoteEndpointInfo::Writer(w) => (w.qos.consistency == Consistency::Atomic)
+                .then_some(w.qos.consensus_endpoint)
+                .flatten(),
+            RemoteEndpointInfo::Reader(r) => (r.qos.consistency == Consistency::Atomic)
+                .then_some(r.qos.consensus_endpoint)
+                .flatten(),
+        };
         if info.guid().prefix == self.prefix {
             // One of our own: reached at our own unicast locator, and the pair's reliability is
             // the reader's (matching guarantees the writer offers at least that).
@@ -762,6 +810,8 @@ impl DiscoveryRuntime {
                 durable,
                 locators: self.own_locators,
                 multicast: Locators::new(),
+                consensus,
+                writer_terms: writer_terms(info),
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -789,7 +839,17 @@ impl DiscoveryRuntime {
             durable,
             locators,
             multicast,
+            consensus,
+            writer_terms: writer_terms(info),
         }
+    }
+}
+
+/// The run-time terms of a writer (defaults for a reader).
+fn writer_terms(info: &RemoteEndpointInfo) -> crate::endpoint::WriterQosTerms {
+    match info {
+        RemoteEndpointInfo::Writer(w) => crate::endpoint::WriterQosTerms::of(&w.qos),
+        RemoteEndpointInfo::Reader(_) => Default::default(),
     }
 }
 

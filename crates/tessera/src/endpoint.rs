@@ -23,6 +23,30 @@ pub(crate) struct RemoteEndpoint {
     /// default ones when it announced no locator), reachable by our transports; empty for
     /// writers, local readers, and when this participant sends no user data by multicast.
     pub multicast: Locators,
+    /// A remote ATOMIC endpoint's consensus address (its participant's group member).
+    pub consensus: Option<Locator>,
+    /// A writer's terms that its readers enforce (defaults for a reader): OWNERSHIP_STRENGTH,
+    /// LIFESPAN, LIVELINESS.
+    pub writer_terms: WriterQosTerms,
+}
+
+/// The policies of a writer that its readers enforce at run time.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct WriterQosTerms {
+    pub strength: i32,
+    pub lifespan: tessera_rtps::qos::Lifespan,
+    pub liveliness: tessera_rtps::qos::Liveliness,
+}
+
+impl WriterQosTerms {
+    /// The terms of a writer announcing `qos`.
+    pub fn of(qos: &tessera_rtps::qos::WriterSideQos) -> WriterQosTerms {
+        WriterQosTerms {
+            strength: qos.ownership_strength.0,
+            lifespan: qos.lifespan,
+            liveliness: qos.liveliness,
+        }
+    }
 }
 
 /// A local data writer as the receive and event threads see it.
@@ -45,6 +69,8 @@ pub(crate) trait LocalWriter: Send + Sync {
     fn unmatched(&self, remote: Guid);
     /// A remote reader was found with incompatible QoS (DDS policy ids).
     fn incompatible(&self, policies: &[u32]);
+    /// `DomainParticipant::assert_liveliness`: a MANUAL_BY_PARTICIPANT writer asserts its own.
+    fn assert_participant_liveliness(&self) {}
 }
 
 /// A local data reader as the receive and event threads see it.
@@ -80,6 +106,17 @@ pub(crate) trait LocalReader: Send + Sync {
     ) -> LocalOutcome;
     /// Raises the statuses (and runs the listener) for what `deliver_local` did.
     fn notify_local(&self, ctx: &RuntimeContext, outcome: LocalOutcome);
+    /// The local writer `writer` asserted its liveliness at `now` (called with no lock held).
+    fn writer_asserted(&self, _writer: Guid, _now: Instant) {}
+    /// The remote participant `prefix` asserted its MANUAL_BY_PARTICIPANT (`manual`) or
+    /// AUTOMATIC writers alive (writer liveliness protocol).
+    fn participant_asserted(
+        &self,
+        _prefix: tessera_rtps::types::GuidPrefix,
+        _manual: bool,
+        _now: Instant,
+    ) {
+    }
 }
 
 /// A writer of this participant that keeps samples a reliable local reader refused for lack of

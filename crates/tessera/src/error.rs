@@ -1,7 +1,7 @@
 //! Errors of the DCPS API.
 //!
 //! Every error says whose fault it is: the caller ([`Error::BadParameter`],
-//! [`Error::InconsistentPolicy`], [`Error::PreconditionNotMet`], [`Error::AlreadyDeleted`]),
+//! [`Error::InconsistentPolicy`], [`Error::ImmutablePolicy`], [`Error::NotEnabled`], [`Error::PreconditionNotMet`], [`Error::AlreadyDeleted`]),
 //! this implementation's limits ([`Error::Unsupported`]),
 //! a resource ([`Error::OutOfResources`], [`Error::Timeout`], [`Error::Io`], [`Error::Transport`]), or the state of the
 //! data ([`Error::NoData`], [`Error::UnknownInstance`]). Peers' mistakes never surface here: malformed network input is
@@ -22,6 +22,14 @@ pub enum Error {
     /// A QoS is inconsistent with itself (e.g. keep-last depth above max_samples_per_instance).
     #[error("inconsistent QoS: {0}")]
     InconsistentPolicy(String),
+    /// `set_qos` tried to change a policy that cannot change once the entity is enabled (DDS
+    /// `IMMUTABLE_POLICY`); the names of those policies.
+    #[error("immutable policy: {0}")]
+    ImmutablePolicy(String),
+    /// The entity was created disabled (ENTITY_FACTORY `autoenable_created_entities` off) and
+    /// not enabled yet (DDS `NOT_ENABLED`).
+    #[error("entity not enabled")]
+    NotEnabled,
     /// The operation is not allowed in the entity's current state (e.g. deleting a topic
     /// that still has readers, or writing an unregistered instance).
     #[error("precondition not met: {0}")]
@@ -32,6 +40,11 @@ pub enum Error {
     /// A blocking operation did not complete in time.
     #[error("timeout")]
     Timeout,
+    /// An ATOMIC write got no answer in time after it may have reached the group: it may still
+    /// be committed (and delivered everywhere) or not. A later write of the same writer is never
+    /// delivered before it.
+    #[error("indeterminate: the sample may or may not be committed")]
+    Indeterminate,
     /// The entity was already deleted or its participant is gone.
     #[error("entity already deleted")]
     AlreadyDeleted,

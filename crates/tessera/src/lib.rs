@@ -51,6 +51,7 @@ pub use tessera_derive::{TopicEnum, TopicType};
 pub use tessera_rtps as rtps;
 pub use tessera_rtps::cdr::TopicType;
 
+mod atomic;
 mod bounds;
 pub mod condition;
 mod discovery_rt;
@@ -60,6 +61,7 @@ pub mod history;
 mod outbox;
 mod participant;
 mod publication;
+mod qos_rt;
 mod reader;
 mod runtime;
 pub mod sample;
@@ -82,7 +84,7 @@ pub use history::{
 };
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
-pub use reader::{DataReader, UntypedDataReader};
+pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
 pub use subscription::{DataReaderListener, Subscriber};

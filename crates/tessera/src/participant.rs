@@ -50,6 +50,13 @@ pub struct ParticipantConfig {
     /// Settings of the shared-memory transport when it is selected (`None`: the defaults with
     /// `TESSERA_SHM_SPIN_US` and `TESSERA_SHM_SEGMENT_BYTES` applied).
     pub shm: Option<ShmConfig>,
+    /// Settings of the TCP transport when it is selected ([`TransportKind::Tcp4`]; `None`: the
+    /// defaults with `TESSERA_TCP_PEERS` and `TESSERA_TCP_PORT` applied).
+    pub tcp: Option<crate::transport::TcpConfig>,
+    /// How the user-data receive threads wait for datagrams (UDP and shared memory): `None`
+    /// reads `TESSERA_WAIT` (`block`, the default; `spin:US`, `adaptive:US`, `poll`); see
+    /// [`crate::transport::wait`] for what each costs.
+    pub wait: Option<crate::transport::WaitStrategy>,
     /// Use this in-process network instead of UDP: no socket is opened, and only participants
     /// of the same network (and domain) are reached. For tests.
     pub in_process: Option<InProcessNetwork>,
@@ -359,6 +366,8 @@ pub(crate) struct ParticipantShared {
     pub ctx: Arc<RuntimeContext>,
     pub endpoints: RwLock<Endpoints>,
     pub discovery: Mutex<DiscoveryRuntime>,
+    /// Consensus groups of ATOMIC endpoints (started with the first one).
+    pub atomic: crate::atomic::AtomicService,
     next_entity_key: AtomicU32,
 }
 
@@ -389,6 +398,7 @@ struct ParticipantOwner {
 impl Drop for ParticipantOwner {
     fn drop(&mut self) {
         self.shared.discovery.lock().announce_leaving(&self.shared);
+        self.shared.atomic.close();
         self.shared.ctx.close();
         self.shared.kick.wake_now();
         drop(self.receivers.lock().take());
@@ -461,12 +471,28 @@ impl DomainParticipant {
             c.multicast = false;
             udp = Some(c);
         }
+        let mut shm = config.shm;
+        if let (Some(w), None) = (config.wait, &config.in_process) {
+            let mut c = match udp {
+                Some(c) => c,
+                None => UdpConfig::new(domain_id)?,
+            };
+            c.wait = w;
+            udp = Some(c);
+            let mut s = match shm {
+                Some(s) => s,
+                None => crate::transport::ShmConfig::from_env()?,
+            };
+            s.wait = Some(w);
+            shm = Some(s);
+        }
         let transport = Transports::open(
             domain_id,
             udp,
             config.transports.as_deref(),
             config.in_process.as_ref(),
-            config.shm,
+            shm,
+            config.tcp,
         )?;
         let guid_prefix = new_guid_prefix();
         let now = Instant::now();
@@ -503,6 +529,7 @@ impl DomainParticipant {
             ctx: Arc::new(ctx),
             endpoints: RwLock::new(Endpoints::default()),
             discovery: Mutex::new(discovery),
+            atomic: crate::atomic::AtomicService::new(guid_prefix),
             next_entity_key: AtomicU32::new(1),
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
@@ -595,6 +622,32 @@ impl DomainParticipant {
     pub fn participant_events(&self) -> crossbeam_channel::Receiver<ParticipantEvent> {
         let capacity = self.owner.shared.limits.participant_events;
         self.owner.shared.discovery.lock().watch(capacity)
+    }
+
+    /// Asserts the liveliness of every MANUAL_BY_PARTICIPANT writer of this participant
+    /// (DDS `assert_liveliness`); each of them tells its readers.
+    pub fn assert_liveliness(&self) -> Result<()> {
+        if self.owner.shared.is_closed() {
+            return Err(Error::AlreadyDeleted);
+        }
+        let writers: Vec<_> = self
+            .owner
+            .shared
+            .endpoints
+            .read()
+            .writers
+            .values()
+            .cloned()
+            .collect();
+        for w in writers {
+            w.assert_participant_liveliness();
+        }
+        let shared = &self.owner.shared;
+        shared
+            .discovery
+            .lock()
+            .assert_manual_liveliness(shared, Instant::now());
+        Ok(())
     }
 
     /// A snapshot of the runtime's drop and traffic counters.
@@ -750,6 +803,7 @@ impl ParticipantShared {
         for ev in events {
             match ev {
                 MatchAction::MatchWriter { local, remote } => {
+                    self.atomic.matched(local, &remote);
                     let (w, local_reader) = {
                         let eps = self.endpoints.read();
                         let r = if remote.guid.prefix == self.guid_prefix {
@@ -770,6 +824,7 @@ impl ParticipantShared {
                     }
                 }
                 MatchAction::MatchReader { local, remote } => {
+                    self.atomic.matched(local, &remote);
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.matched(&self.ctx, &remote, now);
@@ -801,6 +856,12 @@ impl ParticipantShared {
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         r.incompatible(&policies);
+                    }
+                }
+                MatchAction::LivelinessAsserted { prefix, manual } => {
+                    let readers: Vec<_> = self.endpoints.read().readers.values().cloned().collect();
+                    for r in readers {
+                        r.participant_asserted(prefix, manual, now);
                     }
                 }
             }

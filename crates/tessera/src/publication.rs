@@ -11,9 +11,13 @@ use crate::error::{Error, Result};
 use crate::outbox;
 use crate::participant::DomainParticipant;
 use crate::qos::{DataWriterQos, PublisherQos};
+use crate::qos_rt::deadline::DeadlineTimers;
+use crate::qos_rt::group::Group;
 use crate::runtime::RuntimeContext;
-use crate::status::{IncompatibleQosStatus, PublicationMatchedStatus, StatusMask, WriterStatuses};
-use crate::topic::Topic;
+use crate::status::{
+    IncompatibleQosStatus, LivelinessLostStatus, OfferedDeadlineMissedStatus,
+    PublicationMatchedStatus, StatusMask, WriterStatuses,
+};
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::marker::PhantomData;
@@ -22,84 +26,21 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
 use tessera_rtps::fasthash::FastHashMap;
-use tessera_rtps::types::{EntityId, Guid, Timestamp};
+use tessera_rtps::qos::LivelinessKind;
+use tessera_rtps::types::{EntityId, Guid, Locators, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
 
+mod atomic;
 mod local;
+mod policies;
+mod publisher;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
+use policies::{budget_ns, lifespan_ns};
+pub use publisher::Publisher;
 
 /// A handle naming an instance (derived from its key hash).
 pub use crate::history::InstanceHandle;
-
-/// Creates data writers; its QoS gives them their partitions.
-#[derive(Debug, Clone)]
-pub struct Publisher {
-    participant: DomainParticipant,
-    qos: PublisherQos,
-}
-
-impl Publisher {
-    pub(crate) fn new(participant: DomainParticipant, qos: PublisherQos) -> Self {
-        Publisher { participant, qos }
-    }
-
-    /// The publisher QoS.
-    pub fn qos(&self) -> &PublisherQos {
-        &self.qos
-    }
-
-    /// The participant.
-    pub fn participant(&self) -> &DomainParticipant {
-        &self.participant
-    }
-
-    /// Creates a data writer for `topic`. Inconsistent QoS is refused with
-    /// [`Error::InconsistentPolicy`].
-    pub fn create_datawriter<T: TopicType>(
-        &self,
-        topic: &Topic<T>,
-        qos: DataWriterQos,
-    ) -> Result<DataWriter<T>> {
-        qos.check_consistency()
-            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
-        check_durability_supported(qos.durability)?;
-        if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
-            return Err(Error::BadParameter(
-                "topic belongs to another participant".into(),
-            ));
-        }
-        let p = self.participant.shared().clone();
-        let entity_id = p.new_entity_id(true, T::KEYED);
-        let guid = Guid::new(p.guid_prefix, entity_id);
-        let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
-        p.endpoints
-            .write()
-            .writers
-            .insert(entity_id, ep.clone() as Arc<dyn LocalWriter>);
-        let actions = p.discovery.lock().add_local_writer(
-            &p,
-            guid,
-            crate::discovery_rt::EndpointTopic {
-                topic_name: topic.name(),
-                type_name: topic.type_name(),
-            },
-            tessera_rtps::qos::WriterSideQos::new(topic.qos(), &self.qos, &qos),
-            Instant::now(),
-        );
-        p.apply_discovery_events(actions, Instant::now());
-        let owner = Arc::new(WriterOwner {
-            ep: ep.clone(),
-            participant: self.participant.clone(),
-            entity_id,
-        });
-        Ok(DataWriter {
-            ep,
-            owner: Some(owner),
-            _type: PhantomData,
-        })
-    }
-}
 
 /// Listener for data-writer statuses; called from a runtime thread, so keep it short.
 pub trait DataWriterListener<T: TopicType>: Send + Sync {
@@ -108,6 +49,15 @@ pub trait DataWriterListener<T: TopicType>: Send + Sync {
     /// A reader with incompatible QoS was found.
     fn on_offered_incompatible_qos(&self, _writer: &DataWriter<T>, _status: IncompatibleQosStatus) {
     }
+    /// An instance was not written within the DEADLINE period.
+    fn on_offered_deadline_missed(
+        &self,
+        _writer: &DataWriter<T>,
+        _status: OfferedDeadlineMissedStatus,
+    ) {
+    }
+    /// The writer did not assert its (manual) liveliness within its lease.
+    fn on_liveliness_lost(&self, _writer: &DataWriter<T>, _status: LivelinessLostStatus) {}
 }
 
 type ErasedWriterListener = Box<dyn Fn(Arc<WriterEndpoint>, StatusMask) + Send + Sync>;
@@ -128,10 +78,16 @@ pub(crate) struct WriterEndpoint {
     listener: Mutex<Option<Arc<ErasedWriterListener>>>,
     max_blocking: Duration,
     xcdr2: bool,
+    /// The QoS the writer was created with: its immutable policies.
     qos: DataWriterQos,
+    /// The QoS now (`set_qos` changes the changeable policies).
+    current_qos: Mutex<DataWriterQos>,
     /// Write batching: samples accumulate in the core until a datagram is nearly full, an
-    /// explicit `flush`, or [`BATCH_DELAY`] passes.
+    /// explicit `flush`, or the batch delay passes ([`BATCH_DELAY`], or LATENCY_BUDGET).
     batching: AtomicBool,
+    /// LATENCY_BUDGET in ns (0: none): a writer with a budget batches, and a batch waits up
+    /// to the budget for company.
+    budget_ns: AtomicU64,
     /// Bytes written since the last flush, and when the first of them was written (ns since
     /// the participant's epoch; 0 = nothing pending). Only changed under the core lock.
     unflushed: AtomicUsize,
@@ -158,11 +114,31 @@ pub(crate) struct WriterEndpoint {
     /// serialized key, to unregister them when the writer is deleted.
     instances: Mutex<FastHashMap<[u8; 16], Arc<Vec<u8>>>>,
     /// WRITER_DATA_LIFECYCLE `autodispose_unregistered_instances`.
-    autodispose: bool,
+    autodispose: AtomicBool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
+    /// Set for an ATOMIC writer: samples go to its consensus group instead (see [`atomic`]).
+    atomic: std::sync::OnceLock<atomic::AtomicWriter>,
+    /// ENTITY_FACTORY: the writer was enabled (announced); writes fail before.
+    enabled: AtomicBool,
+    /// Offered DEADLINE per instance; locked only while `deadline_on`.
+    deadline: Mutex<DeadlineTimers>,
+    deadline_on: AtomicBool,
+    /// LIFESPAN in ns (0: infinite), and the retained samples to drop when theirs runs out
+    /// (wall-clock ns, sequence number), in write order; changed under the core lock.
+    lifespan_ns: AtomicU64,
+    expiring: Mutex<std::collections::VecDeque<(i64, SequenceNumber)>>,
+    /// The lease of a MANUAL_BY_PARTICIPANT / MANUAL_BY_TOPIC writer (`None`: AUTOMATIC or
+    /// infinite), its last assertion (ns since the participant's epoch) and whether it is
+    /// alive.
+    lease: Option<Duration>,
+    liveliness_kind: LivelinessKind,
+    last_assert: AtomicU64,
+    alive: AtomicBool,
+    /// Matched remote readers' unicast locators: where a liveliness HEARTBEAT goes.
+    reader_locators: Mutex<Vec<(Guid, Locators)>>,
 }
 
 /// An instance a writer unregisters: its key hash (none for a keyless topic) and serialized key.
@@ -184,6 +160,7 @@ impl WriterEndpoint {
     /// A writer endpoint with `qos`, run by `ctx`; it sends nothing until readers match.
     pub(crate) fn new(ctx: Arc<RuntimeContext>, guid: Guid, qos: &DataWriterQos) -> Arc<Self> {
         let config = outbox::writer_config(guid, qos, ctx.allow_multicast);
+        let created = ctx.kick.ns_of(Instant::now());
         Arc::new_cyclic(|me| WriterEndpoint {
             me: me.clone(),
             guid,
@@ -197,7 +174,9 @@ impl WriterEndpoint {
             max_blocking: qos.reliability.max_blocking_time,
             xcdr2: outbox::prefers_xcdr2(qos),
             qos: qos.clone(),
-            batching: AtomicBool::new(false),
+            current_qos: Mutex::new(qos.clone()),
+            batching: AtomicBool::new(budget_ns(qos) != 0),
+            budget_ns: AtomicU64::new(budget_ns(qos)),
             unflushed: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
@@ -209,9 +188,27 @@ impl WriterEndpoint {
             reliable: qos.reliability.kind == tessera_rtps::qos::ReliabilityKind::Reliable,
             keyless_registered: AtomicBool::new(false),
             instances: Mutex::new(FastHashMap::default()),
-            autodispose: qos.writer_data_lifecycle.autodispose_unregistered_instances,
+            autodispose: AtomicBool::new(
+                qos.writer_data_lifecycle.autodispose_unregistered_instances,
+            ),
             size_hint: AtomicUsize::new(64),
             keep_all: qos.history == crate::qos::History::KeepAll,
+            atomic: std::sync::OnceLock::new(),
+            // Endpoints run without a participant are enabled; `create_datawriter` enables
+            // through its owner.
+            enabled: AtomicBool::new(true),
+            deadline: Mutex::new(DeadlineTimers::new(qos.deadline.period)),
+            deadline_on: AtomicBool::new(!tessera_rtps::qos::is_infinite(qos.deadline.period)),
+            lifespan_ns: AtomicU64::new(lifespan_ns(qos.lifespan.duration)),
+            expiring: Mutex::new(Default::default()),
+            lease: crate::qos_rt::reader::watched_lease(
+                qos.liveliness.kind,
+                qos.liveliness.lease_duration,
+            ),
+            liveliness_kind: qos.liveliness.kind,
+            last_assert: AtomicU64::new(created),
+            alive: AtomicBool::new(true),
+            reader_locators: Mutex::new(Vec::new()),
         })
     }
 
@@ -235,6 +232,12 @@ impl WriterEndpoint {
     ) -> Result<()> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
+        }
+        if !self.enabled.load(Ordering::Relaxed) {
+            return Err(Error::NotEnabled);
+        }
+        if let Some(a) = self.atomic.get() {
+            return a.submit(self.guid, &payload, key_hash, status, source_ns);
         }
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
@@ -279,6 +282,36 @@ impl WriterEndpoint {
             self.waiting.fetch_sub(1, Ordering::AcqRel);
             now = Instant::now();
         };
+        let life = self.lifespan_ns.load(Ordering::Relaxed);
+        if life != 0 {
+            let exp = source_ns.saturating_add(life as i64);
+            let mut q = self.expiring.lock();
+            // Samples the history no longer holds (replaced, acknowledged and dropped) leave
+            // the queue too: it never outgrows the history's span of sequence numbers.
+            let first = core.store().first_seq();
+            while q
+                .front()
+                .is_some_and(|&(_, s)| s != seq && first.is_none_or(|f| s < f))
+            {
+                q.pop_front();
+            }
+            if q.is_empty() {
+                p.kick.ensure_by(Some(now + Duration::from_nanos(life)));
+            }
+            q.push_back((exp, seq));
+        }
+        if self.deadline_on.load(Ordering::Relaxed) {
+            let key = key_hash.unwrap_or([0; 16]);
+            let mut d = self.deadline.lock();
+            if status & STATUS_UNREGISTERED != 0 || status & STATUS_DISPOSED != 0 {
+                d.remove(&key);
+            } else if let Some(due) = d.renew(key, now) {
+                p.kick.ensure_by(Some(due));
+            }
+        }
+        if self.lease.is_some() {
+            self.asserted(now);
+        }
         // Local readers have the sample when `write` returns; their statuses are raised once
         // the core lock is released. Nothing is allocated when there are none.
         let locals = self.local_readers.read().clone();
@@ -303,7 +336,8 @@ impl WriterEndpoint {
             let pending =
                 self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
             let started = self.batch_started.load(Ordering::Relaxed);
-            let stale = started != 0 && now >= p.kick.instant_of(started) + BATCH_DELAY;
+            let delay = self.batch_delay();
+            let stale = started != 0 && now >= p.kick.instant_of(started) + delay;
             // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
             // multicast fan-out wakes each reader once per full datagram.
             let full = core
@@ -317,6 +351,11 @@ impl WriterEndpoint {
                     // BATCH_DELAY, or on the event thread's next pass.
                     self.batch_started
                         .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
+                    if self.budget_ns.load(Ordering::Relaxed) != 0 {
+                        // A latency budget is a promise: the event thread sends the batch
+                        // when it runs out.
+                        p.kick.ensure_by(Some(now + delay));
+                    }
                 }
                 drop(core);
                 notify_local(p, &locals, &outcomes);
@@ -330,6 +369,11 @@ impl WriterEndpoint {
         drop(core);
         p.kick.ensure_by(next);
         notify_local(p, &locals, &outcomes);
+        if self.lease.is_some() {
+            for l in locals.iter() {
+                l.reader.writer_asserted(self.guid, now);
+            }
+        }
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
         outbox::wait_sent(p, deadline);
         Ok(())
@@ -424,11 +468,48 @@ impl WriterEndpoint {
 
     /// The status bits of an unregistration: it disposes too when autodispose is on.
     fn unregister_status(&self) -> u32 {
-        if self.autodispose {
+        if self.autodispose.load(Ordering::Relaxed) {
             STATUS_UNREGISTERED | STATUS_DISPOSED
         } else {
             STATUS_UNREGISTERED
         }
+    }
+
+    /// The event thread's pass over this writer, under its core lock: protocol timers, the
+    /// batch, and the policy timers, whose statuses are added to `raise`.
+    fn timeout_locked(
+        &self,
+        ctx: &RuntimeContext,
+        now: Instant,
+        raise: &mut StatusMask,
+    ) -> Option<Instant> {
+        let mut core = self.core.lock();
+        let policy_next = if self.deadline_on.load(Ordering::Relaxed)
+            || self.lease.is_some()
+            || self.lifespan_ns.load(Ordering::Relaxed) != 0
+        {
+            self.policy_timeout(&mut core, now, raise)
+        } else {
+            None
+        };
+        let earliest = |a: Option<Instant>| match (a, policy_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
+        let started = self.batch_started.load(Ordering::Relaxed);
+        if started != 0 {
+            let due = ctx.kick.instant_of(started) + self.batch_delay();
+            if now < due {
+                // A batch is filling: only run the protocol timers, keep the batch.
+                core.handle_timeout(now);
+                return earliest(Some(core.poll_timeout().map_or(due, |d| d.min(due))));
+            }
+        }
+        core.handle_timeout(now);
+        outbox::flush_writer(ctx, &mut core, now);
+        self.unflushed.store(0, Ordering::Relaxed);
+        self.batch_started.store(0, Ordering::Relaxed);
+        earliest(core.poll_timeout())
     }
 
     fn wake_waiters(&self) {
@@ -441,12 +522,22 @@ impl WriterEndpoint {
 impl LocalWriter for WriterEndpoint {
     fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         let mut core = self.core.lock();
+        let size_before = core.max_message_size();
         match &rs.submessage {
             Submessage::AckNack(a) => {
                 core.on_acknack(rs.source_prefix, a, now);
             }
             Submessage::NackFrag(n) => core.on_nack_frag(rs.source_prefix, n, now),
             _ => return,
+        }
+        let size_after = core.max_message_size();
+        if size_after != size_before {
+            tracing::info!(
+                writer = ?core.guid(),
+                from = size_before,
+                to = size_after,
+                "datagram size changed by the loss watch (readers asking for repairs)"
+            );
         }
         outbox::flush_writer(ctx, &mut core, now);
         let next = core.poll_timeout();
@@ -456,21 +547,19 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
-        let mut core = self.core.lock();
-        let started = self.batch_started.load(Ordering::Relaxed);
-        if started != 0 {
-            let due = ctx.kick.instant_of(started) + BATCH_DELAY;
-            if now < due {
-                // A batch is filling: only run the protocol timers, keep the batch.
-                core.handle_timeout(now);
-                return Some(core.poll_timeout().map_or(due, |d| d.min(due)));
-            }
+        let mut raise = StatusMask::NONE;
+        let next = self.timeout_locked(ctx, now, &mut raise);
+        // Statuses (and their listeners, which may write) only once the core lock is released.
+        if raise != StatusMask::NONE {
+            self.status_changed(raise);
         }
-        core.handle_timeout(now);
-        outbox::flush_writer(ctx, &mut core, now);
-        self.unflushed.store(0, Ordering::Relaxed);
-        self.batch_started.store(0, Ordering::Relaxed);
-        core.poll_timeout()
+        next
+    }
+
+    fn assert_participant_liveliness(&self) {
+        if self.liveliness_kind == LivelinessKind::ManualByParticipant {
+            self.assert_locally(Instant::now());
+        }
     }
 
     fn matched(
@@ -502,9 +591,16 @@ impl LocalWriter for WriterEndpoint {
                     .as_slice()
                     .iter()
                     .chain(remote.multicast.as_slice()),
+                self.reliable,
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
             outbox::flush_writer(ctx, &mut core, now);
+            drop(core);
+            if self.liveliness_kind != LivelinessKind::Automatic {
+                let mut rl = self.reader_locators.lock();
+                rl.retain(|(g, _)| *g != remote.guid);
+                rl.push((remote.guid, remote.locators));
+            }
         }
         {
             let mut m = self.matched.lock();
@@ -535,6 +631,8 @@ impl LocalWriter for WriterEndpoint {
             let mut core = self.core.lock();
             core.remove_reader(remote);
             self.set_path_size(&mut core, None, Some(remote));
+            drop(core);
+            self.reader_locators.lock().retain(|(g, _)| *g != remote);
         }
         self.matched.lock().retain(|g| *g != remote);
         self.wake_waiters();
@@ -562,10 +660,20 @@ struct WriterOwner {
     ep: Arc<WriterEndpoint>,
     participant: DomainParticipant,
     entity_id: EntityId,
+    /// What the writer is announced with, for re-announcements (`set_qos`).
+    topic_name: String,
+    type_name: String,
+    topic_qos: crate::qos::TopicQos,
+    publisher: Arc<Group<PublisherQos, WriterOwner>>,
+    /// An ATOMIC writer's consensus address, announced with it (see [`atomic`]).
+    consensus: Option<tessera_rtps::types::Locator>,
 }
 
 impl Drop for WriterOwner {
     fn drop(&mut self) {
+        if !self.ep.enabled.load(Ordering::Acquire) {
+            return; // never announced
+        }
         // DDS: deleting a writer unregisters every instance it still has (and so, with
         // autodispose, disposes them), before the writer itself goes away.
         let instances = self.ep.take_instances();
@@ -642,11 +750,6 @@ impl<T: TopicType> DataWriter<T> {
         self.ep.guid
     }
 
-    /// The writer's QoS.
-    pub fn qos(&self) -> &DataWriterQos {
-        &self.ep.qos
-    }
-
     /// Publishes a sample stamped with the current time.
     pub fn write(&self, sample: &T) -> Result<()> {
         self.write_with_timestamp(sample, now_nanos())
@@ -704,9 +807,7 @@ impl<T: TopicType> DataWriter<T> {
             self.ep.track_keyless();
             [0; 16]
         };
-        let mut raw = [0u8; 8];
-        raw.copy_from_slice(&kh[..8]);
-        Ok(InstanceHandle::from_raw(u64::from_be_bytes(raw) | 1))
+        Ok(instance_handle(&kh))
     }
 
     fn write_key_only(&self, sample: &T, status: u32) -> Result<()> {
@@ -739,7 +840,9 @@ impl<T: TopicType> DataWriter<T> {
     /// batch is sent when it nearly fills a datagram, on [`DataWriter::flush`], by the first
     /// write more than 0.5 ms after the batch began, or else by the participant's event thread
     /// (within its timer period, at most 100 ms). Call `flush` when a sample must go now.
-    /// Off by default (lowest latency).
+    /// Off by default (lowest latency). A writer with a LATENCY_BUDGET batches from the start,
+    /// and its batches wait up to the budget (at most 1 s), sent by the event thread when it
+    /// runs out.
     pub fn set_batching(&self, on: bool) {
         self.ep.batching.store(on, Ordering::Relaxed);
         if !on {
@@ -760,6 +863,12 @@ impl<T: TopicType> DataWriter<T> {
     /// reliable reader asked for them (ACKNACK or NACK_FRAG), since it was created.
     pub fn retransmitted_samples(&self) -> u64 {
         self.ep.core.lock().counters().retransmits
+    }
+
+    /// The RTPS protocol counters of this writer: data and fragments sent, retransmissions,
+    /// ACKNACKs received and ignored, repairs held off, datagram-size reductions under loss.
+    pub fn protocol_counters(&self) -> tessera_rtps::writer::WriterCounters {
+        self.ep.core.lock().counters()
     }
 
     /// GUIDs of the readers currently matched.
@@ -821,6 +930,12 @@ impl<T: TopicType> DataWriter<T> {
                     if mask.intersects(StatusMask::OFFERED_INCOMPATIBLE_QOS) {
                         l.on_offered_incompatible_qos(&w, w.offered_incompatible_qos_status());
                     }
+                    if mask.intersects(StatusMask::OFFERED_DEADLINE_MISSED) {
+                        l.on_offered_deadline_missed(&w, w.offered_deadline_missed_status());
+                    }
+                    if mask.intersects(StatusMask::LIVELINESS_LOST) {
+                        l.on_liveliness_lost(&w, w.liveliness_lost_status());
+                    }
                 });
             Arc::new(f)
         });
@@ -838,6 +953,13 @@ pub(crate) fn check_durability_supported(d: crate::qos::Durability) -> Result<()
             "{d:?} durability (no durability service); use TransientLocal"
         ))),
     }
+}
+
+/// The handle a writer gives the instance of `key_hash` (as `register_instance` returns it).
+fn instance_handle(key_hash: &[u8; 16]) -> InstanceHandle {
+    let mut raw = [0u8; 8];
+    raw.copy_from_slice(&key_hash[..8]);
+    InstanceHandle::from_raw(u64::from_be_bytes(raw) | 1)
 }
 
 /// Nanoseconds since the Unix epoch, made even: ddsperf treats an odd timestamp as a ping.

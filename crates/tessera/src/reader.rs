@@ -13,8 +13,8 @@ use crate::history::{History, InstanceHandle, Sample, StateMasks};
 use crate::qos::DataReaderQos;
 use crate::sample::{SerializedPayload, TypeSupport};
 use crate::status::{
-    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
-    SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, RequestedDeadlineMissedStatus,
+    SampleLostStatus, SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
 };
 use crate::subscription::{DataReaderListener, ReaderEndpoint, ReaderOwner, TypedListener};
 use crate::TopicType;
@@ -52,9 +52,55 @@ impl UntypedDataReader {
         self.ep.guid
     }
 
-    /// The reader's QoS.
-    pub fn qos(&self) -> &DataReaderQos {
-        &self.ep.qos
+    /// The reader's QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> DataReaderQos {
+        self.ep.current_qos.lock().clone()
+    }
+
+    /// Enables a reader created by a subscriber whose ENTITY_FACTORY does not autoenable: it
+    /// is announced and matched from now on (until then it receives nothing). Enabling twice
+    /// does nothing.
+    pub fn enable(&self) -> Result<()> {
+        match &self._owner {
+            Some(o) => {
+                o.enable();
+                Ok(())
+            }
+            None => Err(Error::PreconditionNotMet(
+                "enable on a listener's handle of the reader".into(),
+            )),
+        }
+    }
+
+    /// Whether the reader is enabled (see [`UntypedDataReader::enable`]).
+    pub fn is_enabled(&self) -> bool {
+        self._owner.as_ref().is_none_or(|o| o.is_enabled())
+    }
+
+    /// Changes the reader's QoS. The changeable policies (DEADLINE, LATENCY_BUDGET,
+    /// TIME_BASED_FILTER, USER_DATA, READER_DATA_LIFECYCLE) take effect at once and are
+    /// announced again, which re-matches the reader. Changing any other policy is refused with
+    /// [`Error::ImmutablePolicy`]; an inconsistent QoS with [`Error::InconsistentPolicy`].
+    pub fn set_qos(&self, qos: DataReaderQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        let Some(owner) = &self._owner else {
+            return Err(Error::PreconditionNotMet(
+                "set_qos on a listener's handle of the reader".into(),
+            ));
+        };
+        let fixed = &self.ep.qos;
+        crate::qos_rt::check_immutable(
+            fixed,
+            &qos,
+            &[(
+                "TYPE_CONSISTENCY_ENFORCEMENT",
+                fixed.type_consistency != qos.type_consistency,
+            )],
+        )?;
+        self.ep.apply_qos(&qos);
+        owner.reannounce(&qos);
+        Ok(())
     }
 
     /// What the reader knows of its type.
@@ -225,6 +271,27 @@ impl UntypedDataReader {
         })
     }
 
+    /// REQUESTED_DEADLINE_MISSED; reading it resets the change count.
+    pub fn requested_deadline_missed_status(&self) -> RequestedDeadlineMissedStatus {
+        self.read_status(StatusMask::REQUESTED_DEADLINE_MISSED, |s| {
+            let out = s.requested_deadline_missed;
+            s.requested_deadline_missed.total_count_change = 0;
+            out
+        })
+    }
+
+    /// Samples the QoS policies kept out of the history: (expired on arrival under the
+    /// writer's LIFESPAN, dropped because another writer owns the instance under exclusive
+    /// OWNERSHIP, dropped by the TIME_BASED_FILTER).
+    pub fn policy_drops(&self) -> PolicyDrops {
+        let p = self.ep.policies.lock();
+        PolicyDrops {
+            expired: p.expired,
+            not_owner: p.not_owner_drops(),
+            filtered: p.filtered,
+        }
+    }
+
     /// Decodes `src` (drained) into `out`; undecodable samples are counted and left out. With
     /// `recycle` (take), payload buffers go back to the pool.
     fn decode_into<T: TopicType>(
@@ -307,9 +374,24 @@ impl<T: TopicType> DataReader<T> {
         self.raw.guid()
     }
 
-    /// The reader's QoS.
-    pub fn qos(&self) -> &DataReaderQos {
+    /// The reader's QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> DataReaderQos {
         self.raw.qos()
+    }
+
+    /// Enables the reader (see [`UntypedDataReader::enable`]).
+    pub fn enable(&self) -> Result<()> {
+        self.raw.enable()
+    }
+
+    /// Whether the reader is enabled.
+    pub fn is_enabled(&self) -> bool {
+        self.raw.is_enabled()
+    }
+
+    /// Changes the reader's QoS (see [`UntypedDataReader::set_qos`]).
+    pub fn set_qos(&self, qos: DataReaderQos) -> Result<()> {
+        self.raw.set_qos(qos)
     }
 
     /// Samples dropped by `read`/`take` because their payload did not decode as `T`.
@@ -470,4 +552,27 @@ impl<T: TopicType> DataReader<T> {
     pub fn sample_rejected_status(&self) -> SampleRejectedStatus {
         self.raw.sample_rejected_status()
     }
+
+    /// REQUESTED_DEADLINE_MISSED; reading it resets the change count.
+    pub fn requested_deadline_missed_status(&self) -> RequestedDeadlineMissedStatus {
+        self.raw.requested_deadline_missed_status()
+    }
+
+    /// Samples the QoS policies kept out of the history (see
+    /// [`UntypedDataReader::policy_drops`]).
+    pub fn policy_drops(&self) -> PolicyDrops {
+        self.raw.policy_drops()
+    }
+}
+
+/// Samples a reader's QoS policies kept out of its history
+/// ([`UntypedDataReader::policy_drops`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PolicyDrops {
+    /// Expired on arrival (LIFESPAN).
+    pub expired: u64,
+    /// Another writer owned the instance (exclusive OWNERSHIP).
+    pub not_owner: u64,
+    /// Within the TIME_BASED_FILTER minimum separation.
+    pub filtered: u64,
 }

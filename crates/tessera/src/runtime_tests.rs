@@ -76,6 +76,7 @@ fn route(
 
 fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
     RemoteEndpoint {
+        consensus: None,
         guid,
         reliable: true,
         durable: false,
@@ -85,6 +86,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
             .into_iter()
             .collect::<Locators>(),
         multicast: Locators::new(),
+        writer_terms: Default::default(),
     }
 }
 
@@ -152,4 +154,10 @@ fn endpoints_run_by_contexts_built_without_a_participant() {
     // (Data waits for the reader's first ACKNACK, then goes as repairs: a few datagrams.)
     assert!(sent(&ca) >= 1, "the writer sent nothing");
     assert!(sent(&cb) >= 1, "the reader never acknowledged");
+    // Default QoS: no policy is armed on either side, after 50 samples and the timers.
+    assert!(wep.policies_idle() && rep.policies_idle());
+    let with_deadline = wqos.with_deadline(crate::qos::Deadline {
+        period: Duration::from_secs(1),
+    });
+    assert!(!WriterEndpoint::new(ca.clone(), wguid, &with_deadline).policies_idle());
 }

@@ -132,6 +132,40 @@ pub struct LivelinessChangedStatus {
     pub last_publication_handle: Option<EntityHandle>,
 }
 
+/// OFFERED_DEADLINE_MISSED (writer side): an instance was not written within the DEADLINE
+/// period; counted once per period it stays silent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OfferedDeadlineMissedStatus {
+    /// Deadlines missed in total.
+    pub total_count: i32,
+    /// Change since last read.
+    pub total_count_change: i32,
+    /// The instance of the last miss.
+    pub last_instance_handle: Option<crate::history::InstanceHandle>,
+}
+
+/// REQUESTED_DEADLINE_MISSED (reader side): an alive instance received no sample within the
+/// DEADLINE period; counted once per period it stays silent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct RequestedDeadlineMissedStatus {
+    /// Deadlines missed in total.
+    pub total_count: i32,
+    /// Change since last read.
+    pub total_count_change: i32,
+    /// The instance of the last miss.
+    pub last_instance_handle: Option<crate::history::InstanceHandle>,
+}
+
+/// LIVELINESS_LOST (writer side): a MANUAL_BY_PARTICIPANT or MANUAL_BY_TOPIC writer did not
+/// assert its liveliness within its lease.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct LivelinessLostStatus {
+    /// Times the liveliness was lost.
+    pub total_count: i32,
+    /// Change since last read.
+    pub total_count_change: i32,
+}
+
 /// SAMPLE_LOST (reader side).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct SampleLostStatus {
@@ -155,6 +189,8 @@ pub struct SampleRejectedStatus {
 pub(crate) struct WriterStatuses {
     pub publication_matched: PublicationMatchedStatus,
     pub offered_incompatible_qos: IncompatibleQosStatus,
+    pub offered_deadline_missed: OfferedDeadlineMissedStatus,
+    pub liveliness_lost: LivelinessLostStatus,
     /// Bits whose status changed since last read.
     pub changes: StatusMask,
 }
@@ -167,6 +203,7 @@ pub(crate) struct ReaderStatuses {
     pub liveliness_changed: LivelinessChangedStatus,
     pub sample_lost: SampleLostStatus,
     pub sample_rejected: SampleRejectedStatus,
+    pub requested_deadline_missed: RequestedDeadlineMissedStatus,
     /// Bits whose status changed since last read.
     pub changes: StatusMask,
 }

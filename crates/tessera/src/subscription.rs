@@ -7,6 +7,10 @@
 //! sample type beyond its [`TypeSupport`]: `DataReader<T>` decodes at `read`/`take` time, in the
 //! application's thread (see [`crate::reader`]).
 
+mod atomic;
+mod policies;
+use policies::expire_due;
+
 use crate::condition::Notifier;
 use crate::endpoint::{LocalHolder, LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
@@ -14,12 +18,14 @@ use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
 use crate::participant::DomainParticipant;
 use crate::qos::{DataReaderQos, SubscriberQos};
+use crate::qos_rt::group::Group;
+use crate::qos_rt::reader::{finite_ns, watched_lease, Admission, ReaderPolicies, WriterTerms};
 use crate::reader::{DataReader, UntypedDataReader};
 use crate::runtime::RuntimeContext;
 use crate::sample::{PayloadPool, SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 use crate::status::{
-    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, SampleLostStatus,
-    SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
+    IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, RequestedDeadlineMissedStatus,
+    SampleLostStatus, SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
 };
 use crate::topic::Topic;
 use crate::TopicType;
@@ -36,17 +42,36 @@ use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 #[derive(Debug, Clone)]
 pub struct Subscriber {
     participant: DomainParticipant,
-    qos: SubscriberQos,
+    group: Arc<Group<SubscriberQos, ReaderOwner>>,
 }
 
 impl Subscriber {
     pub(crate) fn new(participant: DomainParticipant, qos: SubscriberQos) -> Self {
-        Subscriber { participant, qos }
+        Subscriber {
+            participant,
+            group: Group::new(qos),
+        }
     }
 
-    /// The subscriber QoS.
-    pub fn qos(&self) -> &SubscriberQos {
-        &self.qos
+    /// The subscriber QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> SubscriberQos {
+        self.group.qos()
+    }
+
+    /// Changes the subscriber's QoS: PARTITION, GROUP_DATA and ENTITY_FACTORY are changeable
+    /// (its readers are announced again, which re-matches them with writers of the new
+    /// partitions); PRESENTATION is not ([`Error::ImmutablePolicy`]).
+    pub fn set_qos(&self, qos: SubscriberQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        if qos.presentation != self.group.qos().presentation {
+            return Err(Error::ImmutablePolicy("PRESENTATION".into()));
+        }
+        for r in self.group.set(qos) {
+            let rq = r.ep.current_qos.lock().clone();
+            r.reannounce(&rq);
+        }
+        Ok(())
     }
 
     /// The participant.
@@ -81,6 +106,7 @@ impl Subscriber {
         support: Arc<dyn TypeSupport>,
         qos: DataReaderQos,
     ) -> Result<UntypedDataReader> {
+        let subscriber_qos = self.group.qos();
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         crate::publication::check_durability_supported(qos.durability)?;
@@ -93,25 +119,30 @@ impl Subscriber {
         let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
-        p.endpoints
-            .write()
-            .readers
-            .insert(entity_id, ep.clone() as Arc<dyn LocalReader>);
-        let actions = p.discovery.lock().add_local_reader(
+        let mut side = tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &subscriber_qos, &qos);
+        atomic::setup(
             &p,
             guid,
-            crate::discovery_rt::EndpointTopic {
-                topic_name: topic.name(),
-                type_name: topic.type_name(),
-            },
-            tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &self.qos, &qos),
-            Instant::now(),
-        );
-        p.apply_discovery_events(actions, Instant::now());
+            topic.name(),
+            &mut side,
+            &(ep.clone() as Arc<dyn LocalReader>),
+        )?;
         let owner = Arc::new(ReaderOwner {
+            ep: ep.clone(),
+            enabled: AtomicBool::new(false),
             participant: self.participant.clone(),
             entity_id,
+            topic_name: topic.name().to_owned(),
+            type_name: topic.type_name().to_owned(),
+            topic_qos: topic.qos().clone(),
+            subscriber: self.group.clone(),
+            consensus: side.consensus_endpoint,
         });
+        self.group.add(&owner);
+        // ENTITY_FACTORY: a subscriber that does not autoenable leaves `enable` to the caller.
+        if subscriber_qos.entity_factory.autoenable_created_entities {
+            owner.enable();
+        }
         Ok(UntypedDataReader::new(ep, Some(owner)))
     }
 }
@@ -137,6 +168,13 @@ pub trait DataReaderListener<T: TopicType>: Send + Sync {
     fn on_sample_lost(&self, _reader: &DataReader<T>, _status: SampleLostStatus) {}
     /// Samples were rejected by resource limits.
     fn on_sample_rejected(&self, _reader: &DataReader<T>, _status: SampleRejectedStatus) {}
+    /// An instance received no sample within the DEADLINE period.
+    fn on_requested_deadline_missed(
+        &self,
+        _reader: &DataReader<T>,
+        _status: RequestedDeadlineMissedStatus,
+    ) {
+    }
 }
 
 /// A listener as the (type-erased) reader endpoint calls it.
@@ -170,6 +208,9 @@ impl<T: TopicType> EndpointListener for TypedListener<T> {
         if mask.intersects(StatusMask::SAMPLE_REJECTED) {
             l.on_sample_rejected(&r, r.sample_rejected_status());
         }
+        if mask.intersects(StatusMask::REQUESTED_DEADLINE_MISSED) {
+            l.on_requested_deadline_missed(&r, r.requested_deadline_missed_status());
+        }
     }
 }
 
@@ -189,7 +230,10 @@ pub(crate) struct ReaderEndpoint {
     pub(crate) statuses: Mutex<ReaderStatuses>,
     pub(crate) notifier: Arc<Notifier>,
     pub(crate) listener: Mutex<Option<Arc<dyn EndpointListener>>>,
+    /// The QoS the reader was created with: its immutable policies.
     pub(crate) qos: DataReaderQos,
+    /// The QoS now (`set_qos` changes the changeable policies).
+    pub(crate) current_qos: Mutex<DataReaderQos>,
     pub(crate) matched: Mutex<Vec<Guid>>,
     /// The history refused a sample (resource limits) since a `take` or a purge last made room.
     refused: AtomicBool,
@@ -202,6 +246,12 @@ pub(crate) struct ReaderEndpoint {
     /// For the ACKNACK that a `take` in an application thread sends to ask for refused samples
     /// again ([`ReaderEndpoint::resume`]); the receive and event threads pass theirs.
     ctx: Arc<RuntimeContext>,
+    /// DEADLINE, OWNERSHIP, TIME_BASED_FILTER, writers' LIFESPAN and leases. Locked (after the
+    /// history lock, never before it) only while `policies_on`.
+    pub(crate) policies: Mutex<ReaderPolicies>,
+    /// Some policy of `policies` is in use: read on every sample, so that a reader with none
+    /// pays one load.
+    pub(crate) policies_on: AtomicBool,
 }
 
 impl ReaderEndpoint {
@@ -235,11 +285,14 @@ impl ReaderEndpoint {
             notifier: Arc::new(Notifier::default()),
             listener: Mutex::new(None),
             qos: qos.clone(),
+            current_qos: Mutex::new(qos.clone()),
             matched: Mutex::new(Vec::new()),
             refused: AtomicBool::new(false),
             holders: Mutex::new(Vec::new()),
             held: AtomicBool::new(false),
             ctx,
+            policies: Mutex::new(ReaderPolicies::new(qos)),
+            policies_on: AtomicBool::new(ReaderPolicies::in_use(qos)),
         })
     }
 
@@ -330,7 +383,7 @@ impl ReaderEndpoint {
     ) -> R {
         let (out, freed) = {
             let mut h = self.history.lock();
-            let purged = purge_due(&mut h);
+            let purged = purge_due(&mut h) + expire_due(&mut h);
             let (out, taken) = f(&mut h);
             (out, purged + taken)
         };
@@ -401,6 +454,17 @@ impl ReaderEndpoint {
                     Err(_) => return false,
                 },
             };
+            if self.policies_on.load(Ordering::Relaxed) {
+                let mut p = self.policies.lock();
+                let unregister = d.status_info & 2 != 0;
+                if !p.admit_update(key_hash, writer, unregister) {
+                    return false;
+                }
+                if d.status_info & 1 != 0 {
+                    // A disposed instance expects no more samples: no deadline.
+                    p.deadline.remove(&key_hash);
+                }
+            }
             let mut changed = false;
             if d.status_info & 1 != 0 {
                 let out = history.dispose(key_hash, writer, ts, reception);
@@ -425,6 +489,14 @@ impl ReaderEndpoint {
                 return false;
             }
         };
+        let mut expires = None;
+        let policies = self.policies_on.load(Ordering::Relaxed);
+        if policies {
+            match self.policies.lock().admit(key_hash, writer, ts, reception) {
+                Admission::Deliver { expires: e } => expires = e,
+                Admission::Expired | Admission::NotOwner | Admission::Filtered => return false,
+            }
+        }
         let s = SerializedSample {
             payload: match shared {
                 Some(b) => SerializedPayload::shared(b.clone()),
@@ -453,7 +525,25 @@ impl ReaderEndpoint {
                 *rejected += 1;
                 false
             }
-            _ => true,
+            InsertOutcome::Outdated(_) => true,
+            InsertOutcome::Accepted(h) | InsertOutcome::Replaced(h) => {
+                if policies {
+                    if let Some(e) = expires {
+                        history.set_newest_expiry(h, e);
+                    }
+                    let due = self
+                        .policies
+                        .lock()
+                        .deadline
+                        .renew(key_hash, Instant::now());
+                    if due.is_some() || expires.is_some() {
+                        // A newly watched instance or an expiring sample: make sure the event
+                        // thread comes by then.
+                        self.ctx.kick.ensure_by(due.or(Some(Instant::now())));
+                    }
+                }
+                true
+            }
         }
     }
 }
@@ -464,6 +554,20 @@ impl LocalReader for ReaderEndpoint {
     }
 
     fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
+        if self.policies_on.load(Ordering::Relaxed) {
+            // What asserts a writer's liveliness: its samples and its HEARTBEATs with the
+            // liveliness flag (`assert_liveliness`), not the protocol's periodic HEARTBEATs
+            // or GAPs, which flow whether the application asserts or not.
+            let writer = match &rs.submessage {
+                Submessage::Data(d) => Some(d.writer_id),
+                Submessage::DataFrag(d) => Some(d.writer_id),
+                Submessage::Heartbeat(h) if h.liveliness_flag => Some(h.writer_id),
+                _ => None,
+            };
+            if let Some(w) = writer {
+                self.writer_seen(Guid::new(rs.source_prefix, w), now);
+            }
+        }
         let mut available = false;
         let rejected;
         let lost_before;
@@ -542,6 +646,26 @@ impl LocalReader for ReaderEndpoint {
         self.raise(&ctx.counters, o.available, o.rejected, o.lost.into());
     }
 
+    fn writer_asserted(&self, writer: Guid, now: Instant) {
+        self.writer_seen(writer, now);
+    }
+
+    fn participant_asserted(
+        &self,
+        prefix: tessera_rtps::types::GuidPrefix,
+        manual: bool,
+        now: Instant,
+    ) {
+        if !self.policies_on.load(Ordering::Relaxed) {
+            return;
+        }
+        let mut revived = Vec::new();
+        self.policies
+            .lock()
+            .participant_asserted(&prefix.0, manual, now, &mut revived);
+        self.revived(&revived);
+    }
+
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
         // Autopurge runs here too, so an application that never reads still frees memory
         // (within the event thread's period, at most 100 ms late); room it makes lets refused
@@ -550,13 +674,21 @@ impl LocalReader for ReaderEndpoint {
         if purged > 0 {
             self.resume_local(ctx);
         }
+        let policy_next = if self.policies_on.load(Ordering::Relaxed) {
+            self.policy_timeout(now)
+        } else {
+            None
+        };
         let mut core = self.core.lock();
         if purged > 0 && self.refused.swap(false, Ordering::Relaxed) {
             core.resume(now);
         }
         core.handle_timeout(now);
         outbox::flush_reader(ctx, &mut core, now);
-        core.poll_timeout()
+        match (core.poll_timeout(), policy_next) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     fn matched(&self, ctx: &RuntimeContext, remote: &RemoteEndpoint, now: Instant) {
@@ -572,6 +704,26 @@ impl LocalReader for ReaderEndpoint {
                 let mut core = self.core.lock();
                 core.add_writer(remote.guid, remote.locators, reliable, now);
                 outbox::flush_reader(ctx, &mut core, now);
+            }
+        }
+        let t = &remote.writer_terms;
+        let terms = WriterTerms {
+            strength: t.strength,
+            lifespan_ns: finite_ns(t.lifespan.duration),
+            lease: watched_lease(t.liveliness.kind, t.liveliness.lease_duration),
+            kind: t.liveliness.kind,
+        };
+        let on = self.policies_on.load(Ordering::Relaxed);
+        if on || terms.lifespan_ns.is_some() || terms.lease.is_some() {
+            // Also a re-announcement: a changed strength applies from the writer's next sample.
+            self.policies
+                .lock()
+                .writer_matched(remote.guid.to_bytes(), terms, now);
+            if !on {
+                self.policies_on.store(true, Ordering::Relaxed);
+            }
+            if terms.lease.is_some() {
+                ctx.kick.ensure_by(Some(now));
             }
         }
         {
@@ -602,6 +754,8 @@ impl LocalReader for ReaderEndpoint {
         tracing::debug!(reader = ?self.guid, writer = ?remote, lost, "writer unmatched");
         self.core.lock().remove_writer(remote);
         self.matched.lock().retain(|g| *g != remote);
+        let was_alive = !self.policies_on.load(Ordering::Relaxed)
+            || self.policies.lock().writer_unmatched(remote.to_bytes());
         let data_changed = self
             .history
             .lock()
@@ -613,13 +767,17 @@ impl LocalReader for ReaderEndpoint {
             st.current_count -= 1;
             st.current_count_change -= 1;
             st.last_publication_handle = Some(remote);
-            // Every matched writer is alive: liveliness is the participant's lease, and a
-            // lease that runs out removes the writer too (`lost`). A removed writer leaves the
-            // counts altogether; `not_alive_count` counts only writers still matched but not
-            // alive, of which there are none.
+            // A removed writer leaves the counts altogether, from whichever it was in: a
+            // participant lease that runs out removes its writers (`lost`); a manual writer
+            // whose own lease ran out is matched but not alive until it asserts again.
             let l = &mut s.liveliness_changed;
-            l.alive_count -= 1;
-            l.alive_count_change -= 1;
+            if was_alive {
+                l.alive_count -= 1;
+                l.alive_count_change -= 1;
+            } else {
+                l.not_alive_count -= 1;
+                l.not_alive_count_change -= 1;
+            }
             l.last_publication_handle = Some(remote);
         }
         let mut mask = StatusMask::SUBSCRIPTION_MATCHED | StatusMask::LIVELINESS_CHANGED;
@@ -640,12 +798,76 @@ impl LocalReader for ReaderEndpoint {
 
 /// Removes the reader from its participant when the last handle goes.
 pub(crate) struct ReaderOwner {
+    ep: Arc<ReaderEndpoint>,
+    /// ENTITY_FACTORY: the reader was enabled (announced, matched).
+    enabled: AtomicBool,
     participant: DomainParticipant,
     entity_id: EntityId,
+    /// What the reader is announced with, for re-announcements (`set_qos`).
+    topic_name: String,
+    type_name: String,
+    topic_qos: crate::qos::TopicQos,
+    subscriber: Arc<Group<SubscriberQos, ReaderOwner>>,
+    /// An ATOMIC reader's consensus address, announced with it (see [`atomic`]).
+    consensus: Option<tessera_rtps::types::Locator>,
+}
+
+impl ReaderOwner {
+    /// Enables the reader: it joins the participant's endpoints and is announced (matched).
+    pub(crate) fn enable(&self) {
+        if self.enabled.swap(true, Ordering::AcqRel) {
+            return;
+        }
+        self.participant
+            .shared()
+            .endpoints
+            .write()
+            .readers
+            .insert(self.entity_id, self.ep.clone() as Arc<dyn LocalReader>);
+        let qos = self.ep.current_qos.lock().clone();
+        self.reannounce(&qos);
+    }
+
+    /// Whether the reader is enabled.
+    pub(crate) fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Announces the reader (again) with `qos`, which (re-)matches it with every writer; a
+    /// reader not enabled yet is announced by `enable`.
+    pub(crate) fn reannounce(&self, qos: &DataReaderQos) {
+        if !self.is_enabled() {
+            return;
+        }
+        let p = self.participant.shared();
+        let now = Instant::now();
+        let actions = p.discovery.lock().add_local_reader(
+            p,
+            Guid::new(p.guid_prefix, self.entity_id),
+            crate::discovery_rt::EndpointTopic {
+                topic_name: &self.topic_name,
+                type_name: &self.type_name,
+            },
+            {
+                let mut side = tessera_rtps::qos::ReaderSideQos::new(
+                    &self.topic_qos,
+                    &self.subscriber.qos(),
+                    qos,
+                );
+                side.consensus_endpoint = self.consensus;
+                side
+            },
+            now,
+        );
+        p.apply_discovery_events(actions, now);
+    }
 }
 
 impl Drop for ReaderOwner {
     fn drop(&mut self) {
+        if !self.is_enabled() {
+            return; // never announced
+        }
         let p = self.participant.shared();
         let guid = Guid::new(p.guid_prefix, self.entity_id);
         // What leaves the table is dropped after the lock is released: the last reference to

@@ -110,6 +110,9 @@ fn shm_alone_is_refused() {
         ..Default::default()
     };
     let e = DomainParticipant::with_qos(43, Default::default(), config).unwrap_err();
-    assert!(e.to_string().contains("shm needs udp4 or udp6"), "{e}");
+    assert!(
+        e.to_string().contains("shm needs udp4, udp6 or tcp4"),
+        "{e}"
+    );
     assert!(segments(43).is_empty());
 }

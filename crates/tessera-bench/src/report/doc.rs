@@ -4,6 +4,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::chart::Rendered;
+use super::ranking::rankings;
 use super::table::{
     by_experiment, fmt_num, markdown_table, pair_display, pair_rank, tables, Table,
 };
@@ -334,6 +335,11 @@ const RESOURCE_HEADERS: [&str; 4] = [
     "peak RSS MiB (largest process)",
 ];
 
+const RANKING_INTRO: &str = "Every latency and throughput cell that three or more pairs \
+measured, its pairs from best to worst (medians over rounds), each with its ratio to the best of \
+the cell and the CPU (user + system, every process of the point) it spent per round trip or \
+delivered sample over the same window as the others.";
+
 /// The Markdown report.
 pub(crate) fn markdown(rs: &ResultSet, charts: &[Rendered], failures: &[String]) -> String {
     let mut md = format!(
@@ -359,6 +365,16 @@ pub(crate) fn markdown(rs: &ResultSet, charts: &[Rendered], failures: &[String])
     for t in &ts {
         md.push_str(&markdown_table(t));
         md.push('\n');
+    }
+    let ranked = rankings(rs);
+    if !ranked.is_empty() {
+        md.push_str("## Ranking\n\n");
+        md.push_str(RANKING_INTRO);
+        md.push_str("\n\n");
+        for t in &ranked {
+            md.push_str(&markdown_table(t));
+            md.push('\n');
+        }
     }
     if !charts.is_empty() {
         md.push_str("## Charts\n\n");
@@ -477,6 +493,16 @@ pub(crate) fn html(rs: &ResultSet, charts: &[Rendered], failures: &[String]) -> 
     }
     for t in &ts {
         h.push_str(&html_table(t));
+    }
+    let ranked = rankings(rs);
+    if !ranked.is_empty() {
+        h.push_str(&format!(
+            "<h2>Ranking</h2>\n<p>{}</p>\n",
+            esc(RANKING_INTRO)
+        ));
+        for t in &ranked {
+            h.push_str(&html_table(t));
+        }
     }
     if !rs.notes.is_empty() {
         h.push_str("<h2>Notes</h2>\n<ul>\n");

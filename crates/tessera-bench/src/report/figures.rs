@@ -34,6 +34,10 @@ pub(super) fn style_of(pair: &str) -> Style {
         "tessera>cyclone" => (RGBColor(44, 160, 44), Marker::Square),
         "cyclone>tessera" => (RGBColor(148, 103, 189), Marker::Diamond),
         "udp" => (RGBColor(100, 100, 100), Marker::Cross),
+        "fastdds" => (RGBColor(214, 39, 40), Marker::Square),
+        "fastdds-udp" => (RGBColor(227, 119, 194), Marker::Diamond),
+        "tessera>fastdds" => (RGBColor(23, 190, 207), Marker::Triangle),
+        "fastdds>tessera" => (RGBColor(140, 86, 75), Marker::Triangle),
         other => {
             let palette = [
                 RGBColor(214, 39, 40),

@@ -8,7 +8,10 @@
 //!
 //! - [`write_all`] writes every file of a result directory;
 //! - [`terminal_summary`] and [`markdown_tables`] give the headline tables: per experiment, one row
-//!   per parameter combination, one column per pair, and the Tessera/Cyclone ratio.
+//!   per parameter combination, one column per pair, and the Tessera/Cyclone ratio;
+//! - `ranking` orders the pairs of every latency and throughput cell that three or more
+//!   measured, with ratios to the best and CPU per sample (a section of the report, and of
+//!   the terminal summary).
 //!
 //! Charts are drawn with plotters from one figure model (`chart`) into both an SVG (inlined in
 //! the HTML) and a PNG (linked from the Markdown). The PNG text uses DejaVu Sans bundled in the
@@ -21,6 +24,7 @@ mod csv;
 mod doc;
 mod figures;
 mod glyphs;
+mod ranking;
 mod table;
 
 #[cfg(test)]

@@ -14,8 +14,12 @@ use crate::runner::CPU_METRIC;
 const PAIR_ORDER: &[&str] = &[
     "tessera",
     "cyclone",
+    "fastdds",
+    "fastdds-udp",
     "tessera>cyclone",
     "cyclone>tessera",
+    "tessera>fastdds",
+    "fastdds>tessera",
     "udp",
 ];
 
@@ -407,7 +411,13 @@ fn width(s: &str) -> usize {
 /// Tessera/Cyclone ratio.
 pub fn terminal_summary(rs: &ResultSet) -> String {
     let mut out = String::new();
-    for t in tables(rs) {
+    // The ranking tables follow the headline tables under their own title.
+    let ranked = super::ranking::rankings(rs);
+    let n_headline = tables(rs).len();
+    for (i, t) in tables(rs).into_iter().chain(ranked).enumerate() {
+        if i == n_headline {
+            out.push_str("Ranking (best first per cell)\n\n");
+        }
         out.push_str(&format!("{} ({})\n", t.experiment, t.kind.as_str()));
         out.push_str(&format!("  {}\n", t.caption()));
         let ncol = t.headers.len();

@@ -323,3 +323,101 @@ fn writes_the_sample_report() {
     assert!(files.len() > 20);
     std::fs::write(dir.join("terminal.txt"), terminal_summary(&rs)).unwrap();
 }
+
+/// A latency and a throughput cell measured by four pairs (one failed) and a cell only two
+/// pairs measured.
+fn peers_like() -> ResultSet {
+    let mut rs = ResultSet::default();
+    let lat = [("tessera", 40.0), ("cyclone", 50.0), ("fastdds", 20.0)];
+    for (label, p50) in lat {
+        let mut p = Point::new(
+            "latency",
+            Kind::Latency,
+            Pair::from_label(label).unwrap(),
+            [("size".to_string(), Value::from(16))].into(),
+            0,
+        );
+        p.latency = Some(LatencyStats {
+            p50_us: p50,
+            ..Default::default()
+        });
+        p.metrics
+            .insert(crate::runner::CPU_METRIC.into(), p50 / 2.0);
+        rs.points.push(p);
+    }
+    let mut failed = Point::new(
+        "latency",
+        Kind::Latency,
+        Pair::from_label("fastdds-udp").unwrap(),
+        [("size".to_string(), Value::from(16))].into(),
+        0,
+    );
+    failed.ok = false;
+    rs.points.push(failed);
+    for (label, size, rate) in [
+        ("tessera", 16, 100.0),
+        ("fastdds>tessera", 16, 400.0),
+        ("udp", 16, 200.0),
+        ("tessera", 4096, 10.0),
+        ("cyclone", 4096, 20.0),
+    ] {
+        let mut p = Point::new(
+            "throughput",
+            Kind::Throughput,
+            Pair::from_label(label).unwrap(),
+            [("size".to_string(), Value::from(size))].into(),
+            0,
+        );
+        p.throughput = Some(ThroughputStats {
+            samples_per_s: rate,
+            ..Default::default()
+        });
+        rs.points.push(p);
+    }
+    rs
+}
+
+#[test]
+fn the_ranking_orders_each_cell_with_ratios_to_the_best_and_cpu() {
+    let rs = peers_like();
+    let t = ranking::rankings(&rs);
+    assert_eq!(t.len(), 2);
+    let lat: Vec<Vec<&str>> = t[0]
+        .rows
+        .iter()
+        .map(|r| r.iter().map(String::as_str).collect())
+        .collect();
+    assert_eq!(
+        lat,
+        vec![
+            vec!["1", "Fast DDS", "20.0", "1.00×", "10.0"],
+            vec!["2", "Tessera", "40.0", "2.00×", "20.0"],
+            vec!["3", "Cyclone DDS", "50.0", "2.50×", "25.0"],
+            vec!["–", "Fast DDS (UDP)", "failed", "–", "–"],
+        ]
+    );
+    // Throughput: higher is better; the 4 KiB cell has two pairs only and is not ranked.
+    let tp: Vec<(&str, &str, &str)> = t[1]
+        .rows
+        .iter()
+        .map(|r| (r[1].as_str(), r[2].as_str(), r[4].as_str()))
+        .collect();
+    assert_eq!(
+        tp,
+        vec![
+            ("1", "Fast DDS → Tessera", "1.00×"),
+            ("2", "raw UDP", "0.50×"),
+            ("3", "Tessera", "0.25×"),
+        ]
+    );
+    assert_eq!(t[1].headers[0], "size (B)");
+    // In every rendering.
+    let dir = temp_dir("ranking");
+    write_all(&dir, &rs, "").unwrap();
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    assert!(md.contains("## Ranking") && md.contains("| 1 | Fast DDS | 20.0 | 1.00× | 10.0 |"));
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert!(html.contains("<h2>Ranking</h2>"));
+    assert!(terminal_summary(&rs).contains("Ranking (best first per cell)"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

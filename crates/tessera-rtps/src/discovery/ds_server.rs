@@ -31,6 +31,12 @@ use crate::types::{EntityId, Guid, GuidPrefix, Locator, Locators, SequenceNumber
 use crate::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 use crate::writer::{Destination, OutSubmessage, Transmit, WriterConfig, WriterCore};
 
+#[path = "ds_backup.rs"]
+mod backup;
+#[path = "ds_links.rs"]
+mod links;
+pub use backup::BackupError;
+
 /// At most this many clients are served; announcements of further ones are dropped (counted).
 pub const MAX_CLIENTS: usize = 1024;
 /// At most this many endpoints per client are kept.
@@ -49,6 +55,13 @@ pub struct DsServerConfig {
     /// Wall-clock time (ns since the Unix epoch) at the `now` of
     /// [`DiscoveryServerEngine::new`].
     pub wall_clock_nanos: i64,
+    /// A BACKUP server (`-b`): announced as `PARTICIPANT_TYPE=BACKUP`; its driver persists
+    /// [`DiscoveryServerEngine::backup`] and restores it on start.
+    pub backup: bool,
+    /// Other servers to link with (each gets everything this one knows, and tells it what it
+    /// knows; see the `links` module). A server that links to this one unasked is served the
+    /// same way.
+    pub links: Vec<super::RemoteServer>,
 }
 
 impl std::fmt::Debug for DsServerConfig {
@@ -99,6 +112,9 @@ struct Endpoint {
 
 struct Client {
     kind: ParticipantType,
+    /// The linked server that relayed this participant (it is not our client and we never
+    /// write to it); `None` for our own clients and for linked servers.
+    via: Option<GuidPrefix>,
     payload: Arc<Vec<u8>>,
     origin: (Guid, SequenceNumber),
     locators: Locators,
@@ -131,6 +147,12 @@ pub struct DiscoveryServerEngine {
     events: VecDeque<DsServerEvent>,
     counters: DsServerCounters,
     left: bool,
+    /// Bumped whenever a client or endpoint is added, changed or removed.
+    generation: u64,
+    /// The configured links (re-created when a linked server's lease runs out).
+    links: Vec<super::RemoteServer>,
+    /// When linked servers that have not acknowledged our DATA(p) are pinged again.
+    next_link_ping: Instant,
 }
 
 impl std::fmt::Debug for DiscoveryServerEngine {
@@ -150,6 +172,10 @@ fn relay_writer_config(guid: Guid) -> WriterConfig {
 
 fn participant_key(prefix: GuidPrefix) -> [u8; 16] {
     Guid::new(prefix, EntityId::PARTICIPANT).to_bytes()
+}
+
+fn is_server(kind: ParticipantType) -> bool {
+    matches!(kind, ParticipantType::Server | ParticipantType::Backup)
 }
 
 fn is_client(kind: ParticipantType) -> bool {
@@ -172,12 +198,19 @@ impl DiscoveryServerEngine {
             &data,
             &[
                 (PROP_PERSISTENCE_GUID, &persistence),
-                (PROP_PARTICIPANT_TYPE, ParticipantType::Server.as_str()),
+                (
+                    PROP_PARTICIPANT_TYPE,
+                    if config.backup {
+                        ParticipantType::Backup.as_str()
+                    } else {
+                        ParticipantType::Server.as_str()
+                    },
+                ),
                 (PROP_DS_VERSION, DS_VERSION),
             ],
         );
         let reader = |id| ReaderCore::new(ReaderConfig::new(Guid::new(prefix, id)));
-        DiscoveryServerEngine {
+        let mut engine = DiscoveryServerEngine {
             prefix,
             payload: Arc::new(payload),
             selector: config.selector,
@@ -193,7 +226,14 @@ impl DiscoveryServerEngine {
             events: VecDeque::new(),
             counters: DsServerCounters::default(),
             left: false,
+            generation: 0,
+            links: Vec::new(),
+            next_link_ping: now,
+        };
+        for l in config.links {
+            engine.add_link(l, now);
         }
+        engine
     }
 
     /// The server's GUID prefix.
@@ -313,6 +353,7 @@ impl DiscoveryServerEngine {
                     let origin = (Guid::new(src, EntityId::SPDP_WRITER), sn);
                     self.remove_client(src, Some(origin), now);
                 }
+                Some(g) if self.is_link(src) => self.on_relayed_goodbye(src, g.prefix, sn, now),
                 Some(_) => self.counters.forged += 1,
                 None => self.counters.undecodable += 1,
             }
@@ -320,6 +361,18 @@ impl DiscoveryServerEngine {
         }
         let data = match SpdpParticipantData::decode(d.payload) {
             Ok(x) if x.guid_prefix == src => x,
+            Ok(x) if self.is_link(src) => {
+                // The original writer's identity travels in the inline QoS.
+                let origin = d
+                    .inline_qos
+                    .as_ref()
+                    .and_then(|q| crate::writer::InlineQos::parse(Some(q)).sample_identity)
+                    .filter(|o| o.0.prefix == x.guid_prefix)
+                    .unwrap_or((Guid::new(x.guid_prefix, EntityId::SPDP_WRITER), sn));
+                let _ = feed_reader(&mut self.pdp_reader, rs, now);
+                self.on_relayed_participant(src, x, d.payload, origin, now);
+                return;
+            }
             Ok(_) => {
                 self.counters.forged += 1;
                 return;
@@ -333,7 +386,7 @@ impl DiscoveryServerEngine {
             .ok()
             .and_then(|p| participant_type(&p));
         let kind = match kind {
-            Some(k) if is_client(k) => k,
+            Some(k) if is_client(k) || is_server(k) => k,
             _ => {
                 self.counters.not_clients += 1;
                 return;
@@ -349,6 +402,16 @@ impl DiscoveryServerEngine {
         let payload: Arc<Vec<u8>> = Arc::new(d.payload.to_vec());
         let origin = (Guid::new(src, EntityId::SPDP_WRITER), sn);
         let locators = self.selector.select(&data.metatraffic_unicast_locators);
+        if self.clients.get(&src).is_some_and(|c| c.via.is_some()) {
+            // Known through a link, now talking to us itself: it becomes our client.
+            if let Some(old) = self.clients.remove(&src) {
+                for (g, e) in &old.endpoints {
+                    if let Some(set) = self.topics.get_mut(&e.topic) {
+                        set.remove(g);
+                    }
+                }
+            }
+        }
         if let Some(c) = self.clients.get_mut(&src) {
             c.expires = now + self.lease;
             let _ = feed_reader(&mut self.pdp_reader, rs, now);
@@ -359,6 +422,7 @@ impl DiscoveryServerEngine {
             c.origin = origin;
             c.kind = kind;
             c.locators = locators;
+            self.generation += 1;
             // A changed announcement goes again to everyone who knew the old one.
             let holders: Vec<GuidPrefix> = self
                 .clients
@@ -385,6 +449,7 @@ impl DiscoveryServerEngine {
             now,
         );
         let _ = feed_reader(&mut self.pdp_reader, rs, now);
+        self.generation += 1;
         self.events.push_back(DsServerEvent::ClientJoined(src));
         self.sync_all(now);
     }
@@ -405,6 +470,7 @@ impl DiscoveryServerEngine {
         let w = |id| WriterCore::new(relay_writer_config(Guid::new(me, id)));
         let mut c = Client {
             kind,
+            via: None,
             payload,
             origin,
             locators,
@@ -498,11 +564,12 @@ impl DiscoveryServerEngine {
         let Some(c) = self.clients.get(&b) else {
             return BTreeSet::new();
         };
-        if c.kind == ParticipantType::SuperClient {
+        if c.kind == ParticipantType::SuperClient || is_server(c.kind) {
+            // A linked server is not told back what it told us.
             return self
                 .clients
                 .iter()
-                .filter(|(p, _)| **p != b)
+                .filter(|(p, o)| **p != b && o.via != Some(b))
                 .flat_map(|(_, o)| o.endpoints.keys().copied())
                 .collect();
         }
@@ -520,6 +587,9 @@ impl DiscoveryServerEngine {
     /// Brings client `b` up to date: DATA(p) of every participant it needs, then (once `b`
     /// acknowledged that DATA(p)) their endpoints.
     fn sync_client(&mut self, b: GuidPrefix, now: Instant) {
+        if self.clients.get(&b).is_none_or(|c| c.via.is_some()) {
+            return; // Not ours to write to: its own server serves it.
+        }
         let wanted = self.wanted_by(b);
         let owners: BTreeSet<GuidPrefix> = wanted.iter().map(|g| g.prefix).collect();
         for a in &owners {
@@ -601,8 +671,13 @@ impl DiscoveryServerEngine {
                 .ok()
                 .map(|(g, _)| g)
                 .or_else(|| s.key_hash.map(Guid::from_bytes));
+            let relayed_by = |g: &Guid| {
+                self.clients
+                    .get(&g.prefix)
+                    .is_some_and(|c| c.via == Some(owner))
+            };
             match guid {
-                Some(g) if g.prefix == owner => {
+                Some(g) if g.prefix == owner || relayed_by(&g) => {
                     self.remove_endpoint(g, (s.writer, s.seq), now);
                 }
                 Some(_) => self.counters.forged += 1,
@@ -622,11 +697,16 @@ impl DiscoveryServerEngine {
                 return false;
             }
         };
-        if guid.prefix != owner || guid.entity_id.is_writer() != publication {
+        let relayed = guid.prefix != owner
+            && self
+                .clients
+                .get(&guid.prefix)
+                .is_some_and(|c| c.via == Some(owner));
+        if (guid.prefix != owner && !relayed) || guid.entity_id.is_writer() != publication {
             self.counters.forged += 1;
             return false;
         }
-        let Some(c) = self.clients.get_mut(&owner) else {
+        let Some(c) = self.clients.get_mut(&guid.prefix) else {
             return false;
         };
         if !c.endpoints.contains_key(&guid) && c.endpoints.len() >= MAX_ENDPOINTS_PER_CLIENT {
@@ -650,6 +730,7 @@ impl DiscoveryServerEngine {
             }
         }
         self.topics.entry(topic).or_default().insert(guid);
+        self.generation += 1;
         // An update goes again to those told of the old version.
         if old.is_some() {
             let ts = Some(self.wall(now));
@@ -684,6 +765,7 @@ impl DiscoveryServerEngine {
         else {
             return;
         };
+        self.generation += 1;
         if let Some(set) = self.topics.get_mut(&e.topic) {
             set.remove(&g);
             if set.is_empty() {
@@ -726,6 +808,7 @@ impl DiscoveryServerEngine {
         let Some(c) = self.clients.remove(&p) else {
             return;
         };
+        self.generation += 1;
         for (g, e) in &c.endpoints {
             if let Some(set) = self.topics.get_mut(&e.topic) {
                 set.remove(g);
@@ -779,16 +862,24 @@ impl DiscoveryServerEngine {
         let expired: Vec<GuidPrefix> = self
             .clients
             .iter()
-            .filter(|(_, c)| c.expires <= now)
+            .filter(|(_, c)| c.via.is_none() && c.expires <= now)
             .map(|(k, _)| *k)
             .collect();
         for p in expired {
             self.counters.expired += 1;
+            let kind = self.clients.get(&p).map(|c| c.kind);
             self.remove_client(p, None, now);
+            if kind.is_some_and(is_server) {
+                self.link_lost(p, now);
+            }
         }
         if now >= self.next_announce {
             self.next_announce = now + ANNOUNCE_PERIOD;
             self.announce(now);
+        }
+        if now >= self.next_link_ping {
+            self.next_link_ping = now + super::ds_common::PING_PERIOD;
+            self.ping_links(now);
         }
         for c in self.clients.values_mut() {
             c.pdp.handle_timeout(now);
@@ -803,14 +894,23 @@ impl DiscoveryServerEngine {
     /// The server's DATA(p) (sequence number 1 of each client's PDP stream) again to every
     /// client: it renews the server's lease there.
     fn announce(&mut self, now: Instant) {
+        let all: Vec<GuidPrefix> = self.clients.keys().copied().collect();
+        for p in all {
+            self.announce_to(p, now);
+        }
+    }
+
+    /// The server's DATA(p) to `p` directly (outside the reliable stream, which a linked
+    /// server that does not know us yet would never acknowledge).
+    pub(super) fn announce_to(&mut self, p: GuidPrefix, now: Instant) {
         let ts = self.wall(now);
-        for (p, c) in &self.clients {
+        if let Some(c) = self.clients.get(&p) {
             let Some(sn) = c.known.get(&self.prefix) else {
-                continue;
+                return;
             };
             let mut t = Transmit::new();
             t.dest = Destination::Endpoint {
-                guid: Guid::new(*p, EntityId::SPDP_READER),
+                guid: Guid::new(p, EntityId::SPDP_READER),
                 locators: c.locators,
             };
             t.submessages.push(OutSubmessage::InfoTs(Some(ts)));
@@ -836,14 +936,16 @@ impl DiscoveryServerEngine {
         if self.left {
             return None;
         }
-        let mut t = Some(self.next_announce);
+        let mut t = Some(self.next_announce.min(self.next_link_ping));
         let mut min = |x: Option<Instant>| {
             if let Some(x) = x {
                 t = Some(t.map_or(x, |t| t.min(x)));
             }
         };
         for c in self.clients.values() {
-            min(Some(c.expires));
+            if c.via.is_none() {
+                min(Some(c.expires));
+            }
             min(c.pdp.poll_timeout());
             min(c.sedp_pub.poll_timeout());
             min(c.sedp_sub.poll_timeout());

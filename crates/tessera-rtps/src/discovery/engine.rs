@@ -14,7 +14,7 @@
 //! is the same for every protocol and needs no network): see [`super::LocalMatcher`].
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use super::{
     DiscoveredReaderData, DiscoveredWriterData, LostReason, RemoteEndpointInfo, SpdpParticipantData,
@@ -91,6 +91,15 @@ pub enum EngineEvent {
         /// Every incompatible policy.
         policies: Vec<QosPolicyId>,
     },
+    /// A remote participant asserted the liveliness of its writers (a ParticipantMessageData
+    /// of the writer liveliness protocol): its MANUAL_BY_PARTICIPANT writers when `manual`,
+    /// its AUTOMATIC ones otherwise.
+    LivelinessAsserted {
+        /// The participant.
+        prefix: GuidPrefix,
+        /// MANUAL rather than AUTOMATIC.
+        manual: bool,
+    },
 }
 
 /// A discovery protocol, sans-IO. Object-safe: the runtime holds a `Box<dyn DiscoveryEngine>`.
@@ -135,4 +144,13 @@ pub trait DiscoveryEngine: Send {
     /// How many received built-in samples were dropped so far as the peer's fault
     /// (undecodable, forged); the runtime logs when it grows.
     fn rejected(&self) -> u64;
+
+    /// The application asserted the liveliness of this participant's MANUAL_BY_PARTICIPANT
+    /// writers: tell the peers (writer liveliness protocol). Engines without the protocol
+    /// ignore it; their peers then see those writers alive only through their samples.
+    fn assert_manual_liveliness(&mut self, _now: Instant) {}
+
+    /// The shortest lease of this participant's AUTOMATIC writers (`None`: no finite one):
+    /// an engine with the writer liveliness protocol asserts them periodically.
+    fn set_automatic_liveliness(&mut self, _lease: Option<Duration>, _now: Instant) {}
 }

@@ -32,19 +32,29 @@ impl LocalMatcher {
 
     /// Adds a local writer and appends its matches (or incompatibilities) with the local readers
     /// to `out`: for each match, one event for the writer and one for the reader.
+    /// A writer already known (same GUID) is replaced: it is a re-announcement with new QoS,
+    /// and pairs that no longer match are unmatched first.
     pub fn add_writer(&mut self, w: DiscoveredWriterData, out: &mut Vec<EngineEvent>) {
         let w = Arc::new(w);
+        let old = self.writers.remove(&w.guid);
         for r in self.readers.values() {
+            if let Some(o) = &old {
+                unmatch_if_ended(o, r, &w, r, out);
+            }
             pair_events(&w, r, out);
         }
         self.writers.insert(w.guid, w);
     }
 
     /// Adds a local reader and appends its matches (or incompatibilities) with the local writers
-    /// to `out`.
+    /// to `out`. A reader already known is replaced, as [`LocalMatcher::add_writer`] does.
     pub fn add_reader(&mut self, r: DiscoveredReaderData, out: &mut Vec<EngineEvent>) {
         let r = Arc::new(r);
+        let old = self.readers.remove(&r.guid);
         for w in self.writers.values() {
+            if let Some(o) = &old {
+                unmatch_if_ended(w, o, w, &r, out);
+            }
             pair_events(w, &r, out);
         }
         self.readers.insert(r.guid, r);
@@ -84,6 +94,27 @@ impl LocalMatcher {
     /// A local reader.
     pub fn reader(&self, guid: Guid) -> Option<&Arc<DiscoveredReaderData>> {
         self.readers.get(&guid)
+    }
+}
+
+/// Unmatches a pair that matched as (`old_w`, `old_r`) and no longer does as (`w`, `r`).
+fn unmatch_if_ended(
+    old_w: &DiscoveredWriterData,
+    old_r: &DiscoveredReaderData,
+    w: &DiscoveredWriterData,
+    r: &DiscoveredReaderData,
+    out: &mut Vec<EngineEvent>,
+) {
+    if evaluate_match(old_w, old_r) == MatchOutcome::Match
+        && evaluate_match(w, r) != MatchOutcome::Match
+    {
+        for (local, remote) in [(w.guid, r.guid), (r.guid, w.guid)] {
+            out.push(EngineEvent::Unmatched {
+                local,
+                remote,
+                lost: false,
+            });
+        }
     }
 }
 

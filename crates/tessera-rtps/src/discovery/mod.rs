@@ -32,6 +32,7 @@ mod ds_client;
 pub mod ds_common;
 mod ds_server;
 mod engine;
+mod liveliness;
 mod local;
 mod plist;
 mod simple;
@@ -48,10 +49,11 @@ pub use db::{
 };
 pub use ds_client::{DiscoveryServerClient, DsClientConfig, DsClientCounters, RemoteServer};
 pub use ds_server::{
-    DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent, MAX_CLIENTS,
-    MAX_ENDPOINTS_PER_CLIENT,
+    BackupError, DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent,
+    MAX_CLIENTS, MAX_ENDPOINTS_PER_CLIENT,
 };
 pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
+pub use liveliness::{ParticipantMessages, PMD_AUTOMATIC, PMD_MANUAL};
 pub use local::LocalMatcher;
 pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};
 pub use simple::{
@@ -132,9 +134,10 @@ impl BuiltinEndpointSet {
         | Self::TYPE_LOOKUP_REPLY_WRITER
         | Self::TYPE_LOOKUP_REPLY_READER;
 
-    /// What a Tessera participant has: SPDP and the SEDP publications and subscriptions
-    /// endpoints. Not the participant message (writer liveliness) endpoints: they are not
-    /// built, and a peer told they exist would send to them and wait for their messages.
+    /// What every Tessera participant has: SPDP and the SEDP publications and subscriptions
+    /// endpoints. [`SimpleDiscovery`] adds the participant message (writer liveliness)
+    /// endpoints it implements ([`ParticipantMessages::ENDPOINTS`]); a discovery-server
+    /// client does not announce them.
     pub const TESSERA_DEFAULT: BuiltinEndpointSet = BuiltinEndpointSet(
         Self::PARTICIPANT_ANNOUNCER
             | Self::PARTICIPANT_DETECTOR

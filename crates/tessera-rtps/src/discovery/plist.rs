@@ -254,7 +254,11 @@ pub(crate) struct QosParams {
     data_representation: Option<DataRepresentation>,
     time_based_filter: Option<TimeBasedFilter>,
     type_consistency: Option<TypeConsistencyEnforcement>,
+    consistency: Option<(Consistency, Option<Locator>)>,
 }
+
+/// The first four bytes of a PID_TESSERA_CONSISTENCY value.
+const CONSISTENCY_MAGIC: [u8; 4] = *b"TSRC";
 
 impl QosParams {
     /// Parses `value` if `p` is a QoS parameter. Returns `Ok(false)` for other pids.
@@ -422,6 +426,23 @@ impl QosParams {
                 }
                 self.type_consistency = Some(t)
             }
+            pid::TESSERA_CONSISTENCY => {
+                // Another vendor's parameter under the same pid lacks the magic: ignored.
+                if v.array::<4>()? != CONSISTENCY_MAGIC {
+                    return Ok(true);
+                }
+                let c = match v.u32()? {
+                    0 => Consistency::Eventual,
+                    1 => Consistency::Atomic,
+                    _ => return Err(v.invalid()),
+                };
+                let endpoint = if v.remaining() > 0 {
+                    v.locator()?
+                } else {
+                    None
+                };
+                self.consistency = Some((c, endpoint))
+            }
             _ => return Ok(false),
         }
         Ok(true)
@@ -431,7 +452,10 @@ impl QosParams {
     /// 100 ms).
     pub(crate) fn into_writer(self) -> WriterSideQos {
         let d = WriterSideQos::default();
+        let (consistency, consensus_endpoint) = self.consistency.unwrap_or((d.consistency, None));
         WriterSideQos {
+            consistency,
+            consensus_endpoint,
             durability: self.durability.unwrap_or(d.durability),
             durability_service: self.durability_service.unwrap_or(d.durability_service),
             presentation: self.presentation.unwrap_or(d.presentation),
@@ -457,7 +481,10 @@ impl QosParams {
     /// The reader-side QoS, with spec defaults for what was omitted (reliability: best effort).
     pub(crate) fn into_reader(self) -> ReaderSideQos {
         let d = ReaderSideQos::default();
+        let (consistency, consensus_endpoint) = self.consistency.unwrap_or((d.consistency, None));
         ReaderSideQos {
+            consistency,
+            consensus_endpoint,
             durability: self.durability.unwrap_or(d.durability),
             deadline: self.deadline.unwrap_or(d.deadline),
             latency_budget: self.latency_budget.unwrap_or(d.latency_budget),
@@ -649,6 +676,21 @@ pub(crate) fn emit_writer_qos(b: Emit<'_, '_>, q: &WriterSideQos) {
     emit_octets(b, pid::TOPIC_DATA, &q.topic_data.0);
     emit_octets(b, pid::GROUP_DATA, &q.group_data.0);
     emit_data_representation(b, &q.data_representation);
+    emit_consistency(b, q.consistency, q.consensus_endpoint);
+}
+
+/// Emits PID_TESSERA_CONSISTENCY unless the endpoint is plain EVENTUAL.
+fn emit_consistency(b: Emit<'_, '_>, c: Consistency, endpoint: Option<Locator>) {
+    if c == Consistency::Eventual && endpoint.is_none() {
+        return;
+    }
+    b.param_with(pid::TESSERA_CONSISTENCY, |o| {
+        o.extend_from_slice(&CONSISTENCY_MAGIC);
+        put_u32(o, c as u32);
+        if let Some(l) = endpoint {
+            put_locator(o, &l);
+        }
+    });
 }
 
 /// Emits a reader's QoS parameters.
@@ -678,6 +720,7 @@ pub(crate) fn emit_reader_qos(b: Emit<'_, '_>, q: &ReaderSideQos) {
     emit_octets(b, pid::TOPIC_DATA, &q.topic_data.0);
     emit_octets(b, pid::GROUP_DATA, &q.group_data.0);
     emit_data_representation(b, &q.data_representation);
+    emit_consistency(b, q.consistency, q.consensus_endpoint);
     if q.type_consistency != TypeConsistencyEnforcement::default() {
         let t = q.type_consistency;
         b.param_with(pid::TYPE_CONSISTENCY_ENFORCEMENT, |o| {

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::builtin::sedp_writer_config;
+use super::liveliness::{ParticipantMessages, PMD_MANUAL};
 use super::{
     decode_dispose, encode_dispose_key_payload, BuiltinEndpointSet, BuiltinTopicKind,
     DiscoveredReaderData, DiscoveredWriterData, DiscoveryDb, DiscoveryEngine, DiscoveryEvent,
@@ -125,6 +126,8 @@ pub struct SimpleDiscovery {
     sedp_sub_writer: WriterCore,
     sedp_pub_reader: ReaderCore,
     sedp_sub_reader: ReaderCore,
+    /// The writer liveliness protocol's endpoints.
+    pmd: ParticipantMessages,
     peers: HashMap<GuidPrefix, Peer>,
     /// SPDP datagrams waiting for `poll_transmit` (sent before any SEDP traffic).
     spdp_out: VecDeque<Transmit>,
@@ -161,25 +164,31 @@ impl SimpleDiscovery {
     pub fn new(config: SimpleDiscoveryConfig, now: Instant) -> Self {
         let prefix = config.participant.guid_prefix;
         let domain_id = config.participant.domain_id.unwrap_or(0);
+        let (shared_reassembly, shared_buffered) = (
+            config.shared_reassembly.clone(),
+            config.shared_buffered.clone(),
+        );
+        let mut participant = config.participant;
+        participant.builtin_endpoints.0 |= ParticipantMessages::ENDPOINTS;
         let mut payload = Vec::new();
-        config.participant.encode(&mut payload);
+        participant.encode(&mut payload);
         let writer = |id| WriterCore::new(sedp_writer_config(Guid::new(prefix, id)));
         let reader = |id| {
             let mut cfg = ReaderConfig::new(Guid::new(prefix, id));
-            cfg.shared_reassembly = config.shared_reassembly.clone();
-            cfg.shared_buffered = config.shared_buffered.clone();
+            cfg.shared_reassembly = shared_reassembly.clone();
+            cfg.shared_buffered = shared_buffered.clone();
             ReaderCore::new(cfg)
         };
         SimpleDiscovery {
             prefix,
             domain_id,
-            domain_tag: config.participant.domain_tag.clone(),
-            db: DiscoveryDb::new(prefix, domain_id)
-                .with_domain_tag(config.participant.domain_tag.clone()),
+            domain_tag: participant.domain_tag.clone(),
+            db: DiscoveryDb::new(prefix, domain_id).with_domain_tag(participant.domain_tag.clone()),
             sedp_pub_writer: writer(EntityId::SEDP_PUBLICATIONS_WRITER),
             sedp_sub_writer: writer(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
             sedp_pub_reader: reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
+            pmd: ParticipantMessages::new(prefix),
             selector: config.selector,
             spdp_payload: Arc::new(payload),
             spdp_seq: 0,
@@ -352,6 +361,7 @@ impl SimpleDiscovery {
             let g = Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER);
             self.sedp_sub_reader.add_writer(g, meta, true, now);
         }
+        self.pmd.add_peer(prefix, eps, meta, now);
     }
 
     fn forget_participant(&mut self, prefix: GuidPrefix, reason: LostReason) {
@@ -368,6 +378,7 @@ impl SimpleDiscovery {
             .remove_writer(Guid::new(prefix, EntityId::SEDP_PUBLICATIONS_WRITER));
         self.sedp_sub_reader
             .remove_writer(Guid::new(prefix, EntityId::SEDP_SUBSCRIPTIONS_WRITER));
+        self.pmd.remove_peer(prefix);
     }
 
     fn on_sedp(&mut self, s: SedpSample) {
@@ -525,6 +536,12 @@ impl DiscoveryEngine for SimpleDiscovery {
             Submessage::Data(d) if d.writer_id == EntityId::SPDP_WRITER => {
                 self.on_spdp(src, d, now)
             }
+            _ if self.pmd.handle(rs, now) => {
+                while let Some((prefix, manual)) = self.pmd.poll_asserted() {
+                    self.events
+                        .push_back(EngineEvent::LivelinessAsserted { prefix, manual });
+                }
+            }
             _ if super::builtin::feed_sedp_writers(
                 &mut self.sedp_pub_writer,
                 &mut self.sedp_sub_writer,
@@ -552,6 +569,10 @@ impl DiscoveryEngine for SimpleDiscovery {
         self.sedp_sub_writer.handle_timeout(now);
         self.sedp_pub_reader.handle_timeout(now);
         self.sedp_sub_reader.handle_timeout(now);
+        if !self.left {
+            let ts = self.wall(now);
+            self.pmd.handle_timeout(now, ts);
+        }
         self.drain_db();
     }
 
@@ -564,6 +585,7 @@ impl DiscoveryEngine for SimpleDiscovery {
             self.sedp_sub_writer.poll_timeout(),
             self.sedp_pub_reader.poll_timeout(),
             self.sedp_sub_reader.poll_timeout(),
+            self.pmd.poll_timeout().filter(|_| !self.left),
         ]
         .into_iter()
         .flatten()
@@ -606,6 +628,7 @@ impl DiscoveryEngine for SimpleDiscovery {
             || self.sedp_sub_writer.poll_transmit_into(now, out)
             || self.sedp_pub_reader.poll_transmit_into(now, out)
             || self.sedp_sub_reader.poll_transmit_into(now, out)
+            || self.pmd.poll_transmit(now, out)
     }
 
     fn poll_event(&mut self) -> Option<EngineEvent> {
@@ -613,6 +636,15 @@ impl DiscoveryEngine for SimpleDiscovery {
     }
 
     fn rejected(&self) -> u64 {
-        self.counters.undecodable + self.counters.forged_disposes
+        self.counters.undecodable + self.counters.forged_disposes + self.pmd.rejected
+    }
+
+    fn assert_manual_liveliness(&mut self, now: Instant) {
+        let ts = self.wall(now);
+        self.pmd.write(PMD_MANUAL, ts, now);
+    }
+
+    fn set_automatic_liveliness(&mut self, lease: Option<Duration>, now: Instant) {
+        self.pmd.set_automatic_lease(lease, now);
     }
 }

@@ -62,6 +62,9 @@ pub mod pid {
     pub const MUST_UNDERSTAND: u16 = 0x4000;
     /// Set in a pid for vendor-specific parameters.
     pub const VENDOR_SPECIFIC: u16 = 0x8000;
+    /// Tessera's CONSISTENCY policy and consensus endpoint (vendor range; the value starts with
+    /// the magic `TSRC`, so another vendor's use of the same pid is ignored).
+    pub const TESSERA_CONSISTENCY: u16 = 0x8011;
 }
 
 /// A checked, borrowing view of an encoded parameter list.

@@ -96,8 +96,8 @@ impl Shared {
     /// Recomputes the datagram budgets and the fragment size from the configuration.
     pub(super) fn size_datagrams(&mut self) {
         let cfg = &self.cfg;
-        let budget = cfg
-            .max_message_size
+        let budget = self
+            .effective_max_message_size()
             .min(MAX_UDP_PAYLOAD)
             .saturating_sub(DATAGRAM_OVERHEAD + HB_LEN)
             .max(512);
@@ -107,7 +107,47 @@ impl Shared {
             .clamp(256, budget);
         let max_frag = (budget - FRAG_OVERHEAD).min(u16::MAX as usize) & !3;
         self.frag_size = cfg.fragment_size.clamp(4, max_frag) & !3;
+        let max_repair_frag = self.repair_budget.saturating_sub(FRAG_OVERHEAD).max(4);
+        self.repair_frag_size = cfg.fragment_size.clamp(4, max_repair_frag) & !3;
         self.budget = budget;
+    }
+
+    /// The datagram size limit in force: the configured one, or the repair (path MTU) size
+    /// while the loss watch says the path drops fragments.
+    pub(super) fn effective_max_message_size(&self) -> usize {
+        if self.sizer.reduced() {
+            self.cfg.max_message_size.min(self.cfg.repair_message_size)
+        } else {
+            self.cfg.max_message_size
+        }
+    }
+
+    /// Feeds the loss watch; resizes datagrams when it changes its mind.
+    pub(super) fn watch_loss(&mut self, now: Instant) {
+        if self.cfg.max_message_size <= self.cfg.repair_message_size {
+            return; // Datagrams are path-sized already: nothing to adapt.
+        }
+        let sent = self.counters.data_sent + self.counters.data_frag_sent;
+        if self.sizer.tick(now, sent) {
+            if self.sizer.reduced() {
+                self.counters.datagram_reductions += 1;
+            }
+            self.size_datagrams();
+        }
+    }
+
+    /// `s` as its repairs travel: a whole sample whose DATA does not fit a repair datagram is
+    /// resent as DATA_FRAGs of `repair_frag_size` (always the same size for one sample, so a
+    /// reader can reassemble fragments of several repairs). A reader that lost the whole DATA
+    /// holds no fragment of it, so the change of form is safe.
+    pub(super) fn repair_view(&self, seq: SequenceNumber, mut s: Sample) -> Sample {
+        if s.frag_size == 0 {
+            let data = 24 + self.inline_qos(seq, &s).wire_len() + s.payload.len().div_ceil(4) * 4;
+            if data + 12 > self.repair_budget {
+                s.frag_size = self.repair_frag_size as u32;
+            }
+        }
+        s
     }
 
     /// Emits a whole unfragmented sample; false when there is no room.
@@ -344,7 +384,12 @@ impl Shared {
                     r.frag_repairs.remove(0);
                     continue;
                 }
-                let Some(sample) = self.history.get(seq).cloned() else {
+                let Some(sample) = self
+                    .history
+                    .get(seq)
+                    .cloned()
+                    .map(|x| self.repair_view(seq, x))
+                else {
                     r.frag_repairs.remove(0);
                     if !r.repair.contains(&seq) {
                         let p = r.repair.partition_point(|&x| x < seq);
@@ -397,7 +442,12 @@ impl Shared {
                     r.repair_frag = 0;
                     continue;
                 }
-                match self.history.get(seq).cloned() {
+                match self
+                    .history
+                    .get(seq)
+                    .cloned()
+                    .map(|x| self.repair_view(seq, x))
+                {
                     None => {
                         let end = self.first_available(seq).min(r.unsent);
                         if !self.emit_gap(rid, seq, end, &mut c, subs) {

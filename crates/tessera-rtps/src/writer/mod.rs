@@ -47,6 +47,7 @@
 //!   [`WriterConfig::repair_message_size`] bytes: on a path that fragments large datagrams and
 //!   drops fragments under load, a big repair datagram is all but certain to be lost.
 
+mod adapt;
 mod emit;
 mod history;
 mod multicast;
@@ -196,6 +197,9 @@ pub struct WriterCounters {
     pub unknown_reader: u64,
     /// Requested sequence numbers not resent because a repair of them was still in flight.
     pub repairs_held_off: u64,
+    /// Times loss made the writer drop to unfragmented (path-MTU) datagrams (see the
+    /// `adapt` module: large IP-fragmented datagrams do not survive a lossy path).
+    pub datagram_reductions: u64,
 }
 
 /// Most NACK_FRAG requests queued per reader; more are dropped (the reader will ask again).
@@ -361,6 +365,10 @@ struct Shared {
     repair_budget: usize,
     /// Fragment size for samples written from now on.
     frag_size: usize,
+    /// Fragment size of repairs of whole samples too large for a repair datagram.
+    repair_frag_size: usize,
+    /// Loss watch choosing between large and path-MTU datagrams.
+    sizer: adapt::DatagramSizer,
     ack_every: i64,
     gc_needed: bool,
     /// Flow control: at most this many samples not yet acknowledged by every reliable reader.
@@ -406,6 +414,8 @@ impl WriterCore {
                 budget: 0,
                 repair_budget: 0,
                 frag_size: 0,
+                repair_frag_size: 0,
+                sizer: adapt::DatagramSizer::default(),
                 ack_every,
                 base_ack_every: ack_every,
                 gc_needed: false,
@@ -864,6 +874,7 @@ impl WriterCore {
         r.repair.retain(|&sn| sn >= acked);
         let queued = r.repair.len();
         let mut held = 0u64;
+        let mut requested = 0u64;
         let mut recheck: Option<Instant> = None;
         if set.base <= last + 1 && set.num_bits <= 256 {
             let mut k = r.resent.partition_point(|e| e.0 < set.base);
@@ -883,6 +894,7 @@ impl WriterCore {
                         continue;
                     }
                 }
+                requested += 1;
                 if r.repair.len() < MAX_REPAIRS {
                     r.repair.push_back(sn);
                 }
@@ -910,6 +922,8 @@ impl WriterCore {
             }
         }
         self.sh.counters.repairs_held_off += held;
+        self.sh.sizer.note_requests(requested);
+        self.sh.watch_loss(now);
         if progressed {
             self.gc();
         }
@@ -964,6 +978,8 @@ impl WriterCore {
         }
         let due = now + delay;
         r.repair_at = Some(r.repair_at.map_or(due, |t| t.min(due)));
+        self.sh.sizer.note_requests(1);
+        self.sh.watch_loss(now);
     }
 
     /// Builds the next datagram into `out` (reusing its allocation); false when there is
@@ -1095,6 +1111,23 @@ impl WriterCore {
     /// (`wait_for_acknowledgments`).
     pub fn all_acked(&self) -> bool {
         self.is_acked_by_all(self.sh.last_seq)
+    }
+
+    /// Drops sample `seq` from the retained history (its LIFESPAN ran out): it is never sent
+    /// again, and a reader that still needs it is told it is gone. Returns whether it was held.
+    pub fn remove_retained(&mut self, seq: SequenceNumber) -> bool {
+        self.sh.history.remove(seq)
+    }
+
+    /// A HEARTBEAT that asserts this writer's liveliness (the L flag; MANUAL_BY_TOPIC
+    /// `assert_liveliness`), addressed to every reader and asking for no answer. Its range is
+    /// the retained history, like any other HEARTBEAT of this writer.
+    pub fn liveliness_heartbeat(&mut self) -> crate::wire::Heartbeat {
+        let mut hb = self
+            .sh
+            .heartbeat_from(crate::types::EntityId::UNKNOWN, 1, true);
+        hb.liveliness_flag = true;
+        hb
     }
 }
 

@@ -45,6 +45,20 @@ fn acknack(base: i64, missing: &[i64], count: i32) -> AckNack {
     }
 }
 
+fn nack_frag(seq: i64, frags: &[u32], count: i32) -> NackFrag {
+    let mut set = FragmentNumberSet::empty(frags[0]);
+    for &f in frags {
+        set.insert(f);
+    }
+    NackFrag {
+        reader_id: rguid().entity_id,
+        writer_id: wguid().entity_id,
+        writer_sn: seq,
+        fragment_number_state: set,
+        count,
+    }
+}
+
 /// Completes the reader handshake: the reader's first ACKNACK (count 100, above the tests' own).
 fn sync(w: &mut WriterCore, base: i64, now: Instant) {
     w.on_acknack(rguid().prefix, &acknack(base, &[], 100), now);
@@ -178,17 +192,7 @@ fn large_samples_are_fragmented_within_the_message_size() {
     }
     assert_eq!(t.len(), 8, "10 fragments per datagram");
     // NACK_FRAG of fragments 2 and 40: only those are resent.
-    let mut set = FragmentNumberSet::empty(2);
-    set.insert(2);
-    set.insert(40);
-    let nf = NackFrag {
-        reader_id: rguid().entity_id,
-        writer_id: wguid().entity_id,
-        writer_sn: 1,
-        fragment_number_state: set,
-        count: 1,
-    };
-    w.on_nack_frag(rguid().prefix, &nf, now);
+    w.on_nack_frag(rguid().prefix, &nack_frag(1, &[2, 40], 1), now);
     let t = drain(&mut w, now);
     let resent: Vec<(u32, u16)> = t
         .iter()
@@ -337,4 +341,97 @@ fn for_each_retained_yields_the_live_history_oldest_first() {
     });
     // Sample 1 (key 1) was replaced by sample 3 under KEEP_LAST 1.
     assert_eq!(seen, vec![(2, 1, 2, 0, false), (3, 2, 1, 0, false)]);
+}
+
+fn frag_sizes(t: &[Transmit]) -> Vec<u16> {
+    t.iter()
+        .flat_map(|t| &t.submessages)
+        .filter_map(|s| match s {
+            OutSubmessage::DataFrag(f) => Some(f.fragment_size),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn whole_samples_too_large_for_a_repair_datagram_are_repaired_as_fragments() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    let repair = w.config().repair_message_size;
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    drain(&mut w, now);
+    sync(&mut w, 1, now);
+    w.write(pl(8192), None, 0, false, None, now).unwrap();
+    let t = drain(&mut w, now);
+    assert_eq!(kinds(&t[0]), ["data", "hb"], "first copy whole");
+    // The reader lost it: the repair must not need IP fragmentation.
+    w.on_acknack(rguid().prefix, &acknack(1, &[1], 101), now);
+    let t = drain(&mut w, now);
+    assert!(t.len() > 1);
+    for x in &t {
+        assert!(x.wire_len() <= repair, "{} > {repair}", x.wire_len());
+        assert!(!kinds(x).contains(&"data"), "{:?}", kinds(x));
+    }
+    let sizes = frag_sizes(&t);
+    let covered: usize = sizes.iter().map(|&s| s as usize).sum();
+    assert!(
+        covered >= 8192 && sizes.iter().all(|&s| s == sizes[0]),
+        "{sizes:?}"
+    );
+    // A NACK_FRAG for one of those fragments is served in the same fragment size.
+    w.on_nack_frag(
+        rguid().prefix,
+        &nack_frag(1, &[3], 1),
+        now + Duration::from_secs(2),
+    );
+    let t = drain(&mut w, now + Duration::from_secs(2));
+    assert_eq!(frag_sizes(&t), vec![sizes[0]]);
+}
+
+#[test]
+fn loss_shrinks_datagrams_to_the_path_mtu_until_the_path_is_clean() {
+    let mut w = writer(|_| {});
+    let mut now = t0();
+    let full = w.max_message_size();
+    let repair = w.config().repair_message_size;
+    assert!(full > repair);
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    drain(&mut w, now);
+    sync(&mut w, 1, now);
+    let mut count = 101;
+    let mut acked = 1;
+    // A window where a fifth of the samples are reported missing.
+    for _ in 0..50 {
+        w.write(pl(512), None, 0, false, None, now).unwrap();
+    }
+    drain(&mut w, now);
+    now += Duration::from_millis(150);
+    let missing: Vec<i64> = (acked..acked + 50).step_by(5).collect();
+    w.on_acknack(rguid().prefix, &acknack(acked, &missing, count), now);
+    count += 1;
+    assert_eq!(w.counters().datagram_reductions, 1);
+    assert!(w.max_message_size() <= repair, "{}", w.max_message_size());
+    // New large samples now travel in path-MTU datagrams.
+    w.on_acknack(rguid().prefix, &acknack(51, &[], count), now);
+    count += 1;
+    acked = 51;
+    drain(&mut w, now);
+    w.write(pl(8192), None, 0, false, None, now).unwrap();
+    let t = drain(&mut w, now);
+    assert!(t.iter().all(|x| x.wire_len() <= repair));
+    assert!(!frag_sizes(&t).is_empty());
+    // Clean acknowledgments for a while: large datagrams come back after the quiet period.
+    let reduced_at = now;
+    acked += 1;
+    while w.max_message_size() < full {
+        now += Duration::from_millis(100);
+        w.write(pl(512), None, 0, false, None, now).unwrap();
+        drain(&mut w, now);
+        acked += 1;
+        w.on_acknack(rguid().prefix, &acknack(acked, &[], count), now);
+        count += 1;
+        assert!(now - reduced_at < Duration::from_secs(5), "never restored");
+    }
+    assert!(now - reduced_at >= Duration::from_secs(1));
+    assert_eq!(w.counters().datagram_reductions, 1);
 }

@@ -4,7 +4,7 @@
 //! send side. They hand out a [`Transmit`]: one datagram's worth of [`OutSubmessage`]s plus a
 //! [`Destination`]. The runtime encodes it straight into a reused send buffer:
 //!
-//! ```ignore
+//! ```text
 //! let mut b = MessageBuilder::new(&mut buf, local_prefix);
 //! if let Some(p) = t.dest.info_dst() { b.submessage(&Submessage::InfoDst(p)); }
 //! for sm in &t.submessages { b.submessage(&sm.as_submessage(&mut qos_scratch)); }

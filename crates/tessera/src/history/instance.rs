@@ -92,6 +92,8 @@ pub(super) struct Stored<T> {
     pub(super) read: bool,
     /// Set while a take is removing the sample.
     pub(super) taken: bool,
+    /// When its LIFESPAN runs out (ns, the caller's clock); `i64::MAX`: never.
+    pub(super) expires: i64,
 }
 
 impl<T> Stored<T> {

@@ -53,6 +53,7 @@
 //! the caller reuses its output vector ([`History::take_into`]).
 
 mod instance;
+mod lifespan;
 mod types;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -107,6 +108,8 @@ pub struct History<T> {
     purge_queue: BTreeSet<(i64, InstanceHandle)>,
     /// Instances purged by autopurge so far.
     autopurged: u64,
+    /// The earliest LIFESPAN expiry set since the last sweep (see [`History::drop_expired`]).
+    next_expiry: Option<i64>,
 }
 
 impl<T> fmt::Debug for History<T> {
@@ -144,6 +147,7 @@ impl<T> History<T> {
             not_read_total: 0,
             purge_queue: BTreeSet::new(),
             autopurged: 0,
+            next_expiry: None,
         }
     }
 
@@ -395,6 +399,7 @@ impl<T> History<T> {
             no_writers_gen: inst.no_writers_gen,
             read: false,
             taken: false,
+            expires: i64::MAX,
         });
         inst.valid_len += 1;
         inst.not_read += 1;
@@ -797,6 +802,7 @@ impl<T> History<T> {
             no_writers_gen: inst.no_writers_gen,
             read: false,
             taken: false,
+            expires: i64::MAX,
         });
         inst.has_invalid = true;
         inst.not_read += 1;

@@ -51,6 +51,11 @@ fn conformance(a: Arc<dyn Transport>, b: Arc<dyn Transport>) {
         assert!(b.reaches(&l));
     }
     assert!(a.max_datagram_size() >= 1472);
+    assert!(
+        (1472..=a.max_datagram_size()).contains(&a.best_effort_datagram_size()),
+        "{}: best-effort datagrams within 1472..=max",
+        a.name()
+    );
 
     // Unicast to each port arrives on the matching channel, on a receive thread, with a source
     // of the sender's kind.
@@ -298,7 +303,8 @@ fn transport_lists_parse() {
     );
     assert_eq!(parse_transports("UDPv6").unwrap(), vec![Udp6]);
     assert_eq!(parse_transports("udp4,shm").unwrap(), vec![Udp4, Shm]);
-    assert!(parse_transports("udp4,tcp").is_err());
+    assert_eq!(parse_transports("tcp4,udp4").unwrap(), vec![Tcp4, Udp4]);
+    assert!(parse_transports("udp4,sctp").is_err());
     assert!(parse_transports(" , ").is_err());
 }
 

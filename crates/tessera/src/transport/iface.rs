@@ -40,8 +40,21 @@ pub fn mtu(name: &str) -> Option<usize> {
     s.trim().parse().ok().filter(|m| *m >= 68)
 }
 
-/// The smallest largest-datagram a writer uses, whatever the MTU: Cyclone DDS's default
-/// `MaxMessageSize`. On Ethernet such a datagram leaves as ten IP fragments; sending ten
+/// The IPv4 broadcast address of `itf` (its address with every host bit set); `None` for a
+/// point-to-point link or a /31 or /32 address, which have none.
+pub fn broadcast_addr(itf: &Interface) -> Option<Ipv4Addr> {
+    let mask = u32::from(itf.netmask);
+    if itf.point_to_point || mask >= 0xffff_fffe {
+        return None;
+    }
+    Some(Ipv4Addr::from(u32::from(itf.addr) | !mask))
+}
+
+/// The largest UDP/IPv4 payload: what a reliable writer may send (IP fragments it).
+pub const MAX_UDP4_PAYLOAD: usize = 65507;
+
+/// The smallest largest-datagram a best-effort writer uses, whatever the MTU: Cyclone DDS's
+/// default `MaxMessageSize`. On Ethernet such a datagram leaves as ten IP fragments; sending ten
 /// times fewer datagrams than MTU-sized ones costs ten times fewer system calls and receiver
 /// wake-ups, which decides throughput (measured across namespace hosts: MTU-sized datagrams ran
 /// at 0.2–0.6× Cyclone). A lost fragment loses its datagram, which reliability repairs.

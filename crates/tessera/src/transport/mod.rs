@@ -11,6 +11,7 @@
 //! | UDP/IPv6 | `UDPV6` | [`udp`] (same code, other address family) |
 //! | in-process (tests: no sockets, fault injection) | `TESSERA_INPROC` | [`inproc`] |
 //! | shared memory (same host, beside UDP for discovery) | `TESSERA_SHM` | [`shm`], [`shm_ring`] |
+//! | TCP/IPv4 (WAN, NAT, firewalls; Tessera's own framing) | `TESSERA_TCP4` | [`tcp`] |
 //!
 //! Shared pieces: well-known ports ([`ports`]), interface selection ([`iface`]), the UDP
 //! receive threads ([`recv`]).
@@ -27,8 +28,10 @@ pub mod ports;
 pub mod recv;
 pub mod shm;
 pub mod shm_ring;
+pub mod tcp;
 pub mod udp;
 pub mod udp6;
+pub mod wait;
 
 use std::io;
 use std::sync::Arc;
@@ -38,11 +41,13 @@ pub use inproc::{FaultConfig, InProcessNetwork, InProcessTransport};
 pub use ports::{PortMapping, DEFAULT_MULTICAST_GROUP, DEFAULT_MULTICAST_GROUP_V6};
 pub use recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 pub use shm::{ShmConfig, ShmTransport};
+pub use tcp::{TcpConfig, TcpTransport};
 pub use udp::{
     parse_peers, Peer, SendStats, TransportError, TransportLocators, TransportStats, UdpConfig,
     UdpTransport,
 };
 pub use udp6::Udp6Transport;
+pub use wait::WaitStrategy;
 
 use tessera_rtps::types::{Locator, Locators};
 
@@ -61,6 +66,8 @@ pub enum TransportKind {
     /// Shared memory with participants on the same host (needs a UDP transport beside it for
     /// discovery; preferred over UDP wherever it reaches; on by default).
     Shm,
+    /// TCP over IPv4 (discovery through `TESSERA_TCP_PEERS`; see [`tcp`]).
+    Tcp4,
 }
 
 impl std::str::FromStr for TransportKind {
@@ -71,8 +78,9 @@ impl std::str::FromStr for TransportKind {
             "udp4" | "udpv4" | "udp" => Ok(TransportKind::Udp4),
             "udp6" | "udpv6" => Ok(TransportKind::Udp6),
             "shm" => Ok(TransportKind::Shm),
+            "tcp4" | "tcpv4" | "tcp" => Ok(TransportKind::Tcp4),
             other => Err(TransportError::InvalidConfig(format!(
-                "unknown transport {other:?} (expected udp4, udp6 or shm)"
+                "unknown transport {other:?} (expected udp4, udp6, shm or tcp4)"
             ))),
         }
     }
@@ -192,8 +200,16 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// [`Receivers`] stops and joins the threads.
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError>;
 
-    /// The largest datagram this transport carries, in bytes (RTPS header included).
+    /// The largest datagram this transport carries, in bytes (RTPS header included): what a
+    /// reliable writer, which learns of losses from its readers, may send.
     fn max_datagram_size(&self) -> usize;
+
+    /// The largest datagram a writer without loss feedback (best effort) should send: where
+    /// large datagrams are split into IP fragments, a lost fragment loses the whole datagram,
+    /// so this is smaller than [`Transport::max_datagram_size`]. Defaults to that.
+    fn best_effort_datagram_size(&self) -> usize {
+        self.max_datagram_size()
+    }
 
     /// Counters.
     fn stats(&self) -> &TransportStats;
@@ -235,7 +251,8 @@ impl Transports {
     /// environment applied). The first UDP kind is the preferred one (see
     /// [`Transports::select`]); shared memory (`shm`, configured by `shm`, `None`:
     /// [`ShmConfig::from_env`]) comes before both wherever it reaches, and needs a UDP
-    /// transport beside it for discovery. With both UDP transports, UDPv6 takes the
+    /// or TCP transport beside it for discovery; TCP (`tcp`, `None`: [`TcpConfig::new`]) takes
+    /// the participant index UDPv4 found. With both UDP transports, UDPv6 takes the
     /// participant index UDPv4 found.
     pub fn open(
         domain: u32,
@@ -243,6 +260,7 @@ impl Transports {
         kinds: Option<&[TransportKind]>,
         in_process: Option<&InProcessNetwork>,
         shm: Option<ShmConfig>,
+        tcp: Option<TcpConfig>,
     ) -> Result<Transports, TransportError> {
         if let Some(net) = in_process {
             return Transports::new(vec![Arc::new(InProcessTransport::new(net, domain))]);
@@ -261,7 +279,7 @@ impl Transports {
         if kinds.contains(&TransportKind::Shm) {
             if !kinds.iter().any(|k| *k != TransportKind::Shm) {
                 return Err(TransportError::InvalidConfig(
-                    "shm needs udp4 or udp6 beside it (discovery runs over UDP)".into(),
+                    "shm needs udp4, udp6 or tcp4 beside it (for discovery)".into(),
                 ));
             }
             let c = match shm {
@@ -287,6 +305,21 @@ impl Transports {
                 TransportKind::Udp4 => list.extend(v4.take().map(|t| t as Arc<dyn Transport>)),
                 TransportKind::Udp6 => list.push(Arc::new(Udp6Transport::new(&udp)?)),
                 TransportKind::Shm => {}
+                TransportKind::Tcp4 => {
+                    let mut c = match tcp.clone() {
+                        Some(c) => c,
+                        None => TcpConfig::new(domain)?,
+                    };
+                    if c.interface.is_none() {
+                        c.interface = udp.interface.clone();
+                    }
+                    if c.participant_id.is_none() {
+                        c.participant_id = udp.participant_id;
+                    }
+                    let t = TcpTransport::new(c)?;
+                    udp.participant_id = Some(t.participant_id());
+                    list.push(Arc::new(t));
+                }
             }
         }
         Transports::new(list)
@@ -387,14 +420,25 @@ impl Transports {
             .unwrap_or(1472)
     }
 
-    /// The largest datagram that every one of `locators` can be sent (the smallest of their
-    /// transports' [`Transport::max_datagram_size`]); the registry's
+    /// The largest datagram a writer sends to all of `locators`: the smallest of their
+    /// transports' [`Transport::max_datagram_size`] for a `reliable` writer,
+    /// [`Transport::best_effort_datagram_size`] otherwise; the registry's
     /// [`Transports::max_datagram_size`] when none is ours.
-    pub fn path_datagram_size<'a>(&self, locators: impl IntoIterator<Item = &'a Locator>) -> usize {
+    pub fn path_datagram_size<'a>(
+        &self,
+        locators: impl IntoIterator<Item = &'a Locator>,
+        reliable: bool,
+    ) -> usize {
         locators
             .into_iter()
             .filter_map(|l| self.for_locator(l))
-            .map(|t| t.max_datagram_size())
+            .map(|t| {
+                if reliable {
+                    t.max_datagram_size()
+                } else {
+                    t.best_effort_datagram_size()
+                }
+            })
             .min()
             .unwrap_or_else(|| self.max_datagram_size())
     }

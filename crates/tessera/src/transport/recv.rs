@@ -34,6 +34,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use super::wait::{Spinner, WaitStrategy};
 use socket2::Socket;
 use tessera_rtps::types::Locator;
 
@@ -54,6 +55,11 @@ pub enum Channel {
 }
 
 impl Channel {
+    /// Whether the channel carries user data (and may wait by polling, see [`super::wait`]).
+    pub fn carries_user_data(self) -> bool {
+        matches!(self, Channel::UserUnicast | Channel::UserMulticast)
+    }
+
     /// A short name, also used for the thread name.
     pub fn name(self) -> &'static str {
         match self {
@@ -131,6 +137,7 @@ impl Receivers {
         handler: Arc<dyn DatagramHandler>,
         stats: Arc<ReceiveStats>,
         batch: usize,
+        wait: WaitStrategy,
         prefix: &str,
     ) -> io::Result<Receivers> {
         let stop = Arc::new(AtomicBool::new(false));
@@ -145,6 +152,11 @@ impl Receivers {
                 stats: stats.clone(),
                 stop: stop.clone(),
                 batch: batch.clamp(1, 64),
+                wait: if channel.carries_user_data() {
+                    wait
+                } else {
+                    WaitStrategy::Block
+                },
             };
             let name = format!("tessera-{prefix}-{}", channel.name());
             // On error `r` is dropped, which stops the threads started so far.
@@ -226,6 +238,8 @@ struct RecvLoop {
     stats: Arc<ReceiveStats>,
     stop: Arc<AtomicBool>,
     batch: usize,
+    /// How the thread waits (user-data channels only; see [`super::wait`]).
+    wait: WaitStrategy,
 }
 
 /// The source of a datagram as a locator (UDPv4 or UDPv6; the buffer is a
@@ -321,10 +335,41 @@ impl RecvLoop {
         }
     }
 
+    /// Polls the socket for up to the spinner's budget before the caller's blocking receive;
+    /// returns when the wait began (`None` under [`WaitStrategy::Block`]: nothing measured).
+    fn spin(&self, spinner: &Spinner) -> Option<std::time::Instant> {
+        if self.wait == WaitStrategy::Block {
+            return None;
+        }
+        let start = std::time::Instant::now();
+        let budget = spinner.budget();
+        if budget == Some(std::time::Duration::ZERO) {
+            return Some(start);
+        }
+        let mut p = libc::pollfd {
+            fd: self.socket.as_raw_fd(),
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        loop {
+            // SAFETY: `p` is one live pollfd; a zero timeout never blocks.
+            if unsafe { libc::poll(&mut p, 1, 0) } != 0 || self.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if budget.is_some_and(|b| start.elapsed() >= b) {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        Some(start)
+    }
+
     fn run_single(self) {
         let fd = self.socket.as_raw_fd();
         let mut buf = vec![0u8; MAX_DATAGRAM];
+        let mut spinner = Spinner::new(self.wait);
         while !self.stop.load(Ordering::Relaxed) {
+            let idle = self.spin(&spinner);
             // SAFETY: all-zero is a valid sockaddr_in6.
             let mut sin: libc::sockaddr_in6 = unsafe { std::mem::zeroed() };
             let mut iov = libc::iovec {
@@ -341,6 +386,9 @@ impl RecvLoop {
             let n = unsafe { libc::recvmsg(fd, &mut msg, 0) };
             if self.stop.load(Ordering::Relaxed) {
                 break;
+            }
+            if let Some(t) = idle {
+                spinner.record_wait(t.elapsed());
             }
             if n < 0 {
                 on_error(&self.stats, &io::Error::last_os_error());
@@ -385,7 +433,9 @@ impl RecvLoop {
         // more makes one more, futile, attempt per wake-up: latency on a ping-pong), and for a
         // full batch once datagrams are found already waiting (a backlog worth amortising).
         let mut vlen = 1usize;
+        let mut spinner = Spinner::new(self.wait);
         while !self.stop.load(Ordering::Relaxed) {
+            let idle = self.spin(&spinner);
             for m in msgs.iter_mut().take(vlen) {
                 m.msg_hdr.msg_namelen =
                     std::mem::size_of::<libc::sockaddr_in6>() as libc::socklen_t;
@@ -420,6 +470,9 @@ impl RecvLoop {
             let waited = called.elapsed() > BACKLOG_THRESHOLD;
             if self.stop.load(Ordering::Relaxed) {
                 break;
+            }
+            if let Some(t) = idle {
+                spinner.record_wait(t.elapsed());
             }
             if n < 0 {
                 on_error(&self.stats, &io::Error::last_os_error());

@@ -47,6 +47,7 @@ use tessera_rtps::types::{locator_kind, Locator};
 use super::recv::{self, Channel, DatagramHandler, Receivers};
 use super::shm_ring::{Consumer, Geometry, Owner, Polled, Pushed, Region, Ring, RingStats};
 use super::udp::{TransportError, TransportLocators, TransportStats};
+use super::wait::{Spinner, WaitStrategy};
 use super::Transport;
 
 /// Default size of a segment's slots: 8 MiB, 128 slots of 64 KiB (plus a 512-byte header).
@@ -87,8 +88,11 @@ pub struct ShmConfig {
     pub segment_bytes: usize,
     /// Largest datagram; each slot holds one.
     pub max_datagram: usize,
-    /// How long the receive thread polls before it sleeps on the futex.
+    /// How long the receive thread polls before it sleeps on the futex (a fixed
+    /// [`WaitStrategy::Spin`]; `wait` overrides it).
     pub spin: Duration,
+    /// How the receive thread waits (`TESSERA_WAIT`; `None`: by `spin`). See [`super::wait`].
+    pub wait: Option<WaitStrategy>,
     /// How long the reader waits for a claimed slot to be committed before it skips it.
     pub stall_timeout: Duration,
     /// Directory of the segments (a tmpfs; [`SHM_DIR`] by default).
@@ -105,6 +109,7 @@ impl Default for ShmConfig {
             segment_bytes: DEFAULT_SEGMENT_BYTES,
             max_datagram: DEFAULT_MAX_DATAGRAM,
             spin: DEFAULT_SPIN,
+            wait: None,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
             dir: PathBuf::from(SHM_DIR),
             across_network_namespaces: false,
@@ -113,8 +118,8 @@ impl Default for ShmConfig {
 }
 
 impl ShmConfig {
-    /// The defaults with `TESSERA_SHM_SPIN_US`, `TESSERA_SHM_SEGMENT_BYTES` and
-    /// `TESSERA_SHM_ACROSS_NETNS` applied.
+    /// The defaults with `TESSERA_SHM_SPIN_US`, `TESSERA_WAIT`, `TESSERA_SHM_SEGMENT_BYTES`
+    /// and `TESSERA_SHM_ACROSS_NETNS` applied.
     pub fn from_env() -> Result<ShmConfig, TransportError> {
         let mut c = ShmConfig::default();
         let num = |name: &str| -> Result<Option<u64>, TransportError> {
@@ -128,6 +133,7 @@ impl ShmConfig {
         if let Some(us) = num(ENV_SHM_SPIN_US)? {
             c.spin = Duration::from_micros(us);
         }
+        c.wait = WaitStrategy::from_env()?;
         if let Some(b) = num(ENV_SHM_SEGMENT_BYTES)? {
             c.segment_bytes = usize::try_from(b).unwrap_or(usize::MAX);
         }
@@ -652,7 +658,14 @@ impl Transport for ShmTransport {
             own: self.own.clone(),
             handler,
             stop,
-            spin: self.config.spin,
+            wait: self.config.wait.unwrap_or(if self.config.spin.is_zero() {
+                WaitStrategy::Block
+            } else {
+                WaitStrategy::Spin {
+                    max: self.config.spin,
+                    adaptive: false,
+                }
+            }),
             stall_timeout: self.config.stall_timeout,
             stats: self.shm_stats.clone(),
             recv: self.stats.recv.clone(),
@@ -683,7 +696,7 @@ struct RecvLoop {
     own: Arc<OwnSegment>,
     handler: Arc<dyn DatagramHandler>,
     stop: Arc<AtomicBool>,
-    spin: Duration,
+    wait: WaitStrategy,
     stall_timeout: Duration,
     stats: Arc<ShmStats>,
     recv: Arc<recv::ReceiveStats>,
@@ -698,6 +711,7 @@ impl RecvLoop {
         let mut consumer = Consumer::new(self.stall_timeout);
         let mut buf = vec![0u8; ring.geometry().capacity()];
         let mut idle_since: Option<Instant> = None;
+        let mut spinner = Spinner::new(self.wait);
         // Datagrams delivered since the last `on_batch_end` (called once the ring is empty).
         let mut in_batch = false;
         let mut warned = Instant::now() - Duration::from_secs(2);
@@ -705,7 +719,9 @@ impl RecvLoop {
             let now = Instant::now();
             match consumer.poll(ring, &mut buf, &self.stats.ring, now) {
                 Polled::Datagram(n) => {
-                    idle_since = None;
+                    if let Some(t) = idle_since.take() {
+                        spinner.record_wait(now.duration_since(t));
+                    }
                     in_batch = true;
                     self.deliver(&buf[..n]);
                 }
@@ -725,12 +741,14 @@ impl RecvLoop {
                         self.batch_end();
                     }
                     let since = *idle_since.get_or_insert(now);
-                    if now.duration_since(since) < self.spin {
+                    if spinner
+                        .budget()
+                        .is_none_or(|b| now.duration_since(since) < b)
+                    {
                         std::hint::spin_loop();
                         continue;
                     }
                     consumer.wait(ring, IDLE_WAIT, now, &self.stop);
-                    idle_since = None;
                 }
             }
         }

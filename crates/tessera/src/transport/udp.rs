@@ -35,11 +35,16 @@
 //! see [`super::AllowMulticast`]); `false` there closes the multicast sockets as well.
 //!
 //! # Datagram size
-//! [`Transport::max_datagram_size`](super::Transport::max_datagram_size) is the interface's MTU
-//! less the IPv4 and UDP headers where that exceeds 14,720 B (65,507 on loopback: nothing is
-//! fragmented by IP), and 14,720 B otherwise, Cyclone DDS's default: on Ethernet a datagram
-//! then leaves as up to ten IP fragments, which costs far fewer system calls and wake-ups than
-//! MTU-sized datagrams (see [`super::iface::MIN_DATAGRAM`]).
+//! A reliable writer may send datagrams up to 65,507 B
+//! ([`Transport::max_datagram_size`](super::Transport::max_datagram_size)): on Ethernet they
+//! leave as up to 45 IP fragments, which costs far fewer system calls and receiver wake-ups than
+//! MTU-sized datagrams, and its readers' repair requests tell it when the path loses fragments
+//! (it then drops to MTU-sized datagrams: see `tessera_rtps::writer`'s loss watch). A writer
+//! without that feedback (best effort) keeps to
+//! [`Transport::best_effort_datagram_size`](super::Transport::best_effort_datagram_size): the
+//! interface's MTU less the IPv4 and UDP headers where that exceeds 14,720 B (65,507 on
+//! loopback: nothing is fragmented by IP), and 14,720 B otherwise, Cyclone DDS's default (see
+//! [`super::iface::MIN_DATAGRAM`]).
 
 use std::io;
 use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, UdpSocket};
@@ -57,6 +62,9 @@ use super::recv::{Channel, DatagramHandler, ReceiveStats, Receivers};
 
 /// Environment variable naming the interface (name or IPv4 address).
 pub const ENV_INTERFACE: &str = "TESSERA_INTERFACE";
+/// Environment variable: `1` to use IPv4 broadcast instead of multicast
+/// ([`UdpConfig::broadcast`]).
+pub const ENV_BROADCAST: &str = "TESSERA_BROADCAST";
 /// Environment variable listing unicast peers, `ip[:port],...`.
 pub const ENV_PEERS: &str = "TESSERA_PEERS";
 /// Environment variable naming the UDPv6 transport's interface (name or IPv6 address).
@@ -187,6 +195,13 @@ pub struct UdpConfig {
     pub send_buffer: Option<usize>,
     /// Datagrams per receive syscall (1 disables recvmmsg).
     pub recv_batch: usize,
+    /// How the user-data receive threads wait (`TESSERA_WAIT`; see [`super::wait`]).
+    pub wait: super::WaitStrategy,
+    /// Use the interface's IPv4 broadcast address instead of the multicast group, for
+    /// discovery and user data alike (`TESSERA_BROADCAST=1`): for networks without multicast
+    /// routing or IGMP snooping, and as the seeds' federated product did. Readers announce the
+    /// broadcast address as their multicast locator, so a writer still sends once per subnet.
+    pub broadcast: bool,
 }
 
 impl UdpConfig {
@@ -214,11 +229,13 @@ impl UdpConfig {
             socket_buffer: DEFAULT_SOCKET_BUFFER,
             send_buffer: None,
             recv_batch: DEFAULT_RECV_BATCH,
+            wait: super::WaitStrategy::Block,
+            broadcast: false,
         }
     }
 
     /// Applies `TESSERA_INTERFACE` and `TESSERA_INTERFACE6` (if no interface is set yet),
-    /// `TESSERA_PEERS` (appended) and `TESSERA_MULTICAST`.
+    /// `TESSERA_PEERS` (appended), `TESSERA_MULTICAST` and `TESSERA_WAIT`.
     pub fn apply_env(&mut self) -> Result<(), TransportError> {
         if self.interface.is_none() {
             if let Ok(v) = std::env::var(ENV_INTERFACE) {
@@ -233,6 +250,20 @@ impl UdpConfig {
                     self.interface6 = Some(v.trim().to_string());
                 }
             }
+        }
+        if let Ok(v) = std::env::var(ENV_BROADCAST) {
+            match v.trim().to_ascii_lowercase().as_str() {
+                "1" | "true" | "yes" | "on" => self.broadcast = true,
+                "" | "0" | "false" | "no" | "off" => {}
+                other => {
+                    return Err(TransportError::InvalidConfig(format!(
+                        "{ENV_BROADCAST}={other:?}: expected true or false"
+                    )))
+                }
+            }
+        }
+        if let Some(w) = super::WaitStrategy::from_env()? {
+            self.wait = w;
         }
         if let Ok(v) = std::env::var(ENV_PEERS) {
             self.peers.extend(parse_peers(&v)?);
@@ -328,8 +359,9 @@ pub struct UdpTransport {
     participant_id: u32,
     interface: Interface,
     multicast: bool,
-    /// The largest datagram sent (see [`iface::max_udp4_payload`]).
-    max_datagram: usize,
+    /// The largest datagram for writers without loss feedback ([`iface::max_udp4_payload`];
+    /// see the module docs).
+    best_effort_datagram: usize,
     locators: TransportLocators,
     spdp_destinations: Vec<Locator>,
     send: UdpSocket,
@@ -338,6 +370,7 @@ pub struct UdpTransport {
     meta_uc: Arc<Socket>,
     user_uc: Arc<Socket>,
     recv_batch: usize,
+    wait: super::WaitStrategy,
     started: AtomicBool,
     stats: TransportStats,
 }
@@ -412,6 +445,16 @@ pub fn size_socket_buffers<S: AsFd>(sock: &S, recv: usize, send: Option<usize>) 
     let sock = SockRef::from(sock);
     set_buffer(&sock, recv, true);
     size_send_buffer(&sock, send);
+}
+
+/// A receive socket for broadcasts to `port` (shared with the host's other participants).
+fn open_broadcast_rx(port: u16, buffer: usize) -> io::Result<Socket> {
+    let s = new_udp_socket()?;
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, port).into())?;
+    set_buffer(&s, buffer, true);
+    Ok(s)
 }
 
 fn open_multicast(
@@ -508,11 +551,29 @@ impl UdpTransport {
         let list = iface::list_ipv4()?;
         let itf = iface::select(&list, c.interface.as_deref())?;
 
+        // With broadcast, the interface's broadcast address stands in for the group.
+        let group = if c.broadcast {
+            iface::broadcast_addr(&itf).ok_or_else(|| {
+                invalid(format!(
+                    "{} ({}/{}) has no broadcast address",
+                    itf.name, itf.addr, itf.netmask
+                ))
+            })?
+        } else {
+            c.multicast_group
+        };
+
         // Multicast sockets first: a failure here only disables multicast.
-        let mut multicast = c.multicast && itf.multicast;
+        let mut multicast = c.multicast && (itf.multicast || c.broadcast);
         let mut spdp_mc = None;
         let mut user_mc = None;
-        if multicast {
+        if c.broadcast {
+            let r = open_broadcast_rx(spdp_port, c.socket_buffer)
+                .and_then(|a| Ok((a, open_broadcast_rx(user_mc_port, c.socket_buffer)?)));
+            let (a, b) = r.map_err(sock_err("bind broadcast ports"))?;
+            spdp_mc = Some(Arc::new(a));
+            user_mc = Some(Arc::new(b));
+        } else if multicast {
             let r =
                 open_multicast(spdp_port, c.multicast_group, &itf, c.socket_buffer).and_then(|a| {
                     let b = open_multicast(user_mc_port, c.multicast_group, &itf, c.socket_buffer)?;
@@ -542,7 +603,10 @@ impl UdpTransport {
         send.bind(&SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0).into())
             .map_err(sock_err("bind send socket"))?;
         size_send_buffer(&send, c.send_buffer);
-        if multicast {
+        if c.broadcast {
+            send.set_broadcast(true)
+                .map_err(sock_err("set SO_BROADCAST"))?;
+        } else if multicast {
             send.set_multicast_if_v4(&itf.addr)
                 .map_err(sock_err("set IP_MULTICAST_IF"))?;
             send.set_multicast_ttl_v4(1)
@@ -555,15 +619,16 @@ impl UdpTransport {
         let locators = TransportLocators {
             metatraffic_unicast: Locator::udpv4(itf.addr, meta_port),
             default_unicast: Locator::udpv4(itf.addr, user_port),
-            metatraffic_multicast: multicast.then(|| Locator::udpv4(c.multicast_group, spdp_port)),
-            default_multicast: multicast.then(|| Locator::udpv4(c.multicast_group, user_mc_port)),
+            metatraffic_multicast: multicast.then(|| Locator::udpv4(group, spdp_port)),
+            default_multicast: multicast.then(|| Locator::udpv4(group, user_mc_port)),
         };
-        let spdp_destinations = spdp_destinations(c, &itf, multicast, meta_port);
+        let spdp_destinations = spdp_destinations(c, group, &itf, multicast, meta_port);
 
         tracing::info!(
             interface = %itf.name,
             addr = %itf.addr,
             multicast,
+            broadcast = c.broadcast,
             participant_id = pid,
             meta_port,
             user_port,
@@ -572,7 +637,7 @@ impl UdpTransport {
         Ok(UdpTransport {
             domain_id: d,
             participant_id: pid,
-            max_datagram: iface::max_udp4_payload(&itf),
+            best_effort_datagram: iface::max_udp4_payload(&itf),
             interface: itf,
             multicast,
             locators,
@@ -583,6 +648,7 @@ impl UdpTransport {
             meta_uc: Arc::new(meta_uc),
             user_uc: Arc::new(user_uc),
             recv_batch: c.recv_batch,
+            wait: c.wait,
             started: AtomicBool::new(false),
             stats: TransportStats::default(),
         })
@@ -776,6 +842,7 @@ impl UdpTransport {
             handler,
             self.stats.recv.clone(),
             self.recv_batch,
+            self.wait,
             &prefix,
         )
         .map_err(sock_err("start receive threads"))
@@ -785,6 +852,7 @@ impl UdpTransport {
 /// See [`UdpTransport::spdp_destinations`].
 fn spdp_destinations(
     c: &UdpConfig,
+    group: Ipv4Addr,
     itf: &Interface,
     multicast: bool,
     own_port: u16,
@@ -800,7 +868,7 @@ fn spdp_destinations(
     let mut out = Vec::new();
     if multicast {
         if let Some(p) = c.ports.spdp_multicast(d) {
-            out.push(Locator::udpv4(c.multicast_group, p));
+            out.push(Locator::udpv4(group, p));
         }
     }
     for peer in &c.peers {
@@ -855,7 +923,11 @@ impl super::Transport for UdpTransport {
     }
 
     fn max_datagram_size(&self) -> usize {
-        self.max_datagram
+        iface::MAX_UDP4_PAYLOAD
+    }
+
+    fn best_effort_datagram_size(&self) -> usize {
+        self.best_effort_datagram
     }
 
     fn stats(&self) -> &TransportStats {

@@ -44,6 +44,7 @@ pub struct Udp6Transport {
     /// (socket, channel) for the receive threads.
     sockets: Vec<(Arc<Socket>, Channel)>,
     recv_batch: usize,
+    wait: super::WaitStrategy,
     started: AtomicBool,
     stats: TransportStats,
 }
@@ -162,6 +163,7 @@ impl Udp6Transport {
             send: send.into(),
             sockets,
             recv_batch: c.recv_batch,
+            wait: c.wait,
             started: AtomicBool::new(false),
             stats: TransportStats::default(),
         })
@@ -245,6 +247,7 @@ impl Transport for Udp6Transport {
             handler,
             self.stats.recv.clone(),
             self.recv_batch,
+            self.wait,
             &prefix,
         )
         .map_err(sock_err("start UDPv6 receive threads"))

@@ -80,7 +80,13 @@ fn peers_parse() {
 fn spdp_destinations_with_multicast() {
     let mut c = UdpConfig::without_env(1);
     c.peers = parse_peers("10.1.1.1:9999,10.1.1.2").unwrap();
-    let d = spdp_destinations(&c, &itf([192, 168, 0, 5], false), true, 7660);
+    let d = spdp_destinations(
+        &c,
+        DEFAULT_MULTICAST_GROUP,
+        &itf([192, 168, 0, 5], false),
+        true,
+        7660,
+    );
     assert_eq!(d[0], Locator::udpv4(DEFAULT_MULTICAST_GROUP, 7650));
     assert_eq!(d[1], Locator::udpv4(Ipv4Addr::new(10, 1, 1, 1), 9999));
     let probes: Vec<u16> = d[2..]
@@ -94,7 +100,13 @@ fn spdp_destinations_with_multicast() {
 #[test]
 fn spdp_destinations_without_multicast_probe_own_host_but_not_self() {
     let c = UdpConfig::without_env(0);
-    let d = spdp_destinations(&c, &itf([127, 0, 0, 1], true), false, 7412);
+    let d = spdp_destinations(
+        &c,
+        DEFAULT_MULTICAST_GROUP,
+        &itf([127, 0, 0, 1], true),
+        false,
+        7412,
+    );
     let ports: Vec<u16> = d
         .iter()
         .map(|l| l.to_socket_addr_v4().unwrap().port())
@@ -208,6 +220,57 @@ fn two_transports_exchange_unicast_and_multicast() {
     assert!(got.contains(&Channel::UserUnicast) && got.contains(&Channel::MetatrafficUnicast));
     assert_eq!(expect(&rxa, b"many").2, Channel::UserUnicast);
     assert!(b.stats().recv.datagrams.load(Ordering::Relaxed) >= 3);
+}
+
+#[test]
+fn broadcast_addresses_of_interfaces() {
+    let mut i = itf([192, 168, 7, 20], false);
+    i.netmask = Ipv4Addr::new(255, 255, 255, 0);
+    assert_eq!(
+        iface::broadcast_addr(&i),
+        Some(Ipv4Addr::new(192, 168, 7, 255))
+    );
+    i.netmask = Ipv4Addr::new(255, 255, 255, 255);
+    assert_eq!(iface::broadcast_addr(&i), None, "a /32 has no broadcast");
+    i.netmask = Ipv4Addr::new(255, 255, 0, 0);
+    i.point_to_point = true;
+    assert_eq!(
+        iface::broadcast_addr(&i),
+        None,
+        "nor does a point-to-point link"
+    );
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn broadcast_carries_discovery_and_user_data() {
+    require_netns();
+    let mut c = lo_config(23);
+    c.broadcast = true;
+    let a = UdpTransport::new(c.clone()).unwrap();
+    let b = UdpTransport::new(c).unwrap();
+    let la = a.locators();
+    let bcast = Ipv4Addr::new(127, 255, 255, 255);
+    let spdp = la.metatraffic_multicast.unwrap();
+    assert_eq!(spdp.to_socket_addr_v4().unwrap().ip(), &bcast);
+    assert_eq!(a.spdp_destinations()[0], spdp);
+    assert_eq!(
+        la.default_multicast
+            .unwrap()
+            .to_socket_addr_v4()
+            .unwrap()
+            .ip(),
+        &bcast
+    );
+    let (ha, rxa) = collector();
+    let (hb, rxb) = collector();
+    let _ra = a.start(ha).unwrap();
+    let _rb = b.start(hb).unwrap();
+    a.send_to(b"spdp", &spdp).unwrap();
+    assert_eq!(expect(&rxb, b"spdp").2, Channel::SpdpMulticast);
+    assert_eq!(expect(&rxa, b"spdp").2, Channel::SpdpMulticast);
+    b.send_to(b"umc", &la.default_multicast.unwrap()).unwrap();
+    assert_eq!(expect(&rxa, b"umc").2, Channel::UserMulticast);
 }
 
 #[test]

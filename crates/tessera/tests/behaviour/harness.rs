@@ -5,7 +5,7 @@ use std::time::{Duration, Instant};
 use tessera::qos::{
     DataReaderQos, DataWriterQos, History, PublisherQos, Reliability, SubscriberQos, TopicQos,
 };
-use tessera::{DataReader, DataWriter, DomainParticipant, Sample, TopicType};
+use tessera::{DataReader, DataWriter, DomainParticipant, InstanceState, Sample, TopicType};
 
 pub use crate::support::{wait_until, Domain, Keyed, Transport};
 
@@ -126,4 +126,15 @@ pub fn assert_lossy_network_lost(d: &Domain) {
     if let (true, Some(net)) = (d.transport.lossy(), &d.net) {
         assert!(net.dropped() > 0, "the lossy network lost nothing");
     }
+}
+
+/// Asserts that the newest sample `r` holds (read, left in place) shows instance state `want`.
+pub fn assert_newest_state<T: TopicType + Clone>(r: &DataReader<T>, want: InstanceState) {
+    let states: Vec<_> = r
+        .read(usize::MAX)
+        .unwrap()
+        .into_iter()
+        .map(|s| s.info.instance_state)
+        .collect();
+    assert_eq!(states.last(), Some(&want), "{states:?}");
 }

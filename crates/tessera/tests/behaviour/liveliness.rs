@@ -49,17 +49,7 @@ fn silent_departure_expires_the_lease(t: Transport) {
     assert_eq!((lost.alive_count, lost.not_alive_count), (0, 0));
     assert_eq!(lost.alive_count_change, -1);
     assert_eq!(lost.last_publication_handle, Some(w.guid()));
-    let states: Vec<_> = r
-        .read(usize::MAX)
-        .unwrap()
-        .into_iter()
-        .map(|s| s.info.instance_state)
-        .collect();
-    assert_eq!(
-        states.last(),
-        Some(&InstanceState::NotAliveNoWriters),
-        "{states:?}"
-    );
+    assert_newest_state(&r, InstanceState::NotAliveNoWriters);
 }
 
 mod inproc {

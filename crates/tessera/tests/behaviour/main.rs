@@ -17,5 +17,6 @@ mod instances;
 mod listeners;
 mod liveliness;
 mod matching;
+mod qos_policies;
 mod refusal;
 mod reliability;

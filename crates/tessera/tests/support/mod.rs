@@ -34,6 +34,8 @@ pub enum Transport {
     Udp6,
     /// Shared memory beside UDPv4, which carries discovery (needs a network namespace).
     Shm,
+    /// TCP only: discovery through TCP peers on 127.0.0.1 (needs a network namespace).
+    Tcp,
 }
 
 /// The faults of [`Transport::InProcLossy`].
@@ -64,7 +66,7 @@ impl Transport {
                 net.set_faults(lossy_faults());
                 Some(net)
             }
-            Transport::Udp4 | Transport::Udp6 | Transport::Shm => {
+            Transport::Udp4 | Transport::Udp6 | Transport::Shm | Transport::Tcp => {
                 require_netns();
                 None
             }
@@ -109,6 +111,7 @@ impl Domain {
     pub fn domain_id(&self) -> u32 {
         match self.transport {
             Transport::Shm => 1,
+            Transport::Tcp => 2,
             _ => 0,
         }
     }
@@ -121,6 +124,15 @@ impl Domain {
                 transports: Some(vec![TransportKind::Udp6]),
                 ..Default::default()
             },
+            (None, Transport::Tcp) => {
+                let mut tcp = tessera::transport::TcpConfig::without_env(self.domain_id());
+                tcp.peers = tessera::transport::parse_peers("127.0.0.1").expect("peer");
+                ParticipantConfig {
+                    transports: Some(vec![TransportKind::Tcp4]),
+                    tcp: Some(tcp),
+                    ..Default::default()
+                }
+            }
             (None, Transport::Shm) => ParticipantConfig {
                 transports: Some(vec![TransportKind::Udp4, TransportKind::Shm]),
                 ..Default::default()
@@ -141,7 +153,7 @@ pub fn udp_participants(n: usize) -> Vec<DomainParticipant> {
 
 /// Instantiates test bodies `fn name(t: Transport)` once per transport: `inproc` (runs under a
 /// plain `cargo test`) and `udp4` (ignored outside a network namespace). With `all:` first, also
-/// `inproc_lossy`, `udp6` and `shm` (shared memory beside UDPv4). With
+/// `inproc_lossy`, `udp6`, `shm` (shared memory beside UDPv4) and `tcp` (TCP alone). With
 /// `known_defect = "known defect: ..."` first, every instance is ignored with that reason (a
 /// test of a runtime defect, to be un-ignored with its fix).
 #[macro_export]
@@ -155,6 +167,7 @@ macro_rules! per_transport {
             $crate::per_transport!(@defect udp4, Udp4, $why, $($name),*);
             $crate::per_transport!(@defect udp6, Udp6, $why, $($name),*);
             $crate::per_transport!(@defect shm, Shm, $why, $($name),*);
+            $crate::per_transport!(@defect tcp, Tcp, $why, $($name),*);
         }
     };
     (@defect $m:ident, $kind:ident, $why:literal, $($name:ident),*) => {
@@ -174,6 +187,7 @@ macro_rules! per_transport {
         $crate::per_transport!(@mod udp4, Udp4, all(), $($name),*);
         $crate::per_transport!(@mod udp6, Udp6, all(), $($name),*);
         $crate::per_transport!(@mod shm, Shm, all(), $($name),*);
+        $crate::per_transport!(@mod tcp, Tcp, all(), $($name),*);
     };
     (@mod $m:ident, $kind:ident, $ignored:meta, $($name:ident),*) => {
         mod $m {

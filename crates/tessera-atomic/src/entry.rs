@@ -1,0 +1,119 @@
+//! What a consensus group orders: one sample (or instance change) of one ATOMIC writer.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// A member of a consensus group: the GUID prefix of its participant. An in-memory member that
+/// restarts comes back with a new participant, so a new id (it rejoins as a learner, then a voter).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct MemberId(pub [u8; 12]);
+
+impl MemberId {
+    /// Parses the 24 hex digits [`Display`](fmt::Display) writes.
+    pub fn parse(hex: &str) -> Option<MemberId> {
+        if hex.len() != 24 {
+            return None;
+        }
+        let mut id = [0u8; 12];
+        for (i, b) in id.iter_mut().enumerate() {
+            *b = u8::from_str_radix(hex.get(2 * i..2 * i + 2)?, 16).ok()?;
+        }
+        Some(MemberId(id))
+    }
+}
+
+// As a hex string: openraft keeps members in maps keyed by id, and JSON keys are strings.
+impl Serialize for MemberId {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.collect_str(self)
+    }
+}
+
+impl<'de> Deserialize<'de> for MemberId {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let s = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        MemberId::parse(&s).ok_or_else(|| serde::de::Error::custom("a member id is 24 hex digits"))
+    }
+}
+
+impl fmt::Display for MemberId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for b in self.0 {
+            write!(f, "{b:02x}")?;
+        }
+        Ok(())
+    }
+}
+
+/// What a committed entry does to its instance (RTPS status info).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EntryKind {
+    /// A sample.
+    Write,
+    /// The instance is disposed.
+    Dispose,
+    /// The writer unregisters the instance.
+    Unregister,
+    /// Both.
+    DisposeUnregister,
+}
+
+/// One proposal: a writer's sample with the identity that makes retries idempotent. Applying the
+/// log skips an entry whose `(writer, sn)` was already applied, so a write retried after an
+/// indeterminate timeout is delivered once.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The writer's full GUID (prefix + entity id).
+    pub writer: [u8; 16],
+    /// The writer's sequence number; strictly increasing per writer.
+    pub sn: i64,
+    /// The instance's key hash (zero for keyless topics).
+    pub key_hash: [u8; 16],
+    /// Source timestamp, nanoseconds since the Unix epoch.
+    pub timestamp_ns: i64,
+    /// The serialized sample (encapsulation header included), empty for a dispose or unregister
+    /// of a keyless topic.
+    pub payload: Vec<u8>,
+    /// Sample or instance change.
+    pub kind: EntryKind,
+}
+
+impl fmt::Debug for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "Entry({:02x?}:{} {:?} {} B)",
+            &self.writer[12..],
+            self.sn,
+            self.kind,
+            self.payload.len()
+        )
+    }
+}
+
+impl fmt::Display for Entry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// What the group delivers to a member, in log order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Delivery {
+    /// A committed entry and its log index: the index is the total order, the same at every
+    /// member.
+    Entry {
+        /// Log index (gaps are entries the application never sees: leader blanks, membership).
+        index: u64,
+        /// The entry.
+        entry: Entry,
+    },
+    /// This member was behind a purged log and installed a snapshot: the entries up to `index`
+    /// were never delivered here (their effect on deduplication is in the snapshot). Readers count
+    /// them as lost.
+    Skipped {
+        /// The last index the snapshot covers.
+        index: u64,
+    },
+}

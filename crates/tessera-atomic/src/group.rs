@@ -1,0 +1,125 @@
+//! `ConsensusGroup`: what Tessera needs from a consensus library, and nothing of its API.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use crossbeam_channel::Receiver;
+
+use crate::entry::{Delivery, Entry, MemberId};
+
+/// Where a member's consensus endpoint listens. Announced by the caller (SEDP carries it).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum MemberAddr {
+    /// TCP, the consensus thread's listener.
+    Tcp(SocketAddr),
+    /// A member of an in-process simulated network ([`crate::sim`]), by its id there.
+    Sim(MemberId),
+}
+
+impl MemberAddr {
+    pub(crate) fn encode(&self) -> String {
+        match self {
+            MemberAddr::Tcp(a) => format!("tcp:{a}"),
+            MemberAddr::Sim(id) => format!("sim:{id}"),
+        }
+    }
+
+    pub(crate) fn decode(s: &str) -> Option<MemberAddr> {
+        if let Some(a) = s.strip_prefix("tcp:") {
+            return a.parse().ok().map(MemberAddr::Tcp);
+        }
+        MemberId::parse(s.strip_prefix("sim:")?).map(MemberAddr::Sim)
+    }
+}
+
+/// Why a proposal did not commit.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProposeError {
+    /// No answer in time: the entry may or may not commit. Retrying with the same
+    /// `(writer, sn)` is safe: apply deduplicates.
+    #[error("no commit within the timeout; the entry may still commit (indeterminate)")]
+    Indeterminate,
+    /// The group has no reachable leader (no majority): nothing was appended.
+    #[error("no leader reachable: the group has no majority")]
+    NoLeader,
+    /// `(writer, sn)` is not newer than what this writer already committed; the entry was not
+    /// delivered again.
+    #[error("duplicate (writer, sn): already committed at index {0:?}")]
+    Duplicate(Option<u64>),
+    /// The group or its consensus thread was shut down.
+    #[error("the consensus group is closed")]
+    Closed,
+}
+
+/// Why a membership change failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MembershipError {
+    /// No leader answered in time.
+    #[error("membership change timed out")]
+    Timeout,
+    /// The consensus library refused the change.
+    #[error("membership change refused: {0}")]
+    Refused(String),
+    /// The group or its consensus thread was shut down.
+    #[error("the consensus group is closed")]
+    Closed,
+}
+
+/// A replicated, totally ordered log of [`Entry`]s shared by the members of one ATOMIC topic.
+///
+/// Blocking calls from any thread (they talk to the consensus thread over channels); no async
+/// runtime leaks into the caller.
+pub trait ConsensusGroup: Send + Sync {
+    /// This member.
+    fn id(&self) -> MemberId;
+
+    /// Appends `entry` and returns its log index once a majority of voters holds it. On
+    /// `Err(Indeterminate)` it may still commit; a retry with the same `(writer, sn)` is
+    /// deduplicated.
+    fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64, ProposeError>;
+
+    /// Committed entries in log order, each once (a member that joins late gets the log from the
+    /// start, or a [`Delivery::Skipped`] where it was purged).
+    fn deliveries(&self) -> &Receiver<Delivery>;
+
+    /// The members this one knows of, itself included: those the caller introduced and those
+    /// learned from the others by gossip (so members whose endpoints never matched each other
+    /// still learn of each other through one that matched both).
+    fn known(&self) -> Vec<(MemberId, MemberAddr)>;
+
+    /// Whether a gossip round heard from a member already in a formed group: then this member
+    /// waits to be added and must not bootstrap a group of its own.
+    fn group_formed_elsewhere(&self) -> bool;
+
+    /// Adds members the caller discovered (Tessera: from SEDP).
+    fn introduce(&self, members: &[(MemberId, MemberAddr)]);
+
+    /// One gossip round: tells every known member what this one knows, and learns what they know.
+    fn gossip(&self, timeout: Duration);
+
+    /// Bootstraps the group with these voters (this member among them), for a member opened
+    /// without initial voters. Every member that bootstraps must pass the same list; members
+    /// found later join through [`ConsensusGroup::add_voter`].
+    fn bootstrap(
+        &self,
+        members: Vec<(MemberId, MemberAddr)>,
+        timeout: Duration,
+    ) -> Result<(), MembershipError>;
+
+    /// Adds `id` as a learner, waits until it caught up, then makes it a voter.
+    fn add_voter(
+        &self,
+        id: MemberId,
+        addr: MemberAddr,
+        timeout: Duration,
+    ) -> Result<(), MembershipError>;
+
+    /// Removes `id` from the voters (and the learners).
+    fn remove_member(&self, id: MemberId, timeout: Duration) -> Result<(), MembershipError>;
+
+    /// The current leader as this member knows it.
+    fn leader(&self) -> Option<MemberId>;
+
+    /// The voters as this member knows them.
+    fn voters(&self) -> Vec<MemberId>;
+}

@@ -1,0 +1,598 @@
+//! [`ConsensusGroup`] on openraft: the only module that names openraft.
+//!
+//! One [`ConsensusThread`] per participant runs a current-thread tokio runtime for all its groups
+//! (and a TCP listener shared by them). Callers never see tokio: [`OpenRaftGroup`]'s methods spawn
+//! a task on that runtime and wait for its answer on a channel.
+
+pub(crate) mod net;
+mod store;
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use crossbeam_channel::Receiver;
+use openraft::async_runtime::WatchReceiver;
+use openraft::{BasicNode, Config, SnapshotPolicy};
+use serde::{Deserialize, Serialize};
+
+use self::net::{
+    Envelope, Link, MembershipOutcome, NetworkFactory, ProposeOutcome, Request, Response, Router,
+};
+use self::store::{MemLog, StateMachine};
+use crate::entry::{Delivery, Entry, MemberId};
+use crate::group::{ConsensusGroup, MemberAddr, MembershipError, ProposeError};
+use crate::sim::SimNet;
+
+/// What applying one entry produced, returned to the proposer.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) enum Applied {
+    /// Delivered at this index.
+    Index(u64),
+    /// `(writer, sn)` was not new: the index where that very sn was applied, if it is the last
+    /// one of its writer.
+    Duplicate(Option<u64>),
+    /// A blank or membership entry.
+    Nothing,
+}
+
+impl fmt::Display for Applied {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+openraft::declare_raft_types!(
+    /// Tessera's openraft type configuration.
+    pub(crate) Cfg:
+        D = Entry,
+        R = Applied,
+        NodeId = MemberId,
+        Node = BasicNode,
+);
+
+pub(crate) type Raft = openraft::Raft<Cfg, StateMachine>;
+
+/// The members a member knows of (itself included) with their encoded addresses: from the
+/// caller's discovery ([`ConsensusGroup::introduce`]) and from gossip with the others.
+pub(crate) type Known = Arc<std::sync::Mutex<BTreeMap<MemberId, String>>>;
+
+/// At most this many members are kept from gossip: a peer cannot make a member hold more.
+pub(crate) const MAX_KNOWN: usize = 256;
+
+/// One member as its transport's server side reaches it.
+#[derive(Clone)]
+pub(crate) struct Member {
+    pub raft: Raft,
+    pub known: Known,
+}
+
+impl Member {
+    /// Whether this member is in a formed group (bootstrapped, or added by a leader).
+    pub(crate) fn formed(&self) -> bool {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .membership_config
+            .nodes()
+            .next()
+            .is_some()
+    }
+}
+
+/// Merges `members` into `known`, up to [`MAX_KNOWN`]; unparsable addresses are skipped.
+pub(crate) fn merge_known(known: &Known, members: &[(MemberId, String)]) {
+    let mut k = known.lock().unwrap_or_else(|e| e.into_inner());
+    for (id, addr) in members {
+        if k.len() >= MAX_KNOWN && !k.contains_key(id) {
+            break;
+        }
+        if MemberAddr::decode(addr).is_some() {
+            k.entry(*id).or_insert_with(|| addr.clone());
+        }
+    }
+}
+
+fn known_list(known: &Known) -> Vec<(MemberId, String)> {
+    known
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .iter()
+        .map(|(k, v)| (*k, v.clone()))
+        .collect()
+}
+
+/// Raft timing. The defaults follow openraft's (heartbeat 50 ms, elections 150–300 ms).
+#[derive(Clone, Debug)]
+pub struct Timing {
+    /// Leader heartbeat period.
+    pub heartbeat: Duration,
+    /// Election timeout range.
+    pub election: (Duration, Duration),
+    /// Keep this many entries in the log after a snapshot (a member further behind gets the
+    /// snapshot and a [`Delivery::Skipped`]).
+    pub keep_log: u64,
+}
+
+impl Default for Timing {
+    fn default() -> Self {
+        Timing {
+            heartbeat: Duration::from_millis(50),
+            election: (Duration::from_millis(150), Duration::from_millis(300)),
+            keep_log: 10_000,
+        }
+    }
+}
+
+/// How to open one member of one group.
+pub struct GroupSpec {
+    /// The group's name: the same at every member (Tessera: domain, partition, topic).
+    pub group: String,
+    /// This member.
+    pub me: MemberId,
+    /// `Some`: the members to bootstrap with (this one among them); every initial member passes
+    /// the same list. `None`: join later, added by the leader ([`ConsensusGroup::add_voter`]).
+    pub initial: Option<Vec<(MemberId, MemberAddr)>>,
+    /// Use this simulated network instead of TCP.
+    pub sim: Option<SimNet>,
+    /// Raft timing.
+    pub timing: Timing,
+}
+
+/// Why a group could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum OpenError {
+    /// The consensus library refused the configuration or failed to start.
+    #[error("consensus: {0}")]
+    Consensus(String),
+    /// The consensus thread is gone.
+    #[error("the consensus thread stopped")]
+    Closed,
+}
+
+/// The participant's consensus thread: a current-thread tokio runtime for all its groups, and
+/// its TCP listener.
+pub struct ConsensusThread {
+    handle: tokio::runtime::Handle,
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    join: Option<JoinHandle<()>>,
+    router: Router,
+    tcp: Option<SocketAddr>,
+}
+
+/// Runs `fut` on the consensus runtime and waits up to `timeout` for its output.
+fn run_on<T: Send + 'static>(
+    handle: &tokio::runtime::Handle,
+    timeout: Duration,
+    fut: impl std::future::Future<Output = T> + Send + 'static,
+) -> Option<T> {
+    let (tx, rx) = crossbeam_channel::bounded(1);
+    handle.spawn(async move {
+        let _ = tx.send(fut.await);
+    });
+    rx.recv_timeout(timeout).ok()
+}
+
+impl ConsensusThread {
+    /// Starts the thread. With `listen`, it serves TCP there (port 0: an ephemeral port, see
+    /// [`ConsensusThread::tcp_addr`]).
+    pub fn start(name: &str, listen: Option<SocketAddr>) -> std::io::Result<ConsensusThread> {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let listener = match listen {
+            Some(a) => {
+                let std_listener = std::net::TcpListener::bind(a)?;
+                std_listener.set_nonblocking(true)?;
+                Some(std_listener)
+            }
+            None => None,
+        };
+        let tcp = listener.as_ref().map(|l| l.local_addr()).transpose()?;
+        let handle = rt.handle().clone();
+        let router = Router::default();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let r = router.clone();
+        let join = std::thread::Builder::new()
+            .name(format!("consensus-{name}"))
+            .spawn(move || {
+                rt.block_on(async move {
+                    if let Some(l) = listener {
+                        match tokio::net::TcpListener::from_std(l) {
+                            Ok(l) => {
+                                tokio::spawn(net::serve(l, r));
+                            }
+                            Err(e) => tracing::warn!("consensus listener: {e}"),
+                        }
+                    }
+                    let _ = stopped.await;
+                });
+                // Dropping the runtime cancels every group's tasks.
+            })?;
+        Ok(ConsensusThread {
+            handle,
+            stop: Some(stop),
+            join: Some(join),
+            router,
+            tcp,
+        })
+    }
+
+    /// The TCP address members of other participants reach this one at.
+    pub fn tcp_addr(&self) -> Option<SocketAddr> {
+        self.tcp
+    }
+
+    /// Opens one member of a group on this thread.
+    pub fn open(&self, spec: GroupSpec) -> Result<OpenRaftGroup, OpenError> {
+        let config = Config {
+            cluster_name: spec.group.clone(),
+            heartbeat_interval: spec.timing.heartbeat.as_millis() as u64,
+            election_timeout_min: spec.timing.election.0.as_millis() as u64,
+            election_timeout_max: spec.timing.election.1.as_millis() as u64,
+            snapshot_policy: SnapshotPolicy::LogsSinceLast(spec.timing.keep_log.max(1)),
+            max_in_snapshot_log_to_keep: spec.timing.keep_log,
+            ..Default::default()
+        };
+        let config = Arc::new(
+            config
+                .validate()
+                .map_err(|e| OpenError::Consensus(e.to_string()))?,
+        );
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let factory = NetworkFactory {
+            group: spec.group.clone(),
+            me: spec.me,
+            sim: spec.sim.clone(),
+        };
+        let (me, initial) = (spec.me, spec.initial.clone());
+        let raft = run_on(&self.handle, Duration::from_secs(10), async move {
+            let raft = Raft::new(
+                me,
+                config,
+                factory,
+                MemLog::default(),
+                StateMachine::new(tx),
+            )
+            .await
+            .map_err(|e| OpenError::Consensus(e.to_string()))?;
+            if let Some(members) = initial {
+                raft.initialize(net::initial_members(&members))
+                    .await
+                    .map_err(|e| OpenError::Consensus(e.to_string()))?;
+            }
+            Ok::<_, OpenError>(raft)
+        })
+        .ok_or(OpenError::Closed)??;
+        let addr = match (&spec.sim, self.tcp) {
+            (None, Some(a)) => MemberAddr::Tcp(a),
+            _ => MemberAddr::Sim(spec.me),
+        };
+        let known: Known = Default::default();
+        let mut first = vec![(spec.me, addr.encode())];
+        first.extend(
+            spec.initial
+                .iter()
+                .flatten()
+                .map(|(id, a)| (*id, a.encode())),
+        );
+        merge_known(&known, &first);
+        let member = Member {
+            raft: raft.clone(),
+            known: known.clone(),
+        };
+        match &spec.sim {
+            Some(s) => s.register(&spec.group, spec.me, member),
+            None => self.router.insert(&spec.group, spec.me, member),
+        }
+        Ok(OpenRaftGroup {
+            group: spec.group,
+            me: spec.me,
+            addr,
+            raft,
+            known,
+            others_formed: Default::default(),
+            handle: self.handle.clone(),
+            deliveries: rx,
+            sim: spec.sim,
+            router: self.router.clone(),
+        })
+    }
+}
+
+impl Drop for ConsensusThread {
+    fn drop(&mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(j) = self.join.take() {
+            let _ = j.join();
+        }
+    }
+}
+
+/// One member of one group, on openraft.
+pub struct OpenRaftGroup {
+    group: String,
+    me: MemberId,
+    addr: MemberAddr,
+    raft: Raft,
+    known: Known,
+    /// A gossip answer said its member is in a formed group: join it, never bootstrap another.
+    others_formed: Arc<std::sync::atomic::AtomicBool>,
+    handle: tokio::runtime::Handle,
+    deliveries: Receiver<Delivery>,
+    sim: Option<SimNet>,
+    router: Router,
+}
+
+impl OpenRaftGroup {
+    /// Where other members reach this one.
+    pub fn addr(&self) -> &MemberAddr {
+        &self.addr
+    }
+
+    fn ctx(&self) -> Ctx {
+        Ctx {
+            group: self.group.clone(),
+            me: self.me,
+            raft: self.raft.clone(),
+            sim: self.sim.clone(),
+        }
+    }
+}
+
+/// What a task on the consensus runtime needs to act for a member.
+struct Ctx {
+    group: String,
+    me: MemberId,
+    raft: Raft,
+    sim: Option<SimNet>,
+}
+
+impl Ctx {
+    /// Runs `req` at the leader: here if this member leads, else forwarded. `None` on no answer.
+    async fn at_leader(
+        &self,
+        target: &Option<(MemberId, String)>,
+        req: Request,
+        ttl: Duration,
+    ) -> Option<Response> {
+        match target {
+            None => {
+                let fut = async {
+                    match req {
+                        Request::Propose(e) => {
+                            Response::Proposed(net::propose_local(&self.raft, e).await)
+                        }
+                        r => Response::Membership(net::membership_local(&self.raft, &r).await),
+                    }
+                };
+                tokio::time::timeout(ttl, fut).await.ok()
+            }
+            Some((id, addr)) => {
+                let mut link = Link::new(addr, self.sim.as_ref(), self.me);
+                let env = Envelope {
+                    group: self.group.clone(),
+                    target: *id,
+                    req,
+                };
+                link.call(env, ttl).await.ok()
+            }
+        }
+    }
+
+    fn next_target(&self, leader: Option<(MemberId, String)>) -> Option<(MemberId, String)> {
+        leader.filter(|(id, _)| *id != self.me)
+    }
+
+    async fn propose(self, entry: Entry, deadline: Instant) -> Result<u64, ProposeError> {
+        // Whether some attempt may have appended the entry: then a timeout is indeterminate.
+        let mut maybe_appended = false;
+        let mut target = None;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(if maybe_appended {
+                    ProposeError::Indeterminate
+                } else {
+                    ProposeError::NoLeader
+                });
+            }
+            let resp = self
+                .at_leader(&target, Request::Propose(entry.clone()), deadline - now)
+                .await;
+            let pause = match resp {
+                Some(Response::Proposed(ProposeOutcome::Applied(a))) => match a {
+                    Applied::Index(i) | Applied::Duplicate(Some(i)) => return Ok(i),
+                    Applied::Duplicate(None) => return Err(ProposeError::Duplicate(None)),
+                    Applied::Nothing => return Err(ProposeError::Indeterminate),
+                },
+                Some(Response::Proposed(ProposeOutcome::NotLeader(l))) => {
+                    let known = l.is_some();
+                    target = self.next_target(l);
+                    // Pause unless there is a leader elsewhere to try at once.
+                    !known || target.is_none()
+                }
+                Some(Response::Proposed(ProposeOutcome::Unknown)) | None | Some(_) => {
+                    maybe_appended = true;
+                    target = None;
+                    true
+                }
+            };
+            if pause {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+
+    async fn membership(self, req: Request, deadline: Instant) -> Result<(), MembershipError> {
+        let mut target = None;
+        loop {
+            let now = Instant::now();
+            if now >= deadline {
+                return Err(MembershipError::Timeout);
+            }
+            let req = match &req {
+                Request::AddVoter { id, addr } => Request::AddVoter {
+                    id: *id,
+                    addr: addr.clone(),
+                },
+                Request::Remove(id) => Request::Remove(*id),
+                _ => return Err(MembershipError::Refused("not a membership request".into())),
+            };
+            match self.at_leader(&target, req, deadline - now).await {
+                Some(Response::Membership(Ok(()))) => return Ok(()),
+                Some(Response::Membership(Err(MembershipOutcome::Refused(e)))) => {
+                    return Err(MembershipError::Refused(e));
+                }
+                Some(Response::Membership(Err(MembershipOutcome::NotLeader(l)))) => {
+                    let known = l.is_some();
+                    target = self.next_target(l);
+                    if !known {
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                    }
+                }
+                _ => {
+                    target = None;
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            }
+        }
+    }
+}
+
+impl ConsensusGroup for OpenRaftGroup {
+    fn id(&self) -> MemberId {
+        self.me
+    }
+
+    fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64, ProposeError> {
+        let deadline = Instant::now() + timeout;
+        let fut = self.ctx().propose(entry, deadline);
+        // The task ends by its deadline; the margin covers the hand-over.
+        run_on(&self.handle, timeout + Duration::from_millis(500), fut)
+            .unwrap_or(Err(ProposeError::Closed))
+    }
+
+    fn deliveries(&self) -> &Receiver<Delivery> {
+        &self.deliveries
+    }
+
+    fn known(&self) -> Vec<(MemberId, MemberAddr)> {
+        known_list(&self.known)
+            .into_iter()
+            .filter_map(|(id, a)| Some((id, MemberAddr::decode(&a)?)))
+            .collect()
+    }
+
+    fn group_formed_elsewhere(&self) -> bool {
+        self.others_formed
+            .load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn introduce(&self, members: &[(MemberId, MemberAddr)]) {
+        let list: Vec<_> = members.iter().map(|(id, a)| (*id, a.encode())).collect();
+        merge_known(&self.known, &list);
+    }
+
+    fn gossip(&self, timeout: Duration) {
+        let (known, me, group, sim) = (
+            self.known.clone(),
+            self.me,
+            self.group.clone(),
+            self.sim.clone(),
+        );
+        let others_formed = self.others_formed.clone();
+        let fut = async move {
+            let list = known_list(&known);
+            let calls = list.iter().filter(|(id, _)| *id != me).map(|(id, addr)| {
+                let mut link = Link::new(addr, sim.as_ref(), me);
+                let env = Envelope {
+                    group: group.clone(),
+                    target: *id,
+                    req: Request::Gossip(list.clone()),
+                };
+                async move { link.call(env, timeout).await }
+            });
+            for r in futures_util::future::join_all(calls).await {
+                if let Ok(Response::Gossip(theirs, formed)) = r {
+                    merge_known(&known, &theirs);
+                    if formed {
+                        others_formed.store(true, std::sync::atomic::Ordering::Relaxed);
+                    }
+                }
+            }
+        };
+        let _ = run_on(&self.handle, timeout + Duration::from_millis(500), fut);
+    }
+
+    fn bootstrap(
+        &self,
+        members: Vec<(MemberId, MemberAddr)>,
+        timeout: Duration,
+    ) -> Result<(), MembershipError> {
+        let raft = self.raft.clone();
+        run_on(&self.handle, timeout, async move {
+            raft.initialize(net::initial_members(&members))
+                .await
+                .map_err(|e| MembershipError::Refused(e.to_string()))
+        })
+        .unwrap_or(Err(MembershipError::Timeout))
+    }
+
+    fn add_voter(
+        &self,
+        id: MemberId,
+        addr: MemberAddr,
+        timeout: Duration,
+    ) -> Result<(), MembershipError> {
+        let deadline = Instant::now() + timeout;
+        let fut = self.ctx().membership(
+            Request::AddVoter {
+                id,
+                addr: addr.encode(),
+            },
+            deadline,
+        );
+        run_on(&self.handle, timeout + Duration::from_millis(500), fut)
+            .unwrap_or(Err(MembershipError::Closed))
+    }
+
+    fn remove_member(&self, id: MemberId, timeout: Duration) -> Result<(), MembershipError> {
+        let deadline = Instant::now() + timeout;
+        let fut = self.ctx().membership(Request::Remove(id), deadline);
+        run_on(&self.handle, timeout + Duration::from_millis(500), fut)
+            .unwrap_or(Err(MembershipError::Closed))
+    }
+
+    fn leader(&self) -> Option<MemberId> {
+        self.raft.metrics().borrow_watched().current_leader
+    }
+
+    fn voters(&self) -> Vec<MemberId> {
+        self.raft
+            .metrics()
+            .borrow_watched()
+            .membership_config
+            .voter_ids()
+            .collect()
+    }
+}
+
+impl Drop for OpenRaftGroup {
+    fn drop(&mut self) {
+        // Unreachable at once (a crash, as far as the others can tell), then stopped.
+        match &self.sim {
+            Some(s) => s.unregister(&self.group, self.me),
+            None => self.router.remove(&self.group, self.me),
+        }
+        let raft = self.raft.clone();
+        self.handle.spawn(async move {
+            let _ = raft.shutdown().await;
+        });
+    }
+}

@@ -1,0 +1,473 @@
+//! Request/response between members: the RPCs openraft needs plus forwarding to the leader.
+//!
+//! One wire format for both links: TCP carries each [`Envelope`] as a length-prefixed JSON frame
+//! (one request in flight per connection); the simulated network ([`crate::sim`]) hands the
+//! values over directly, after its fault injection. Frames from the network are bounded and
+//! checked; a bad one closes its connection and is counted, never a panic.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use openraft::alias::{SnapshotMetaOf, SnapshotOf, VoteOf};
+use openraft::error::{
+    ClientWriteError, NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable,
+};
+use openraft::network::{RPCOption, RaftNetworkFactory, RaftNetworkV2};
+use openraft::raft::{
+    AppendEntriesRequest, AppendEntriesResponse, SnapshotResponse, VoteRequest, VoteResponse,
+};
+use openraft::{BasicNode, ChangeMembers};
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use super::{merge_known, Applied, Cfg, Member, Raft};
+use crate::entry::{Entry, MemberId};
+use crate::group::MemberAddr;
+use crate::sim::SimNet;
+
+/// Largest frame accepted from the network: a 64 MiB sample plus its JSON overhead would not fit,
+/// so the bound is generous; anything larger is refused before allocating.
+pub(crate) const MAX_FRAME: usize = 256 << 20;
+
+/// A request to one member of one group.
+#[derive(Serialize, Deserialize)]
+pub(crate) struct Envelope {
+    pub group: String,
+    pub target: MemberId,
+    pub req: Request,
+}
+
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Request {
+    Append(AppendEntriesRequest<Cfg>),
+    Vote(VoteRequest<Cfg>),
+    PreVote(VoteRequest<Cfg>),
+    Snapshot {
+        vote: VoteOf<Cfg>,
+        meta: SnapshotMetaOf<Cfg>,
+        data: Vec<u8>,
+    },
+    /// A follower forwards a proposal; the target appends it only if it leads.
+    Propose(Entry),
+    AddVoter {
+        id: MemberId,
+        addr: String,
+    },
+    Remove(MemberId),
+    /// Gossip: the members the sender knows; the answer is what the target knows.
+    Gossip(Vec<(MemberId, String)>),
+}
+
+#[derive(Serialize, Deserialize)]
+pub(crate) enum Response {
+    Append(AppendEntriesResponse<Cfg>),
+    Vote(VoteResponse<Cfg>),
+    Snapshot(SnapshotResponse<Cfg>),
+    Proposed(ProposeOutcome),
+    Membership(Result<(), MembershipOutcome>),
+    /// What the target knows, and whether it is in a formed group (has voters).
+    Gossip(Vec<(MemberId, String)>, bool),
+    /// The target is not a member of that group here, or it failed.
+    Error(String),
+}
+
+/// A proposal's outcome at the member that tried to append it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum ProposeOutcome {
+    Applied(Applied),
+    /// Not the leader; here is who is, when known.
+    NotLeader(Option<(MemberId, String)>),
+    /// Appended, then discarded or cut off: may or may not commit.
+    Unknown,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) enum MembershipOutcome {
+    NotLeader(Option<(MemberId, String)>),
+    Refused(String),
+}
+
+fn leader_of(e: &ClientWriteError<Cfg>) -> Option<Option<(MemberId, String)>> {
+    match e {
+        ClientWriteError::ForwardToLeader(f) => Some(
+            f.leader_id
+                .zip(f.leader_node.as_ref().map(|n| n.addr.clone())),
+        ),
+        _ => None,
+    }
+}
+
+/// Appends `entry` at this member if it leads.
+pub(crate) async fn propose_local(raft: &Raft, entry: Entry) -> ProposeOutcome {
+    match raft.client_write(entry).await {
+        Ok(resp) => ProposeOutcome::Applied(resp.data),
+        Err(openraft::error::RaftError::APIError(e)) => match leader_of(&e) {
+            Some(l) => ProposeOutcome::NotLeader(l),
+            None => ProposeOutcome::Unknown,
+        },
+        Err(openraft::error::RaftError::Fatal(_)) => ProposeOutcome::Unknown,
+    }
+}
+
+/// Runs a membership change at this member if it leads.
+pub(crate) async fn membership_local(raft: &Raft, req: &Request) -> Result<(), MembershipOutcome> {
+    let r = match req {
+        Request::AddVoter { id, addr } => {
+            let node = BasicNode { addr: addr.clone() };
+            match raft.add_learner(*id, node, true).await {
+                Ok(_) => {
+                    raft.change_membership(ChangeMembers::AddVoterIds(BTreeSet::from([*id])), false)
+                        .await
+                }
+                Err(e) => Err(e),
+            }
+        }
+        Request::Remove(id) => {
+            raft.change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([*id])), false)
+                .await
+        }
+        _ => {
+            return Err(MembershipOutcome::Refused(
+                "not a membership request".into(),
+            ))
+        }
+    };
+    match r {
+        Ok(_) => Ok(()),
+        Err(openraft::error::RaftError::APIError(e)) => match leader_of(&e) {
+            Some(l) => Err(MembershipOutcome::NotLeader(l)),
+            None => Err(MembershipOutcome::Refused(e.to_string())),
+        },
+        Err(e) => Err(MembershipOutcome::Refused(e.to_string())),
+    }
+}
+
+/// Serves one request at its target member.
+pub(crate) async fn handle(member: &Member, req: Request) -> Response {
+    let raft = &member.raft;
+    match req {
+        Request::Gossip(members) => {
+            merge_known(&member.known, &members);
+            let formed = member.formed();
+            let k = member.known.lock().unwrap_or_else(|e| e.into_inner());
+            Response::Gossip(k.iter().map(|(id, a)| (*id, a.clone())).collect(), formed)
+        }
+        Request::Append(r) => match raft.append_entries(r).await {
+            Ok(x) => Response::Append(x),
+            Err(e) => Response::Error(e.to_string()),
+        },
+        Request::Vote(r) => match raft.vote(r).await {
+            Ok(x) => Response::Vote(x),
+            Err(e) => Response::Error(e.to_string()),
+        },
+        Request::PreVote(r) => match raft.pre_vote(r).await {
+            Ok(x) => Response::Vote(x),
+            Err(e) => Response::Error(e.to_string()),
+        },
+        Request::Snapshot { vote, meta, data } => {
+            match raft
+                .install_full_snapshot(
+                    vote,
+                    SnapshotOf::<Cfg, Vec<u8>> {
+                        meta,
+                        snapshot: data,
+                    },
+                )
+                .await
+            {
+                Ok(x) => Response::Snapshot(x),
+                Err(e) => Response::Error(e.to_string()),
+            }
+        }
+        Request::Propose(e) => Response::Proposed(propose_local(raft, e).await),
+        r @ (Request::AddVoter { .. } | Request::Remove(_)) => {
+            Response::Membership(membership_local(raft, &r).await)
+        }
+    }
+}
+
+/// The members this consensus thread hosts, by (group, id): where the TCP server routes.
+#[derive(Clone, Default)]
+pub(crate) struct Router(Arc<Mutex<HashMap<(String, MemberId), Member>>>);
+
+impl Router {
+    pub(crate) fn insert(&self, group: &str, id: MemberId, raft: Member) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert((group.to_owned(), id), raft);
+    }
+    pub(crate) fn remove(&self, group: &str, id: MemberId) {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .remove(&(group.to_owned(), id));
+    }
+    pub(crate) fn get(&self, group: &str, id: MemberId) -> Option<Member> {
+        self.0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&(group.to_owned(), id))
+            .cloned()
+    }
+}
+
+/// Frames refused by the TCP server (too large, undecodable): counted, the connection closed.
+pub(crate) static BAD_FRAMES: AtomicU64 = AtomicU64::new(0);
+
+async fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
+    let len = s.read_u32().await? as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "frame too large",
+        ));
+    }
+    let mut buf = vec![0; len];
+    s.read_exact(&mut buf).await?;
+    Ok(buf)
+}
+
+async fn write_frame(s: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(bytes.len())
+        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
+    s.write_u32(len).await?;
+    s.write_all(bytes).await?;
+    s.flush().await
+}
+
+/// Accepts connections and serves each one's requests in turn.
+pub(crate) async fn serve(listener: TcpListener, router: Router) {
+    loop {
+        let Ok((mut sock, _)) = listener.accept().await else {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+            continue;
+        };
+        let _ = sock.set_nodelay(true);
+        let router = router.clone();
+        tokio::spawn(async move {
+            loop {
+                let frame = match read_frame(&mut sock).await {
+                    Ok(f) => f,
+                    Err(e) => {
+                        if e.kind() == io::ErrorKind::InvalidData {
+                            BAD_FRAMES.fetch_add(1, Ordering::Relaxed);
+                            tracing::debug!("consensus: oversized frame, closing the connection");
+                        }
+                        return;
+                    }
+                };
+                let Ok(env) = serde_json::from_slice::<Envelope>(&frame) else {
+                    BAD_FRAMES.fetch_add(1, Ordering::Relaxed);
+                    tracing::debug!("consensus: undecodable frame, closing the connection");
+                    return;
+                };
+                let resp = match router.get(&env.group, env.target) {
+                    Some(raft) => handle(&raft, env.req).await,
+                    None => {
+                        Response::Error(format!("no member {} of group {}", env.target, env.group))
+                    }
+                };
+                let Ok(bytes) = serde_json::to_vec(&resp) else {
+                    return;
+                };
+                if write_frame(&mut sock, &bytes).await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// A client's way to one member.
+pub(crate) enum Link {
+    Tcp {
+        addr: SocketAddr,
+        conn: Option<TcpStream>,
+    },
+    Sim {
+        net: SimNet,
+        from: MemberId,
+    },
+    Unknown(String),
+}
+
+impl Link {
+    pub(crate) fn new(addr: &str, sim: Option<&SimNet>, from: MemberId) -> Link {
+        match (MemberAddr::decode(addr), sim) {
+            (Some(MemberAddr::Tcp(a)), _) => Link::Tcp {
+                addr: a,
+                conn: None,
+            },
+            (Some(MemberAddr::Sim(_)), Some(net)) => Link::Sim {
+                net: net.clone(),
+                from,
+            },
+            _ => Link::Unknown(addr.to_owned()),
+        }
+    }
+
+    /// Sends `env` and waits for the answer, up to `ttl`.
+    pub(crate) async fn call(&mut self, env: Envelope, ttl: Duration) -> io::Result<Response> {
+        match self {
+            Link::Tcp { addr, conn } => {
+                let r = tokio::time::timeout(ttl, async {
+                    if conn.is_none() {
+                        let s = TcpStream::connect(*addr).await?;
+                        s.set_nodelay(true)?;
+                        *conn = Some(s);
+                    }
+                    let s = conn.as_mut().expect("connected above");
+                    let bytes = serde_json::to_vec(&env).map_err(io::Error::other)?;
+                    write_frame(s, &bytes).await?;
+                    let frame = read_frame(s).await?;
+                    serde_json::from_slice::<Response>(&frame)
+                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+                })
+                .await
+                .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")));
+                if r.is_err() {
+                    // The answer may still arrive: never reuse a connection out of step.
+                    *conn = None;
+                }
+                r
+            }
+            Link::Sim { net, from } => {
+                let (net, from) = (net.clone(), *from);
+                tokio::time::timeout(ttl, net.call(from, env))
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out"))
+                    })
+            }
+            Link::Unknown(a) => Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!("unknown address {a}"),
+            )),
+        }
+    }
+}
+
+/// openraft's client side towards one target member.
+pub(crate) struct Network {
+    group: String,
+    target: MemberId,
+    link: Link,
+}
+
+fn unreachable(e: &io::Error) -> RPCError<Cfg> {
+    RPCError::Unreachable(Unreachable::new(e))
+}
+
+fn unexpected(what: &str) -> RPCError<Cfg> {
+    RPCError::Network(NetworkError::new(&io::Error::other(what.to_owned())))
+}
+
+impl Network {
+    async fn rpc(&mut self, req: Request, ttl: Duration) -> Result<Response, RPCError<Cfg>> {
+        let env = Envelope {
+            group: self.group.clone(),
+            target: self.target,
+            req,
+        };
+        match self.link.call(env, ttl).await {
+            Ok(Response::Error(e)) => Err(unreachable(&io::Error::other(e))),
+            Ok(r) => Ok(r),
+            Err(e) => Err(unreachable(&e)),
+        }
+    }
+}
+
+impl RaftNetworkV2<Cfg> for Network {
+    type SnapshotData = Vec<u8>;
+
+    async fn append_entries(
+        &mut self,
+        rpc: AppendEntriesRequest<Cfg>,
+        option: RPCOption,
+    ) -> Result<AppendEntriesResponse<Cfg>, RPCError<Cfg>> {
+        match self.rpc(Request::Append(rpc), option.hard_ttl()).await? {
+            Response::Append(r) => Ok(r),
+            _ => Err(unexpected("append: unexpected response")),
+        }
+    }
+
+    async fn vote(
+        &mut self,
+        rpc: VoteRequest<Cfg>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<Cfg>, RPCError<Cfg>> {
+        match self.rpc(Request::Vote(rpc), option.hard_ttl()).await? {
+            Response::Vote(r) => Ok(r),
+            _ => Err(unexpected("vote: unexpected response")),
+        }
+    }
+
+    async fn pre_vote(
+        &mut self,
+        rpc: VoteRequest<Cfg>,
+        option: RPCOption,
+    ) -> Result<VoteResponse<Cfg>, RPCError<Cfg>> {
+        match self.rpc(Request::PreVote(rpc), option.hard_ttl()).await? {
+            Response::Vote(r) => Ok(r),
+            _ => Err(unexpected("pre-vote: unexpected response")),
+        }
+    }
+
+    async fn full_snapshot(
+        &mut self,
+        vote: VoteOf<Cfg>,
+        snapshot: SnapshotOf<Cfg, Vec<u8>>,
+        cancel: impl Future<Output = ReplicationClosed> + openraft::OptionalSend + 'static,
+        option: RPCOption,
+    ) -> Result<SnapshotResponse<Cfg>, StreamingError<Cfg>> {
+        let req = Request::Snapshot {
+            vote,
+            meta: snapshot.meta,
+            data: snapshot.snapshot,
+        };
+        let ttl = option.hard_ttl().max(Duration::from_secs(5));
+        tokio::select! {
+            closed = cancel => Err(StreamingError::Closed(closed)),
+            r = self.rpc(req, ttl) => match r {
+                Ok(Response::Snapshot(s)) => Ok(s),
+                Ok(_) => Err(StreamingError::Network(NetworkError::new(&io::Error::other("snapshot: unexpected response")))),
+                Err(RPCError::Unreachable(u)) => Err(StreamingError::Unreachable(u)),
+                Err(e) => Err(StreamingError::Network(NetworkError::new(&e))),
+            },
+        }
+    }
+}
+
+/// Builds a [`Network`] per target from the address in the membership.
+pub(crate) struct NetworkFactory {
+    pub group: String,
+    pub me: MemberId,
+    pub sim: Option<SimNet>,
+}
+
+impl RaftNetworkFactory<Cfg> for NetworkFactory {
+    type Network = Network;
+
+    async fn new_client(&mut self, target: MemberId, node: &BasicNode) -> Network {
+        Network {
+            group: self.group.clone(),
+            target,
+            link: Link::new(&node.addr, self.sim.as_ref(), self.me),
+        }
+    }
+}
+
+/// The initial voters as openraft's `initialize` takes them.
+pub(crate) fn initial_members(members: &[(MemberId, MemberAddr)]) -> BTreeMap<MemberId, BasicNode> {
+    members
+        .iter()
+        .map(|(id, a)| (*id, BasicNode { addr: a.encode() }))
+        .collect()
+}

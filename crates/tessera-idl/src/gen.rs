@@ -1,0 +1,292 @@
+//! Rust code from parsed IDL: one `pub mod` per IDL module, a `#[derive(TopicType)]` struct per
+//! IDL struct (registered under its scoped IDL name, `Module::Struct`), an enum with its CDR
+//! encoding per IDL enum, type aliases for typedefs and constants.
+
+use std::fmt::Write;
+
+use crate::parse::{ConstValue, Def, Member, Prim, TypeSpec};
+use crate::IdlError;
+
+const RUST_KEYWORDS: &[&str] = &[
+    "as", "async", "await", "break", "const", "continue", "dyn", "else", "enum", "extern", "false",
+    "fn", "for", "if", "impl", "in", "let", "loop", "match", "mod", "move", "mut", "pub", "ref",
+    "return", "static", "struct", "trait", "true", "type", "unsafe", "use", "where", "while",
+    "abstract", "become", "box", "do", "final", "gen", "macro", "override", "priv", "try",
+    "typeof", "unsized", "virtual", "yield",
+];
+
+/// A Rust identifier for an IDL one (raw for keywords; `self` and friends get a `_`).
+pub fn ident(name: &str) -> String {
+    if matches!(name, "self" | "Self" | "super" | "crate") {
+        format!("{name}_")
+    } else if RUST_KEYWORDS.contains(&name) {
+        format!("r#{name}")
+    } else {
+        name.to_string()
+    }
+}
+
+fn prim(p: Prim) -> &'static str {
+    match p {
+        Prim::Bool => "bool",
+        Prim::Octet => "u8",
+        Prim::Char => "char",
+        Prim::I8 => "i8",
+        Prim::I16 => "i16",
+        Prim::U16 => "u16",
+        Prim::I32 => "i32",
+        Prim::U32 => "u32",
+        Prim::I64 => "i64",
+        Prim::U64 => "u64",
+        Prim::F32 => "f32",
+        Prim::F64 => "f64",
+    }
+}
+
+fn rust_type(t: &TypeSpec) -> String {
+    match t {
+        TypeSpec::Prim(p) => prim(*p).to_string(),
+        TypeSpec::String(_) => "String".to_string(),
+        TypeSpec::Sequence(inner, _) => format!("Vec<{}>", rust_type(inner)),
+        TypeSpec::Named(path) => path.iter().map(|s| ident(s)).collect::<Vec<_>>().join("::"),
+    }
+}
+
+fn with_dims(base: String, dims: &[u64]) -> String {
+    dims.iter()
+        .rev()
+        .fold(base, |acc, n| format!("[{acc}; {n}]"))
+}
+
+/// What a member's annotations ask for: the derive attributes to write, and whether the
+/// member is optional. Anything not understood is refused, so that a type is never generated
+/// with another wire form than its IDL says.
+fn member_attrs(m: &Member) -> Result<(Vec<String>, bool), IdlError> {
+    let mut attrs = Vec::new();
+    let mut optional = false;
+    let mut key = false;
+    let flag = |a: &crate::parse::Annotation| {
+        !matches!(a.params.first().map(String::as_str), Some("FALSE"))
+    };
+    for a in &m.annotations {
+        match a.name.as_str() {
+            "key" | "Key" => key = flag(a),
+            "optional" => optional = flag(a),
+            "must_understand" if flag(a) => attrs.push("#[must_understand]".to_string()),
+            "must_understand" => {}
+            "id" => {
+                let n: u32 = a
+                    .params
+                    .first()
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| IdlError::Syntax {
+                        pos: a.pos.clone(),
+                        msg: "@id needs an unsigned integer".into(),
+                    })?;
+                attrs.push(format!("#[id({n})]"));
+            }
+            "default" | "range" | "min" | "max" | "unit" | "verbatim" | "hashid" | "external" => {}
+            other => {
+                return Err(IdlError::Unsupported {
+                    pos: a.pos.clone(),
+                    what: format!("@{other} on a member"),
+                })
+            }
+        }
+    }
+    if key && optional {
+        return Err(IdlError::Syntax {
+            pos: m.pos.clone(),
+            msg: "a key member cannot be @optional".into(),
+        });
+    }
+    if key {
+        attrs.insert(0, "#[key]".to_string());
+    }
+    if optional {
+        attrs.push("#[optional]".to_string());
+    }
+    match &m.ty {
+        TypeSpec::String(Some(n)) | TypeSpec::Sequence(_, Some(n)) if m.dims.is_empty() => {
+            attrs.push(format!("#[bound({n})]"));
+        }
+        _ => {}
+    }
+    Ok((attrs, optional))
+}
+
+/// The struct's extensibility from its annotations (`None`: final, the default).
+fn extensibility(
+    annotations: &[crate::parse::Annotation],
+) -> Result<Option<&'static str>, IdlError> {
+    let mut ext = None;
+    for a in annotations {
+        let kind = match a.name.as_str() {
+            "final" => Some("final"),
+            "appendable" => Some("appendable"),
+            "mutable" => Some("mutable"),
+            "extensibility" => match a.params.first().map(String::as_str) {
+                Some("FINAL") => Some("final"),
+                Some("APPENDABLE") => Some("appendable"),
+                Some("MUTABLE") => Some("mutable"),
+                _ => {
+                    return Err(IdlError::Syntax {
+                        pos: a.pos.clone(),
+                        msg: "@extensibility takes FINAL, APPENDABLE or MUTABLE".into(),
+                    })
+                }
+            },
+            "topic" | "nested" | "autoid" => None,
+            other => {
+                return Err(IdlError::Unsupported {
+                    pos: a.pos.clone(),
+                    what: format!("@{other} on a struct"),
+                })
+            }
+        };
+        if kind.is_some() {
+            ext = kind;
+        }
+    }
+    Ok(ext.filter(|e| *e != "final"))
+}
+
+/// Writes the Rust code for `defs`.
+pub fn generate(defs: &[Def], source: &str) -> Result<String, IdlError> {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "// Generated by `tessera idl` from {source}: do not edit.\n"
+    );
+    emit(defs, &mut Vec::new(), &mut out, 0)?;
+    Ok(out)
+}
+
+fn pad(depth: usize) -> String {
+    "    ".repeat(depth)
+}
+
+fn emit(
+    defs: &[Def],
+    scope: &mut Vec<String>,
+    out: &mut String,
+    depth: usize,
+) -> Result<(), IdlError> {
+    let p = pad(depth);
+    for d in defs {
+        match d {
+            Def::Module { name, defs } => {
+                let _ = writeln!(
+                    out,
+                    "{p}#[allow(non_snake_case, non_camel_case_types, clippy::all)]"
+                );
+                let _ = writeln!(out, "{p}pub mod {} {{", ident(name));
+                let _ = writeln!(out, "{p}    #[allow(unused_imports)]\n{p}    use super::*;");
+                scope.push(name.clone());
+                emit(defs, scope, out, depth + 1)?;
+                scope.pop();
+                let _ = writeln!(out, "{p}}}");
+            }
+            Def::Struct {
+                name,
+                annotations,
+                members,
+                ..
+            } => {
+                let ext = extensibility(annotations)?;
+                let mut full = scope.clone();
+                full.push(name.clone());
+                let _ = writeln!(
+                    out,
+                    "{p}#[derive(::tessera::TopicType, Debug, Clone, PartialEq)]"
+                );
+                match ext {
+                    Some(e) => {
+                        let _ = writeln!(
+                            out,
+                            "{p}#[topic(type_name = \"{}\", extensibility = \"{e}\")]",
+                            full.join("::")
+                        );
+                    }
+                    None => {
+                        let _ = writeln!(out, "{p}#[topic(type_name = \"{}\")]", full.join("::"));
+                    }
+                }
+                let _ = writeln!(out, "{p}#[allow(non_snake_case, non_camel_case_types)]");
+                let _ = writeln!(out, "{p}pub struct {} {{", ident(name));
+                for m in members {
+                    let (attrs, optional) = member_attrs(m)?;
+                    for a in attrs {
+                        let _ = writeln!(out, "{p}    {a}");
+                    }
+                    let ty = with_dims(rust_type(&m.ty), &m.dims);
+                    let ty = if optional {
+                        format!("Option<{ty}>")
+                    } else {
+                        ty
+                    };
+                    let _ = writeln!(out, "{p}    pub {}: {ty},", ident(&m.name));
+                }
+                let _ = writeln!(out, "{p}}}\n");
+            }
+            Def::Enum { name, enumerators } => {
+                let mut full = scope.clone();
+                full.push(name.clone());
+                let _ = writeln!(
+                    out,
+                    "{p}#[derive(::tessera::TopicEnum, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]"
+                );
+                let _ = writeln!(out, "{p}#[topic(type_name = \"{}\")]", full.join("::"));
+                let _ = writeln!(out, "{p}#[allow(non_camel_case_types)]");
+                let _ = writeln!(out, "{p}pub enum {} {{", ident(name));
+                for (i, e) in enumerators.iter().enumerate() {
+                    if i == 0 {
+                        let _ = writeln!(out, "{p}    #[default]");
+                    }
+                    let _ = writeln!(out, "{p}    {} = {},", ident(&e.name), e.value);
+                }
+                let _ = writeln!(out, "{p}}}\n");
+            }
+            Def::Typedef { name, ty, dims } => {
+                let _ = writeln!(
+                    out,
+                    "{p}#[allow(non_camel_case_types)]\n{p}pub type {} = {};\n",
+                    ident(name),
+                    with_dims(rust_type(ty), dims)
+                );
+            }
+            Def::Const { name, ty, value } => {
+                let (t, v) = match (ty, value) {
+                    (TypeSpec::String(_), ConstValue::Str(s)) => {
+                        ("&str".to_string(), format!("{s:?}"))
+                    }
+                    (TypeSpec::Prim(Prim::Bool), ConstValue::Bool(b)) => {
+                        ("bool".into(), b.to_string())
+                    }
+                    (TypeSpec::Prim(Prim::Char), ConstValue::Char(c)) => {
+                        ("char".into(), format!("{c:?}"))
+                    }
+                    (TypeSpec::Prim(pr @ (Prim::F32 | Prim::F64)), ConstValue::Float(f)) => {
+                        (prim(*pr).into(), format!("{f:?}"))
+                    }
+                    (TypeSpec::Prim(pr @ (Prim::F32 | Prim::F64)), ConstValue::Int(i)) => {
+                        (prim(*pr).into(), format!("{i}.0"))
+                    }
+                    (TypeSpec::Prim(pr), ConstValue::Int(i)) => (prim(*pr).into(), i.to_string()),
+                    _ => {
+                        return Err(IdlError::Unsupported {
+                            pos: crate::Pos::default(),
+                            what: format!("constant {name}: value does not fit its type"),
+                        })
+                    }
+                };
+                let _ = writeln!(
+                    out,
+                    "{p}#[allow(non_upper_case_globals)]\n{p}pub const {}: {t} = {v};\n",
+                    ident(name)
+                );
+            }
+        }
+    }
+    Ok(())
+}

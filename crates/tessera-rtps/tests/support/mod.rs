@@ -1,0 +1,19 @@
+//! Shared by the discovery tests that pass engines' datagrams through real encoding.
+
+use tessera_rtps::types::GuidPrefix;
+use tessera_rtps::wire::{MessageBuilder, Submessage};
+use tessera_rtps::writer::Transmit;
+
+/// The RTPS message `from` sends for `t` (INFO_DST first when it has one).
+pub fn encode(from: GuidPrefix, t: &Transmit) -> Vec<u8> {
+    let mut buf = Vec::new();
+    let mut scratch = Vec::new();
+    let mut m = MessageBuilder::new(&mut buf, from);
+    if let Some(dst) = t.dest.info_dst() {
+        m.submessage(&Submessage::InfoDst(dst));
+    }
+    for sm in &t.submessages {
+        m.submessage(&sm.as_submessage(&mut scratch));
+    }
+    buf
+}

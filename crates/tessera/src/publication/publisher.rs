@@ -1,0 +1,103 @@
+//! Publishers: they create data writers and hold the QoS (partitions, group data, entity
+//! factory) those writers are announced with.
+
+use super::{check_durability_supported, DataWriter, WriterEndpoint, WriterOwner};
+use crate::error::{Error, Result};
+use crate::participant::DomainParticipant;
+use crate::qos::{DataWriterQos, PublisherQos};
+use crate::qos_rt::group::Group;
+use crate::topic::Topic;
+use crate::TopicType;
+use std::marker::PhantomData;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use tessera_rtps::types::Guid;
+
+/// Creates data writers; its QoS gives them their partitions.
+#[derive(Debug, Clone)]
+pub struct Publisher {
+    participant: DomainParticipant,
+    group: Arc<Group<PublisherQos, WriterOwner>>,
+}
+
+impl Publisher {
+    pub(crate) fn new(participant: DomainParticipant, qos: PublisherQos) -> Self {
+        Publisher {
+            participant,
+            group: Group::new(qos),
+        }
+    }
+
+    /// The publisher QoS (as `set_qos` last changed it).
+    pub fn qos(&self) -> PublisherQos {
+        self.group.qos()
+    }
+
+    /// Changes the publisher's QoS: PARTITION, GROUP_DATA and ENTITY_FACTORY are changeable
+    /// (its writers are announced again, which re-matches them with readers of the new
+    /// partitions); PRESENTATION is not ([`Error::ImmutablePolicy`]).
+    pub fn set_qos(&self, qos: PublisherQos) -> Result<()> {
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        if qos.presentation != self.group.qos().presentation {
+            return Err(Error::ImmutablePolicy("PRESENTATION".into()));
+        }
+        for w in self.group.set(qos) {
+            let wq = w.ep.current_qos.lock().clone();
+            w.reannounce(&wq);
+        }
+        Ok(())
+    }
+
+    /// The participant.
+    pub fn participant(&self) -> &DomainParticipant {
+        &self.participant
+    }
+
+    /// Creates a data writer for `topic`. Inconsistent QoS is refused with
+    /// [`Error::InconsistentPolicy`].
+    pub fn create_datawriter<T: TopicType>(
+        &self,
+        topic: &Topic<T>,
+        qos: DataWriterQos,
+    ) -> Result<DataWriter<T>> {
+        let publisher_qos = self.group.qos();
+        qos.check_consistency()
+            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
+        check_durability_supported(qos.durability)?;
+        if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
+            return Err(Error::BadParameter(
+                "topic belongs to another participant".into(),
+            ));
+        }
+        let p = self.participant.shared().clone();
+        let entity_id = p.new_entity_id(true, T::KEYED);
+        let guid = Guid::new(p.guid_prefix, entity_id);
+        let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
+        ep.enabled.store(false, Ordering::Release);
+        let mut side = tessera_rtps::qos::WriterSideQos::new(topic.qos(), &publisher_qos, &qos);
+        if let Some(a) = super::atomic::setup(&p, guid, topic.name(), &mut side)? {
+            let _ = ep.atomic.set(a);
+        }
+        let owner = Arc::new(WriterOwner {
+            ep: ep.clone(),
+            participant: self.participant.clone(),
+            entity_id,
+            topic_name: topic.name().to_owned(),
+            type_name: topic.type_name().to_owned(),
+            topic_qos: topic.qos().clone(),
+            publisher: self.group.clone(),
+            consensus: side.consensus_endpoint,
+        });
+        self.group.add(&owner);
+        // ENTITY_FACTORY: a publisher that does not autoenable leaves `enable` to the caller.
+        if publisher_qos.entity_factory.autoenable_created_entities {
+            owner.enable();
+        }
+        Ok(DataWriter {
+            ep,
+            owner: Some(owner),
+            _type: PhantomData,
+        })
+    }
+}
