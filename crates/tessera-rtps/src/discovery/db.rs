@@ -165,7 +165,7 @@ pub enum MatchOutcome {
 
 /// Compares a writer and a reader as Cyclone DDS does: topic name, then QoS compatibility
 /// (every policy), then partitions, then the type (XTypes identifiers or type name, see
-/// [`type_mismatch`]), then the keyed/keyless kind of the user entity ids when both are known.
+/// `type_mismatch`), then the keyed/keyless kind of the user entity ids when both are known.
 pub fn evaluate_match(w: &DiscoveredWriterData, r: &DiscoveredReaderData) -> MatchOutcome {
     if w.topic_name != r.topic_name {
         return MatchOutcome::OtherTopic;
