@@ -24,6 +24,7 @@ pub(crate) struct RemoteEndpoint {
     /// writers, local readers, and when this participant sends no user data by multicast.
     pub multicast: Locators,
     /// A remote ATOMIC endpoint's consensus address (its participant's group member).
+    #[cfg_attr(not(feature = "atomic"), allow(dead_code))]
     pub consensus: Option<Locator>,
     /// A writer's terms that its readers enforce (defaults for a reader): OWNERSHIP_STRENGTH,
     /// LIFESPAN, LIVELINESS.

@@ -51,6 +51,7 @@ pub use tessera_derive::{TopicEnum, TopicType};
 pub use tessera_rtps as rtps;
 pub use tessera_rtps::cdr::TopicType;
 
+#[cfg_attr(not(feature = "atomic"), path = "atomic_off.rs")]
 mod atomic;
 mod bounds;
 pub mod condition;

@@ -31,6 +31,7 @@ use tessera_rtps::types::{EntityId, Guid, Locators, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
 
+#[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
 mod local;
 mod policies;

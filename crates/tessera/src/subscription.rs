@@ -7,6 +7,7 @@
 //! sample type beyond its [`TypeSupport`]: `DataReader<T>` decodes at `read`/`take` time, in the
 //! application's thread (see [`crate::reader`]).
 
+#[cfg_attr(not(feature = "atomic"), path = "subscription/atomic_off.rs")]
 mod atomic;
 mod policies;
 use policies::expire_due;
