@@ -92,6 +92,8 @@ pub(crate) struct WriterEndpoint {
     /// Bytes written since the last flush, and when the first of them was written (ns since
     /// the participant's epoch; 0 = nothing pending). Only changed under the core lock.
     unflushed: AtomicUsize,
+    /// Samples in the batch being filled.
+    unflushed_samples: AtomicUsize,
     batch_started: AtomicU64,
     matched: Mutex<Vec<Guid>>,
     /// Remote readers and the largest datagram their path carries: the writer's datagrams
@@ -156,6 +158,11 @@ const BATCH_DELAY: Duration = Duration::from_micros(500);
 const BATCH_HEADROOM: usize = 2048;
 /// A batch is full at no less than this many payload bytes, whatever the path.
 const MIN_BATCH_BYTES: usize = 1024;
+/// Most samples one batch carries. Acknowledgments release history (and flow-control credit)
+/// a datagram at a time: with 64 KiB datagrams a batch of 64-byte samples held ~900 of them,
+/// and a 1-to-N writer across hosts stalled on acknowledgments at half its rate with
+/// 14,720 B ones (~150 per datagram).
+const MAX_BATCH_SAMPLES: usize = 128;
 
 impl WriterEndpoint {
     /// A writer endpoint with `qos`, run by `ctx`; it sends nothing until readers match.
@@ -179,6 +186,7 @@ impl WriterEndpoint {
             batching: AtomicBool::new(budget_ns(qos) != 0),
             budget_ns: AtomicU64::new(budget_ns(qos)),
             unflushed: AtomicUsize::new(0),
+            unflushed_samples: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
             matched: Mutex::new(Vec::new()),
             path_sizes: Mutex::new(Vec::new()),
@@ -336,6 +344,7 @@ impl WriterEndpoint {
         if self.batching.load(Ordering::Relaxed) {
             let pending =
                 self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
+            let pending_samples = self.unflushed_samples.fetch_add(1, Ordering::Relaxed) + 1;
             let started = self.batch_started.load(Ordering::Relaxed);
             let delay = self.batch_delay();
             let stale = started != 0 && now >= p.kick.instant_of(started) + delay;
@@ -345,7 +354,7 @@ impl WriterEndpoint {
                 .max_message_size()
                 .saturating_sub(BATCH_HEADROOM)
                 .max(MIN_BATCH_BYTES);
-            if pending < full && !stale {
+            if pending < full && pending_samples < MAX_BATCH_SAMPLES && !stale {
                 if started == 0 {
                     // No wake-up of the event thread here: that would cost a context switch per
                     // batch. The batch goes out when full, on `flush`, with the first write after
@@ -365,6 +374,7 @@ impl WriterEndpoint {
         }
         outbox::flush_writer(p, &mut core, now);
         self.unflushed.store(0, Ordering::Relaxed);
+        self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
         let next = core.poll_timeout();
         drop(core);
@@ -509,6 +519,7 @@ impl WriterEndpoint {
         core.handle_timeout(now);
         outbox::flush_writer(ctx, &mut core, now);
         self.unflushed.store(0, Ordering::Relaxed);
+        self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
         earliest(core.poll_timeout())
     }
@@ -857,6 +868,7 @@ impl<T: TopicType> DataWriter<T> {
         let mut core = self.ep.core.lock();
         outbox::flush_writer(&self.ep.ctx, &mut core, now);
         self.ep.unflushed.store(0, Ordering::Relaxed);
+        self.ep.unflushed_samples.store(0, Ordering::Relaxed);
         self.ep.batch_started.store(0, Ordering::Relaxed);
     }
 
