@@ -32,13 +32,17 @@ fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<
         w.write(&Keyed { id: 1, seq }).unwrap();
     }
     let full = || r.read(usize::MAX).unwrap().len() == LIMIT as usize;
+    // Refusals counted up to the previous take: each round waits for one more (relative, so a
+    // sample refused again on a resend in an earlier round cannot let a round start before
+    // its own refusal).
+    let mut refused_before = 0;
     for round in 0..3u64 {
         wait_until(10, "the reader to fill up", full);
-        // Each batch's successor is refused once (the count is per sample, not per resend).
         wait_until(10, "a refused sample", || {
-            r.protocol_counters().refused > round
+            r.protocol_counters().refused > refused_before
         });
         let resumed = r.protocol_counters().resumed;
+        refused_before = r.protocol_counters().refused;
         assert_eq!(take(&r), LIMIT as usize, "round {round}");
         assert!(
             r.protocol_counters().resumed > resumed,
