@@ -43,4 +43,7 @@ pub enum CdrError {
     /// A member header (EMHEADER or parameter header) is inconsistent.
     #[error("invalid member header")]
     BadMemberHeader,
+    /// Values nested deeper than the decoder accepts (dynamic types).
+    #[error("value nested too deeply")]
+    TooDeep,
 }

@@ -50,14 +50,29 @@ fn write_long_parameter(w: &mut CdrWriter<'_>, id: u32, f: impl FnOnce(&mut CdrW
 
 /// Appends an `@optional` member of a final or appendable struct.
 pub fn write_optional<T: CdrType>(w: &mut CdrWriter<'_>, id: u32, v: &Option<T>) {
+    write_optional_with(
+        w,
+        id,
+        v.as_ref()
+            .map(|v| move |w: &mut CdrWriter<'_>| v.write_cdr(w)),
+    );
+}
+
+/// [`write_optional`] for a value written by `f` (`None`: absent), for callers that know the
+/// member's type only at run time (dynamic types).
+pub fn write_optional_with(
+    w: &mut CdrWriter<'_>,
+    id: u32,
+    f: Option<impl FnOnce(&mut CdrWriter<'_>)>,
+) {
     if w.is_xcdr2() {
-        w.write_bool(v.is_some());
-        if let Some(v) = v {
-            v.write_cdr(w);
+        w.write_bool(f.is_some());
+        if let Some(f) = f {
+            f(w);
         }
     } else {
-        match v {
-            Some(v) => write_long_parameter(w, id, |w| v.write_cdr(w)),
+        match f {
+            Some(f) => write_long_parameter(w, id, f),
             None => {
                 w.align(4);
                 w.write_u16(PID_EXTENDED_MU);
@@ -99,9 +114,17 @@ fn read_parameter_header(r: &mut CdrReader<'_>) -> Result<Option<(u32, bool, usi
 
 /// Reads an `@optional` member of a final or appendable struct.
 pub fn read_optional<T: CdrType>(r: &mut CdrReader<'_>) -> Result<Option<T>, CdrError> {
+    read_optional_with(r, T::read_cdr)
+}
+
+/// [`read_optional`] with the value read by `f` (dynamic types).
+pub fn read_optional_with<'a, R>(
+    r: &mut CdrReader<'a>,
+    f: impl FnOnce(&mut CdrReader<'a>) -> Result<R, CdrError>,
+) -> Result<Option<R>, CdrError> {
     if r.is_xcdr2() {
         return if r.read_bool()? {
-            Ok(Some(T::read_cdr(r)?))
+            Ok(Some(f(r)?))
         } else {
             Ok(None)
         };
@@ -111,7 +134,7 @@ pub fn read_optional<T: CdrType>(r: &mut CdrReader<'_>) -> Result<Option<T>, Cdr
         Some((_, _, 0)) => Ok(None),
         Some((_, _, len)) => {
             let mut sub = r.sub_reader(len)?;
-            Ok(Some(T::read_cdr(&mut sub)?))
+            Ok(Some(f(&mut sub)?))
         }
     }
 }
@@ -140,6 +163,19 @@ impl MutableWriter {
         must_understand: bool,
         f: impl FnOnce(&mut CdrWriter<'_>),
     ) {
+        self.member_with_lc(w, id, must_understand, T::XCDR2_LC, f)
+    }
+
+    /// [`member`](Self::member) with the XCDR2 length code given (dynamic types): 0–3 for
+    /// 1/2/4/8-byte values, 5–7 when the value starts with its own length or count, else 4.
+    pub fn member_with_lc(
+        &self,
+        w: &mut CdrWriter<'_>,
+        id: u32,
+        must_understand: bool,
+        lc: u32,
+        f: impl FnOnce(&mut CdrWriter<'_>),
+    ) {
         if !w.is_xcdr2() {
             write_long_parameter(w, id, f);
             return;
@@ -149,7 +185,6 @@ impl MutableWriter {
         } else {
             0
         };
-        let lc = T::XCDR2_LC;
         w.write_u32(m | (lc << 28) | (id & ID_MASK));
         if lc == 4 {
             let start = w.begin_dheader();

@@ -118,7 +118,7 @@ impl CdrType for String {
 
 /// Runs `f` inside an XCDR2 DHEADER if `needed` and the writer is XCDR2.
 #[inline]
-fn in_dheader_w<'a, R>(
+pub(crate) fn in_dheader_w<'a, R>(
     w: &mut CdrWriter<'a>,
     needed: bool,
     f: impl FnOnce(&mut CdrWriter<'a>) -> R,
@@ -135,7 +135,7 @@ fn in_dheader_w<'a, R>(
 
 /// Runs `f` inside an XCDR2 DHEADER if `needed` and the reader is XCDR2.
 #[inline]
-fn in_dheader_r<'a, R>(
+pub(crate) fn in_dheader_r<'a, R>(
     r: &mut CdrReader<'a>,
     needed: bool,
     f: impl FnOnce(&mut CdrReader<'a>) -> Result<R, CdrError>,

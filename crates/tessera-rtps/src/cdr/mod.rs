@@ -56,7 +56,8 @@ use std::cell::RefCell;
 
 pub use error::CdrError;
 pub use extensible::{
-    read_emheader, read_optional, write_optional, MutableMember, MutableReader, MutableWriter,
+    read_emheader, read_optional, read_optional_with, write_optional, write_optional_with,
+    MutableMember, MutableReader, MutableWriter,
 };
 pub use reader::CdrReader;
 pub use traits::{

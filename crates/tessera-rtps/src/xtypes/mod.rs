@@ -9,6 +9,8 @@
 //!   of the canonical XCDR2 little-endian serialization — and its [`TypeInformation`].
 //! - [`assignable`] decides whether a reader's type may receive a writer's (§7.2.4) under a
 //!   TypeConsistencyEnforcement policy.
+//! - [`dynamic`]: types known only at run time (from TypeObjects) and their samples as
+//!   [`DynamicValue`]s, encoded and decoded like derived types.
 //! - [`lookup`] encodes and decodes TypeLookup requests and replies; the built-in endpoints
 //!   that serve them are `discovery::TypeLookupService`.
 //!
@@ -19,6 +21,7 @@
 
 mod assign;
 mod build;
+pub mod dynamic;
 mod identifier;
 mod info;
 pub mod lookup;
@@ -30,6 +33,7 @@ mod tests;
 
 pub use assign::{assignable, Assignability};
 pub use build::TypeBundle;
+pub use dynamic::{DynamicType, DynamicTypeError, DynamicValue};
 pub use identifier::{CollectionHeader, EquivalenceHash, TypeIdentifier};
 pub use info::{
     TypeIdentifierWithDependencies, TypeIdentifierWithSize, TypeInformation, MEMBER_COMPLETE,
