@@ -368,6 +368,46 @@ impl DiscoveryRuntime {
         }
     }
 
+    /// The type name and TypeInformation of each remote writer and reader on `topic`, writers
+    /// first (`DomainParticipant::discover_type`).
+    pub fn remote_types_on_topic(
+        &self,
+        topic: &str,
+    ) -> Vec<(String, Option<Arc<TypeInformation>>)> {
+        self.engine
+            .remote_endpoints_on_topic(topic)
+            .into_iter()
+            .map(|e| match e {
+                RemoteEndpointInfo::Writer(w) => (w.type_name.clone(), w.type_information.clone()),
+                RemoteEndpointInfo::Reader(r) => (r.type_name.clone(), r.type_information.clone()),
+            })
+            .collect()
+    }
+
+    /// Asks peers for the TypeObjects of `ids` not yet known (each at most once a second).
+    /// Returns false when type information is off (no TypeLookup service).
+    pub fn request_types(
+        &mut self,
+        p: &ParticipantShared,
+        ids: &[tessera_rtps::xtypes::TypeIdentifier],
+    ) -> bool {
+        let now = Instant::now();
+        let Some(t) = &mut self.type_lookup else {
+            return false;
+        };
+        t.request(ids, now);
+        self.flush(p, now);
+        true
+    }
+
+    /// The TypeObject of a hashed identifier: ours, or a peer's received and verified.
+    pub fn resolve_type(
+        &self,
+        id: &tessera_rtps::xtypes::TypeIdentifier,
+    ) -> Option<tessera_rtps::xtypes::TypeObject> {
+        self.type_lookup.as_ref().and_then(|t| t.resolve(id))
+    }
+
     /// `DomainParticipant::assert_liveliness`: the engine tells the peers.
     pub fn assert_manual_liveliness(&mut self, p: &ParticipantShared, now: Instant) {
         self.engine.assert_manual_liveliness(now);

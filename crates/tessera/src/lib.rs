@@ -41,6 +41,18 @@
 //!   samples serialized and know their type only through a [`TypeSupport`]: `DataReader<T>`
 //!   decodes at `read`/`take`, [`UntypedDataReader`] hands out the bytes.
 //!
+//! ## Dynamic types
+//! A type known only at run time — announced by a remote endpoint, or described by hand — is a
+//! [`DynamicType`]; its samples are [`DynamicValue`]s (text and JSON forms included).
+//! [`DomainParticipant::discover_type`] waits for a remote writer or reader of a topic and
+//! fetches its TypeObjects over TypeLookup; [`DomainParticipant::create_dynamic_topic`] makes a
+//! [`DynamicTopic`], on which [`Subscriber::create_dynamic_datareader`] and
+//! [`Publisher::create_dynamic_datawriter`] create a [`DynamicDataReader`] and a
+//! [`DynamicDataWriter`]. Services that forward bytes use the untyped pieces beneath:
+//! [`UntypedTopic`] (from [`Topic::untyped`] or [`DynamicTopic::untyped`]),
+//! [`UntypedDataWriter::write_serialized`] and [`UntypedDataReader::take_serialized`]. See
+//! [`dynamic`].
+//!
 //! ## Threads
 //! Per participant: one receive thread per socket, which decodes datagrams and delivers samples
 //! into reader histories itself; one event thread for timers. `write` sends from the caller's
@@ -56,6 +68,7 @@ mod atomic;
 mod bounds;
 pub mod condition;
 mod discovery_rt;
+pub mod dynamic;
 mod endpoint;
 pub mod error;
 pub mod history;
@@ -79,15 +92,17 @@ pub mod qos {
 pub use bounds::ResourceBounds;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
 pub use discovery_rt::{DiscoveryMode, DiscoveryServer, ParticipantEvent, ParticipantInfo};
+pub use dynamic::{DynamicDataReader, DynamicDataWriter, DynamicTopic, DynamicTypeSupport};
 pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
 };
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
-pub use publication::{DataWriter, DataWriterListener, Publisher};
+pub use publication::{DataWriter, DataWriterListener, Publisher, UntypedDataWriter};
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
 pub use subscription::{DataReaderListener, Subscriber};
-pub use topic::Topic;
+pub use tessera_rtps::xtypes::{DynamicType, DynamicValue};
+pub use topic::{Topic, UntypedTopic};
 pub use transport::AllowMulticast;

@@ -36,9 +36,11 @@ mod atomic;
 mod local;
 mod policies;
 mod publisher;
+mod untyped;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
 use policies::{budget_ns, lifespan_ns};
 pub use publisher::Publisher;
+pub use untyped::UntypedDataWriter;
 
 /// A handle naming an instance (derived from its key hash).
 pub use crate::history::InstanceHandle;
@@ -415,6 +417,26 @@ impl WriterEndpoint {
                 core.set_max_message_size(min);
             }
         }
+    }
+
+    /// Sends every batched sample now.
+    fn flush_batch(&self) {
+        let now = Instant::now();
+        let mut core = self.core.lock();
+        outbox::flush_writer(&self.ctx, &mut core, now);
+        self.unflushed.store(0, Ordering::Relaxed);
+        self.unflushed_samples.store(0, Ordering::Relaxed);
+        self.batch_started.store(0, Ordering::Relaxed);
+    }
+
+    /// PUBLICATION_MATCHED, resetting its change counts.
+    fn take_publication_matched(&self) -> PublicationMatchedStatus {
+        let mut s = self.statuses.lock();
+        let out = s.publication_matched;
+        s.publication_matched.total_count_change = 0;
+        s.publication_matched.current_count_change = 0;
+        s.changes.0 &= !StatusMask::PUBLICATION_MATCHED.0;
+        out
     }
 
     /// The largest datagram this writer sends now (for tests and diagnostics).
@@ -864,12 +886,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Sends every batched sample now.
     pub fn flush(&self) {
-        let now = Instant::now();
-        let mut core = self.ep.core.lock();
-        outbox::flush_writer(&self.ep.ctx, &mut core, now);
-        self.ep.unflushed.store(0, Ordering::Relaxed);
-        self.ep.unflushed_samples.store(0, Ordering::Relaxed);
-        self.ep.batch_started.store(0, Ordering::Relaxed);
+        self.ep.flush_batch();
     }
 
     /// Samples (or runs of fragments of one sample) this writer has sent again because a
@@ -904,12 +921,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// PUBLICATION_MATCHED; reading it resets the change counts.
     pub fn publication_matched_status(&self) -> PublicationMatchedStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.publication_matched;
-        s.publication_matched.total_count_change = 0;
-        s.publication_matched.current_count_change = 0;
-        s.changes.0 &= !StatusMask::PUBLICATION_MATCHED.0;
-        out
+        self.ep.take_publication_matched()
     }
 
     /// OFFERED_INCOMPATIBLE_QOS; reading it resets the change count.

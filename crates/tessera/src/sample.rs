@@ -30,6 +30,12 @@ pub trait TypeSupport: Send + Sync + 'static {
     fn type_bundle(&self) -> Option<tessera_rtps::xtypes::TypeBundle> {
         None
     }
+    /// The key-only payload (what a dispose or unregister carries) of a serialized sample, in
+    /// the sample's encoding: an untyped writer keeps it to unregister the instance when it is
+    /// deleted. `None` when the type cannot say (the instance is then not unregistered).
+    fn key_payload_of_sample(&self, _payload: &[u8]) -> Option<Vec<u8>> {
+        None
+    }
 }
 
 /// [`TypeSupport`] of a derived [`TopicType`].
@@ -84,6 +90,14 @@ impl<T: TopicType> TypeSupport for TypedSupport<T> {
 
     fn type_bundle(&self) -> Option<tessera_rtps::xtypes::TypeBundle> {
         Some(T::type_bundle())
+    }
+
+    fn key_payload_of_sample(&self, payload: &[u8]) -> Option<Vec<u8>> {
+        let (encoding, _) = cdr::parse_payload_for(payload, T::EXTENSIBILITY).ok()?;
+        let sample: T = cdr::deserialize_sample(payload).ok()?;
+        let mut out = Vec::new();
+        cdr::serialize_key(&sample, encoding, &mut out);
+        Some(out)
     }
 }
 

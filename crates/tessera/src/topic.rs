@@ -66,3 +66,55 @@ impl<T: TopicType> Topic<T> {
         &self.inner.participant
     }
 }
+
+impl<T: TopicType> Topic<T> {
+    /// The same topic for writers and readers of serialized samples
+    /// ([`Publisher::create_untyped_datawriter`](crate::Publisher::create_untyped_datawriter)).
+    pub fn untyped(&self) -> UntypedTopic {
+        UntypedTopic {
+            inner: self.inner.clone(),
+            support: crate::TypedSupport::<T>::arc(),
+        }
+    }
+}
+
+/// A topic whose type the runtime knows only through a [`TypeSupport`](crate::TypeSupport):
+/// what untyped writers and readers are created on. From a typed topic
+/// ([`Topic::untyped`]) or a dynamic one ([`DynamicTopic::untyped`](crate::DynamicTopic::untyped)).
+/// Cheap to clone.
+#[derive(Clone)]
+pub struct UntypedTopic {
+    pub(crate) inner: Arc<TopicInner>,
+    pub(crate) support: Arc<dyn crate::TypeSupport>,
+}
+
+impl std::fmt::Debug for UntypedTopic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("UntypedTopic")
+            .field("name", &self.inner.name)
+            .field("type", &self.inner.type_name)
+            .finish()
+    }
+}
+
+impl UntypedTopic {
+    /// The topic name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The registered type name.
+    pub fn type_name(&self) -> &str {
+        &self.inner.type_name
+    }
+
+    /// The topic QoS.
+    pub fn qos(&self) -> &TopicQos {
+        &self.inner.qos
+    }
+
+    /// What the runtime knows of the type.
+    pub fn type_support(&self) -> &Arc<dyn crate::TypeSupport> {
+        &self.support
+    }
+}

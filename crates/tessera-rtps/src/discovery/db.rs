@@ -788,6 +788,22 @@ impl DiscoveryDb {
         self.remote_readers.get(&guid).map(|e| &e.effective)
     }
 
+    /// The remote writers and readers announced on `topic` (what a tool that knows only the
+    /// topic name asks: their type names and TypeInformation).
+    pub fn remote_endpoints_on_topic(&self, topic: &str) -> Vec<RemoteEndpointInfo> {
+        let writers = self
+            .remote_writers
+            .values()
+            .filter(|e| e.effective.topic_name == topic)
+            .map(|e| RemoteEndpointInfo::Writer(e.effective.clone()));
+        let readers = self
+            .remote_readers
+            .values()
+            .filter(|e| e.effective.topic_name == topic)
+            .map(|e| RemoteEndpointInfo::Reader(e.effective.clone()));
+        writers.chain(readers).collect()
+    }
+
     /// A local writer.
     pub fn local_writer(&self, guid: Guid) -> Option<&Arc<DiscoveredWriterData>> {
         self.local_writers.get(&guid)

@@ -535,6 +535,10 @@ impl DiscoveryServerClient {
 }
 
 impl DiscoveryEngine for DiscoveryServerClient {
+    fn remote_endpoints_on_topic(&self, topic: &str) -> Vec<super::RemoteEndpointInfo> {
+        self.db.remote_endpoints_on_topic(topic)
+    }
+
     fn owns(&self, entity: EntityId) -> bool {
         entity.is_builtin()
     }

@@ -153,4 +153,10 @@ pub trait DiscoveryEngine: Send {
     /// The shortest lease of this participant's AUTOMATIC writers (`None`: no finite one):
     /// an engine with the writer liveliness protocol asserts them periodically.
     fn set_automatic_liveliness(&mut self, _lease: Option<Duration>, _now: Instant) {}
+
+    /// The remote writers and readers known on `topic`, matched or not (engines that keep no
+    /// such table return none).
+    fn remote_endpoints_on_topic(&self, _topic: &str) -> Vec<super::RemoteEndpointInfo> {
+        Vec::new()
+    }
 }

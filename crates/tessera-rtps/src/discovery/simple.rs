@@ -499,6 +499,10 @@ impl SimpleDiscovery {
 }
 
 impl DiscoveryEngine for SimpleDiscovery {
+    fn remote_endpoints_on_topic(&self, topic: &str) -> Vec<super::RemoteEndpointInfo> {
+        self.db.remote_endpoints_on_topic(topic)
+    }
+
     /// The whole built-in entity id space: traffic for built-in endpoints that are not
     /// implemented (e.g. a peer's participant-message writer) still renews the peer's lease.
     fn owns(&self, entity: EntityId) -> bool {

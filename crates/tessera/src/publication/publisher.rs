@@ -6,7 +6,7 @@ use crate::error::{Error, Result};
 use crate::participant::DomainParticipant;
 use crate::qos::{DataWriterQos, PublisherQos};
 use crate::qos_rt::group::Group;
-use crate::topic::Topic;
+use crate::topic::{Topic, TopicInner};
 use crate::TopicType;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
@@ -61,31 +61,46 @@ impl Publisher {
         topic: &Topic<T>,
         qos: DataWriterQos,
     ) -> Result<DataWriter<T>> {
+        let (ep, owner) = self.create_writer(&topic.inner, T::KEYED, qos)?;
+        Ok(DataWriter {
+            ep,
+            owner: Some(owner),
+            _type: PhantomData,
+        })
+    }
+
+    /// A writer endpoint for `topic`, whatever its type (typed, untyped and dynamic writers).
+    pub(super) fn create_writer(
+        &self,
+        topic: &TopicInner,
+        keyed: bool,
+        qos: DataWriterQos,
+    ) -> Result<(Arc<WriterEndpoint>, Arc<WriterOwner>)> {
         let publisher_qos = self.group.qos();
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         check_durability_supported(qos.durability)?;
-        if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
+        if !Arc::ptr_eq(topic.participant.shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
             ));
         }
         let p = self.participant.shared().clone();
-        let entity_id = p.new_entity_id(true, T::KEYED);
+        let entity_id = p.new_entity_id(true, keyed);
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
         ep.enabled.store(false, Ordering::Release);
-        let mut side = tessera_rtps::qos::WriterSideQos::new(topic.qos(), &publisher_qos, &qos);
-        if let Some(a) = super::atomic::setup(&p, guid, topic.name(), &mut side)? {
+        let mut side = tessera_rtps::qos::WriterSideQos::new(&topic.qos, &publisher_qos, &qos);
+        if let Some(a) = super::atomic::setup(&p, guid, &topic.name, &mut side)? {
             let _ = ep.atomic.set(a);
         }
         let owner = Arc::new(WriterOwner {
             ep: ep.clone(),
             participant: self.participant.clone(),
             entity_id,
-            topic_name: topic.name().to_owned(),
-            type_name: topic.type_name().to_owned(),
-            topic_qos: topic.qos().clone(),
+            topic_name: topic.name.clone(),
+            type_name: topic.type_name.clone(),
+            topic_qos: topic.qos.clone(),
             publisher: self.group.clone(),
             consensus: side.consensus_endpoint,
         });
@@ -94,10 +109,6 @@ impl Publisher {
         if publisher_qos.entity_factory.autoenable_created_entities {
             owner.enable();
         }
-        Ok(DataWriter {
-            ep,
-            owner: Some(owner),
-            _type: PhantomData,
-        })
+        Ok((ep, owner))
     }
 }

@@ -33,6 +33,8 @@ use super::{TypeBundle, TypeIdentifier, TypeObject};
 use crate::cdr::{CdrError, Encoding};
 
 pub use build::MAX_TYPE_NODES;
+/// The JSON library of [`DynamicValue::to_json`] / [`DynamicValue::from_json`].
+pub use serde_json;
 pub use text::JsonError;
 
 /// Why a dynamic type could not be built.
