@@ -246,6 +246,28 @@ impl DynamicType {
         self.key_max_size
     }
 
+    /// Whether writers of this type should offer XCDR2, by Cyclone DDS's rule: the type uses
+    /// an appendable or mutable struct or an optional member somewhere (XCDR1 cannot express
+    /// a nested appendable struct, and Cyclone writes such types in XCDR2 only).
+    pub fn prefers_xcdr2(&self) -> bool {
+        fn extensible(ty: &TypeDesc, depth: usize) -> bool {
+            depth <= super::MAX_DEPTH
+                && match ty {
+                    TypeDesc::Struct(s) => {
+                        s.extensibility != Extensibility::Final
+                            || s.members
+                                .iter()
+                                .any(|m| m.optional || extensible(&m.ty, depth + 1))
+                    }
+                    TypeDesc::Sequence { element, .. } | TypeDesc::Array { element, .. } => {
+                        extensible(element, depth + 1)
+                    }
+                    _ => false,
+                }
+        }
+        extensible(&self.desc, 0)
+    }
+
     /// The TypeObjects, identifiers and TypeInformation announced for this type.
     pub fn type_bundle(&self) -> &TypeBundle {
         &self.bundle
