@@ -15,6 +15,9 @@ pub const EXIT_BAD_ARGS: i32 = 3;
 /// Exit status when the topic's type could not be learnt, or publishing failed.
 pub const EXIT_FAILED: i32 = 1;
 
+/// How long `tessera pub` waits after its writer matched before the first sample.
+const MATCH_SETTLE: Duration = Duration::from_millis(500);
+
 /// Options shared by both commands.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Common {
@@ -304,6 +307,10 @@ fn run_pub(a: &PubArgs) -> Result<(), String> {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+    // Our reader matched when its announcement reached us; the remote reader matches our
+    // writer when ours reaches it, and a volatile reader that has not yet done so misses the
+    // first samples. Give the announcement a moment.
+    std::thread::sleep(MATCH_SETTLE);
     let period = Duration::from_secs_f64(1.0 / a.rate);
     let start = Instant::now();
     for i in 0..a.count {

@@ -261,21 +261,19 @@ fn step(
     }
 }
 
-/// Two services: `server` knows the bundle, `client` asks for its minimal object.
-#[test]
-fn a_client_resolves_a_peers_type_and_checks_its_hash() {
-    let b = bundle();
+/// Two services: `server` serves `b`, `client` asks it for `id` and runs until answered.
+fn ask_peer(b: &TypeBundle, id: &TypeIdentifier) -> (TypeLookupService, TypeLookupService) {
     let mut now = epoch();
     let mut server = TypeLookupService::new(US, 0, now);
-    server.register(&b);
+    server.register(b);
     let mut client = TypeLookupService::new(PEER, 0, now);
     let all = BuiltinEndpointSet(BuiltinEndpointSet::TYPE_LOOKUP_ALL);
     server.add_peer(PEER, all, loc(2), now);
     client.add_peer(US, all, loc(1), now);
-    assert!(client.resolve(&b.minimal).is_none());
-    assert!(client.request(std::slice::from_ref(&b.minimal), now));
+    assert!(client.resolve(id).is_none());
+    assert!(client.request(std::slice::from_ref(id), now));
     assert!(
-        !client.request(std::slice::from_ref(&b.minimal), now),
+        !client.request(std::slice::from_ref(id), now),
         "asked once a second"
     );
     for _ in 0..500 {
@@ -283,10 +281,41 @@ fn a_client_resolves_a_peers_type_and_checks_its_hash() {
         step(&mut client, &mut server, PEER, now);
         step(&mut server, &mut client, US, now);
     }
+    (server, client)
+}
+
+/// A client asks for a peer's minimal object, and checks its hash.
+#[test]
+fn a_client_resolves_a_peers_type_and_checks_its_hash() {
+    let b = bundle();
+    let (server, mut client) = ask_peer(&b, &b.minimal);
     assert_eq!(server.counters().requests, 1);
     assert_eq!(client.counters().types_resolved, 1);
     assert!(client.take_resolved());
     let obj = client.resolve(&b.minimal).expect("resolved");
     assert_eq!(obj.identifier(), b.minimal);
     assert_eq!(client.counters().bad_replies, 0);
+}
+
+/// A peer's object of a kind Tessera does not model (a union) is not kept, but the client
+/// remembers why, so that a tool asking for that type can say so.
+#[test]
+fn a_peers_object_of_an_unsupported_kind_is_named() {
+    use tessera_rtps::xtypes::XTypesError;
+    let id = TypeIdentifier::Complete([9; 14]);
+    // DHEADER 4, EK_COMPLETE, TK_UNION, then what a union would hold.
+    let union = vec![4, 0, 0, 0, 0xf2, 0x52, 0, 0];
+    let mut b = bundle();
+    b.objects.clear();
+    b.objects
+        .insert(id.to_bytes(), (id.clone(), Arc::new(union)));
+    let (_, client) = ask_peer(&b, &id);
+    assert!(client.resolve(&id).is_none());
+    let e = client.unsupported(&id);
+    assert_eq!(e, Some(XTypesError::UnsupportedTypeObject(0x52)));
+    assert_eq!(
+        e.unwrap().to_string(),
+        "unsupported TypeObject kind 0x52 (union)"
+    );
+    assert_eq!(client.counters().bad_replies, 1);
 }

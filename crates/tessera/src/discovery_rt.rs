@@ -408,6 +408,15 @@ impl DiscoveryRuntime {
         self.type_lookup.as_ref().and_then(|t| t.resolve(id))
     }
 
+    /// Why a peer's TypeObject of `id` arrived but was not kept (a kind Tessera does not
+    /// model), if so.
+    pub fn unsupported_type(
+        &self,
+        id: &tessera_rtps::xtypes::TypeIdentifier,
+    ) -> Option<tessera_rtps::xtypes::XTypesError> {
+        self.type_lookup.as_ref().and_then(|t| t.unsupported(id))
+    }
+
     /// `DomainParticipant::assert_liveliness`: the engine tells the peers.
     pub fn assert_manual_liveliness(&mut self, p: &ParticipantShared, now: Instant) {
         self.engine.assert_manual_liveliness(now);

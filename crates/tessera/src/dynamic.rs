@@ -163,21 +163,25 @@ impl DomainParticipant {
     /// endpoint announced it. The complete objects are asked for (member and type names); the
     /// minimal ones are accepted when half of `timeout` passed without the complete ones.
     ///
-    /// Errors: [`Error::Timeout`] when no endpoint with type information was found or its
-    /// objects did not arrive; [`Error::Unsupported`] when the type uses what dynamic types do
-    /// not handle (unions, maps, ...; the message names it) or the participant announces no
-    /// type information (`ParticipantConfig`'s option is off).
+    /// Errors: [`Error::Timeout`] when no endpoint was found or its objects did not arrive;
+    /// [`Error::Unsupported`] when the type uses what dynamic types do not handle (unions,
+    /// maps, ...; the message names it), when the endpoints found announce no type
+    /// information, or when this participant has type information off (`ParticipantConfig`).
     pub fn discover_type(&self, topic_name: &str, timeout: Duration) -> Result<Arc<DynamicType>> {
         let shared = self.shared();
         let start = Instant::now();
         let deadline = crate::publication::far_deadline(start, timeout);
         let half = start + (deadline - start) / 2;
         let mut refusal: Option<DynamicTypeError> = None;
+        let mut without_information = false;
         loop {
             let now = Instant::now();
             let candidates = shared.discovery.lock().remote_types_on_topic(topic_name);
             for (type_name, info) in &candidates {
-                let Some(info) = info else { continue };
+                let Some(info) = info else {
+                    without_information = true;
+                    continue;
+                };
                 let mut wanted: Vec<TypeIdentifier> = Vec::new();
                 let kinds = [(&info.complete, true), (&info.minimal, now >= half)];
                 for (with_deps, accept) in kinds {
@@ -193,6 +197,11 @@ impl DomainParticipant {
                         Ok(t) if accept => return Ok(Arc::new(t.with_name(type_name.clone()))),
                         Ok(_) => {}
                         Err(DynamicTypeError::Unresolved(missing)) => {
+                            if let Some(e) = shared.discovery.lock().unsupported_type(&missing) {
+                                return Err(Error::Unsupported(format!(
+                                    "type {type_name} of {topic_name}: {e}"
+                                )));
+                            }
                             wanted.push(top.clone());
                             wanted.extend(
                                 with_deps
@@ -214,6 +223,9 @@ impl DomainParticipant {
             if now >= deadline {
                 return Err(match refusal {
                     Some(e) => Error::Unsupported(format!("type of {topic_name}: {e}")),
+                    None if without_information => Error::Unsupported(format!(
+                        "the endpoints of {topic_name} announce no type information"
+                    )),
                     None => Error::Timeout,
                 });
             }

@@ -269,3 +269,30 @@ fn untyped_writer_forwards_serialized_samples() {
     assert_eq!(got.len(), 1);
     assert_eq!(got[0].data, Some(robot(9)));
 }
+
+#[test]
+fn discover_type_says_when_the_endpoints_announce_no_type_information() {
+    let d = Transport::InProc.domain(0);
+    let quiet = DomainParticipant::with_qos(
+        0,
+        Default::default(),
+        tessera::ParticipantConfig {
+            type_information: Some(false),
+            ..d.config()
+        },
+    )
+    .unwrap();
+    let t = quiet
+        .create_topic::<Robot>("robots", TopicQos::default())
+        .unwrap();
+    let _w = quiet
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, reliable_writer())
+        .unwrap();
+    let asker = d.join();
+    match asker.discover_type("robots", Duration::from_millis(500)) {
+        Err(Error::Unsupported(m)) => assert!(m.contains("no type information"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+}

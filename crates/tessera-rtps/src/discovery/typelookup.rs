@@ -25,7 +25,7 @@ use crate::types::{EntityId, Guid, GuidPrefix, Locators, Timestamp};
 use crate::wire::{ReceivedSubmessage, Submessage};
 use crate::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
 use crate::xtypes::lookup::{Call, Reply, Request, Return, SampleIdentity};
-use crate::xtypes::{TypeBundle, TypeIdentifier, TypeIdentifierWithSize, TypeObject};
+use crate::xtypes::{TypeBundle, TypeIdentifier, TypeIdentifierWithSize, TypeObject, XTypesError};
 
 /// Replies kept for retransmission (keep-last, the service is volatile).
 const REPLY_HISTORY: u32 = 64;
@@ -72,6 +72,8 @@ pub struct TypeLookupService {
     types: HashMap<Vec<u8>, Served>,
     /// Peers' TypeObjects, verified, by the bytes of their identifier.
     remote: HashMap<Vec<u8>, TypeObject>,
+    /// Peers' TypeObjects of kinds Tessera does not model (unions, maps...), with why.
+    unsupported: HashMap<Vec<u8>, XTypesError>,
     /// Identifiers asked for, and when.
     requested: HashMap<Vec<u8>, Instant>,
     request_seq: i64,
@@ -103,6 +105,7 @@ impl TypeLookupService {
             reply_reader: ReaderCore::new(pc),
             types: HashMap::new(),
             remote: HashMap::new(),
+            unsupported: HashMap::new(),
             requested: HashMap::new(),
             request_seq: 0,
             resolved: false,
@@ -262,9 +265,19 @@ impl TypeLookupService {
             self.counters.bad_replies += 1;
             return;
         };
-        let Return::Types { types, .. } = reply.result else {
+        let Return::Types {
+            types, unsupported, ..
+        } = reply.result
+        else {
             return;
         };
+        for (id, e) in unsupported {
+            // Kept so that a tool asking for this type learns why it is not there.
+            if self.unsupported.len() < MAX_TYPES {
+                self.unsupported.insert(id.to_bytes(), e);
+            }
+            self.counters.bad_replies += 1;
+        }
         for (id, bytes) in types {
             let key = id.to_bytes();
             if self.remote.contains_key(&key) || self.types.contains_key(&key) {
@@ -279,6 +292,12 @@ impl TypeLookupService {
                 _ => self.counters.bad_replies += 1,
             }
         }
+    }
+
+    /// Why a peer's TypeObject of `id` was received but not kept: a kind Tessera does not model
+    /// (the error names it). `None` if it was not received, or was kept.
+    pub fn unsupported(&self, id: &TypeIdentifier) -> Option<XTypesError> {
+        self.unsupported.get(&id.to_bytes()).copied()
     }
 
     /// The TypeObject of a hashed identifier: one of ours, or a peer's received and verified.
@@ -318,6 +337,7 @@ impl TypeLookupService {
                 Return::Types {
                     types,
                     complete_to_minimal: Vec::new(),
+                    unsupported: Vec::new(),
                 }
             }
             Call::GetTypeDependencies { type_ids, .. } => {

@@ -190,6 +190,9 @@ pub enum Return {
         types: Vec<(TypeIdentifier, std::sync::Arc<Vec<u8>>)>,
         /// Complete identifiers with their minimal ones.
         complete_to_minimal: Vec<(TypeIdentifier, TypeIdentifier)>,
+        /// Objects received of kinds Tessera does not model, with why (filled by `decode`
+        /// only; skipped whole, so the other objects of the reply are kept).
+        unsupported: Vec<(TypeIdentifier, XTypesError)>,
     },
     /// getTypeDependencies.
     Dependencies {
@@ -232,6 +235,7 @@ impl Reply {
                 Return::Types {
                     types,
                     complete_to_minimal,
+                    ..
                 } => {
                     let m = mutable::begin_member(w, MEMBER_TYPES, false);
                     let d = w.begin_dheader();
@@ -293,6 +297,7 @@ impl Reply {
         let end = r.read_dheader()?;
         let mut types = Vec::new();
         let mut complete_to_minimal = Vec::new();
+        let mut unsupported = Vec::new();
         let mut deps = Vec::new();
         let mut cont = Vec::new();
         while r.position() < end {
@@ -304,8 +309,20 @@ impl Reply {
                     for _ in 0..n {
                         let id = TypeIdentifier::decode(r)?;
                         r.align(4)?;
-                        let obj = TypeObject::decode(r)?;
-                        types.push((id, std::sync::Arc::new(obj.to_bytes())));
+                        // The object's own DHEADER says where it ends, whatever its kind.
+                        let obj_end = r.clone().read_dheader()?;
+                        match TypeObject::decode(r) {
+                            Ok(obj) => types.push((id, std::sync::Arc::new(obj.to_bytes()))),
+                            Err(
+                                e @ (XTypesError::UnsupportedTypeObject(_)
+                                | XTypesError::UnsupportedTypeIdentifier(_)
+                                | XTypesError::UnsupportedAnnotation),
+                            ) => {
+                                unsupported.push((id, e));
+                                r.seek(obj_end)?;
+                            }
+                            Err(e) => return Err(e),
+                        }
                     }
                     r.finish_dheader(d)?;
                 }
@@ -335,6 +352,7 @@ impl Reply {
             Return::Types {
                 types,
                 complete_to_minimal,
+                unsupported,
             }
         } else {
             Return::Dependencies {

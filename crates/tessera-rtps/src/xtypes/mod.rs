@@ -119,10 +119,10 @@ pub enum XTypesError {
     #[error("bad CDR: {0}")]
     Cdr(#[from] CdrError),
     /// A TypeIdentifier kind Tessera does not model.
-    #[error("unsupported TypeIdentifier kind {0:#04x}")]
+    #[error("unsupported TypeIdentifier kind {0:#04x} ({name})", name = kind_name(*.0))]
     UnsupportedTypeIdentifier(u8),
     /// A TypeObject kind Tessera does not model.
-    #[error("unsupported TypeObject kind {0:#04x}")]
+    #[error("unsupported TypeObject kind {0:#04x} ({name})", name = kind_name(*.0))]
     UnsupportedTypeObject(u8),
     /// A TypeObject carrying annotations (not modelled).
     #[error("TypeObject annotations are not supported")]
@@ -145,6 +145,33 @@ pub enum XTypesError {
     /// Not an XCDR2 encapsulation.
     #[error("not an XCDR2 encapsulation")]
     BadEncapsulation,
+}
+
+/// What a type kind (TK_*) or TypeIdentifier discriminator is, for messages.
+pub fn kind_name(k: u8) -> &'static str {
+    match k {
+        0x0B => "float128",
+        0x11 => "wchar",
+        0x30 => "alias",
+        0x40 => "enum",
+        0x41 => "bitmask",
+        0x50 => "annotation",
+        0x51 => "struct",
+        0x52 => "union",
+        0x53 => "bitset",
+        0x60 => "sequence",
+        0x61 => "array",
+        0x62 => "map",
+        0x20 => "string8",
+        0x21 | 0x72 | 0x73 => "wstring",
+        0x70 | 0x71 => "string8",
+        0x80 | 0x81 => "sequence",
+        0x90 | 0x91 => "array",
+        0xA0 | 0xA1 => "map",
+        0xB0 => "strongly connected types",
+        0xF1..=0xF3 => "hashed type",
+        _ => "unknown kind",
+    }
 }
 
 /// First 14 bytes of the MD5 of `serialized` (a TypeObject from its DHEADER).

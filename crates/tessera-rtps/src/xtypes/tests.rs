@@ -133,6 +133,7 @@ fn replies_round_trip() {
                 .map(|(id, o)| (id.clone(), o.clone()))
                 .collect(),
             complete_to_minimal: vec![(b.complete.clone(), b.minimal.clone())],
+            unsupported: Vec::new(),
         },
     };
     assert_eq!(Reply::decode(&types.to_payload()).unwrap(), types);
