@@ -99,7 +99,11 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
                 .to_string(),
         );
     }
-    if uses(&scenario, Implementation::Tessera) && !env::is_executable(&opts.tessera_exe) {
+    if Implementation::ALL
+        .into_iter()
+        .any(|i| i.is_tessera() && uses(&scenario, i))
+        && !env::is_executable(&opts.tessera_exe)
+    {
         anyhow::bail!(
             "the Tessera worker {} is missing or not executable; build it with \
              `cargo build --release -p tessera-cli -p tessera-bench`",
@@ -180,6 +184,11 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     if ctx.fastdds.is_some() {
         clean_fastdds_shm();
     }
+    // Tessera workers get SIGTERM and remove their own segments; one killed after its grace
+    // period leaves a segment that the next participant would reclaim: do it now.
+    tessera::transport::shm::reclaim_dead_segments(std::path::Path::new(
+        tessera::transport::shm::SHM_DIR,
+    ));
 
     let mut results = ResultSet {
         test_id,
@@ -306,6 +315,34 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
                 .to_string(),
         );
     }
+    let uses_any = |f: fn(Implementation) -> bool| {
+        s.experiments
+            .iter()
+            .any(|e| e.pairs.iter().any(|p| f(p.writer) || f(p.reader)))
+    };
+    if uses_any(|i| {
+        matches!(
+            i,
+            Implementation::TesseraShm | Implementation::TesseraShmSpin
+        )
+    }) {
+        notes.push(format!(
+            "Transport axis: `tessera` runs UDPv4 only (TESSERA_TRANSPORTS=udp4), like Cyclone; \
+             `tessera-shm` lets Tessera use its shared-memory transport between the processes \
+             of one host (TESSERA_TRANSPORTS=shm,udp4; across --hosts it is UDP), receive \
+             threads blocking; `tessera-shm-spin` also spins before blocking \
+             (TESSERA_WAIT={SPIN_WAIT}), which costs CPU while samples keep coming."
+        ));
+    }
+    if uses_any(Implementation::is_shm_floor) {
+        notes.push(
+            "The raw shared-memory floor (`tessera bench shm`) hands a sample through one \
+             segment and back with no middleware: a copy in and out on each side, and a futex \
+             wake per hand-off (`shm`) or both sides polling (`shm-spin`). It runs on the first \
+             host only."
+                .to_string(),
+        );
+    }
     if uses_fastdds(s) {
         notes.push(
             "Fast DDS 2.9 runs as `fastdds-perf` (workers/fastdds/, compiled with g++ against \
@@ -373,16 +410,21 @@ impl Worker {
         parse_output(self.implementation, &self.proc.output())
     }
 
-    /// Ends the process. A Fast DDS worker first gets SIGTERM and up to [`FASTDDS_STOP`] to
-    /// delete its participant, which removes its shared-memory segments (killed, it would
-    /// leave them in /dev/shm); everything else is killed at once.
+    /// Ends the process. A Fast DDS or Tessera worker first gets SIGTERM and up to
+    /// [`FASTDDS_STOP`] to delete its participant, which removes its shared-memory segments
+    /// (killed, it would leave them in /dev/shm); everything else is killed at once.
     fn stop(&mut self) {
-        if self.implementation.is_fastdds() && self.proc.signal(libc::SIGTERM).is_ok() {
+        let graceful = self.implementation.is_fastdds() || self.implementation.is_tessera();
+        if graceful && self.proc.signal(libc::SIGTERM).is_ok() {
             self.proc.wait_timeout(FASTDDS_STOP);
         }
         self.proc.kill();
     }
 }
+
+/// `TESSERA_WAIT` of the `tessera-shm-spin` pair: spin about twice the recent gap between
+/// samples before blocking, never more than 1 ms (no spinning while traffic is sparser).
+pub const SPIN_WAIT: &str = "adaptive:1000";
 
 /// How long a Fast DDS worker may take to shut down cleanly after SIGTERM.
 const FASTDDS_STOP: Duration = Duration::from_secs(3);
@@ -391,10 +433,7 @@ fn parse_output(i: Implementation, text: &str) -> PerfOutput {
     match i {
         Implementation::Cyclone => parse::parse_ddsperf_text(text),
         // fastdds-perf prints `tessera perf --json`'s lines.
-        Implementation::Tessera
-        | Implementation::Udp
-        | Implementation::FastDds
-        | Implementation::FastDdsUdp => parse::parse_tessera_json(text),
+        _ => parse::parse_tessera_json(text),
     }
 }
 
@@ -459,9 +498,18 @@ impl Ctx<'_> {
         capture: Capture,
     ) -> anyhow::Result<Worker> {
         let mut cmd: Command = match implementation {
-            Implementation::Tessera => {
+            Implementation::Tessera
+            | Implementation::TesseraShm
+            | Implementation::TesseraShmSpin => {
                 let mut c = topo.command(host, &self.opts.tessera_exe);
                 c.arg("perf").arg("--json");
+                if implementation != Implementation::Tessera {
+                    // Shared memory where it reaches (same host), UDPv4 beyond it.
+                    c.env("TESSERA_TRANSPORTS", "shm,udp4");
+                }
+                if implementation == Implementation::TesseraShmSpin {
+                    c.env("TESSERA_WAIT", SPIN_WAIT);
+                }
                 if !multicast {
                     // Like Cyclone's AllowMulticast=spdp below: discovery by multicast, data by
                     // unicast to each reader.
@@ -502,7 +550,9 @@ impl Ctx<'_> {
                 }
                 c
             }
-            Implementation::Udp => anyhow::bail!("the raw UDP floor has no ddsperf grammar"),
+            Implementation::Udp | Implementation::Shm | Implementation::ShmSpin => {
+                anyhow::bail!("the raw floors have no ddsperf grammar")
+            }
         };
         cmd.args(args);
         let proc = Proc::spawn(cmd, role, implementation, capture)
@@ -587,6 +637,66 @@ impl Ctx<'_> {
         Ok((cli, srv, code, cpu))
     }
 
+    /// The raw shared-memory floor's latency point: `tessera bench shm pong` creates a segment
+    /// named after this run and point, `ping` measures through it; both on host 0 (shared
+    /// memory does not cross hosts). The segment is removed even when a side was killed.
+    fn shm_floor_latency(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        point: &mut Point,
+        (size, duration, warmup): (u64, f64, f64),
+    ) -> anyhow::Result<()> {
+        let segment = format!("tessera-bench-{}-{seq}", std::process::id());
+        let wait = if p.pair.writer == Implementation::ShmSpin {
+            "spin"
+        } else {
+            "block"
+        };
+        let run_s = duration + warmup;
+        let common = |role: &str, d: f64| {
+            strings(&[
+                "shm",
+                role,
+                "--segment",
+                &segment,
+                "--size",
+                &size.to_string(),
+                "--duration",
+                &format!("{d}"),
+                "--wait",
+                wait,
+            ])
+        };
+        let log = |role: &str| Capture::File(self.log_path(seq, &exp.name, p.pair, role));
+        let mut pong = self.tool(
+            topo,
+            0,
+            &common("pong", run_s + 15.0),
+            "pong",
+            p.pair.writer,
+            log("pong"),
+        )?;
+        let mut ping_args = common("ping", run_s);
+        ping_args.extend(strings(&["--warmup", &format!("{warmup}")]));
+        let mut ping = self.tool(topo, 0, &ping_args, "ping", p.pair.writer, log("ping"))?;
+        let monitor = CpuMonitor::start(vec![ping.proc.pid(), pong.proc.pid()]);
+        let code = ping.proc.wait_timeout(secs(run_s + 15.0));
+        let cpu = monitor.finish();
+        pong.proc.kill();
+        ping.proc.kill();
+        let _ = std::fs::remove_file(super::shm_floor::segment_path(&segment));
+        point.procs = collect_stats(&[&ping, &pong]);
+        let out = ping.output();
+        if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+            point.metrics.insert(CPU_METRIC.into(), us);
+        }
+        point.latency = round_trip(stats::latency_from_pairs(&out.hist));
+        check_result(point.latency.is_some(), code, &ping, "no round trips")
+    }
+
     /// Starts `n` reader processes (`pong` or `sub` roles, numbered when `n > 1`) of the
     /// pair's reader implementation, spread over the reader hosts.
     #[allow(clippy::too_many_arguments)]
@@ -653,6 +763,9 @@ impl Ctx<'_> {
         let read_mode = param_str(&p.params, "read_mode", "listener");
         let best_effort = param_str(&p.params, "reliability", "reliable") == "best_effort";
 
+        if p.pair.writer.is_shm_floor() {
+            return self.shm_floor_latency(topo, exp, p, seq, point, (size, duration, warmup));
+        }
         if p.pair.writer == Implementation::Udp {
             let client = strings(&[
                 "--size",
@@ -700,7 +813,7 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer == Implementation::Tessera || p.pair.writer.is_fastdds() {
+        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
         }
         args.extend(strings(&[

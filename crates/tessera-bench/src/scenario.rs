@@ -49,7 +49,7 @@ use super::results::{Implementation, Kind, Pair};
 pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "quick",
-        "under 2 minutes: latency 16 B–64 KiB, throughput 16 B–64 KiB; Tessera, Cyclone, raw UDP",
+        "about 2 minutes: latency 16 B–64 KiB, throughput 16 B–64 KiB; Tessera (UDP, shm), Cyclone, raw UDP and shm floors",
         include_str!("presets/quick.toml"),
     ),
     (
@@ -68,6 +68,12 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "under 5 minutes: latency, throughput and 1-to-4 fan-out for every installed \
          implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, raw UDP), ranked",
         include_str!("presets/peers.toml"),
+    ),
+    (
+        "transport",
+        "same host: Tessera over UDP and shared memory (blocking, spinning), Cyclone, Fast DDS \
+         (shared memory, UDP), the raw UDP and shared-memory floors; latency to 1 MiB",
+        include_str!("presets/transport.toml"),
     ),
     (
         "ci",
@@ -107,7 +113,7 @@ pub enum ScenarioError {
     },
     /// Neither a preset nor an existing file.
     #[error(
-        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, ci)"
+        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, transport, ci)"
     )]
     Unknown(String),
 }
@@ -324,6 +330,20 @@ impl Experiment {
                 return Err("the raw UDP floor serves one subscriber".into());
             }
         }
+        if pair.writer.is_shm_floor() || pair.reader.is_shm_floor() {
+            if !pair.is_same() {
+                return Err("the raw shared-memory floor does not pair with anything".into());
+            }
+            if self.kind != Kind::Latency {
+                return Err(format!(
+                    "the raw shared-memory floor has no {} experiment",
+                    self.kind.as_str()
+                ));
+            }
+            if cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1) != 1 {
+                return Err("the raw shared-memory floor serves one subscriber".into());
+            }
+        }
         let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
         if has_fastdds {
             if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
@@ -515,7 +535,8 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
     for l in labels {
         let p = Pair::from_label(l).ok_or_else(|| {
             format!(
-                "unknown pair {l:?} (tessera, cyclone, fastdds, fastdds-udp, udp, or WRITER>READER \
+                "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, cyclone, fastdds, \
+                 fastdds-udp, udp, shm, shm-spin, or WRITER>READER \
                  of two DDS implementations, e.g. tessera>cyclone)"
             )
         })?;

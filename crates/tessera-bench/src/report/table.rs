@@ -13,6 +13,8 @@ use crate::runner::CPU_METRIC;
 /// Pairs in the order every table, chart and legend uses.
 const PAIR_ORDER: &[&str] = &[
     "tessera",
+    "tessera-shm",
+    "tessera-shm-spin",
     "cyclone",
     "fastdds",
     "fastdds-udp",
@@ -21,6 +23,8 @@ const PAIR_ORDER: &[&str] = &[
     "tessera>fastdds",
     "fastdds>tessera",
     "udp",
+    "shm",
+    "shm-spin",
 ];
 
 /// Parameters in the order table columns and facet labels use; others follow alphabetically.
