@@ -422,6 +422,53 @@ impl Worker {
     }
 }
 
+/// UDP datagrams and bytes sent by every host of a topology so far (`/proc/net/snmp`'s
+/// `OutDatagrams`, `/proc/net/dev`'s transmitted bytes, read inside each namespace).
+#[derive(Debug, Clone, Copy, Default)]
+struct Traffic {
+    datagrams: u64,
+    bytes: u64,
+}
+
+fn discovery_traffic(topo: &Topology) -> Option<Traffic> {
+    let mut total = Traffic::default();
+    for h in 0..topo.hosts().len() {
+        let out = topo
+            .command(h, "cat")
+            .args(["/proc/net/snmp", "/proc/net/dev"])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let t = parse_traffic(&text)?;
+        total.datagrams += t.datagrams;
+        total.bytes += t.bytes;
+    }
+    Some(total)
+}
+
+/// Parses the concatenation of `/proc/net/snmp` and `/proc/net/dev`.
+fn parse_traffic(text: &str) -> Option<Traffic> {
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let names: Vec<&str> = udp.next()?.split_whitespace().collect();
+    let values: Vec<&str> = udp.next()?.split_whitespace().collect();
+    let col = names.iter().position(|&n| n == "OutDatagrams")?;
+    let datagrams = values.get(col)?.parse().ok()?;
+    // /proc/net/dev: "iface: rx_bytes rx_packets ... (8 rx fields) tx_bytes ...".
+    let bytes = text
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(iface, _)| !iface.trim().is_empty() && !iface.contains('|'))
+        .filter(|(iface, _)| {
+            !matches!(
+                iface.trim(),
+                "Udp" | "UdpLite" | "Ip" | "Icmp" | "IcmpMsg" | "Tcp"
+            )
+        })
+        .filter_map(|(_, rest)| rest.split_whitespace().nth(8)?.parse::<u64>().ok())
+        .sum();
+    Some(Traffic { datagrams, bytes })
+}
+
 /// `TESSERA_WAIT` of the `tessera-shm-spin` pair: spin about twice the recent gap between
 /// samples before blocking, never more than 1 ms (no spinning while traffic is sparser).
 pub const SPIN_WAIT: &str = "adaptive:1000";
@@ -497,6 +544,33 @@ impl Ctx<'_> {
         role: &str,
         capture: Capture,
     ) -> anyhow::Result<Worker> {
+        let cmd = self.perf_command(topo, host, implementation, args, multicast)?;
+        Self::spawn_worker(cmd, role, implementation, capture)
+    }
+
+    fn spawn_worker(
+        cmd: Command,
+        role: &str,
+        implementation: Implementation,
+        capture: Capture,
+    ) -> anyhow::Result<Worker> {
+        let proc = Proc::spawn(cmd, role, implementation, capture)
+            .with_context(|| format!("starting {} {role}", implementation.as_str()))?;
+        Ok(Worker {
+            proc,
+            implementation,
+        })
+    }
+
+    /// The command line of a ddsperf-grammar process of `implementation` on `host`.
+    fn perf_command(
+        &self,
+        topo: &Topology,
+        host: usize,
+        implementation: Implementation,
+        args: &[String],
+        multicast: bool,
+    ) -> anyhow::Result<Command> {
         let mut cmd: Command = match implementation {
             Implementation::Tessera
             | Implementation::TesseraShm
@@ -555,12 +629,7 @@ impl Ctx<'_> {
             }
         };
         cmd.args(args);
-        let proc = Proc::spawn(cmd, role, implementation, capture)
-            .with_context(|| format!("starting {} {role}", implementation.as_str()))?;
-        Ok(Worker {
-            proc,
-            implementation,
-        })
+        Ok(cmd)
     }
 
     /// A `tessera-bench …` helper process (raw UDP floor or Tessera-only worker).
@@ -1194,21 +1263,33 @@ impl Ctx<'_> {
         point: &mut Point,
     ) -> anyhow::Result<()> {
         let n = param_u64(&p.params, "participants", 2) as usize;
+        let centralized = param_str(&p.params, "architecture", "decentralized") == "centralized";
         let timeout = exp.setting("timeout_s", 30.0);
         let nhosts = topo.hosts().len();
+        let traffic_before = discovery_traffic(topo);
+        // Centralized: the implementation's own discovery server on host 0, and every
+        // participant a client of it through ROS_DISCOVERY_SERVER (which both Tessera and Fast
+        // DDS read).
+        let server = if centralized {
+            Some(self.discovery_server(topo, p.pair.writer, timeout)?)
+        } else {
+            None
+        };
+        let server_env = server.as_ref().map(|(_, addr)| addr.clone());
         let t0 = Instant::now();
         let mut workers = Vec::new();
         let mut offsets = Vec::new();
         for i in 0..n {
             let args = strings(&["-D", &(timeout.ceil() as u64 + 5).to_string(), "pong"]);
             offsets.push(t0.elapsed().as_secs_f64());
-            workers.push(self.perf(
-                topo,
-                i % nhosts,
-                p.pair.writer,
-                &args,
-                true,
+            let mut cmd = self.perf_command(topo, i % nhosts, p.pair.writer, &args, true)?;
+            if let Some(addr) = &server_env {
+                cmd.env("ROS_DISCOVERY_SERVER", addr);
+            }
+            workers.push(Self::spawn_worker(
+                cmd,
                 &format!("participant{}", i + 1),
+                p.pair.writer,
                 Capture::Lines,
             )?);
         }
@@ -1234,10 +1315,35 @@ impl Ctx<'_> {
                 }
             }
         }
+        let traffic_after = discovery_traffic(topo);
         for w in &mut workers {
             w.proc.kill();
         }
-        point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        let mut all_procs: Vec<&Worker> = workers.iter().collect();
+        let mut server = server.map(|(w, _)| w);
+        if let Some(s) = server.as_mut() {
+            s.stop();
+        }
+        if let Some(s) = server.as_ref() {
+            all_procs.push(s);
+            let cpu = s
+                .proc
+                .stats()
+                .map(|st| st.cpu_user_s + st.cpu_sys_s)
+                .unwrap_or(0.0);
+            point.metrics.insert("server_cpu_s".into(), cpu);
+        }
+        point.procs = collect_stats(&all_procs);
+        if let (Some(a), Some(b)) = (traffic_before, traffic_after) {
+            point.metrics.insert(
+                "discovery_datagrams".into(),
+                b.datagrams.saturating_sub(a.datagrams) as f64,
+            );
+            point.metrics.insert(
+                "discovery_bytes".into(),
+                b.bytes.saturating_sub(a.bytes) as f64,
+            );
+        }
         let mut times: Vec<f64> = done.iter().flatten().map(|s| s * 1000.0).collect();
         if times.len() < n {
             anyhow::bail!(
@@ -1251,6 +1357,48 @@ impl Ctx<'_> {
             point.metrics.insert("discovery_median_ms".into(), m);
         }
         Ok(())
+    }
+
+    /// Starts `implementation`'s discovery server on host 0 (Tessera's `tessera
+    /// discovery-server`, Fast DDS's `fast-discovery-server`) and waits until it says it runs.
+    /// Returns the server and the `ROS_DISCOVERY_SERVER` value that reaches it.
+    fn discovery_server(
+        &self,
+        topo: &Topology,
+        implementation: Implementation,
+        timeout: f64,
+    ) -> anyhow::Result<(Worker, String)> {
+        let addr = topo.hosts()[0].addr.to_string();
+        let port = "11811";
+        let program: PathBuf = if implementation.is_tessera() {
+            self.opts.tessera_exe.clone()
+        } else if implementation.is_fastdds() {
+            PathBuf::from("fast-discovery-server")
+        } else {
+            anyhow::bail!("{} has no discovery server", implementation.display());
+        };
+        let mut cmd = topo.command(0, &program);
+        if implementation.is_tessera() {
+            cmd.arg("discovery-server");
+        }
+        cmd.args(["-i", "0", "-l", &addr, "-p", port]);
+        let server = Self::spawn_worker(cmd, "server", implementation, Capture::Lines)?;
+        let t0 = Instant::now();
+        while !server
+            .proc
+            .lines()
+            .iter()
+            .any(|(_, l)| l.contains("Server is running"))
+        {
+            if t0.elapsed() > secs(timeout.min(10.0)) {
+                anyhow::bail!(
+                    "the discovery server did not start: {}",
+                    tail(&server.proc.output())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok((server, format!("{addr}:{port}")))
     }
 
     fn late_joiner(
@@ -1827,6 +1975,22 @@ pub fn current_exe() -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::parse::{LatencyLine, SubLine};
+
+    #[test]
+    fn traffic_counters_parse() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n\
+                    Udp: 10 0 0 42 0\n\
+                    UdpLite: InDatagrams NoPorts InErrors OutDatagrams\n\
+                    UdpLite: 0 0 0 0\n\
+                    Inter-|   Receive                            |  Transmit\n \
+                    face |bytes    packets errs drop fifo frame compressed multicast|bytes\n\
+                    \x20   lo:    500      5    0    0    0     0          0         0      700\n\
+                    veth0:    1      1    0    0    0     0          0         0       30\n";
+        let t = parse_traffic(text).unwrap();
+        assert_eq!((t.datagrams, t.bytes), (42, 730));
+        assert!(parse_traffic("nothing here").is_none());
+    }
 
     fn sub(t: f64, ksps: f64, delta: u64, delta_lost: u64) -> SubLine {
         SubLine {

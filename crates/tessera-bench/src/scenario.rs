@@ -76,6 +76,12 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         include_str!("presets/transport.toml"),
     ),
     (
+        "architecture",
+        "discovery time, traffic and CPU from 2 to 100 participants, decentralized and through \
+         a discovery server (centralized)",
+        include_str!("presets/architecture.toml"),
+    ),
+    (
         "ci",
         "a few seconds of every experiment kind, for the test suite",
         include_str!("presets/ci.toml"),
@@ -113,7 +119,7 @@ pub enum ScenarioError {
     },
     /// Neither a preset nor an existing file.
     #[error(
-        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, transport, ci)"
+        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, transport, architecture, ci)"
     )]
     Unknown(String),
 }
@@ -197,6 +203,9 @@ pub struct ExperimentFile {
     pub multicast: Option<OneOrMany<bool>>,
     /// NASA test cases `a`…`i`.
     pub case: Option<OneOrMany<String>>,
+    /// Discovery: `decentralized` (every participant discovers every other) and/or
+    /// `centralized` (through a discovery server: the implementation's own).
+    pub architecture: Option<OneOrMany<String>>,
     /// Measured seconds per point.
     pub duration_s: Option<f64>,
     /// Warm-up (primer) seconds excluded from latency statistics.
@@ -343,6 +352,11 @@ impl Experiment {
             if cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1) != 1 {
                 return Err("the raw shared-memory floor serves one subscriber".into());
             }
+        }
+        if cell.get("architecture").and_then(Value::as_str) == Some("centralized")
+            && !(pair.writer.is_tessera() || pair.writer.is_fastdds())
+        {
+            return Err(format!("{} has no discovery server", pair.writer.display()));
         }
         let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
         if has_fastdds {
@@ -625,7 +639,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "ping_percent",
             "tolerance",
         ],
-        Kind::Discovery => &["participants", "timeout_s"],
+        Kind::Discovery => &["participants", "architecture", "timeout_s"],
         Kind::LateJoiner => &["samples", "size", "timeout_s"],
         Kind::Reliability => &[
             "phase",
@@ -658,6 +672,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
         burst,
         multicast,
         case,
+        architecture,
         duration_s,
         warmup_s,
         start_rate,
@@ -891,6 +906,9 @@ fn build_experiment(
                 }
             }
             push_axis("participants", n.into_iter().map(Value::from).collect())?;
+            let arch = strings(&e.architecture, "decentralized");
+            one_of("architecture", &arch, &["decentralized", "centralized"])?;
+            push_axis("architecture", to_values_s(arch))?;
             settings.insert(
                 "timeout_s".into(),
                 positive("timeout_s", e.timeout_s.unwrap_or(30.0), 600.0)?,
