@@ -63,6 +63,7 @@ mod outbox;
 mod participant;
 mod publication;
 mod qos_rt;
+pub mod qos_xml;
 mod reader;
 mod runtime;
 pub mod sample;
@@ -85,6 +86,7 @@ pub use history::{
 };
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
+pub use qos_xml::{QosProvider, QosXmlError};
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;

@@ -1,0 +1,165 @@
+//! Real-looking profile files: an RTI Connext `USER_QOS_PROFILES.xml` and a Fast DDS 2.x
+//! profiles file (fixtures in `tests/qos_xml/`), loaded where they use standard elements,
+//! with one warning per vendor-specific element.
+
+use std::time::Duration;
+use tessera::qos::*;
+use tessera::qos_xml::QosProvider;
+
+fn fixture(name: &str) -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/qos_xml")
+        .join(name)
+}
+
+fn warned(p: &QosProvider) -> Vec<String> {
+    p.warnings().iter().map(|w| w.element.clone()).collect()
+}
+
+#[test]
+fn rti_user_qos_profiles_load() {
+    let path = fixture("rti_USER_QOS_PROFILES.xml");
+    let p = QosProvider::from_file(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.default_profile(), Some("ShapesLibrary::BaseProfile"));
+    let mut w = warned(&p);
+    w.sort();
+    assert_eq!(
+        w,
+        [
+            "assertions_per_lease_duration",
+            "initial_samples",
+            "property",
+            "protocol",
+            "transport_builtin"
+        ],
+        "{:#?}",
+        p.warnings()
+    );
+    assert!(p
+        .warnings()
+        .iter()
+        .all(|w| w.at.file.ends_with("rti_USER_QOS_PROFILES.xml")));
+
+    let base = p.datawriter_qos("ShapesLibrary::BaseProfile").unwrap();
+    assert_eq!(
+        base.reliability,
+        Reliability::reliable(Duration::from_secs(5))
+    );
+    assert_eq!(base.history, History::KeepLast(10));
+    assert_eq!(
+        p.participant_qos("ShapesLibrary::BaseProfile")
+            .unwrap()
+            .user_data,
+        UserData(b"TS".to_vec())
+    );
+
+    let strict = p.datawriter_qos("ShapesLibrary::StrictReliable").unwrap();
+    assert_eq!(strict.history, History::KeepAll);
+    assert_eq!(strict.durability, Durability::TransientLocal);
+    assert_eq!(strict.reliability, base.reliability, "inherited");
+    assert_eq!(strict.liveliness.lease_duration, INFINITE);
+
+    let circle = p
+        .datareader_qos_for_topic("ShapesLibrary::StrictReliable", "CircleTopic")
+        .unwrap();
+    assert_eq!(circle.history, History::KeepLast(1));
+    assert_eq!(
+        circle.time_based_filter.minimum_separation,
+        Duration::from_millis(500)
+    );
+    assert_eq!(
+        circle.reliability.kind,
+        ReliabilityKind::Reliable,
+        "from BaseProfile"
+    );
+    let square = p
+        .datareader_qos_for_topic("ShapesLibrary::StrictReliable", "Square")
+        .unwrap();
+    assert_eq!(square.history, History::KeepAll);
+
+    let blue = p.publisher_qos("PartitionLibrary::Blue").unwrap();
+    assert_eq!(blue.partition, Partition::new(["blue"]));
+    assert_eq!(
+        blue.presentation.access_scope,
+        PresentationAccessScope::Topic,
+        "from Red"
+    );
+    assert!(blue.presentation.ordered_access);
+    assert_eq!(
+        p.datawriter_qos("PartitionLibrary::Blue").unwrap(),
+        strict,
+        "across libraries"
+    );
+}
+
+#[test]
+fn fastdds_profiles_load() {
+    let p =
+        QosProvider::from_file(fixture("fastdds_profiles.xml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut w = warned(&p);
+    w.sort();
+    assert_eq!(
+        w,
+        [
+            "allocated_samples",
+            "announcement_period",
+            "domainId",
+            "expectsInlineQos",
+            "historyMemoryPolicy",
+            "log",
+            "name",
+            "publishMode",
+            "times",
+            "transport_descriptors",
+            "useBuiltinTransports",
+        ],
+        "{:#?}",
+        p.warnings()
+    );
+    assert_eq!(p.default_profile(), Some("fastdds::participant_profile"));
+    assert_eq!(
+        p.participant_qos("participant_profile").unwrap().user_data,
+        UserData(vec![1, 2, 3])
+    );
+
+    let w = p.datawriter_qos("reliable_writer").unwrap();
+    assert_eq!(w.history, History::KeepLast(20));
+    assert_eq!(
+        w.resource_limits,
+        ResourceLimits {
+            max_samples: Some(500),
+            max_instances: Some(10),
+            max_samples_per_instance: Some(50)
+        }
+    );
+    assert_eq!(w.durability, Durability::TransientLocal);
+    assert_eq!(
+        w.reliability,
+        Reliability::reliable(Duration::new(1, 856_000))
+    );
+    assert_eq!(w.deadline.period, INFINITE);
+    assert_eq!(w.ownership, Ownership::Exclusive);
+    assert_eq!(w.ownership_strength, OwnershipStrength(50));
+    // The writer profile's partition is its publisher's.
+    assert_eq!(
+        p.publisher_qos("fastdds::reliable_writer")
+            .unwrap()
+            .partition,
+        Partition::new(["part1", "part2"])
+    );
+
+    let r = p.datareader_qos("best_effort_reader").unwrap();
+    assert_eq!(r.history, History::KeepAll);
+    assert_eq!(r.reliability.kind, ReliabilityKind::BestEffort);
+    assert_eq!(
+        r.liveliness,
+        Liveliness {
+            kind: LivelinessKind::ManualByTopic,
+            lease_duration: Duration::from_secs(2)
+        }
+    );
+    assert_eq!(
+        p.subscriber_qos("best_effort_reader").unwrap().partition,
+        Partition::new(["part1"])
+    );
+}
