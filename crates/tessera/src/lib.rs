@@ -41,6 +41,18 @@
 //!   samples serialized and know their type only through a [`TypeSupport`]: `DataReader<T>`
 //!   decodes at `read`/`take`, [`UntypedDataReader`] hands out the bytes.
 //!
+//! ## QoS profiles in XML
+//! QoS can come from OMG DDS-XML profile files, as RTI Connext and Cyclone DDS users keep
+//! them (Fast DDS 2.x `<profiles>` files load too): a [`QosProvider`] loads them
+//! ([`QosProvider::from_file`], or the `;`-separated files of `TESSERA_QOS_PROFILES` with
+//! [`QosProvider::from_env`]) and gives each entity's QoS by profile name,
+//! `provider.datawriter_qos("MyLibrary::MyProfile")`. The entities have RTI's helpers:
+//! [`DomainParticipant::with_profile`], `create_topic_with_profile`,
+//! `create_publisher_with_profile`, [`Publisher::create_datawriter_with_profile`] and their
+//! subscriber twins take the QoS from [`ParticipantConfig::qos_profiles`], or from
+//! `TESSERA_QOS_PROFILES` when that is `None`. See [`qos_xml`] for what is read and what is
+//! ignored with a warning.
+//!
 //! ## Threads
 //! Per participant: one receive thread per socket, which decodes datagrams and delivers samples
 //! into reader histories itself; one event thread for timers. `write` sends from the caller's

@@ -163,3 +163,53 @@ fn fastdds_profiles_load() {
         Partition::new(["part1"])
     );
 }
+
+/// What the fuzz target (`fuzz/fuzz_targets/qos_xml.rs`) checks, run in `cargo test` over
+/// every truncation and a deterministic set of byte mutations of both fixtures, and over a
+/// few hand-made hostile documents: the loader returns profiles or an error, never panics,
+/// and whatever loaded resolves.
+#[test]
+fn hostile_input_never_panics() {
+    let check = |text: &str| {
+        if let Ok(p) = QosProvider::from_str(text) {
+            for name in p.profile_names() {
+                p.datawriter_qos_for_topic(&name, "CircleTopic").unwrap();
+                p.datareader_qos(&name).unwrap();
+                p.participant_qos(&name).unwrap();
+                p.topic_qos(&name).unwrap();
+            }
+        }
+    };
+    for f in ["rti_USER_QOS_PROFILES.xml", "fastdds_profiles.xml"] {
+        let bytes = std::fs::read(fixture(f)).unwrap();
+        for cut in (0..bytes.len()).step_by(7) {
+            check(&String::from_utf8_lossy(&bytes[..cut]));
+        }
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        for _ in 0..400 {
+            let mut m = bytes.clone();
+            for _ in 0..3 {
+                seed ^= seed << 13;
+                seed ^= seed >> 7;
+                seed ^= seed << 17;
+                let at = (seed % m.len() as u64) as usize;
+                m[at] = b"<>/=\"&;x0-: "[(seed >> 32) as usize % 12];
+            }
+            check(&String::from_utf8_lossy(&m));
+        }
+    }
+    let laughs = r#"<?xml version="1.0"?><!DOCTYPE dds [<!ENTITY a "aaaaaaaaaa"><!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;">]><dds><qos_library name="L"><qos_profile name="&b;"/></qos_library></dds>"#;
+    assert!(
+        QosProvider::from_str(laughs).is_err(),
+        "custom entities are not expanded"
+    );
+    for hostile in [
+        "<dds>".repeat(10_000),
+        format!("<dds>{}</dds>", "<qos_library name=\"x\"/>".repeat(50_000)),
+        "<dds><qos_library name=\"L\"><qos_profile name=\"P\"><datawriter_qos><history><depth>99999999999999999999999</depth></history></datawriter_qos></qos_profile></qos_library></dds>".into(),
+        "<dds><qos_library name=\"L\"><qos_profile name=\"P\" base_name=\"::\"/></qos_library></dds>".into(),
+        "\u{feff}<dds/>".into(),
+    ] {
+        check(&hostile);
+    }
+}
