@@ -213,3 +213,35 @@ fn hostile_input_never_panics() {
         check(&hostile);
     }
 }
+
+#[test]
+fn cyclone_system_definition_loads() {
+    let p = QosProvider::from_file(fixture("cyclone_sysdef.xml")).unwrap_or_else(|e| panic!("{e}"));
+    let mut w = warned(&p);
+    w.sort();
+    assert_eq!(
+        w,
+        ["domain_library", "types", "writer_batching"],
+        "{:#?}",
+        p.warnings()
+    );
+    let r = p.datareader_qos("QosLib::DerivedProfile").unwrap();
+    assert_eq!(r.durability, Durability::TransientLocal);
+    assert_eq!(r.reliability, Reliability::reliable(Duration::new(9, 10)));
+    assert_eq!(r.user_data, UserData(b"ABC".to_vec()));
+    assert_eq!(
+        r.data_representation,
+        DataRepresentation(vec![data_representation::XCDR, data_representation::XCDR2])
+    );
+    assert!(r.type_consistency.force_type_validation);
+    let w = p.datawriter_qos("QosLib::DerivedProfile").unwrap();
+    assert_eq!(w.lifespan.duration, INFINITE);
+    assert_eq!(w.transport_priority, TransportPriority(20));
+    assert_eq!(w.user_data, UserData::default());
+    assert_eq!(
+        p.participant_qos("QosLib::DerivedProfile")
+            .unwrap()
+            .user_data,
+        UserData(b"JSL".to_vec())
+    );
+}
