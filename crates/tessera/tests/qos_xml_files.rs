@@ -103,6 +103,7 @@ fn fastdds_profiles_load() {
         [
             "allocated_samples",
             "announcement_period",
+            "data_sharing",
             "domainId",
             "expectsInlineQos",
             "historyMemoryPolicy",
@@ -119,7 +120,7 @@ fn fastdds_profiles_load() {
     assert_eq!(p.default_profile(), Some("fastdds::participant_profile"));
     assert_eq!(
         p.participant_qos("participant_profile").unwrap().user_data,
-        UserData(vec![1, 2, 3])
+        UserData(vec![1, 2, 10])
     );
 
     let w = p.datawriter_qos("reliable_writer").unwrap();
@@ -140,6 +141,12 @@ fn fastdds_profiles_load() {
     assert_eq!(w.deadline.period, INFINITE);
     assert_eq!(w.ownership, Ownership::Exclusive);
     assert_eq!(w.ownership_strength, OwnershipStrength(50));
+    assert_eq!(
+        w.user_data,
+        UserData(vec![0x56, 0x30, 0x61]),
+        "Fast DDS octets: dotted hex, values joined"
+    );
+    assert_eq!(w.destination_order, DestinationOrder::BySourceTimestamp);
     // The writer profile's partition is its publisher's.
     assert_eq!(
         p.publisher_qos("fastdds::reliable_writer")
@@ -162,6 +169,15 @@ fn fastdds_profiles_load() {
         p.subscriber_qos("best_effort_reader").unwrap().partition,
         Partition::new(["part1"])
     );
+
+    // Octets in the standard's comma form are not Fast DDS's: an error at the <value>.
+    let bad = "<profiles><data_writer profile_name=\"w\"><qos>\n<userData><value>1,2</value></userData></qos></data_writer></profiles>";
+    match QosProvider::from_str(bad) {
+        Err(tessera::QosXmlError::Invalid { at, element, .. }) => {
+            assert_eq!((at.line, element.as_str()), (2, "value"))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// What the fuzz target (`fuzz/fuzz_targets/qos_xml.rs`) checks, run in `cargo test` over

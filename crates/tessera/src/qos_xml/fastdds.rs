@@ -1,10 +1,10 @@
 //! Fast DDS 2.x `<profiles>` documents, translated into DDS-XML entity elements so that one
 //! code path reads the values. Fast DDS names its policies in camel case
-//! (`ownershipStrength`), writes enumerators short (`RELIABLE`, which the value parser takes)
-//! and partitions as `<names><name>`; history and resource limits of a writer or reader sit
-//! in its `<topic>` element. Everything transport- or implementation-specific (locators,
-//! `<times>`, `<publishMode>`, memory policies, `<rtps>` settings) is a warning.
-
+//! (`ownershipStrength`), writes enumerators short (`RELIABLE`, which the value parser
+//! takes), partitions as `<names><name>` and octets as dotted hexadecimal (`56.30.61`);
+//! history and resource limits of a writer or reader sit in its `<topic>` element.
+//! Everything transport- or implementation-specific (locators, `<times>`, `<publishMode>`,
+//! `<data_sharing>`, memory policies, `<rtps>` settings) is a warning.
 use super::dom::Node;
 use super::error::{QosXmlError, XmlWarning};
 use super::profiles::{EntityElement, Kind, Profile};
@@ -28,6 +28,7 @@ const POLICIES: &[(&str, &str, bool)] = &[
     ("ownership", "ownership", false),
     ("ownershipStrength", "ownership_strength", false),
     ("destinationOrder", "destination_order", false),
+    ("destination_order", "destination_order", false),
     ("topicData", "topic_data", false),
     ("presentation", "presentation", true),
     ("partition", "partition", true),
@@ -67,14 +68,49 @@ fn partition(node: &Node, w: &mut Vec<XmlWarning>) -> Node {
     element("partition", node, vec![element("name", node, names)])
 }
 
+/// `<userData><value>56.30.61</value>...` (Fast DDS: hexadecimal octets separated by dots,
+/// the `<value>`s concatenated) → `<user_data><value>86,48,97</value>` (named `std_name`).
+fn octets(node: &Node, std_name: &str, w: &mut Vec<XmlWarning>) -> Result<Node, QosXmlError> {
+    let mut bytes: Vec<String> = Vec::new();
+    for v in &node.children {
+        if v.name != "value" {
+            warn(w, v, format!("not a field of <{}>; ignored", node.name));
+            continue;
+        }
+        if v.text.is_empty() {
+            continue;
+        }
+        for part in v.text.split('.') {
+            let ok = (1..=2).contains(&part.len()) && part.bytes().all(|b| b.is_ascii_hexdigit());
+            let b = u8::from_str_radix(part, 16)
+                .ok()
+                .filter(|_| ok)
+                .ok_or_else(|| {
+                    v.invalid("expected hexadecimal octets separated by dots (Fast DDS)")
+                })?;
+            bytes.push(b.to_string());
+        }
+    }
+    let mut value = element("value", node, Vec::new());
+    value.text = bytes.join(",");
+    Ok(element(std_name, node, vec![value]))
+}
+
 /// Translates the policies of a Fast DDS `<qos>` element (and the history and resource
 /// limits of a `<topic>` element) into the entity's and its group's DDS-XML children.
-fn policies(qos: &Node, entity: &mut Vec<Node>, group: &mut Vec<Node>, w: &mut Vec<XmlWarning>) {
+fn policies(
+    qos: &Node,
+    entity: &mut Vec<Node>,
+    group: &mut Vec<Node>,
+    w: &mut Vec<XmlWarning>,
+) -> Result<(), QosXmlError> {
     for c in &qos.children {
         match POLICIES.iter().find(|(fast, _, _)| *fast == c.name) {
             Some((_, std_name, in_group)) => {
                 let node = if c.name == "partition" {
                     partition(c, w)
+                } else if std_name.ends_with("_data") {
+                    octets(c, std_name, w)?
                 } else {
                     Node {
                         name: std_name.to_string(),
@@ -90,6 +126,7 @@ fn policies(qos: &Node, entity: &mut Vec<Node>, group: &mut Vec<Node>, w: &mut V
             None => warn(w, c, "Fast DDS-specific QoS; ignored"),
         }
     }
+    Ok(())
 }
 
 fn topic_part(topic: &Node, entity: &mut Vec<Node>, w: &mut Vec<XmlWarning>) {
@@ -163,7 +200,7 @@ pub(crate) fn read_profiles(
             let (mut entity, mut group) = (Vec::new(), Vec::new());
             for c in &p.children {
                 match c.name.as_str() {
-                    "qos" => policies(c, &mut entity, &mut group, w),
+                    "qos" => policies(c, &mut entity, &mut group, w)?,
                     "topic" => topic_part(c, &mut entity, w),
                     _ => warn(w, c, "Fast DDS-specific setting; ignored"),
                 }
@@ -187,10 +224,7 @@ pub(crate) fn read_profiles(
                     "rtps" => {
                         for r in &c.children {
                             if r.name == "userData" {
-                                entity.push(Node {
-                                    name: "user_data".into(),
-                                    ..r.clone()
-                                });
+                                entity.push(octets(r, "user_data", w)?);
                             } else {
                                 warn(w, r, "Fast DDS-specific participant setting; ignored");
                             }
