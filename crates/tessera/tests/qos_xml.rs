@@ -611,12 +611,15 @@ fn base_cycles_and_unknown_bases_are_refused() {
     assert_eq!(p.profile_names(), vec!["L::Ok".to_string()]);
 }
 
+/// RTI's rule: elements with a topic_filter are tried in document order and take precedence
+/// over the element without one, wherever that stands; lookups without a topic see only the
+/// element without a filter.
 #[test]
-fn topic_filters_pick_the_first_matching_element() {
+fn topic_filters_take_precedence_in_document_order() {
     let p = load(&doc(r#"<qos_profile name="P">
+        <datareader_qos><history><depth>4</depth></history></datareader_qos>
         <datareader_qos topic_filter="Sensor*"><history><depth>2</depth></history></datareader_qos>
         <datareader_qos topic_filter="Sensor?Special, Other"><history><depth>3</depth></history></datareader_qos>
-        <datareader_qos><history><depth>4</depth></history></datareader_qos>
       </qos_profile>
       <qos_profile name="Q" base_name="P">
         <datareader_qos topic_filter="Q*"><history><depth>5</depth></history></datareader_qos>
@@ -625,11 +628,15 @@ fn topic_filters_pick_the_first_matching_element() {
         Some(t) => p.datareader_qos_for_topic(profile, t).unwrap().history,
         None => p.datareader_qos(profile).unwrap().history,
     };
-    assert_eq!(depth("L::P", Some("SensorTemp")), History::KeepLast(2));
+    assert_eq!(
+        depth("L::P", Some("SensorTemp")),
+        History::KeepLast(2),
+        "filtered beats unfiltered"
+    );
     assert_eq!(
         depth("L::P", Some("SensorXSpecial")),
         History::KeepLast(2),
-        "first match wins"
+        "first filter wins"
     );
     assert_eq!(depth("L::P", Some("Other")), History::KeepLast(3));
     assert_eq!(depth("L::P", Some("Pressure")), History::KeepLast(4));

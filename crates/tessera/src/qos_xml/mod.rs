@@ -28,8 +28,10 @@
 //! refused at load). Only the policies, and within a policy only the fields, that a profile
 //! names change: `<reliability><max_blocking_time>` alone keeps the inherited kind. An entity
 //! element may carry its own `base_name`, and a `topic_filter` (an fnmatch pattern, or a
-//! comma-separated list of them): `datawriter_qos_for_topic(profile, topic)` takes the first
-//! element whose filter takes the topic name.
+//! comma-separated list of them): `datawriter_qos_for_topic(profile, topic)` takes, as RTI
+//! does, the first element (in document order) whose filter takes the topic name, and the
+//! element without a filter only when none does; lookups without a topic see only the
+//! element without a filter.
 //!
 //! # What is read
 //! Every standard policy of the six entity QoS elements (`domain_participant_qos` — also

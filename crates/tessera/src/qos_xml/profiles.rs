@@ -326,11 +326,20 @@ impl Profiles {
         depth: usize,
     ) -> Q {
         let p = &self.list[i];
-        // The first element of this kind whose filter takes the topic.
-        let elem = p
-            .entities
-            .iter()
-            .find(|e| e.kind == kind && filter_takes(e.topic_filter.as_deref(), topic));
+        // RTI's rule: the elements with a topic filter, in document order, before the one
+        // without; a lookup without a topic sees only the latter (or a filter of `*`).
+        let of_kind = || p.entities.iter().filter(|e| e.kind == kind);
+        let elem = topic
+            .and_then(|t| {
+                of_kind().find(|e| {
+                    e.topic_filter
+                        .as_deref()
+                        .is_some_and(|f| f.split(',').any(|f| fnmatch(f.trim(), t)))
+                })
+            })
+            .or_else(|| {
+                of_kind().find(|e| e.topic_filter.as_deref().is_none_or(|f| f.trim() == "*"))
+            });
         let base = elem.and_then(|e| e.base.as_ref()).or(p.base.as_ref());
         let mut q = match base.and_then(|b| self.by_name.get(b)) {
             Some(&b) if depth < MAX_CHAIN => self.resolve_at(b, kind, topic, depth + 1),
@@ -346,14 +355,4 @@ impl Profiles {
 
 fn validate<Q: EntityQos>(e: &EntityElement, w: &mut Vec<XmlWarning>) -> Result<(), QosXmlError> {
     apply_entity(&e.node, &mut Q::default(), w)
-}
-
-/// Whether an element with `filter` applies to an entity on `topic`. Without a topic only
-/// elements without a filter (or with `*`) apply.
-fn filter_takes(filter: Option<&str>, topic: Option<&str>) -> bool {
-    match (filter, topic) {
-        (None, _) => true,
-        (Some(f), None) => f == "*",
-        (Some(f), Some(t)) => f.split(',').any(|f| fnmatch(f.trim(), t)),
-    }
 }
