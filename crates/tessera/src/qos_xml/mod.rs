@@ -33,6 +33,13 @@
 //! element without a filter only when none does; lookups without a topic see only the
 //! element without a filter.
 //!
+//! `is_default_qos="true"` marks the profile [`QosProvider::default_profile`] names. Unlike
+//! RTI, Tessera does not apply it behind the back of entities created with
+//! `Default::default()` QoS (a QoS value here is a value, not a sentinel): pass
+//! `provider.default_profile()` to the `*_with_profile` helpers to use it. The QoS a profile
+//! gives is checked for consistency when an entity is created with it
+//! (`Error::InconsistentPolicy`), as any QoS is.
+//!
 //! # What is read
 //! Every standard policy of the six entity QoS elements (`domain_participant_qos` — also
 //! RTI's `participant_qos` and Cyclone's `domainparticipant_qos` —, `topic_qos`,
