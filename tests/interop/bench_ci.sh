@@ -45,6 +45,10 @@ assert not missing, f"no successful point of kind(s) {missing}"
 pairs = {p["pair"] for p in rs["points"] if p["ok"]}
 for pair in ("tessera", "udp"):
     assert pair in pairs, f"no successful {pair} point"
+central = [p for p in rs["points"] if p["kind"] == "discovery" and p["ok"]
+           and p["params"].get("architecture") == "centralized"]
+assert central, "no successful discovery point through a discovery server"
+assert all(p["metrics"].get("discovery_datagrams", 0) > 0 for p in central), "no traffic counted"
 print("kinds:", sorted(kinds), "pairs:", sorted(pairs), "points:", len(rs["points"]))
 PY
 

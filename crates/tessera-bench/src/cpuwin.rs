@@ -280,11 +280,24 @@ mod tests {
 
     #[test]
     fn monitor_sees_this_process_spend_cpu() {
+        // Spins for 300 ms of this thread's CPU time, not of wall time: on a loaded machine
+        // 300 ms of wall time gave the thread as little as 90 ms of CPU.
+        fn thread_cpu() -> Duration {
+            let mut ts = libc::timespec {
+                tv_sec: 0,
+                tv_nsec: 0,
+            };
+            // SAFETY: clock_gettime writes the timespec we pass.
+            unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+            Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+        }
         let m = CpuMonitor::start(vec![std::process::id()]);
-        let t0 = Instant::now();
+        let c0 = thread_cpu();
         let mut x = 0u64;
-        while t0.elapsed() < Duration::from_millis(300) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+        while thread_cpu() - c0 < Duration::from_millis(300) {
+            for _ in 0..1000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
         }
         std::hint::black_box(x);
         let series = m.finish();

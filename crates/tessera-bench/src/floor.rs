@@ -120,6 +120,49 @@ pub(crate) fn secs(v: &str, what: &str) -> Result<Duration, String> {
     }
 }
 
+/// The options of a command line as `(option, value)` pairs, from `--opt value` or
+/// `--opt=value` (every option of the bench's tools takes a value).
+pub(crate) fn option_pairs<'a>(
+    mut words: impl Iterator<Item = &'a str>,
+) -> Result<Vec<(&'a str, &'a str)>, String> {
+    let mut out = Vec::new();
+    while let Some(w) = words.next() {
+        let (opt, value) = match w.split_once('=') {
+            Some((o, v)) if o.starts_with("--") => (o, Some(v)),
+            _ => (w, None),
+        };
+        let value = value
+            .or_else(|| words.next())
+            .ok_or_else(|| format!("option {opt} requires an argument"))?;
+        out.push((opt, value));
+    }
+    Ok(out)
+}
+
+/// Runs a tool of the bench (`udp`, `shm`) from its command line: parses it (exit 3 with the
+/// usage on error), ends the run at SIGINT/SIGTERM, prints JSON lines on stdout.
+pub(crate) fn tool_main<C>(
+    name: &str,
+    args: &[String],
+    parse: fn(&[String]) -> Result<C, String>,
+    usage: fn() -> &'static str,
+    run: fn(&C, io::Stdout, Arc<AtomicBool>) -> i32,
+) -> i32 {
+    let cfg = match parse(args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("tessera bench {name}: {e}");
+            eprint!("{}", usage());
+            return 3;
+        }
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    let s = stop.clone();
+    // Fails if the process already has a handler; then only --duration ends the run.
+    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Release));
+    run(&cfg, io::stdout(), stop)
+}
+
 /// Parses the words after `udp` (a leading `udp` is skipped too).
 pub fn parse_args(args: &[String]) -> Result<FloorConfig, String> {
     let mut words = args.iter().map(String::as_str).peekable();
@@ -147,41 +190,26 @@ pub fn parse_args(args: &[String]) -> Result<FloorConfig, String> {
         },
         rate: None,
     };
-    while let Some(w) = words.next() {
-        let (opt, inline) = match w.split_once('=') {
-            Some((o, v)) if o.starts_with("--") => (o, Some(v)),
-            _ => (w, None),
-        };
-        let mut value = || {
-            inline
-                .or_else(|| words.next())
-                .ok_or_else(|| format!("option {opt} requires an argument"))
-        };
+    for (opt, v) in option_pairs(words)? {
         match opt {
             "--size" => {
-                let v = value()?;
                 cfg.size = parse_size(v).ok_or_else(|| format!("--size {v}: invalid size"))?;
             }
-            "--duration" => cfg.duration = Some(secs(value()?, "--duration")?),
-            "--warmup" => cfg.warmup = Some(secs(value()?, "--warmup")?),
+            "--duration" => cfg.duration = Some(secs(v, "--duration")?),
+            "--warmup" => cfg.warmup = Some(secs(v, "--warmup")?),
             "--peer" => {
-                let v = value()?;
                 cfg.peer = v
                     .parse()
                     .map_err(|_| format!("--peer {v}: expected IP:PORT"))?;
             }
             "--port" => {
-                let v = value()?;
                 cfg.port = v.parse().map_err(|_| format!("--port {v}: invalid port"))?;
             }
-            "--rate" => {
-                let v = value()?;
-                match v.parse::<f64>() {
-                    Ok(r) if r > 0.0 && r.is_finite() => cfg.rate = Some(r),
-                    Ok(r) if r.is_infinite() && r > 0.0 => cfg.rate = None,
-                    _ => return Err(format!("--rate {v}: invalid rate")),
-                }
-            }
+            "--rate" => match v.parse::<f64>() {
+                Ok(r) if r > 0.0 && r.is_finite() => cfg.rate = Some(r),
+                Ok(r) if r.is_infinite() && r > 0.0 => cfg.rate = None,
+                _ => return Err(format!("--rate {v}: invalid rate")),
+            },
             other => return Err(format!("unknown option {other:?}")),
         }
     }
@@ -767,19 +795,7 @@ fn source_handle(a: SocketAddr) -> u64 {
 /// `tessera bench udp ...`: `args` are the words after `udp` (a leading `udp` is accepted).
 /// Prints JSON lines on stdout; returns the exit status (3 for a bad command line).
 pub fn main(args: &[String]) -> i32 {
-    let cfg = match parse_args(args) {
-        Ok(c) => c,
-        Err(e) => {
-            eprintln!("tessera bench udp: {e}");
-            eprint!("{}", usage());
-            return 3;
-        }
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    let s = stop.clone();
-    // Fails if the process already has a handler; then only --duration ends the run.
-    let _ = ctrlc::set_handler(move || s.store(true, Ordering::Release));
-    run(&cfg, io::stdout(), stop)
+    tool_main("udp", args, parse_args, usage, run)
 }
 
 #[cfg(test)]

@@ -31,6 +31,7 @@ pub mod report;
 pub mod results;
 pub mod runner;
 pub mod scenario;
+pub mod shm_floor;
 pub mod stats;
 pub mod worker;
 
@@ -71,7 +72,8 @@ pub fn usage(prog: &str) -> String {
          \x20 --link-mbit R      limit every host's egress to R Mbit/s (tc tbf)\n\
          \x20 --rounds N         repetitions of every cell (interleaved)\n\
          \x20 --pairs LIST       e.g. tessera,cyclone,udp,tessera>cyclone,cyclone>tessera,\n\
-         \x20                    fastdds,fastdds-udp,tessera>fastdds,fastdds>tessera\n\
+         \x20                    fastdds,fastdds-udp,tessera>fastdds,fastdds>tessera,\n\
+         \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory)\n\
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\
          \x20                    'throughput_ratio>=1.0', 'tessera.lost==0', 'failed==0'\n\
          \x20 --no-progress      no progress bar\n\
@@ -88,6 +90,7 @@ pub fn usage(prog: &str) -> String {
 pub fn main(prog: &str, args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
         Some("udp") => return floor::main(&args[1..]),
+        Some("shm") => return shm_floor::main(&args[1..]),
         Some("worker") => return worker::main(&args[1..]),
         Some("compare") => return compare_main(prog, &args[1..]),
         Some("cleanup") => {

@@ -62,6 +62,19 @@ pub enum Implementation {
     /// Fast DDS 2.9 through `fastdds-perf --transport udp`: UDPv4 only.
     #[serde(rename = "fastdds-udp")]
     FastDdsUdp,
+    /// Tessera with shared memory between the processes of one host (UDPv4 beyond it), its
+    /// receive threads blocking (`TESSERA_TRANSPORTS=shm,udp4`).
+    #[serde(rename = "tessera-shm")]
+    TesseraShm,
+    /// Tessera on shared memory whose receive threads spin before they block
+    /// (`TESSERA_WAIT=adaptive:1000`).
+    #[serde(rename = "tessera-shm-spin")]
+    TesseraShmSpin,
+    /// The raw shared-memory floor (`tessera bench shm`): a futex wake per hand-off.
+    Shm,
+    /// The raw shared-memory floor, both sides polling.
+    #[serde(rename = "shm-spin")]
+    ShmSpin,
 }
 
 impl Implementation {
@@ -73,6 +86,10 @@ impl Implementation {
             Implementation::Udp => "udp",
             Implementation::FastDds => "fastdds",
             Implementation::FastDdsUdp => "fastdds-udp",
+            Implementation::TesseraShm => "tessera-shm",
+            Implementation::TesseraShmSpin => "tessera-shm-spin",
+            Implementation::Shm => "shm",
+            Implementation::ShmSpin => "shm-spin",
         }
     }
 
@@ -84,16 +101,24 @@ impl Implementation {
             Implementation::Udp => "raw UDP",
             Implementation::FastDds => "Fast DDS",
             Implementation::FastDdsUdp => "Fast DDS (UDP)",
+            Implementation::TesseraShm => "Tessera (shm)",
+            Implementation::TesseraShmSpin => "Tessera (shm, spin)",
+            Implementation::Shm => "raw shm",
+            Implementation::ShmSpin => "raw shm (spin)",
         }
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 5] = [
+    pub const ALL: [Implementation; 9] = [
         Implementation::Tessera,
+        Implementation::TesseraShm,
+        Implementation::TesseraShmSpin,
         Implementation::Cyclone,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
         Implementation::Udp,
+        Implementation::Shm,
+        Implementation::ShmSpin,
     ];
 
     /// Parses an [`Implementation::as_str`] name.
@@ -104,6 +129,24 @@ impl Implementation {
     /// True for the two Fast DDS variants (one worker program, one transport switch).
     pub fn is_fastdds(self) -> bool {
         matches!(self, Implementation::FastDds | Implementation::FastDdsUdp)
+    }
+
+    /// True for the variants that run `tessera perf` (one program, other transports or waits).
+    pub fn is_tessera(self) -> bool {
+        matches!(
+            self,
+            Implementation::Tessera | Implementation::TesseraShm | Implementation::TesseraShmSpin
+        )
+    }
+
+    /// True for the raw shared-memory floors (latency only, one host).
+    pub fn is_shm_floor(self) -> bool {
+        matches!(self, Implementation::Shm | Implementation::ShmSpin)
+    }
+
+    /// True for the floors built into the bench (no middleware).
+    pub fn is_floor(self) -> bool {
+        self == Implementation::Udp || self.is_shm_floor()
     }
 }
 

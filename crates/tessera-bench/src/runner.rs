@@ -99,7 +99,11 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
                 .to_string(),
         );
     }
-    if uses(&scenario, Implementation::Tessera) && !env::is_executable(&opts.tessera_exe) {
+    if Implementation::ALL
+        .into_iter()
+        .any(|i| i.is_tessera() && uses(&scenario, i))
+        && !env::is_executable(&opts.tessera_exe)
+    {
         anyhow::bail!(
             "the Tessera worker {} is missing or not executable; build it with \
              `cargo build --release -p tessera-cli -p tessera-bench`",
@@ -180,6 +184,11 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     if ctx.fastdds.is_some() {
         clean_fastdds_shm();
     }
+    // Tessera workers get SIGTERM and remove their own segments; one killed after its grace
+    // period leaves a segment that the next participant would reclaim: do it now.
+    tessera::transport::shm::reclaim_dead_segments(std::path::Path::new(
+        tessera::transport::shm::SHM_DIR,
+    ));
 
     let mut results = ResultSet {
         test_id,
@@ -306,6 +315,34 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
                 .to_string(),
         );
     }
+    let uses_any = |f: fn(Implementation) -> bool| {
+        s.experiments
+            .iter()
+            .any(|e| e.pairs.iter().any(|p| f(p.writer) || f(p.reader)))
+    };
+    if uses_any(|i| {
+        matches!(
+            i,
+            Implementation::TesseraShm | Implementation::TesseraShmSpin
+        )
+    }) {
+        notes.push(format!(
+            "Transport axis: `tessera` runs UDPv4 only (TESSERA_TRANSPORTS=udp4), like Cyclone; \
+             `tessera-shm` lets Tessera use its shared-memory transport between the processes \
+             of one host (TESSERA_TRANSPORTS=shm,udp4; across --hosts it is UDP), receive \
+             threads blocking; `tessera-shm-spin` also spins before blocking \
+             (TESSERA_WAIT={SPIN_WAIT}), which costs CPU while samples keep coming."
+        ));
+    }
+    if uses_any(Implementation::is_shm_floor) {
+        notes.push(
+            "The raw shared-memory floor (`tessera bench shm`) hands a sample through one \
+             segment and back with no middleware: a copy in and out on each side, and a futex \
+             wake per hand-off (`shm`) or both sides polling (`shm-spin`). It runs on the first \
+             host only."
+                .to_string(),
+        );
+    }
     if uses_fastdds(s) {
         notes.push(
             "Fast DDS 2.9 runs as `fastdds-perf` (workers/fastdds/, compiled with g++ against \
@@ -373,16 +410,68 @@ impl Worker {
         parse_output(self.implementation, &self.proc.output())
     }
 
-    /// Ends the process. A Fast DDS worker first gets SIGTERM and up to [`FASTDDS_STOP`] to
-    /// delete its participant, which removes its shared-memory segments (killed, it would
-    /// leave them in /dev/shm); everything else is killed at once.
+    /// Ends the process. A Fast DDS or Tessera worker first gets SIGTERM and up to
+    /// [`FASTDDS_STOP`] to delete its participant, which removes its shared-memory segments
+    /// (killed, it would leave them in /dev/shm); everything else is killed at once.
     fn stop(&mut self) {
-        if self.implementation.is_fastdds() && self.proc.signal(libc::SIGTERM).is_ok() {
+        let graceful = self.implementation.is_fastdds() || self.implementation.is_tessera();
+        if graceful && self.proc.signal(libc::SIGTERM).is_ok() {
             self.proc.wait_timeout(FASTDDS_STOP);
         }
         self.proc.kill();
     }
 }
+
+/// UDP datagrams and bytes sent by every host of a topology so far (`/proc/net/snmp`'s
+/// `OutDatagrams`, `/proc/net/dev`'s transmitted bytes, read inside each namespace).
+#[derive(Debug, Clone, Copy, Default)]
+struct Traffic {
+    datagrams: u64,
+    bytes: u64,
+}
+
+fn discovery_traffic(topo: &Topology) -> Option<Traffic> {
+    let mut total = Traffic::default();
+    for h in 0..topo.hosts().len() {
+        let out = topo
+            .command(h, "cat")
+            .args(["/proc/net/snmp", "/proc/net/dev"])
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout);
+        let t = parse_traffic(&text)?;
+        total.datagrams += t.datagrams;
+        total.bytes += t.bytes;
+    }
+    Some(total)
+}
+
+/// Parses the concatenation of `/proc/net/snmp` and `/proc/net/dev`.
+fn parse_traffic(text: &str) -> Option<Traffic> {
+    let mut udp = text.lines().filter(|l| l.starts_with("Udp:"));
+    let names: Vec<&str> = udp.next()?.split_whitespace().collect();
+    let values: Vec<&str> = udp.next()?.split_whitespace().collect();
+    let col = names.iter().position(|&n| n == "OutDatagrams")?;
+    let datagrams = values.get(col)?.parse().ok()?;
+    // /proc/net/dev: "iface: rx_bytes rx_packets ... (8 rx fields) tx_bytes ...".
+    let bytes = text
+        .lines()
+        .filter_map(|l| l.split_once(':'))
+        .filter(|(iface, _)| !iface.trim().is_empty() && !iface.contains('|'))
+        .filter(|(iface, _)| {
+            !matches!(
+                iface.trim(),
+                "Udp" | "UdpLite" | "Ip" | "Icmp" | "IcmpMsg" | "Tcp"
+            )
+        })
+        .filter_map(|(_, rest)| rest.split_whitespace().nth(8)?.parse::<u64>().ok())
+        .sum();
+    Some(Traffic { datagrams, bytes })
+}
+
+/// `TESSERA_WAIT` of the `tessera-shm-spin` pair: spin about twice the recent gap between
+/// samples before blocking, never more than 1 ms (no spinning while traffic is sparser).
+pub const SPIN_WAIT: &str = "adaptive:1000";
 
 /// How long a Fast DDS worker may take to shut down cleanly after SIGTERM.
 const FASTDDS_STOP: Duration = Duration::from_secs(3);
@@ -391,10 +480,7 @@ fn parse_output(i: Implementation, text: &str) -> PerfOutput {
     match i {
         Implementation::Cyclone => parse::parse_ddsperf_text(text),
         // fastdds-perf prints `tessera perf --json`'s lines.
-        Implementation::Tessera
-        | Implementation::Udp
-        | Implementation::FastDds
-        | Implementation::FastDdsUdp => parse::parse_tessera_json(text),
+        _ => parse::parse_tessera_json(text),
     }
 }
 
@@ -458,10 +544,46 @@ impl Ctx<'_> {
         role: &str,
         capture: Capture,
     ) -> anyhow::Result<Worker> {
+        let cmd = self.perf_command(topo, host, implementation, args, multicast)?;
+        Self::spawn_worker(cmd, role, implementation, capture)
+    }
+
+    fn spawn_worker(
+        cmd: Command,
+        role: &str,
+        implementation: Implementation,
+        capture: Capture,
+    ) -> anyhow::Result<Worker> {
+        let proc = Proc::spawn(cmd, role, implementation, capture)
+            .with_context(|| format!("starting {} {role}", implementation.as_str()))?;
+        Ok(Worker {
+            proc,
+            implementation,
+        })
+    }
+
+    /// The command line of a ddsperf-grammar process of `implementation` on `host`.
+    fn perf_command(
+        &self,
+        topo: &Topology,
+        host: usize,
+        implementation: Implementation,
+        args: &[String],
+        multicast: bool,
+    ) -> anyhow::Result<Command> {
         let mut cmd: Command = match implementation {
-            Implementation::Tessera => {
+            Implementation::Tessera
+            | Implementation::TesseraShm
+            | Implementation::TesseraShmSpin => {
                 let mut c = topo.command(host, &self.opts.tessera_exe);
                 c.arg("perf").arg("--json");
+                if implementation != Implementation::Tessera {
+                    // Shared memory where it reaches (same host), UDPv4 beyond it.
+                    c.env("TESSERA_TRANSPORTS", "shm,udp4");
+                }
+                if implementation == Implementation::TesseraShmSpin {
+                    c.env("TESSERA_WAIT", SPIN_WAIT);
+                }
                 if !multicast {
                     // Like Cyclone's AllowMulticast=spdp below: discovery by multicast, data by
                     // unicast to each reader.
@@ -502,15 +624,12 @@ impl Ctx<'_> {
                 }
                 c
             }
-            Implementation::Udp => anyhow::bail!("the raw UDP floor has no ddsperf grammar"),
+            Implementation::Udp | Implementation::Shm | Implementation::ShmSpin => {
+                anyhow::bail!("the raw floors have no ddsperf grammar")
+            }
         };
         cmd.args(args);
-        let proc = Proc::spawn(cmd, role, implementation, capture)
-            .with_context(|| format!("starting {} {role}", implementation.as_str()))?;
-        Ok(Worker {
-            proc,
-            implementation,
-        })
+        Ok(cmd)
     }
 
     /// A `tessera-bench …` helper process (raw UDP floor or Tessera-only worker).
@@ -587,6 +706,66 @@ impl Ctx<'_> {
         Ok((cli, srv, code, cpu))
     }
 
+    /// The raw shared-memory floor's latency point: `tessera bench shm pong` creates a segment
+    /// named after this run and point, `ping` measures through it; both on host 0 (shared
+    /// memory does not cross hosts). The segment is removed even when a side was killed.
+    fn shm_floor_latency(
+        &self,
+        topo: &Topology,
+        exp: &Experiment,
+        p: &Planned,
+        seq: usize,
+        point: &mut Point,
+        (size, duration, warmup): (u64, f64, f64),
+    ) -> anyhow::Result<()> {
+        let segment = format!("tessera-bench-{}-{seq}", std::process::id());
+        let wait = if p.pair.writer == Implementation::ShmSpin {
+            "spin"
+        } else {
+            "block"
+        };
+        let run_s = duration + warmup;
+        let common = |role: &str, d: f64| {
+            strings(&[
+                "shm",
+                role,
+                "--segment",
+                &segment,
+                "--size",
+                &size.to_string(),
+                "--duration",
+                &format!("{d}"),
+                "--wait",
+                wait,
+            ])
+        };
+        let log = |role: &str| Capture::File(self.log_path(seq, &exp.name, p.pair, role));
+        let mut pong = self.tool(
+            topo,
+            0,
+            &common("pong", run_s + 15.0),
+            "pong",
+            p.pair.writer,
+            log("pong"),
+        )?;
+        let mut ping_args = common("ping", run_s);
+        ping_args.extend(strings(&["--warmup", &format!("{warmup}")]));
+        let mut ping = self.tool(topo, 0, &ping_args, "ping", p.pair.writer, log("ping"))?;
+        let monitor = CpuMonitor::start(vec![ping.proc.pid(), pong.proc.pid()]);
+        let code = ping.proc.wait_timeout(secs(run_s + 15.0));
+        let cpu = monitor.finish();
+        pong.proc.kill();
+        ping.proc.kill();
+        let _ = std::fs::remove_file(super::shm_floor::segment_path(&segment));
+        point.procs = collect_stats(&[&ping, &pong]);
+        let out = ping.output();
+        if let Some(us) = latency_cpu_per_round_trip(&cpu, ping.proc.started(), &out) {
+            point.metrics.insert(CPU_METRIC.into(), us);
+        }
+        point.latency = round_trip(stats::latency_from_pairs(&out.hist));
+        check_result(point.latency.is_some(), code, &ping, "no round trips")
+    }
+
     /// Starts `n` reader processes (`pong` or `sub` roles, numbered when `n > 1`) of the
     /// pair's reader implementation, spread over the reader hosts.
     #[allow(clippy::too_many_arguments)]
@@ -653,6 +832,9 @@ impl Ctx<'_> {
         let read_mode = param_str(&p.params, "read_mode", "listener");
         let best_effort = param_str(&p.params, "reliability", "reliable") == "best_effort";
 
+        if p.pair.writer.is_shm_floor() {
+            return self.shm_floor_latency(topo, exp, p, seq, point, (size, duration, warmup));
+        }
         if p.pair.writer == Implementation::Udp {
             let client = strings(&[
                 "--size",
@@ -700,7 +882,7 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer == Implementation::Tessera || p.pair.writer.is_fastdds() {
+        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
         }
         args.extend(strings(&[
@@ -1081,21 +1263,33 @@ impl Ctx<'_> {
         point: &mut Point,
     ) -> anyhow::Result<()> {
         let n = param_u64(&p.params, "participants", 2) as usize;
+        let centralized = param_str(&p.params, "architecture", "decentralized") == "centralized";
         let timeout = exp.setting("timeout_s", 30.0);
         let nhosts = topo.hosts().len();
+        let traffic_before = discovery_traffic(topo);
+        // Centralized: the implementation's own discovery server on host 0, and every
+        // participant a client of it through ROS_DISCOVERY_SERVER (which both Tessera and Fast
+        // DDS read).
+        let server = if centralized {
+            Some(self.discovery_server(topo, p.pair.writer, timeout)?)
+        } else {
+            None
+        };
+        let server_env = server.as_ref().map(|(_, addr)| addr.clone());
         let t0 = Instant::now();
         let mut workers = Vec::new();
         let mut offsets = Vec::new();
         for i in 0..n {
             let args = strings(&["-D", &(timeout.ceil() as u64 + 5).to_string(), "pong"]);
             offsets.push(t0.elapsed().as_secs_f64());
-            workers.push(self.perf(
-                topo,
-                i % nhosts,
-                p.pair.writer,
-                &args,
-                true,
+            let mut cmd = self.perf_command(topo, i % nhosts, p.pair.writer, &args, true)?;
+            if let Some(addr) = &server_env {
+                cmd.env("ROS_DISCOVERY_SERVER", addr);
+            }
+            workers.push(Self::spawn_worker(
+                cmd,
                 &format!("participant{}", i + 1),
+                p.pair.writer,
                 Capture::Lines,
             )?);
         }
@@ -1121,10 +1315,35 @@ impl Ctx<'_> {
                 }
             }
         }
+        let traffic_after = discovery_traffic(topo);
         for w in &mut workers {
             w.proc.kill();
         }
-        point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        let mut all_procs: Vec<&Worker> = workers.iter().collect();
+        let mut server = server.map(|(w, _)| w);
+        if let Some(s) = server.as_mut() {
+            s.stop();
+        }
+        if let Some(s) = server.as_ref() {
+            all_procs.push(s);
+            let cpu = s
+                .proc
+                .stats()
+                .map(|st| st.cpu_user_s + st.cpu_sys_s)
+                .unwrap_or(0.0);
+            point.metrics.insert("server_cpu_s".into(), cpu);
+        }
+        point.procs = collect_stats(&all_procs);
+        if let (Some(a), Some(b)) = (traffic_before, traffic_after) {
+            point.metrics.insert(
+                "discovery_datagrams".into(),
+                b.datagrams.saturating_sub(a.datagrams) as f64,
+            );
+            point.metrics.insert(
+                "discovery_bytes".into(),
+                b.bytes.saturating_sub(a.bytes) as f64,
+            );
+        }
         let mut times: Vec<f64> = done.iter().flatten().map(|s| s * 1000.0).collect();
         if times.len() < n {
             anyhow::bail!(
@@ -1138,6 +1357,48 @@ impl Ctx<'_> {
             point.metrics.insert("discovery_median_ms".into(), m);
         }
         Ok(())
+    }
+
+    /// Starts `implementation`'s discovery server on host 0 (Tessera's `tessera
+    /// discovery-server`, Fast DDS's `fast-discovery-server`) and waits until it says it runs.
+    /// Returns the server and the `ROS_DISCOVERY_SERVER` value that reaches it.
+    fn discovery_server(
+        &self,
+        topo: &Topology,
+        implementation: Implementation,
+        timeout: f64,
+    ) -> anyhow::Result<(Worker, String)> {
+        let addr = topo.hosts()[0].addr.to_string();
+        let port = "11811";
+        let program: PathBuf = if implementation.is_tessera() {
+            self.opts.tessera_exe.clone()
+        } else if implementation.is_fastdds() {
+            PathBuf::from("fast-discovery-server")
+        } else {
+            anyhow::bail!("{} has no discovery server", implementation.display());
+        };
+        let mut cmd = topo.command(0, &program);
+        if implementation.is_tessera() {
+            cmd.arg("discovery-server");
+        }
+        cmd.args(["-i", "0", "-l", &addr, "-p", port]);
+        let server = Self::spawn_worker(cmd, "server", implementation, Capture::Lines)?;
+        let t0 = Instant::now();
+        while !server
+            .proc
+            .lines()
+            .iter()
+            .any(|(_, l)| l.contains("Server is running"))
+        {
+            if t0.elapsed() > secs(timeout.min(10.0)) {
+                anyhow::bail!(
+                    "the discovery server did not start: {}",
+                    tail(&server.proc.output())
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        Ok((server, format!("{addr}:{port}")))
     }
 
     fn late_joiner(
@@ -1714,6 +1975,22 @@ pub fn current_exe() -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::parse::{LatencyLine, SubLine};
+
+    #[test]
+    fn traffic_counters_parse() {
+        let text = "Ip: Forwarding DefaultTTL\nIp: 1 64\n\
+                    Udp: InDatagrams NoPorts InErrors OutDatagrams RcvbufErrors\n\
+                    Udp: 10 0 0 42 0\n\
+                    UdpLite: InDatagrams NoPorts InErrors OutDatagrams\n\
+                    UdpLite: 0 0 0 0\n\
+                    Inter-|   Receive                            |  Transmit\n \
+                    face |bytes    packets errs drop fifo frame compressed multicast|bytes\n\
+                    \x20   lo:    500      5    0    0    0     0          0         0      700\n\
+                    veth0:    1      1    0    0    0     0          0         0       30\n";
+        let t = parse_traffic(text).unwrap();
+        assert_eq!((t.datagrams, t.bytes), (42, 730));
+        assert!(parse_traffic("nothing here").is_none());
+    }
 
     fn sub(t: f64, ksps: f64, delta: u64, delta_lost: u64) -> SubLine {
         SubLine {

@@ -49,7 +49,7 @@ use super::results::{Implementation, Kind, Pair};
 pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "quick",
-        "under 2 minutes: latency 16 B–64 KiB, throughput 16 B–64 KiB; Tessera, Cyclone, raw UDP",
+        "about 2 minutes: latency 16 B–64 KiB, throughput 16 B–64 KiB; Tessera (UDP, shm), Cyclone, raw UDP and shm floors",
         include_str!("presets/quick.toml"),
     ),
     (
@@ -68,6 +68,18 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "under 5 minutes: latency, throughput and 1-to-4 fan-out for every installed \
          implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, raw UDP), ranked",
         include_str!("presets/peers.toml"),
+    ),
+    (
+        "transport",
+        "same host: Tessera over UDP and shared memory (blocking, spinning), Cyclone, Fast DDS \
+         (shared memory, UDP), the raw UDP and shared-memory floors; latency to 1 MiB",
+        include_str!("presets/transport.toml"),
+    ),
+    (
+        "architecture",
+        "discovery time, traffic and CPU from 2 to 100 participants, decentralized and through \
+         a discovery server (centralized)",
+        include_str!("presets/architecture.toml"),
     ),
     (
         "ci",
@@ -107,7 +119,7 @@ pub enum ScenarioError {
     },
     /// Neither a preset nor an existing file.
     #[error(
-        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, ci)"
+        "unknown preset or scenario file {0:?} (presets: quick, paper, reliability, peers, transport, architecture, ci)"
     )]
     Unknown(String),
 }
@@ -191,6 +203,9 @@ pub struct ExperimentFile {
     pub multicast: Option<OneOrMany<bool>>,
     /// NASA test cases `a`…`i`.
     pub case: Option<OneOrMany<String>>,
+    /// Discovery: `decentralized` (every participant discovers every other) and/or
+    /// `centralized` (through a discovery server: the implementation's own).
+    pub architecture: Option<OneOrMany<String>>,
     /// Measured seconds per point.
     pub duration_s: Option<f64>,
     /// Warm-up (primer) seconds excluded from latency statistics.
@@ -323,6 +338,25 @@ impl Experiment {
             if cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1) != 1 {
                 return Err("the raw UDP floor serves one subscriber".into());
             }
+        }
+        if pair.writer.is_shm_floor() || pair.reader.is_shm_floor() {
+            if !pair.is_same() {
+                return Err("the raw shared-memory floor does not pair with anything".into());
+            }
+            if self.kind != Kind::Latency {
+                return Err(format!(
+                    "the raw shared-memory floor has no {} experiment",
+                    self.kind.as_str()
+                ));
+            }
+            if cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1) != 1 {
+                return Err("the raw shared-memory floor serves one subscriber".into());
+            }
+        }
+        if cell.get("architecture").and_then(Value::as_str) == Some("centralized")
+            && !(pair.writer.is_tessera() || pair.writer.is_fastdds())
+        {
+            return Err(format!("{} has no discovery server", pair.writer.display()));
         }
         let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
         if has_fastdds {
@@ -515,7 +549,8 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
     for l in labels {
         let p = Pair::from_label(l).ok_or_else(|| {
             format!(
-                "unknown pair {l:?} (tessera, cyclone, fastdds, fastdds-udp, udp, or WRITER>READER \
+                "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, cyclone, fastdds, \
+                 fastdds-udp, udp, shm, shm-spin, or WRITER>READER \
                  of two DDS implementations, e.g. tessera>cyclone)"
             )
         })?;
@@ -604,7 +639,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "ping_percent",
             "tolerance",
         ],
-        Kind::Discovery => &["participants", "timeout_s"],
+        Kind::Discovery => &["participants", "architecture", "timeout_s"],
         Kind::LateJoiner => &["samples", "size", "timeout_s"],
         Kind::Reliability => &[
             "phase",
@@ -637,6 +672,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
         burst,
         multicast,
         case,
+        architecture,
         duration_s,
         warmup_s,
         start_rate,
@@ -870,6 +906,9 @@ fn build_experiment(
                 }
             }
             push_axis("participants", n.into_iter().map(Value::from).collect())?;
+            let arch = strings(&e.architecture, "decentralized");
+            one_of("architecture", &arch, &["decentralized", "centralized"])?;
+            push_axis("architecture", to_values_s(arch))?;
             settings.insert(
                 "timeout_s".into(),
                 positive("timeout_s", e.timeout_s.unwrap_or(30.0), 600.0)?,

@@ -122,14 +122,7 @@ pub fn parse_args(args: &[String]) -> Result<WorkerCommand, String> {
         duration: None,
     };
     let mut timeout = Duration::from_secs(30);
-    while let Some(word) = words.next() {
-        let (opt, inline) = match word.split_once('=') {
-            Some((o, v)) if o.starts_with("--") => (o, Some(v)),
-            _ => (word, None),
-        };
-        let v = inline
-            .or_else(|| words.next())
-            .ok_or_else(|| format!("option {opt} requires an argument"))?;
+    for (opt, v) in super::floor::option_pairs(words)? {
         match (opt, writer) {
             ("--samples", _) => w.samples = num(v, opt)?,
             ("--domain", _) => w.domain = num(v, opt)?,

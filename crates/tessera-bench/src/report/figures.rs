@@ -38,6 +38,10 @@ pub(super) fn style_of(pair: &str) -> Style {
         "fastdds-udp" => (RGBColor(227, 119, 194), Marker::Diamond),
         "tessera>fastdds" => (RGBColor(23, 190, 207), Marker::Triangle),
         "fastdds>tessera" => (RGBColor(140, 86, 75), Marker::Triangle),
+        "tessera-shm" => (RGBColor(0, 60, 140), Marker::Square),
+        "tessera-shm-spin" => (RGBColor(120, 170, 220), Marker::Diamond),
+        "shm" => (RGBColor(60, 60, 60), Marker::Square),
+        "shm-spin" => (RGBColor(160, 160, 160), Marker::Diamond),
         other => {
             let palette = [
                 RGBColor(214, 39, 40),

@@ -13,6 +13,8 @@ use crate::runner::CPU_METRIC;
 /// Pairs in the order every table, chart and legend uses.
 const PAIR_ORDER: &[&str] = &[
     "tessera",
+    "tessera-shm",
+    "tessera-shm-spin",
     "cyclone",
     "fastdds",
     "fastdds-udp",
@@ -21,6 +23,8 @@ const PAIR_ORDER: &[&str] = &[
     "tessera>fastdds",
     "fastdds>tessera",
     "udp",
+    "shm",
+    "shm-spin",
 ];
 
 /// Parameters in the order table columns and facet labels use; others follow alphabetically.
@@ -167,7 +171,10 @@ fn what(kind: Kind) -> &'static str {
         Kind::Latency => "round-trip latency p50 µs ± stddev",
         Kind::Throughput => "throughput, samples/s (all subscribers)",
         Kind::RateStep => "max sustainable rate / knee rate, samples/s",
-        Kind::Discovery => "discovery time, ms (all participants discovered all)",
+        Kind::Discovery => {
+            "discovery time, ms (all participants discovered all), with the UDP datagrams and \
+             bytes every process sent meanwhile"
+        }
         Kind::LateJoiner => "late joiner: time to first sample, ms",
         Kind::Reliability => "critical flow: completion time s / retransmits",
     }
@@ -209,7 +216,20 @@ fn headline(kind: Kind, cell: &Cell<'_>) -> String {
             (None, Some(k)) => format!("– / {}", fmt_num(k)),
             _ => na(),
         },
-        Kind::Discovery => m("discovery_ms").map(fmt_num).unwrap_or_else(na),
+        Kind::Discovery => match (
+            m("discovery_ms"),
+            m("discovery_datagrams"),
+            m("discovery_bytes"),
+        ) {
+            (Some(ms), Some(d), Some(b)) => format!(
+                "{} ({} datagrams, {} kB)",
+                fmt_num(ms),
+                fmt_count(d),
+                fmt_num(b / 1e3)
+            ),
+            (Some(ms), _, _) => fmt_num(ms),
+            _ => na(),
+        },
         Kind::LateJoiner => m("first_sample_ms").map(fmt_num).unwrap_or_else(na),
         Kind::Reliability => match (m("completion_s"), m("retransmits")) {
             (Some(c), Some(r)) => format!("{} s / {}", fmt_num(c), fmt_count(r)),
