@@ -1,6 +1,6 @@
 //! Errors of the DCPS API.
 //!
-//! Every error says whose fault it is: the caller ([`Error::BadParameter`],
+//! Every error says whose fault it is: the caller ([`Error::BadParameter`], [`Error::QosProfile`],
 //! [`Error::InconsistentPolicy`], [`Error::ImmutablePolicy`], [`Error::NotEnabled`], [`Error::PreconditionNotMet`], [`Error::AlreadyDeleted`]),
 //! this implementation's limits ([`Error::Unsupported`]),
 //! a resource ([`Error::OutOfResources`], [`Error::Timeout`], [`Error::Io`], [`Error::Transport`]), or the state of the
@@ -62,6 +62,9 @@ pub enum Error {
     /// The transport could not be set up (no usable interface, no free port, bad config).
     #[error("transport: {0}")]
     Transport(#[from] crate::transport::TransportError),
+    /// A QoS profile could not be loaded or found (XML QoS profiles, [`crate::qos_xml`]).
+    #[error("QoS profile: {0}")]
+    QosProfile(#[from] crate::qos_xml::QosXmlError),
     /// A socket or other operating-system operation failed.
     #[error("I/O error: {0}")]
     Io(#[from] io::Error),

@@ -52,6 +52,17 @@
 //! [`UntypedTopic`] (from [`Topic::untyped`] or [`DynamicTopic::untyped`]),
 //! [`UntypedDataWriter::write_serialized`] and [`UntypedDataReader::take_serialized`]. See
 //! [`dynamic`].
+//! ## QoS profiles in XML
+//! QoS can come from OMG DDS-XML profile files, as RTI Connext and Cyclone DDS users keep
+//! them (Fast DDS 2.x `<profiles>` files load too): a [`QosProvider`] loads them
+//! ([`QosProvider::from_file`], or the `;`-separated files of `TESSERA_QOS_PROFILES` with
+//! [`QosProvider::from_env`]) and gives each entity's QoS by profile name,
+//! `provider.datawriter_qos("MyLibrary::MyProfile")`. The entities have RTI's helpers:
+//! [`DomainParticipant::with_profile`], `create_topic_with_profile`,
+//! `create_publisher_with_profile`, [`Publisher::create_datawriter_with_profile`] and their
+//! subscriber twins take the QoS from [`ParticipantConfig::qos_profiles`], or from
+//! `TESSERA_QOS_PROFILES` when that is `None`. See [`qos_xml`] for what is read and what is
+//! ignored with a warning.
 //!
 //! ## Threads
 //! Per participant: one receive thread per socket, which decodes datagrams and delivers samples
@@ -76,6 +87,7 @@ mod outbox;
 mod participant;
 mod publication;
 mod qos_rt;
+pub mod qos_xml;
 mod reader;
 mod runtime;
 pub mod sample;
@@ -99,6 +111,7 @@ pub use history::{
 };
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher, UntypedDataWriter};
+pub use qos_xml::{QosProvider, QosXmlError};
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;

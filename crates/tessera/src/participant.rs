@@ -85,6 +85,10 @@ pub struct ParticipantConfig {
     /// `cyclonedds typeof`/`subscribe` tools resolve Tessera's types). `None`:
     /// `TESSERA_TYPE_INFORMATION` (`0`/`false` or `1`/`true`), on when it is unset.
     pub type_information: Option<bool>,
+    /// The QoS profiles that `*_with_profile` helpers take QoS from (see [`crate::qos_xml`]).
+    /// `None`: the files named by `TESSERA_QOS_PROFILES` (`;`-separated), read once per
+    /// process at the first use.
+    pub qos_profiles: Option<Arc<crate::qos_xml::QosProvider>>,
 }
 
 /// Environment variable for [`ParticipantConfig::type_information`] when it is `None`.
@@ -369,6 +373,8 @@ pub(crate) struct ParticipantShared {
     /// Consensus groups of ATOMIC endpoints (started with the first one).
     pub atomic: crate::atomic::AtomicService,
     next_entity_key: AtomicU32,
+    /// [`ParticipantConfig::qos_profiles`].
+    pub qos_profiles: Option<Arc<crate::qos_xml::QosProvider>>,
 }
 
 impl std::ops::Deref for ParticipantShared {
@@ -531,6 +537,7 @@ impl DomainParticipant {
             discovery: Mutex::new(discovery),
             atomic: crate::atomic::AtomicService::new(guid_prefix),
             next_entity_key: AtomicU32::new(1),
+            qos_profiles: config.qos_profiles,
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
