@@ -70,6 +70,8 @@ pub struct FragMeta {
     pub source_timestamp: Option<Timestamp>,
     /// Key-only payload.
     pub key_flag: bool,
+    /// PID_ORIGINAL_WRITER_INFO: the writer and sequence number a relayed sample stands for.
+    pub original_writer: Option<(crate::types::Guid, crate::types::SequenceNumber)>,
 }
 
 /// A completed sample.

@@ -128,6 +128,10 @@ pub struct Delivered<'a> {
     pub key_hash: Option<[u8; 16]>,
     /// Source timestamp (INFO_TS), if any.
     pub source_timestamp: Option<Timestamp>,
+    /// For a sample relayed by another writer (a durability service's replay), the original
+    /// writer and its sequence number (PID_ORIGINAL_WRITER_INFO); `writer`/`seq` are then the
+    /// relay's.
+    pub original: Option<(Guid, SequenceNumber)>,
 }
 
 /// What the application did with a [`Delivered`] sample: the delivery callback's answer.
@@ -317,6 +321,7 @@ impl Shared {
             status_info: meta.status_info,
             key_hash: meta.key_hash,
             source_timestamp: meta.source_timestamp,
+            original: meta.original_writer,
         })
         .into();
         match verdict {
@@ -496,6 +501,15 @@ impl ReaderCore {
         &self.sh.cfg
     }
 
+    /// Whether every reliable matched writer has announced its history (a HEARTBEAT was
+    /// heard) and everything it announced was delivered, lost or skipped: the historical data
+    /// it offers is in (`wait_for_historical_data`). Best-effort writers send no history.
+    pub fn historical_data_received(&self) -> bool {
+        self.writers
+            .iter()
+            .all(|w| !w.reliable || (w.last_hb_count.is_some() && w.next > w.highest_known))
+    }
+
     /// Statistics.
     pub fn counters(&self) -> ReaderCounters {
         self.sh.counters
@@ -600,6 +614,7 @@ impl ReaderCore {
             key_hash: q.key_hash,
             source_timestamp: timestamp,
             key_flag: d.payload_kind == PayloadKind::Key,
+            original_writer: q.original_writer,
         };
         let payload: &[u8] = match d.payload_kind {
             PayloadKind::None => &[],
@@ -660,6 +675,7 @@ impl ReaderCore {
             key_hash: q.key_hash,
             source_timestamp: timestamp,
             key_flag: df.key_flag,
+            original_writer: q.original_writer,
         };
         let kind = kind_of(df.key_flag);
         if let Some(whole) = frag::whole_sample(df, &sh.cfg.frag) {

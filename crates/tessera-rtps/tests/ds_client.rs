@@ -356,6 +356,7 @@ fn relayed_announcements_match_and_a_relayed_dispose_unmatches() {
             key_hash: Some(Guid::new(PEER, EntityId::PARTICIPANT).to_bytes()),
             status_info: 3,
             sample_identity: Some((Guid::new(PEER, spdp), 2)),
+            original_writer: None,
         },
         payload_kind: PayloadKind::None,
         payload: Arc::new(Vec::new()),

@@ -127,6 +127,7 @@ impl Group {
             status_info,
             key_hash: (e.key_hash != [0; 16]).then_some(e.key_hash),
             source_timestamp: Some(Timestamp::from_nanos(e.timestamp_ns)),
+            original: None,
         };
         let readers: Vec<_> = self
             .readers

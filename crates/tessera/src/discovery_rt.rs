@@ -384,6 +384,11 @@ impl DiscoveryRuntime {
             .collect()
     }
 
+    /// Every remote writer discovery knows (`DomainParticipant::discovered_writers`).
+    pub fn remote_writers(&self) -> Vec<Arc<tessera_rtps::discovery::DiscoveredWriterData>> {
+        self.engine.remote_writers()
+    }
+
     /// Asks peers for the TypeObjects of `ids` not yet known (each at most once a second).
     /// Returns false when type information is off (no TypeLookup service).
     pub fn request_types(

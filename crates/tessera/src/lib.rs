@@ -115,7 +115,7 @@ pub use qos_xml::{QosProvider, QosXmlError};
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
-pub use subscription::{DataReaderListener, Subscriber};
+pub use subscription::{DataReaderListener, ReceivedSample, SampleSink, Subscriber};
 pub use tessera_rtps::xtypes::{DynamicType, DynamicValue};
 pub use topic::{Topic, UntypedTopic};
 pub use transport::AllowMulticast;

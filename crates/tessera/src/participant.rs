@@ -615,6 +615,15 @@ impl DomainParticipant {
         Ok(Subscriber::new(self.clone(), qos))
     }
 
+    /// Every remote writer discovery knows, matched or not, with its topic, type, offered QoS
+    /// (DURABILITY, DURABILITY_SERVICE, ...) and TypeInformation: what a durability service
+    /// watches. Empty with a discovery engine that keeps no endpoint table.
+    pub fn discovered_writers(
+        &self,
+    ) -> Vec<std::sync::Arc<tessera_rtps::discovery::DiscoveredWriterData>> {
+        self.shared().discovery.lock().remote_writers()
+    }
+
     /// The remote participants currently discovered.
     pub fn discovered_participants(&self) -> Vec<ParticipantInfo> {
         self.owner.shared.discovery.lock().participants()

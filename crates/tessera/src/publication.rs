@@ -241,6 +241,20 @@ impl WriterEndpoint {
         key_only: bool,
         source_ns: i64,
     ) -> Result<()> {
+        self.submit_relayed(payload, key_hash, status, key_only, source_ns, None)
+    }
+
+    /// [`Self::submit`] of a sample that stands for `origin` (its original writer and
+    /// sequence number), sent with PID_ORIGINAL_WRITER_INFO: a durability service's replay.
+    pub(crate) fn submit_relayed(
+        &self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+        origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
+    ) -> Result<()> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
         }
@@ -270,7 +284,15 @@ impl WriterEndpoint {
             let full = if self.keep_all && self.local_hold_full(payload.len()) {
                 "a local reader's queue of refused samples is full"
             } else {
-                match core.write(payload.clone(), key_hash, status, key_only, Some(ts), now) {
+                match core.write_relayed(
+                    payload.clone(),
+                    key_hash,
+                    status,
+                    key_only,
+                    Some(ts),
+                    origin,
+                    now,
+                ) {
                     Ok(seq) => break seq,
                     Err(WriteError::HistoryFull) => "history full",
                     Err(e) => return Err(Error::OutOfResources(e.to_string())),
@@ -965,18 +987,6 @@ impl<T: TopicType> DataWriter<T> {
             Arc::new(f)
         });
         *self.ep.listener.lock() = erased;
-    }
-}
-
-/// Refuses durability kinds that need a durability service, which Tessera does not have: a
-/// TRANSIENT or PERSISTENT endpoint would be announced as such but behave as TRANSIENT_LOCAL.
-pub(crate) fn check_durability_supported(d: crate::qos::Durability) -> Result<()> {
-    use crate::qos::Durability;
-    match d {
-        Durability::Volatile | Durability::TransientLocal => Ok(()),
-        Durability::Transient | Durability::Persistent => Err(Error::Unsupported(format!(
-            "{d:?} durability (no durability service); use TransientLocal"
-        ))),
     }
 }
 

@@ -186,6 +186,39 @@ impl UntypedDataReader {
         }
     }
 
+    /// Sends every sample to `sink` (on the receive thread, with its writer's GUID and
+    /// sequence number: the original ones for a sample a durability service relayed) instead
+    /// of the history; `None` goes back to the history. What a durability service stores.
+    pub fn set_sample_sink(&self, sink: Option<Arc<dyn crate::SampleSink>>) {
+        self.ep.set_sink(sink);
+    }
+
+    /// Samples dropped because the same original writer and sequence number was delivered
+    /// before (TRANSIENT and PERSISTENT readers: from the live writer and a durability
+    /// service, or from two services).
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.ep.duplicates_dropped()
+    }
+
+    /// Waits until the historical data of the writers matched so far is in: every reliable
+    /// matched writer (a durability service's included) announced its history with a
+    /// HEARTBEAT and every sample it announced was received (or is known lost). Returns at
+    /// once when no writer is matched. [`Error::Timeout`] after `timeout`.
+    pub fn wait_for_historical_data(&self, timeout: std::time::Duration) -> Result<()> {
+        let start = std::time::Instant::now();
+        let deadline = crate::publication::far_deadline(start, timeout);
+        loop {
+            if self.ep.core.lock().historical_data_received() {
+                return Ok(());
+            }
+            let now = std::time::Instant::now();
+            if now >= deadline {
+                return Err(crate::Error::Timeout);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(2).min(deadline - now));
+        }
+    }
+
     /// The handle of the instance with this key hash, if the reader knows it.
     pub fn lookup_instance_by_key_hash(&self, key_hash: &[u8; 16]) -> Option<InstanceHandle> {
         self.ep.with_history(|h| (h.lookup_instance(key_hash), 0))
@@ -500,6 +533,16 @@ impl<T: TopicType> DataReader<T> {
             .raw
             .take_access(|h| h.take_next_instance(prev, max, masks), Vec::len);
         Ok(self.raw.decoded(s, true))
+    }
+
+    /// See [`UntypedDataReader::wait_for_historical_data`].
+    pub fn wait_for_historical_data(&self, timeout: std::time::Duration) -> Result<()> {
+        self.raw.wait_for_historical_data(timeout)
+    }
+
+    /// See [`UntypedDataReader::duplicates_dropped`].
+    pub fn duplicates_dropped(&self) -> u64 {
+        self.raw.duplicates_dropped()
     }
 
     /// GUIDs of the writers currently matched.

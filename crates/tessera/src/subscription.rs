@@ -9,7 +9,9 @@
 
 #[cfg_attr(not(feature = "atomic"), path = "subscription/atomic_off.rs")]
 mod atomic;
+mod durable;
 mod policies;
+pub use durable::{ReceivedSample, SampleSink};
 use policies::expire_due;
 
 use crate::condition::Notifier;
@@ -112,7 +114,6 @@ impl Subscriber {
         let subscriber_qos = self.group.qos();
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
-        crate::publication::check_durability_supported(qos.durability)?;
         if !Arc::ptr_eq(topic.participant.shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
@@ -255,6 +256,14 @@ pub(crate) struct ReaderEndpoint {
     /// Some policy of `policies` is in use: read on every sample, so that a reader with none
     /// pays one load.
     pub(crate) policies_on: AtomicBool,
+    /// TRANSIENT and PERSISTENT readers: the (original writer, sequence number) pairs
+    /// delivered, so that a sample from the live writer and from a durability service is
+    /// delivered once. `None` for other readers, which drop relayed samples.
+    delivered: Option<Mutex<durable::Delivered>>,
+    /// Takes samples instead of the history (a durability service's reader).
+    sink: parking_lot::RwLock<Option<Arc<dyn SampleSink>>>,
+    /// `sink` is set: one load per sample otherwise.
+    sink_on: AtomicBool,
 }
 
 impl ReaderEndpoint {
@@ -296,7 +305,57 @@ impl ReaderEndpoint {
             ctx,
             policies: Mutex::new(ReaderPolicies::new(qos)),
             policies_on: AtomicBool::new(ReaderPolicies::in_use(qos)),
+            delivered: (qos.durability >= crate::qos::Durability::Transient)
+                .then(|| Mutex::new(durable::Delivered::default())),
+            sink: parking_lot::RwLock::new(None),
+            sink_on: AtomicBool::new(false),
         })
+    }
+
+    /// Installs (or removes) the [`SampleSink`] that takes this reader's samples.
+    pub(crate) fn set_sink(&self, sink: Option<Arc<dyn SampleSink>>) {
+        self.sink_on.store(sink.is_some(), Ordering::Relaxed);
+        *self.sink.write() = sink;
+    }
+
+    /// Samples dropped because the same original writer and sequence number was delivered
+    /// before (from the live writer or another durability service).
+    pub(crate) fn duplicates_dropped(&self) -> u64 {
+        self.delivered.as_ref().map_or(0, |d| d.lock().duplicates)
+    }
+
+    /// Hands `d` to the sink; returns whether the sink took it (`rejected` counts a refusal).
+    fn to_sink(&self, sink: &dyn SampleSink, d: &Delivered<'_>, rejected: &mut u32) -> bool {
+        let (writer, seq, relay) = durable::effective_origin(d);
+        let key_only = d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key;
+        let key_hash = match (d.key_hash, key_only) {
+            (Some(k), true) => Ok(k),
+            (_, true) => self.support.key_hash_of_key(&d.payload),
+            (_, false) => self.support.key_hash_of_sample(&d.payload),
+        };
+        let key_hash = match key_hash {
+            Ok(k) => k,
+            Err(e) => {
+                self.count_undecodable(&e);
+                return false;
+            }
+        };
+        let s = ReceivedSample {
+            writer,
+            sequence_number: seq,
+            relayed_by: relay,
+            payload: &d.payload,
+            key_only: d.kind != PayloadKind::Data,
+            key_hash,
+            status_info: d.status_info,
+            source_timestamp: d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0),
+        };
+        if sink.on_sample(&s) {
+            true
+        } else {
+            *rejected += 1;
+            false
+        }
     }
 
     /// The type support the reader was made with.
@@ -446,7 +505,42 @@ impl ReaderEndpoint {
         history: &mut History<SerializedPayload>,
         rejected: &mut u32,
     ) -> bool {
-        let writer = d.writer.to_bytes();
+        if d.original.is_some() && self.delivered.is_none() {
+            // A durability service's replay is for TRANSIENT and PERSISTENT readers only.
+            return false;
+        }
+        let Some(table) = &self.delivered else {
+            return self.accept_new(d, shared, history, rejected);
+        };
+        let (writer, seq, _) = durable::effective_origin(d);
+        if !table.lock().first_time(writer, seq) {
+            return false;
+        }
+        let before = *rejected;
+        let changed = self.accept_new(d, shared, history, rejected);
+        if *rejected != before {
+            // Refused: it will come again (resent, or from the other source).
+            table.lock().forget(writer, seq);
+        }
+        changed
+    }
+
+    /// [`Self::accept`] for a sample not delivered before.
+    fn accept_new(
+        &self,
+        d: &Delivered<'_>,
+        shared: Option<&Arc<Vec<u8>>>,
+        history: &mut History<SerializedPayload>,
+        rejected: &mut u32,
+    ) -> bool {
+        if self.sink_on.load(Ordering::Relaxed) {
+            if let Some(sink) = self.sink.read().clone() {
+                self.to_sink(&*sink, d, rejected);
+                return false;
+            }
+        }
+        // A relayed sample is delivered as its original writer's.
+        let writer = d.original.map_or(d.writer, |(w, _)| w).to_bytes();
         let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
         let reception = crate::publication::now_nanos();
         if d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key {
@@ -609,6 +703,12 @@ impl LocalReader for ReaderEndpoint {
                 _ => {}
             }
             drop(history);
+            if self.sink_on.load(Ordering::Relaxed) {
+                // Before any acknowledgment of these samples leaves (flush below).
+                if let Some(sink) = self.sink.read().clone() {
+                    sink.end_of_batch();
+                }
+            }
             lost_after = core.counters().lost;
             // SAMPLE_REJECTED counts each sample once, not each resend of it.
             rejected = (core.counters().refused - refused_before) as u32;

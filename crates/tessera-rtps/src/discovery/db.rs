@@ -804,6 +804,14 @@ impl DiscoveryDb {
         writers.chain(readers).collect()
     }
 
+    /// Every known remote writer, with effective locators.
+    pub fn remote_writers(&self) -> Vec<Arc<DiscoveredWriterData>> {
+        self.remote_writers
+            .values()
+            .map(|e| e.effective.clone())
+            .collect()
+    }
+
     /// A local writer.
     pub fn local_writer(&self, guid: Guid) -> Option<&Arc<DiscoveredWriterData>> {
         self.local_writers.get(&guid)

@@ -250,6 +250,7 @@ impl DiscoveryServerClient {
                 key_hash: Some(guid.to_bytes()),
                 status_info: if dispose { 3 } else { 0 },
                 sample_identity: Some((Guid::new(self.prefix, EntityId::SPDP_WRITER), sn)),
+                original_writer: None,
             },
             payload_kind: if dispose {
                 PayloadKind::None
@@ -537,6 +538,10 @@ impl DiscoveryServerClient {
 impl DiscoveryEngine for DiscoveryServerClient {
     fn remote_endpoints_on_topic(&self, topic: &str) -> Vec<super::RemoteEndpointInfo> {
         self.db.remote_endpoints_on_topic(topic)
+    }
+
+    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
+        self.db.remote_writers()
     }
 
     fn owns(&self, entity: EntityId) -> bool {

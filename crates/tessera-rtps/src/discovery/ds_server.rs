@@ -923,6 +923,7 @@ impl DiscoveryServerEngine {
                         key_hash: Some(participant_key(self.prefix)),
                         status_info: 0,
                         sample_identity: Some((Guid::new(self.prefix, EntityId::SPDP_WRITER), *sn)),
+                        original_writer: None,
                     },
                     payload_kind: PayloadKind::Data,
                     payload: self.payload.clone(),

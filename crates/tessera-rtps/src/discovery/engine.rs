@@ -159,4 +159,10 @@ pub trait DiscoveryEngine: Send {
     fn remote_endpoints_on_topic(&self, _topic: &str) -> Vec<super::RemoteEndpointInfo> {
         Vec::new()
     }
+
+    /// Every remote writer known, matched or not (a durability service watches them for
+    /// TRANSIENT and PERSISTENT ones); engines that keep no such table return none.
+    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
+        Vec::new()
+    }
 }

@@ -503,6 +503,10 @@ impl DiscoveryEngine for SimpleDiscovery {
         self.db.remote_endpoints_on_topic(topic)
     }
 
+    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
+        self.db.remote_writers()
+    }
+
     /// The whole built-in entity id space: traffic for built-in endpoints that are not
     /// implemented (e.g. a peer's participant-message writer) still renews the peer's lease.
     fn owns(&self, entity: EntityId) -> bool {
@@ -612,6 +616,7 @@ impl DiscoveryEngine for SimpleDiscovery {
                 key_hash: Some(guid.to_bytes()),
                 status_info: 3,
                 sample_identity: None,
+                original_writer: None,
             },
             payload_kind: PayloadKind::Key,
             payload: Arc::new(payload),

@@ -70,6 +70,13 @@ impl Shared {
             } else {
                 None
             },
+            // A relayed sample outside the discovery-server protocol (a durability service's
+            // replay) names its original writer the standard way.
+            original_writer: if self.cfg.send_sample_identity {
+                None
+            } else {
+                s.origin
+            },
         }
     }
 

@@ -59,7 +59,8 @@ pub struct Sample {
     pub frag_size: u32,
     /// The identity of the sample this one relays (a discovery server forwarding a client's
     /// announcement keeps the client's writer GUID and sequence number); sent as inline QoS
-    /// with [`WriterConfig::send_sample_identity`](super::WriterConfig). None: this writer's own.
+    /// with [`WriterConfig::send_sample_identity`](super::WriterConfig), else as
+    /// PID_ORIGINAL_WRITER_INFO (a durability service's replay). None: this writer's own.
     pub origin: Option<(crate::types::Guid, SequenceNumber)>,
 }
 

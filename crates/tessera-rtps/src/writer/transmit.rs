@@ -78,6 +78,12 @@ pub const PID_FASTDDS_SAMPLE_IDENTITY: u16 = 0x800f;
 /// PID of the standard related sample identity (DDS-RPC), which Fast DDS 3.x reads.
 pub const PID_RELATED_SAMPLE_IDENTITY: u16 = 0x0083;
 
+/// PID_ORIGINAL_WRITER_INFO (RTPS 2.5 §9.6.3.9, inline QoS): a sample relayed by a service
+/// that is not its writer (a durability service's replay) names its original writer and
+/// sequence number. Value: `OriginalWriterInfo_t` = GUID_t (16) + SequenceNumber_t (8) +
+/// the original writer's inline QoS as a ParameterList (we send an empty one, a sentinel).
+pub const PID_ORIGINAL_WRITER_INFO: u16 = 0x0061;
+
 /// The inline QoS a writer attaches to a sample: PID_KEY_HASH, PID_STATUS_INFO and, for the
 /// discovery-server protocol, the sample identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -89,12 +95,22 @@ pub struct InlineQos {
     /// Sample identity (writer GUID, sequence number) sent as both
     /// [`PID_RELATED_SAMPLE_IDENTITY`] and [`PID_FASTDDS_SAMPLE_IDENTITY`] (None: not sent).
     pub sample_identity: Option<(Guid, SequenceNumber)>,
+    /// The original writer and sequence number of a relayed sample, sent as
+    /// [`PID_ORIGINAL_WRITER_INFO`] (None: not sent).
+    pub original_writer: Option<(Guid, SequenceNumber)>,
 }
+
+/// Bytes of a PID_ORIGINAL_WRITER_INFO value as we send it: GUID, sequence number, and an
+/// empty parameter list (PID_SENTINEL with length 0).
+const ORIGINAL_WRITER_INFO_LEN: usize = 16 + 8 + 4;
 
 impl InlineQos {
     /// Whether nothing would be sent (no Q flag).
     pub fn is_empty(&self) -> bool {
-        self.key_hash.is_none() && self.status_info == 0 && self.sample_identity.is_none()
+        self.key_hash.is_none()
+            && self.status_info == 0
+            && self.sample_identity.is_none()
+            && self.original_writer.is_none()
     }
 
     /// Encoded length of the parameter list (0 when empty).
@@ -106,6 +122,11 @@ impl InlineQos {
             + if self.status_info != 0 { 8 } else { 0 }
             + if self.sample_identity.is_some() {
                 56
+            } else {
+                0
+            }
+            + if self.original_writer.is_some() {
+                4 + ORIGINAL_WRITER_INFO_LEN
             } else {
                 0
             }
@@ -133,6 +154,16 @@ impl InlineQos {
             b.param(PID_RELATED_SAMPLE_IDENTITY, &v);
             b.param(PID_FASTDDS_SAMPLE_IDENTITY, &v);
         }
+        if let Some((guid, sn)) = self.original_writer {
+            let mut v = [0u8; ORIGINAL_WRITER_INFO_LEN];
+            v[..16].copy_from_slice(&guid.to_bytes());
+            let (high, low) = crate::types::seq_to_wire(sn);
+            v[16..20].copy_from_slice(&high.to_le_bytes());
+            v[20..24].copy_from_slice(&low.to_le_bytes());
+            // The nested parameter list: PID_SENTINEL (1), length 0, little-endian.
+            v[24..26].copy_from_slice(&pid::SENTINEL.to_le_bytes());
+            b.param(PID_ORIGINAL_WRITER_INFO, &v);
+        }
         b.finish();
     }
 
@@ -155,22 +186,37 @@ impl InlineQos {
                     }
                 }
                 PID_FASTDDS_SAMPLE_IDENTITY | PID_RELATED_SAMPLE_IDENTITY if v.len() >= 24 => {
-                    let mut g = [0u8; 16];
-                    g.copy_from_slice(&v[..16]);
-                    let word = |i: usize| [v[i], v[i + 1], v[i + 2], v[i + 3]];
-                    let (high, low) = if pl.little_endian() {
-                        (i32::from_le_bytes(word(16)), u32::from_le_bytes(word(20)))
-                    } else {
-                        (i32::from_be_bytes(word(16)), u32::from_be_bytes(word(20)))
-                    };
-                    q.sample_identity =
-                        Some((Guid::from_bytes(g), crate::types::seq_from_wire(high, low)));
+                    q.sample_identity = Some(guid_and_sn(v, pl.little_endian()));
+                }
+                // The nested parameter list (the original inline QoS) is not needed: the
+                // relayed DATA carries its own status info and key hash.
+                PID_ORIGINAL_WRITER_INFO if v.len() >= 24 => {
+                    let (guid, sn) = guid_and_sn(v, pl.little_endian());
+                    // A relayed sample names a real writer and a valid number, else it is
+                    // treated as the relay's own.
+                    if (1..(1i64 << 62)).contains(&sn) && guid.entity_id.is_writer() {
+                        q.original_writer = Some((guid, sn));
+                    }
                 }
                 _ => {}
             }
         }
         q
     }
+}
+
+/// A GUID then a sequence number (high, low) in the list's byte order: the start of a
+/// sample identity and of an OriginalWriterInfo_t. `v` holds at least 24 bytes.
+fn guid_and_sn(v: &[u8], little_endian: bool) -> (Guid, SequenceNumber) {
+    let mut g = [0u8; 16];
+    g.copy_from_slice(&v[..16]);
+    let word = |i: usize| [v[i], v[i + 1], v[i + 2], v[i + 3]];
+    let (high, low) = if little_endian {
+        (i32::from_le_bytes(word(16)), u32::from_le_bytes(word(20)))
+    } else {
+        (i32::from_be_bytes(word(16)), u32::from_be_bytes(word(20)))
+    };
+    (Guid::from_bytes(g), crate::types::seq_from_wire(high, low))
 }
 
 /// An owned DATA submessage.
@@ -362,6 +408,7 @@ mod tests {
             key_hash: Some([7; 16]),
             status_info: 3,
             sample_identity: Some((Guid::from_bytes([9; 16]), (5i64 << 32) + 7)),
+            original_writer: None,
         };
         let mut v = Vec::new();
         q.encode(&mut v);
@@ -369,6 +416,44 @@ mod tests {
         let pl = ParameterList::parse(&v, true).unwrap();
         assert_eq!(InlineQos::parse(Some(&pl)), q);
         assert_eq!(InlineQos::default().wire_len(), 0);
+    }
+
+    #[test]
+    fn original_writer_info_round_trips_and_rejects_nonsense() {
+        let writer = Guid::from_bytes([1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 0, 0, 1, 0x02]);
+        let q = InlineQos {
+            original_writer: Some((writer, (1i64 << 32) + 9)),
+            ..InlineQos::default()
+        };
+        let mut v = Vec::new();
+        q.encode(&mut v);
+        assert_eq!(v.len(), q.wire_len());
+        // PID 0x0061, length 28: GUID, SN (high, low), then an empty nested list.
+        assert_eq!(&v[..4], &[0x61, 0x00, 28, 0]);
+        assert_eq!(&v[4..20], &writer.to_bytes());
+        assert_eq!(&v[20..28], &[1, 0, 0, 0, 9, 0, 0, 0]);
+        assert_eq!(&v[28..32], &[1, 0, 0, 0]);
+        let pl = ParameterList::parse(&v, true).unwrap();
+        assert_eq!(InlineQos::parse(Some(&pl)), q);
+
+        // Sequence number 0 or a reader's entity id: not a relayed sample.
+        for bad in [
+            (writer, 0),
+            (Guid::from_bytes([1; 16]), 5), // entity kind 0x01: not a writer
+        ] {
+            let mut v = Vec::new();
+            InlineQos {
+                original_writer: Some(bad),
+                ..InlineQos::default()
+            }
+            .encode(&mut v);
+            let pl = ParameterList::parse(&v, true).unwrap();
+            assert_eq!(InlineQos::parse(Some(&pl)).original_writer, None);
+        }
+        // A truncated value is ignored, not a panic.
+        let short = [0x61, 0x00, 8, 0, 1, 2, 3, 4, 5, 6, 7, 8, 1, 0, 0, 0];
+        let pl = ParameterList::parse(&short, true).unwrap();
+        assert_eq!(InlineQos::parse(Some(&pl)).original_writer, None);
     }
 
     #[test]

@@ -179,6 +179,7 @@ fn delivered<'a>(writer: Guid, s: &LocalSample<'a>) -> Delivered<'a> {
         status_info: s.status,
         key_hash: s.key_hash,
         source_timestamp: s.timestamp,
+        original: None,
     }
 }
 

@@ -1,7 +1,7 @@
 //! Publishers: they create data writers and hold the QoS (partitions, group data, entity
 //! factory) those writers are announced with.
 
-use super::{check_durability_supported, DataWriter, WriterEndpoint, WriterOwner};
+use super::{DataWriter, WriterEndpoint, WriterOwner};
 use crate::error::{Error, Result};
 use crate::participant::DomainParticipant;
 use crate::qos::{DataWriterQos, PublisherQos};
@@ -79,7 +79,6 @@ impl Publisher {
         let publisher_qos = self.group.qos();
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
-        check_durability_supported(qos.durability)?;
         if !Arc::ptr_eq(topic.participant.shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),

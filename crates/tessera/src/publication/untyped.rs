@@ -90,6 +90,39 @@ impl UntypedDataWriter {
             .submit(Arc::new(payload.to_vec()), key_hash, 0, false, source_ns)
     }
 
+    /// Publishes a sample on behalf of its original writer `original` (GUID and sequence
+    /// number), as a durability service replays what it stored: the DATA carries
+    /// PID_ORIGINAL_WRITER_INFO, and TRANSIENT/PERSISTENT readers deliver it as the original
+    /// writer's, once. `status_info` 0 publishes `payload` as a sample; 1 (disposed) and/or 2
+    /// (unregistered) send `payload` as the instance's serialized key (`key_hash` names the
+    /// instance and is trusted: the service computed it when it stored the sample).
+    pub fn write_relayed(
+        &self,
+        payload: &[u8],
+        key_hash: [u8; 16],
+        status_info: u32,
+        source_ns: i64,
+        original: (Guid, tessera_rtps::types::SequenceNumber),
+    ) -> Result<()> {
+        if original.1 < 1 || !original.0.entity_id.is_writer() {
+            return Err(Error::BadParameter(
+                "original writer info needs a writer GUID and a sequence number from 1".into(),
+            ));
+        }
+        if status_info & !3 != 0 {
+            return Err(Error::BadParameter(format!("status info {status_info:#x}")));
+        }
+        let key = self.support.is_keyed().then_some(key_hash);
+        self.ep.submit_relayed(
+            Arc::new(payload.to_vec()),
+            key,
+            status_info,
+            status_info != 0,
+            source_ns,
+            Some(original),
+        )
+    }
+
     /// Registers the instance of a serialized sample and returns its handle (no data sent).
     pub fn register_serialized(&self, payload: &[u8]) -> Result<InstanceHandle> {
         Ok(instance_handle(&self.track(payload)?.unwrap_or([0; 16])))
