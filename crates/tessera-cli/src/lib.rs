@@ -25,6 +25,10 @@ pub const BENCH_BINARY: &str = "tessera-bench";
 /// out of the `tessera` binary, whose resident size the benchmark measures.
 pub const IDL_BINARY: &str = "tessera-idl";
 
+/// Name of the durability service's binary (crate `tessera-durability`, with redb), expected
+/// next to `tessera`: `tessera durability` runs it, so the measured binary does not carry it.
+pub const DURABILITY_BINARY: &str = "tessera-durability";
+
 /// Exit status of `tessera bench` when `tessera-bench` cannot be started (the benchmark's own
 /// "could not start" status).
 pub const EXIT_NO_BENCH: i32 = 2;
@@ -45,6 +49,9 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n\
          \x20 idl FILE.idl... [-I DIR] [-o DIR]\n\
          \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n\
+         \x20 durability [--store DIR] [--topics PATTERNS] [-d DOMAIN]\n\
+         \x20                          TRANSIENT/PERSISTENT durability service (runs\n\
+         \x20                          {DURABILITY_BINARY})\n\
          \x20 echo TOPIC [--json]      print a topic's samples, its type learnt over XTypes\n\
          \x20 pub TOPIC VALUE          publish JSON values on a topic of a discovered type\n"
     )
@@ -59,6 +66,7 @@ pub fn dispatch(argv: &[String]) -> i32 {
         Some("bench") => exec_bench(prog, &argv[2..]),
         Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
         Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
+        Some("durability") => exec_sibling(prog, "durability", DURABILITY_BINARY, &argv[2..]),
         Some("echo") => echo::echo_main(&format!("{prog} echo"), &argv[2..]),
         Some("pub") => echo::pub_main(&format!("{prog} pub"), &argv[2..]),
         _ => {

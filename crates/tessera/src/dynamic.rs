@@ -131,6 +131,23 @@ impl DomainParticipant {
         ty: Arc<DynamicType>,
         qos: TopicQos,
     ) -> Result<DynamicTopic> {
+        let support = Arc::new(DynamicTypeSupport::new(ty.clone()));
+        Ok(DynamicTopic {
+            topic: self.create_untyped_topic(name, support, qos)?,
+            ty,
+        })
+    }
+
+    /// Creates a topic of the type `support` describes, registered under its type name; a
+    /// support with a [`TypeSupport::type_bundle`] is announced with its TypeInformation and
+    /// served over TypeLookup. For services that handle samples of types they do not know
+    /// statically (a durability service, bridges).
+    pub fn create_untyped_topic(
+        &self,
+        name: &str,
+        support: Arc<dyn TypeSupport>,
+        qos: TopicQos,
+    ) -> Result<UntypedTopic> {
         if name.is_empty() || name.len() > 256 {
             return Err(Error::BadParameter(
                 "topic name must be 1..=256 bytes".into(),
@@ -138,22 +155,21 @@ impl DomainParticipant {
         }
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
-        let support = DynamicTypeSupport::new(ty.clone());
-        self.shared()
-            .discovery
-            .lock()
-            .register_type(ty.name(), || support.type_bundle());
-        Ok(DynamicTopic {
-            topic: UntypedTopic {
-                inner: Arc::new(TopicInner {
-                    name: name.to_owned(),
-                    type_name: ty.name().to_owned(),
-                    qos,
-                    participant: self.clone(),
-                }),
-                support: Arc::new(support),
-            },
-            ty,
+        if support.type_bundle().is_some() {
+            let s = support.clone();
+            self.shared()
+                .discovery
+                .lock()
+                .register_type(support.type_name(), move || s.type_bundle());
+        }
+        Ok(UntypedTopic {
+            inner: Arc::new(TopicInner {
+                name: name.to_owned(),
+                type_name: support.type_name().to_owned(),
+                qos,
+                participant: self.clone(),
+            }),
+            support,
         })
     }
 

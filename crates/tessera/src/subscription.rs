@@ -328,10 +328,15 @@ impl ReaderEndpoint {
     fn to_sink(&self, sink: &dyn SampleSink, d: &Delivered<'_>, rejected: &mut u32) -> bool {
         let (writer, seq, relay) = durable::effective_origin(d);
         let key_only = d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key;
+        // A type the sink cannot decode (an opaque one) falls back to the writer's
+        // PID_KEY_HASH.
         let key_hash = match (d.key_hash, key_only) {
             (Some(k), true) => Ok(k),
             (_, true) => self.support.key_hash_of_key(&d.payload),
-            (_, false) => self.support.key_hash_of_sample(&d.payload),
+            (inline, false) => self
+                .support
+                .key_hash_of_sample(&d.payload)
+                .or_else(|e| inline.ok_or(e)),
         };
         let key_hash = match key_hash {
             Ok(k) => k,

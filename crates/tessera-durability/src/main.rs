@@ -1,0 +1,87 @@
+//! `tessera-durability` (also `tessera durability`): runs a durability service until killed.
+
+use std::time::Duration;
+use tessera_durability::{DurabilityService, ServiceConfig};
+
+fn usage(prog: &str) -> String {
+    format!(
+        "usage: {prog} [-d DOMAIN] [--store DIR] [--topics PATTERN[,PATTERN...]] [--stats SECS]\n\
+         \n\
+         Keeps the samples of TRANSIENT writers in memory and of PERSISTENT writers in\n\
+         DIR/durability.redb (reloaded at start), and serves them to TRANSIENT and PERSISTENT\n\
+         readers that join later. Patterns: * and ?; default every topic.\n"
+    )
+}
+
+fn main() {
+    let argv: Vec<String> = std::env::args().collect();
+    let prog = argv
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "tessera-durability".into());
+    std::process::exit(run(&prog, &argv[1..]));
+}
+
+fn run(prog: &str, args: &[String]) -> i32 {
+    let mut domain = 0u32;
+    let mut config = ServiceConfig::default();
+    let mut stats: Option<u64> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = |what: &str| match it.next() {
+            Some(v) => Ok(v.clone()),
+            None => Err(format!("{a} needs {what}")),
+        };
+        let parsed: Result<(), String> = match a.as_str() {
+            "-d" | "--domain" => value("a domain id")
+                .and_then(|v| v.parse().map_err(|e| format!("domain {v}: {e}")))
+                .map(|d| domain = d),
+            "--store" => value("a directory").map(|v| config.store_dir = Some(v.into())),
+            "--topics" => value("patterns").map(|v| {
+                config.topics = v
+                    .split(',')
+                    .filter(|s| !s.is_empty())
+                    .map(str::to_owned)
+                    .collect()
+            }),
+            "--stats" => value("seconds")
+                .and_then(|v| v.parse().map_err(|e| format!("stats {v}: {e}")))
+                .map(|s| stats = Some(s)),
+            "-h" | "--help" | "help" => {
+                print!("{}", usage(prog));
+                return 0;
+            }
+            other => Err(format!("unknown argument {other}")),
+        };
+        if let Err(e) = parsed {
+            eprintln!("{prog}: {e}\n{}", usage(prog));
+            return 2;
+        }
+    }
+    let participant = match tessera::DomainParticipant::new(domain) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("{prog}: cannot join domain {domain}: {e}");
+            return 1;
+        }
+    };
+    let service = match DurabilityService::start(participant, config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            return 1;
+        }
+    };
+    println!("durability service ready on domain {domain}");
+    loop {
+        std::thread::sleep(Duration::from_secs(stats.unwrap_or(3600).max(1)));
+        if stats.is_some() {
+            for (topic, s) in service.stats() {
+                println!(
+                    "{topic}: {} samples, {} instances, {} duplicates, {} over limits, {} cleaned up",
+                    s.samples, s.instances, s.duplicates, s.over_limit, s.cleaned_up
+                );
+            }
+        }
+    }
+}
