@@ -58,6 +58,14 @@ fn run(prog: &str, args: &[String]) -> i32 {
             return 2;
         }
     }
+    // The store first: a damaged one is reported before anything joins the domain.
+    let store = match DurabilityService::open_store(&config) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("{prog}: {e}");
+            return 1;
+        }
+    };
     let participant = match tessera::DomainParticipant::new(domain) {
         Ok(p) => p,
         Err(e) => {
@@ -65,7 +73,7 @@ fn run(prog: &str, args: &[String]) -> i32 {
             return 1;
         }
     };
-    let service = match DurabilityService::start(participant, config) {
+    let service = match DurabilityService::start_with_store(participant, config, store) {
         Ok(s) => s,
         Err(e) => {
             eprintln!("{prog}: {e}");

@@ -229,10 +229,25 @@ impl DurabilityService {
         participant: DomainParticipant,
         config: ServiceConfig,
     ) -> Result<DurabilityService, ServiceError> {
-        let persist = match &config.store_dir {
-            Some(d) => Some(Arc::new(PersistentStore::open(d)?)),
+        let store = Self::open_store(&config)?;
+        Self::start_with_store(participant, config, store)
+    }
+
+    /// Opens the store `config` names, if any (to check it before joining a domain).
+    pub fn open_store(config: &ServiceConfig) -> Result<Option<PersistentStore>, ServiceError> {
+        Ok(match &config.store_dir {
+            Some(d) => Some(PersistentStore::open(d)?),
             None => None,
-        };
+        })
+    }
+
+    /// [`Self::start`] with the store already opened by [`Self::open_store`].
+    pub fn start_with_store(
+        participant: DomainParticipant,
+        config: ServiceConfig,
+        store: Option<PersistentStore>,
+    ) -> Result<DurabilityService, ServiceError> {
+        let persist = store.map(Arc::new);
         let shared = Arc::new(Shared {
             participant,
             config,

@@ -47,7 +47,9 @@ fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
     }
 }
 
-/// A writer whose own history keeps 1 sample per instance, and whose service keeps `depth`.
+/// A writer whose own history keeps `own` samples per instance, and whose service keeps
+/// `depth`. `own` ≥ `depth`: a reliable reader matched just before the writes gets them from
+/// the writer's history once the handshake is done, whatever was written meanwhile.
 fn writer(
     p: &DomainParticipant,
     topic: &str,
@@ -134,7 +136,7 @@ fn transient_data_outlives_its_writer() {
     let net = InProcessNetwork::new();
     let svc = service(&net, None);
     let wp = join(&net);
-    let w = writer(&wp, "Transient", Durability::Transient, 5, 1);
+    let w = writer(&wp, "Transient", Durability::Transient, 5, 5);
     wait_until(10, "the service follows the topic", || {
         !w.matched_subscriptions().is_empty()
     });
@@ -214,7 +216,7 @@ fn two_services_deliver_each_sample_once() {
     let a = service(&net, None);
     let b = service(&net, None);
     let wp = join(&net);
-    let w = writer(&wp, "Redundant", Durability::Transient, 10, 1);
+    let w = writer(&wp, "Redundant", Durability::Transient, 10, 10);
     wait_until(10, "both services follow the topic", || {
         w.matched_subscriptions().len() == 2
     });
@@ -251,7 +253,7 @@ fn persistent_data_outlives_the_service() {
     {
         let svc = service(&net, Some(dir.path()));
         let wp = join(&net);
-        let w = writer(&wp, "Persistent", Durability::Persistent, 3, 1);
+        let w = writer(&wp, "Persistent", Durability::Persistent, 3, 3);
         wait_until(10, "the service follows the topic", || {
             !w.matched_subscriptions().is_empty()
         });
