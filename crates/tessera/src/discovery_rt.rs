@@ -370,6 +370,10 @@ impl DiscoveryRuntime {
 
     /// The type name and TypeInformation of each remote writer and reader on `topic`, writers
     /// first (`DomainParticipant::discover_type`).
+    pub fn remote_endpoints(&self) -> Vec<RemoteEndpointInfo> {
+        self.engine.remote_endpoints()
+    }
+
     pub fn remote_types_on_topic(
         &self,
         topic: &str,

@@ -83,6 +83,7 @@ pub mod dynamic;
 mod endpoint;
 pub mod error;
 pub mod history;
+pub mod node;
 mod outbox;
 mod participant;
 mod publication;

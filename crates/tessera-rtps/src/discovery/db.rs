@@ -804,6 +804,19 @@ impl DiscoveryDb {
         writers.chain(readers).collect()
     }
 
+    /// Every remote writer and reader known.
+    pub fn remote_endpoints(&self) -> Vec<RemoteEndpointInfo> {
+        let writers = self
+            .remote_writers
+            .values()
+            .map(|e| RemoteEndpointInfo::Writer(e.effective.clone()));
+        let readers = self
+            .remote_readers
+            .values()
+            .map(|e| RemoteEndpointInfo::Reader(e.effective.clone()));
+        writers.chain(readers).collect()
+    }
+
     /// A local writer.
     pub fn local_writer(&self, guid: Guid) -> Option<&Arc<DiscoveredWriterData>> {
         self.local_writers.get(&guid)

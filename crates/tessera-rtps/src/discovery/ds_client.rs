@@ -539,6 +539,10 @@ impl DiscoveryEngine for DiscoveryServerClient {
         self.db.remote_endpoints_on_topic(topic)
     }
 
+    fn remote_endpoints(&self) -> Vec<super::RemoteEndpointInfo> {
+        self.db.remote_endpoints()
+    }
+
     fn owns(&self, entity: EntityId) -> bool {
         entity.is_builtin()
     }

@@ -159,4 +159,10 @@ pub trait DiscoveryEngine: Send {
     fn remote_endpoints_on_topic(&self, _topic: &str) -> Vec<super::RemoteEndpointInfo> {
         Vec::new()
     }
+
+    /// Every remote writer and reader known (for bridges and node services, which forward
+    /// whatever topics appear). Engines that keep no endpoint table return none.
+    fn remote_endpoints(&self) -> Vec<super::RemoteEndpointInfo> {
+        Vec::new()
+    }
 }

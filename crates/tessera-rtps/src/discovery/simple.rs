@@ -503,6 +503,10 @@ impl DiscoveryEngine for SimpleDiscovery {
         self.db.remote_endpoints_on_topic(topic)
     }
 
+    fn remote_endpoints(&self) -> Vec<super::RemoteEndpointInfo> {
+        self.db.remote_endpoints()
+    }
+
     /// The whole built-in entity id space: traffic for built-in endpoints that are not
     /// implemented (e.g. a peer's participant-message writer) still renews the peer's lease.
     fn owns(&self, entity: EntityId) -> bool {
