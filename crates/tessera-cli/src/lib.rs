@@ -25,6 +25,9 @@ pub const BENCH_BINARY: &str = "tessera-bench";
 /// out of the `tessera` binary, whose resident size the benchmark measures.
 pub const IDL_BINARY: &str = "tessera-idl";
 
+/// Name of the node service's binary (crate `tessera-node`), expected next to `tessera`.
+pub const NODE_BINARY: &str = "tessera-node";
+
 /// Exit status of `tessera bench` when `tessera-bench` cannot be started (the benchmark's own
 /// "could not start" status).
 pub const EXIT_NO_BENCH: i32 = 2;
@@ -45,6 +48,9 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n\
          \x20 idl FILE.idl... [-I DIR] [-o DIR]\n\
          \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n\
+         \x20 node [-d DOMAIN] [--rate TOPIC=BYTES[/BURST]]...\n\
+         \x20                          the per-host node service (federated: applications\n\
+         \x20                          with TESSERA_NODE=1 attach to it; runs {NODE_BINARY})\n\
          \x20 echo TOPIC [--json]      print a topic's samples, its type learnt over XTypes\n\
          \x20 pub TOPIC VALUE          publish JSON values on a topic of a discovered type\n"
     )
@@ -59,6 +65,7 @@ pub fn dispatch(argv: &[String]) -> i32 {
         Some("bench") => exec_bench(prog, &argv[2..]),
         Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
         Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
+        Some("node") => exec_sibling(prog, "node", NODE_BINARY, &argv[2..]),
         Some("echo") => echo::echo_main(&format!("{prog} echo"), &argv[2..]),
         Some("pub") => echo::pub_main(&format!("{prog} pub"), &argv[2..]),
         _ => {

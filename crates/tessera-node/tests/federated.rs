@@ -1,0 +1,191 @@
+//! The node service end to end in one network namespace: two applications attached to the node,
+//! one ordinary participant beside them standing for another host. Needs a network namespace
+//! (`scripts/netns-run cargo test -p tessera-node -- --include-ignored`).
+
+use std::time::{Duration, Instant};
+
+use tessera::history::InstanceState;
+use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
+use tessera_node::{Direction, Node, NodeConfig};
+
+#[derive(TopicType, Debug, Clone, PartialEq)]
+struct Keyed {
+    #[key]
+    id: u32,
+    seq: u32,
+}
+
+fn require_netns() {
+    assert!(
+        std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1"),
+        "socket test outside a test network namespace: run it via scripts/netns-run"
+    );
+}
+
+fn participant(domain: u32, node: bool) -> DomainParticipant {
+    let config = ParticipantConfig {
+        node: Some(node),
+        ..Default::default()
+    };
+    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
+}
+
+fn reliable() -> Reliability {
+    Reliability::reliable(Duration::from_secs(5))
+}
+
+fn writer(p: &DomainParticipant, topic: &str) -> DataWriter<Keyed> {
+    let t = p.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
+    let qos = DataWriterQos {
+        reliability: reliable(),
+        history: History::KeepAll,
+        ..Default::default()
+    };
+    p.create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, qos)
+        .unwrap()
+}
+
+fn reader(p: &DomainParticipant, topic: &str) -> DataReader<Keyed> {
+    let t = p.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
+    let qos = DataReaderQos {
+        reliability: reliable(),
+        history: History::KeepAll,
+        ..Default::default()
+    };
+    p.create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(&t, qos)
+        .unwrap()
+}
+
+fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while !f() {
+        assert!(Instant::now() < end, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Takes from `r` until `n` samples with data arrived; returns their seqs (instance by instance,
+/// as `take` hands them out, after checking that each instance's come in order) and the
+/// instance states seen.
+fn take_n(r: &DataReader<Keyed>, n: usize) -> (Vec<u32>, Vec<InstanceState>) {
+    let (mut seqs, states) = take_raw(r, n);
+    let mut last = std::collections::HashMap::new();
+    for (id, seq) in &seqs {
+        let prev = last.insert(*id, *seq);
+        assert!(
+            prev.is_none_or(|p| p < *seq),
+            "instance {id} out of order: {seqs:?}"
+        );
+    }
+    seqs.sort_by_key(|&(_, seq)| seq);
+    (seqs.into_iter().map(|(_, s)| s).collect(), states)
+}
+
+fn take_raw(r: &DataReader<Keyed>, n: usize) -> (Vec<(u32, u32)>, Vec<InstanceState>) {
+    let mut seqs = Vec::new();
+    let mut states = Vec::new();
+    wait_until(15, "samples", || {
+        for s in r.take(64).unwrap() {
+            match s.data {
+                Some(k) => seqs.push((k.id, k.seq)),
+                None => states.push(s.info.instance_state),
+            }
+        }
+        seqs.len() >= n
+    });
+    (seqs, states)
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn an_application_without_a_node_starts_decentralized() {
+    require_netns();
+    let p = participant(71, true);
+    assert!(!p.attached_to_node());
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn data_flows_both_ways_through_the_node() {
+    require_netns();
+    let domain = 72;
+    let node = Node::start(NodeConfig::new(domain)).unwrap();
+    let a = participant(domain, true);
+    let b = participant(domain, true);
+    assert!(a.attached_to_node() && b.attached_to_node());
+    let remote = participant(domain, false);
+    assert!(!remote.attached_to_node());
+
+    // Out: app A writes, the remote host reads (and app B, directly over shared memory).
+    let wa = writer(&a, "Out");
+    let r_remote = reader(&remote, "Out");
+    let r_b = reader(&b, "Out");
+    // In: the remote host writes, app B reads.
+    let w_remote = writer(&remote, "In");
+    let rb_in = reader(&b, "In");
+    wait_until(20, "the node's routes", || {
+        let routes = node.routes();
+        routes
+            .iter()
+            .any(|r| r.topic == "Out" && r.direction == Direction::ToNetwork)
+            && routes
+                .iter()
+                .any(|r| r.topic == "In" && r.direction == Direction::FromNetwork)
+    });
+    wait_until(10, "matches through the node", || {
+        wa.publication_matched_status().current_count >= 2
+            && w_remote.publication_matched_status().current_count >= 1
+    });
+    // The applications stay off the network: the remote side sees only the node.
+    let seen: Vec<_> = remote
+        .discovered_participants()
+        .into_iter()
+        .map(|p| p.guid)
+        .collect();
+    assert!(seen.contains(&node.network().guid()));
+    assert!(!seen.contains(&a.guid()) && !seen.contains(&b.guid()));
+
+    for seq in 0..50 {
+        wa.write(&Keyed { id: seq % 3, seq }).unwrap();
+        w_remote.write(&Keyed { id: 7, seq }).unwrap();
+    }
+    let (got, _) = take_n(&r_remote, 50);
+    assert_eq!(
+        got,
+        (0..50).collect::<Vec<_>>(),
+        "A -> remote, in order, once"
+    );
+    let (got, _) = take_n(&r_b, 50);
+    assert_eq!(got, (0..50).collect::<Vec<_>>(), "A -> B locally, once");
+    let (got, _) = take_n(&rb_in, 50);
+    assert_eq!(
+        got,
+        (0..50).collect::<Vec<_>>(),
+        "remote -> B, in order, once"
+    );
+
+    // Dispose crosses the node too.
+    wa.dispose(&Keyed { id: 1, seq: 0 }).unwrap();
+    wait_until(10, "the dispose", || {
+        r_remote
+            .take(16)
+            .unwrap()
+            .iter()
+            .any(|s| s.info.instance_state == InstanceState::NotAliveDisposed)
+    });
+    // Nothing came back: B got A's samples once (no echo through the node).
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(r_b.take(64).unwrap().iter().all(|s| s.data.is_none()));
+    let out = node
+        .routes()
+        .into_iter()
+        .find(|r| r.topic == "Out" && r.direction == Direction::ToNetwork)
+        .unwrap();
+    assert_eq!(out.samples, 50);
+    assert_eq!(out.lifecycle, 1);
+}
