@@ -198,9 +198,10 @@ impl Drop for Node {
         if let Some(m) = self.manager.take() {
             let _ = m.join();
         }
+        // The scheduler first: a route waiting for room in its queue then gives up at once.
+        self.shared.sched.stop();
         let routes: Vec<_> = self.shared.routes.lock().drain().collect();
         drop(routes);
-        self.shared.sched.stop();
     }
 }
 

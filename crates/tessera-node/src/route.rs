@@ -71,8 +71,11 @@ impl Sink {
     fn send(&self, op: Op) -> tessera::Result<()> {
         match self {
             Sink::Scheduled(s, flow) => {
-                s.push(*flow, op);
-                Ok(())
+                if s.push(*flow, op) {
+                    Ok(())
+                } else {
+                    Err(tessera::Error::PreconditionNotMet("node stopping".into()))
+                }
             }
             Sink::Direct(w) => match op {
                 Op::Write(b, ts) => w.write_serialized_with_timestamp(&b, ts),
@@ -240,7 +243,7 @@ fn pump(reader: UntypedDataReader, sink: Sink, counters: &Counters, stop: &Atomi
     let mut samples = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let _ = ws.wait(Some(Duration::from_millis(100)));
-        loop {
+        while !stop.load(Ordering::Relaxed) {
             samples.clear();
             let n = reader.take_serialized_into(&mut samples, 256);
             if n == 0 {

@@ -2,11 +2,13 @@
 //! one ordinary participant beside them standing for another host. Needs a network namespace
 //! (`scripts/netns-run cargo test -p tessera-node -- --include-ignored`).
 
-use std::time::{Duration, Instant};
+mod support;
 
+use std::time::Duration;
+
+use support::{reader, require_netns, wait_until, writer, writer_qos};
 use tessera::history::InstanceState;
-use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
-use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
+use tessera::{DataReader, DomainParticipant, ParticipantConfig, TopicType};
 use tessera_node::{Direction, Node, NodeConfig};
 
 #[derive(TopicType, Debug, Clone, PartialEq)]
@@ -16,57 +18,12 @@ struct Keyed {
     seq: u32,
 }
 
-fn require_netns() {
-    assert!(
-        std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1"),
-        "socket test outside a test network namespace: run it via scripts/netns-run"
-    );
-}
-
 fn participant(domain: u32, node: bool) -> DomainParticipant {
     let config = ParticipantConfig {
         node: Some(node),
         ..Default::default()
     };
     DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
-}
-
-fn reliable() -> Reliability {
-    Reliability::reliable(Duration::from_secs(5))
-}
-
-fn writer(p: &DomainParticipant, topic: &str) -> DataWriter<Keyed> {
-    let t = p.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
-    let qos = DataWriterQos {
-        reliability: reliable(),
-        history: History::KeepAll,
-        ..Default::default()
-    };
-    p.create_publisher(Default::default())
-        .unwrap()
-        .create_datawriter(&t, qos)
-        .unwrap()
-}
-
-fn reader(p: &DomainParticipant, topic: &str) -> DataReader<Keyed> {
-    let t = p.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
-    let qos = DataReaderQos {
-        reliability: reliable(),
-        history: History::KeepAll,
-        ..Default::default()
-    };
-    p.create_subscriber(Default::default())
-        .unwrap()
-        .create_datareader(&t, qos)
-        .unwrap()
-}
-
-fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < end, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
 }
 
 /// Takes from `r` until `n` samples with data arrived; returns their seqs (instance by instance,
@@ -122,12 +79,12 @@ fn data_flows_both_ways_through_the_node() {
     assert!(!remote.attached_to_node());
 
     // Out: app A writes, the remote host reads (and app B, directly over shared memory).
-    let wa = writer(&a, "Out");
-    let r_remote = reader(&remote, "Out");
-    let r_b = reader(&b, "Out");
+    let wa = writer::<Keyed>(&a, "Out", writer_qos());
+    let r_remote = reader::<Keyed>(&remote, "Out");
+    let r_b = reader::<Keyed>(&b, "Out");
     // In: the remote host writes, app B reads.
-    let w_remote = writer(&remote, "In");
-    let rb_in = reader(&b, "In");
+    let w_remote = writer::<Keyed>(&remote, "In", writer_qos());
+    let rb_in = reader::<Keyed>(&b, "In");
     wait_until(20, "the node's routes", || {
         let routes = node.routes();
         routes
