@@ -1,6 +1,8 @@
 //! Helpers shared by the node's namespace tests.
 #![allow(dead_code)]
 
+pub mod load;
+
 use std::time::{Duration, Instant};
 
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
