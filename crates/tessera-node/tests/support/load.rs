@@ -167,6 +167,20 @@ pub fn run(domain: u32, bulk_rate: Option<Rate>, bulk_size: usize) -> Outcome {
 }
 
 impl Outcome {
+    /// Every high-priority sample went out, ahead of queued bulk samples and never behind
+    /// them, and stayed fast while bulk samples aged (loose bound: a loaded VM).
+    pub fn assert_hp_preempted(&self) {
+        assert_eq!(self.hp.sent, N_HP);
+        assert!(self.hp.preempted_others > 0, "no pre-emption counted");
+        assert_eq!(self.hp.waited_behind_lower, 0);
+        let p99 = self.p99();
+        assert!(
+            p99 < Duration::from_millis(250) && self.bulk_age_max > 4 * p99,
+            "hp p99 {p99:?}, oldest bulk sample {:?}",
+            self.bulk_age_max
+        );
+    }
+
     /// The high-priority flow's 99th percentile latency.
     pub fn p99(&self) -> Duration {
         self.hp_latency[(self.hp_latency.len() * 99 / 100).saturating_sub(1)]
