@@ -25,6 +25,9 @@ pub const SLICE: usize = 8;
 /// Samples queued per flow before the route waits.
 pub const QUEUE: usize = 1024;
 
+/// How long a flow whose writer is full stands aside.
+pub const HOLD: Duration = Duration::from_millis(1);
+
 /// A token bucket: sustained bytes per second and the burst allowed above it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Rate {
@@ -92,6 +95,8 @@ pub struct FlowStats {
     pub preempted_others: u64,
     /// Samples that waited behind a slice of a lower-ranked flow (a pre-emption missed).
     pub waited_behind_lower: u64,
+    /// Times its writer could not take a sample without waiting (the flow then stood aside).
+    pub held: u64,
 }
 
 /// The scheduler's counters.
@@ -108,6 +113,8 @@ struct Flow {
     refilled: Instant,
     queued: VecDeque<usize>,
     last_served: u64,
+    /// Not served before this (its writer could not take more without waiting).
+    held_until: Option<Instant>,
     stats: FlowStats,
 }
 
@@ -135,6 +142,7 @@ impl Plan {
             refilled: now,
             queued: VecDeque::new(),
             last_served: 0,
+            held_until: None,
             stats: FlowStats {
                 topic: topic.to_owned(),
                 ..FlowStats::default()
@@ -167,9 +175,10 @@ impl Plan {
         let mut best: Option<usize> = None;
         for i in 0..self.flows.len() {
             let f = &mut self.flows[i];
-            if f.queued.is_empty() {
+            if f.queued.is_empty() || f.held_until.is_some_and(|t| now < t) {
                 continue;
             }
+            f.held_until = None;
             Self::refill(f, now);
             if f.rate.is_some() && f.tokens <= 0.0 {
                 f.stats.throttled += 1;
@@ -240,15 +249,37 @@ impl Plan {
         Some((b, n))
     }
 
-    /// When a throttled flow gets a token again (`None`: no flow waits for tokens).
+    /// Gives back the last `lens.len()` samples [`Plan::next`] handed out for `flow` (their
+    /// writer could not take them without waiting): they go first again, their tokens are
+    /// returned, and the flow is not served before `until` while the others are.
+    pub fn give_back(&mut self, flow: usize, lens: &[usize], until: Instant) {
+        let f = &mut self.flows[flow];
+        for &len in lens.iter().rev() {
+            f.queued.push_front(len);
+            f.stats.sent -= 1;
+            f.stats.bytes -= len as u64;
+            if f.rate.is_some() {
+                f.tokens += len as f64;
+            }
+        }
+        f.stats.held += 1;
+        f.held_until = Some(until);
+    }
+
+    /// When a throttled or held flow may go again (`None`: no flow waits for that).
     pub fn poll_at(&self, now: Instant) -> Option<Instant> {
         self.flows
             .iter()
             .filter(|f| !f.queued.is_empty())
             .filter_map(|f| {
-                let r = f.rate?;
-                let missing = (1.0 - f.tokens).max(0.0);
-                Some(now + Duration::from_secs_f64(missing / r.bytes_per_sec as f64))
+                let tokens = f.rate.map(|r| {
+                    let missing = (1.0 - f.tokens).max(0.0);
+                    now + Duration::from_secs_f64(missing / r.bytes_per_sec as f64)
+                });
+                match (tokens, f.held_until) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    (a, b) => a.or(b),
+                }
             })
             .min()
     }
@@ -374,19 +405,35 @@ impl Scheduler {
                 .wait_for(&mut st, wait.max(Duration::from_micros(50)));
             return !self.stop.load(Ordering::Relaxed);
         };
-        let ops: Vec<Op> = st.ops[flow].drain(..n).collect();
+        let mut ops: VecDeque<Op> = st.ops[flow].drain(..n).collect();
         let empty = st.ops[flow].is_empty();
         let w = st.writers[flow].clone();
         drop(st);
         self.room.notify_all();
-        for op in ops {
-            let r = match op {
-                Op::Write(b, ts) => w.write_serialized_with_timestamp(&b, ts),
-                Op::Dispose(k) => w.dispose_serialized(&k),
-                Op::Unregister(k) => w.unregister_serialized(&k),
+        // The network writers wait briefly (their max_blocking_time, which paces a bulk flow
+        // to the link); one still full after that says Timeout, and its flow stands aside for
+        // a moment while the others are served.
+        while let Some(op) = ops.pop_front() {
+            let r = match &op {
+                Op::Write(b, ts) => w.write_serialized_with_timestamp(b, *ts),
+                Op::Dispose(k) => w.dispose_serialized(k),
+                Op::Unregister(k) => w.unregister_serialized(k),
             };
-            if let Err(e) = r {
-                tracing::debug!(%e, "node: forwarding to the network failed");
+            match r {
+                Ok(()) => {}
+                Err(tessera::Error::Timeout) => {
+                    ops.push_front(op);
+                    let lens: Vec<usize> = ops.iter().map(Op::len).collect();
+                    let mut st = self.state.lock();
+                    st.plan.give_back(flow, &lens, Instant::now() + HOLD);
+                    for op in ops.into_iter().rev() {
+                        st.ops[flow].push_front(op);
+                    }
+                    drop(st);
+                    w.flush();
+                    return true;
+                }
+                Err(e) => tracing::debug!(%e, "node: forwarding to the network failed"),
             }
         }
         if empty {
@@ -501,6 +548,27 @@ mod tests {
         }
         assert!((9..=12).contains(&sent), "{sent} samples in 1 s at 10 kB/s");
         assert!(p.poll_at(t).is_some());
+    }
+
+    #[test]
+    fn a_flow_given_back_stands_aside_then_goes_first() {
+        let t0 = Instant::now();
+        let mut p = Plan::new();
+        let bulk = p.add("bulk", rank(0), None, t0);
+        let high = p.add("high", rank(5), None, t0);
+        for len in [1, 2, 3] {
+            p.push(bulk, len);
+        }
+        assert_eq!(p.next(t0), Some((bulk, 3)));
+        // The writer took the first sample only.
+        p.give_back(bulk, &[2, 3], t0 + HOLD);
+        assert_eq!(p.next(t0), None, "held");
+        assert_eq!(p.poll_at(t0), Some(t0 + HOLD));
+        p.push(high, 9);
+        assert_eq!(p.next(t0), Some((high, 1)), "others go meanwhile");
+        assert_eq!(p.next(t0 + HOLD), Some((bulk, 2)));
+        let s = &p.stats().flows[bulk];
+        assert_eq!((s.sent, s.bytes, s.held), (3, 6, 1));
     }
 
     #[test]
