@@ -27,7 +27,7 @@
 //! samples of all applications share datagrams.
 //!
 //! # Limits
-//! Default partition only; a route's QoS is set when it is made (reliable unless an
+//! A route's QoS is set when it is made (reliable unless an
 //! application endpoint on the topic is best effort; the network writer offers TRANSIENT_LOCAL
 //! only if a local writer did); types that dynamic types do not model are not forwarded
 //! (logged).
@@ -116,7 +116,7 @@ struct Shared {
     config: NodeConfig,
     local: DomainParticipant,
     net: DomainParticipant,
-    routes: Mutex<HashMap<(String, Direction), route::Route>>,
+    routes: Mutex<HashMap<RouteKey, route::Route>>,
     /// Topics whose type could not be had yet, and why (retried every poll).
     pending: Mutex<HashMap<String, String>>,
     sched: Arc<sched::Scheduler>,
@@ -205,7 +205,10 @@ impl Drop for Node {
     }
 }
 
-/// What the applications have on one topic.
+/// A route: the topic, the way, and the partitions of the application endpoints it serves.
+pub(crate) type RouteKey = (String, Direction, Vec<String>);
+
+/// What the applications have on one topic in one set of partitions.
 #[derive(Default)]
 struct TopicUse {
     type_name: String,
@@ -215,52 +218,75 @@ struct TopicUse {
 
 impl Shared {
     fn manage(&self) {
+        // Routes no application needed at the last look: closed if still unneeded now (an
+        // endpoint may be between its SEDP withdrawal and its replacement).
+        let mut idle: Vec<RouteKey> = Vec::new();
         while !self.stop.load(Ordering::Relaxed) {
-            self.update_routes();
+            idle = self.update_routes(&idle);
             std::thread::sleep(self.config.poll);
         }
     }
 
-    /// Makes the routes the applications' endpoints call for.
-    fn update_routes(&self) {
-        let mut topics: HashMap<String, TopicUse> = HashMap::new();
+    /// Makes the routes the applications' endpoints call for and closes those no longer
+    /// needed twice in a row; returns the routes unneeded this time.
+    fn update_routes(&self, idle_before: &[RouteKey]) -> Vec<RouteKey> {
+        let mut uses: HashMap<RouteKey, TopicUse> = HashMap::new();
         for e in self.local.discovered_endpoints() {
             match e {
                 RemoteEndpointInfo::Writer(w) => {
-                    let t = topics.entry(w.topic_name.clone()).or_default();
+                    let key = (
+                        w.topic_name.clone(),
+                        Direction::ToNetwork,
+                        w.qos.partition.0.clone(),
+                    );
+                    let t = uses.entry(key).or_default();
                     t.type_name = w.type_name.clone();
                     t.writers.push(w);
                 }
                 RemoteEndpointInfo::Reader(r) => {
-                    let t = topics.entry(r.topic_name.clone()).or_default();
-                    if t.type_name.is_empty() {
-                        t.type_name = r.type_name.clone();
-                    }
+                    let key = (
+                        r.topic_name.clone(),
+                        Direction::FromNetwork,
+                        r.qos.partition.0.clone(),
+                    );
+                    let t = uses.entry(key).or_default();
+                    t.type_name = r.type_name.clone();
                     t.readers.push(r);
                 }
             }
         }
-        for (topic, uses) in topics {
-            let wanted = [
-                (Direction::ToNetwork, !uses.writers.is_empty()),
-                (Direction::FromNetwork, !uses.readers.is_empty()),
-            ];
-            for (dir, want) in wanted {
-                if !want || self.routes.lock().contains_key(&(topic.clone(), dir)) {
-                    continue;
+        let idle: Vec<RouteKey> = self
+            .routes
+            .lock()
+            .keys()
+            .filter(|k| !uses.contains_key(*k))
+            .cloned()
+            .collect();
+        for key in idle.iter().filter(|k| idle_before.contains(k)) {
+            if let Some(r) = self.routes.lock().remove(key) {
+                tracing::info!(topic = key.0, dir = ?key.1, "node: route closed");
+                drop(r);
+            }
+        }
+        for (key, uses) in uses {
+            if self.routes.lock().contains_key(&key) {
+                continue;
+            }
+            let topic = &key.0;
+            match route::Route::open(self, &key, &uses) {
+                Ok(r) => {
+                    tracing::info!(topic, dir = ?key.1, "node: route opened");
+                    self.pending.lock().remove(topic);
+                    self.routes.lock().insert(key, r);
                 }
-                match route::Route::open(self, &topic, &uses, dir) {
-                    Ok(r) => {
-                        tracing::info!(topic, ?dir, "node: route opened");
-                        self.pending.lock().remove(&topic);
-                        self.routes.lock().insert((topic.clone(), dir), r);
-                    }
-                    Err(why) => {
-                        tracing::debug!(topic, why, "node: route not opened yet");
-                        self.pending.lock().insert(topic.clone(), why);
-                    }
+                Err(why) => {
+                    tracing::debug!(topic, why, "node: route not opened yet");
+                    self.pending.lock().insert(topic.clone(), why);
                 }
             }
         }
+        idle.into_iter()
+            .filter(|k| self.routes.lock().contains_key(k))
+            .collect()
     }
 }

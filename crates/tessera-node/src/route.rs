@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use tessera::history::{InstanceHandle, InstanceState};
 use tessera::qos::{
-    DataReaderQos, DataWriterQos, Durability, History, Reliability, ReliabilityKind,
-    ResourceLimits, TopicQos,
+    DataReaderQos, DataWriterQos, Durability, History, Partition, PublisherQos, Reliability,
+    ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
 };
 use tessera::{Condition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet};
 
 use crate::sched::{Op, Rank, Scheduler};
-use crate::{Shared, TopicUse};
+use crate::{RouteKey, Shared, TopicUse};
 
 /// Which way a route forwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -72,14 +72,14 @@ pub(crate) struct Route {
 
 enum Sink {
     Direct(UntypedDataWriter),
-    Scheduled(Arc<Scheduler>, usize),
+    Scheduled(Arc<Scheduler>, usize, Arc<AtomicBool>),
 }
 
 impl Sink {
     fn send(&self, op: Op) -> tessera::Result<()> {
         match self {
-            Sink::Scheduled(s, flow) => {
-                if s.push(*flow, op) {
+            Sink::Scheduled(s, flow, stop) => {
+                if s.push(*flow, op, stop) {
                     Ok(())
                 } else {
                     Err(tessera::Error::PreconditionNotMet("node stopping".into()))
@@ -105,12 +105,8 @@ fn reliability(best_effort: bool) -> Reliability {
 impl Route {
     /// Opens the route of `topic` in direction `dir` for what the applications have on it.
     /// Errors are reasons to log and retry later.
-    pub(crate) fn open(
-        node: &Shared,
-        topic: &str,
-        uses: &TopicUse,
-        dir: Direction,
-    ) -> Result<Route, String> {
+    pub(crate) fn open(node: &Shared, key: &RouteKey, uses: &TopicUse) -> Result<Route, String> {
+        let (topic, dir, partitions) = (key.0.as_str(), key.1, &key.2);
         let ty = node
             .local
             .discover_type(topic, node.config.type_timeout)
@@ -179,14 +175,23 @@ impl Route {
             },
             ..DataWriterQos::default()
         };
+        // Both proxies in the applications' partitions, so they match the same peers.
+        let partition = Partition(partitions.clone());
         let reader = from
-            .create_subscriber(Default::default())
+            .create_subscriber(SubscriberQos {
+                partition: partition.clone(),
+                ..Default::default()
+            })
             .and_then(|s| s.create_untyped_datareader_for(from_topic.untyped(), reader_qos))
             .map_err(err)?;
         let writer = to
-            .create_publisher(Default::default())
+            .create_publisher(PublisherQos {
+                partition,
+                ..Default::default()
+            })
             .and_then(|p| p.create_untyped_datawriter(to_topic.untyped(), writer_qos))
             .map_err(err)?;
+        let stop = Arc::new(AtomicBool::new(false));
         let sink = match dir {
             Direction::ToNetwork => {
                 let rank = Rank {
@@ -204,12 +209,11 @@ impl Route {
                         .unwrap_or(Duration::ZERO),
                 };
                 let flow = node.sched.add_flow(topic, rank, writer);
-                Sink::Scheduled(node.sched.clone(), flow)
+                Sink::Scheduled(node.sched.clone(), flow, stop.clone())
             }
             Direction::FromNetwork => Sink::Direct(writer),
         };
         let counters = Arc::new(Counters::default());
-        let stop = Arc::new(AtomicBool::new(false));
         let (c, s) = (counters.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name(format!("tessera-node-{topic}"))
@@ -239,7 +243,16 @@ impl Drop for Route {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(t) = self.thread.take() {
+            // The pump owns the sink: its flow leaves the scheduler when the pump ends.
             let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Sink {
+    fn drop(&mut self) {
+        if let Sink::Scheduled(s, flow, _) = self {
+            s.close_flow(*flow);
         }
     }
 }

@@ -115,6 +115,8 @@ struct Flow {
     last_served: u64,
     /// Not served before this (its writer could not take more without waiting).
     held_until: Option<Instant>,
+    /// Its route closed: nothing queued, nothing accepted.
+    closed: bool,
     stats: FlowStats,
 }
 
@@ -143,6 +145,7 @@ impl Plan {
             queued: VecDeque::new(),
             last_served: 0,
             held_until: None,
+            closed: false,
             stats: FlowStats {
                 topic: topic.to_owned(),
                 ..FlowStats::default()
@@ -151,10 +154,11 @@ impl Plan {
         self.flows.len() - 1
     }
 
-    /// Queues a sample of `len` bytes on `flow`; false when its queue is full.
+    /// Queues a sample of `len` bytes on `flow`; false when its queue is full (or the flow is
+    /// closed).
     pub fn push(&mut self, flow: usize, len: usize) -> bool {
         let f = &mut self.flows[flow];
-        if f.queued.len() >= QUEUE {
+        if f.queued.len() >= QUEUE || f.closed {
             return false;
         }
         f.queued.push_back(len);
@@ -249,11 +253,22 @@ impl Plan {
         Some((b, n))
     }
 
+    /// Closes `flow`: its queue empties and it takes nothing more.
+    pub fn close(&mut self, flow: usize) {
+        let f = &mut self.flows[flow];
+        f.closed = true;
+        f.queued.clear();
+    }
+
     /// Gives back the last `lens.len()` samples [`Plan::next`] handed out for `flow` (their
     /// writer could not take them without waiting): they go first again, their tokens are
     /// returned, and the flow is not served before `until` while the others are.
-    pub fn give_back(&mut self, flow: usize, lens: &[usize], until: Instant) {
+    /// False (and nothing given back) when the flow was closed meanwhile.
+    pub fn give_back(&mut self, flow: usize, lens: &[usize], until: Instant) -> bool {
         let f = &mut self.flows[flow];
+        if f.closed {
+            return false;
+        }
         for &len in lens.iter().rev() {
             f.queued.push_front(len);
             f.stats.sent -= 1;
@@ -264,6 +279,7 @@ impl Plan {
         }
         f.stats.held += 1;
         f.held_until = Some(until);
+        true
     }
 
     /// When a throttled or held flow may go again (`None`: no flow waits for that).
@@ -319,7 +335,7 @@ impl Op {
 struct State {
     plan: Plan,
     ops: Vec<VecDeque<Op>>,
-    writers: Vec<UntypedDataWriter>,
+    writers: Vec<Option<UntypedDataWriter>>,
 }
 
 /// The scheduler thread and its queues.
@@ -373,15 +389,16 @@ impl Scheduler {
         let mut st = self.state.lock();
         let i = st.plan.add(topic, rank, rate, Instant::now());
         st.ops.push(VecDeque::new());
-        st.writers.push(writer);
+        st.writers.push(Some(writer));
         i
     }
 
-    /// Queues `op` on `flow`, waiting while its queue is full; false once stopping.
-    pub fn push(&self, flow: usize, op: Op) -> bool {
+    /// Queues `op` on `flow`, waiting while its queue is full; false once the scheduler or
+    /// `stop` (the caller's) says to stop.
+    pub fn push(&self, flow: usize, op: Op, stop: &AtomicBool) -> bool {
         let mut st = self.state.lock();
         while !st.plan.push(flow, op.len()) {
-            if self.stop.load(Ordering::Relaxed) {
+            if self.stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                 return false;
             }
             self.room.wait_for(&mut st, Duration::from_millis(100));
@@ -407,7 +424,9 @@ impl Scheduler {
         };
         let mut ops: VecDeque<Op> = st.ops[flow].drain(..n).collect();
         let empty = st.ops[flow].is_empty();
-        let w = st.writers[flow].clone();
+        let Some(w) = st.writers[flow].clone() else {
+            return true;
+        };
         drop(st);
         self.room.notify_all();
         // The network writers wait briefly (their max_blocking_time, which paces a bulk flow
@@ -425,9 +444,10 @@ impl Scheduler {
                     ops.push_front(op);
                     let lens: Vec<usize> = ops.iter().map(Op::len).collect();
                     let mut st = self.state.lock();
-                    st.plan.give_back(flow, &lens, Instant::now() + HOLD);
-                    for op in ops.into_iter().rev() {
-                        st.ops[flow].push_front(op);
+                    if st.plan.give_back(flow, &lens, Instant::now() + HOLD) {
+                        for op in ops.into_iter().rev() {
+                            st.ops[flow].push_front(op);
+                        }
                     }
                     drop(st);
                     w.flush();
@@ -445,6 +465,17 @@ impl Scheduler {
     /// The counters.
     pub fn stats(&self) -> SchedulerStats {
         self.state.lock().plan.stats()
+    }
+
+    /// Ends `flow`: its queued samples are dropped and its writer deleted (its instances
+    /// unregistered beyond the node). Its counters stay.
+    pub fn close_flow(&self, flow: usize) {
+        let mut st = self.state.lock();
+        st.plan.close(flow);
+        st.ops[flow].clear();
+        st.writers[flow] = None;
+        drop(st);
+        self.room.notify_all();
     }
 
     /// Stops the thread (queued samples are dropped).
@@ -561,7 +592,7 @@ mod tests {
         }
         assert_eq!(p.next(t0), Some((bulk, 3)));
         // The writer took the first sample only.
-        p.give_back(bulk, &[2, 3], t0 + HOLD);
+        assert!(p.give_back(bulk, &[2, 3], t0 + HOLD));
         assert_eq!(p.next(t0), None, "held");
         assert_eq!(p.poll_at(t0), Some(t0 + HOLD));
         p.push(high, 9);
@@ -569,6 +600,11 @@ mod tests {
         assert_eq!(p.next(t0 + HOLD), Some((bulk, 2)));
         let s = &p.stats().flows[bulk];
         assert_eq!((s.sent, s.bytes, s.held), (3, 6, 1));
+        // A closed flow takes nothing, not even what it gives back.
+        p.close(bulk);
+        assert!(!p.push(bulk, 1));
+        assert!(!p.give_back(bulk, &[1], t0));
+        assert_eq!(p.next(t0 + HOLD), None);
     }
 
     #[test]

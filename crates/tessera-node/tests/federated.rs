@@ -146,3 +146,73 @@ fn data_flows_both_ways_through_the_node() {
     assert_eq!(out.samples, 50);
     assert_eq!(out.lifecycle, 1);
 }
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn routes_follow_partitions_and_close_when_the_applications_leave() {
+    require_netns();
+    let domain = 73;
+    let node = Node::start(NodeConfig::new(domain)).unwrap();
+    let a = participant(domain, true);
+    let remote = participant(domain, false);
+    let in_p = |p: &DomainParticipant, part: &str| {
+        let t = p
+            .create_topic::<Keyed>("Parted", Default::default())
+            .unwrap();
+        let pubq = tessera::qos::PublisherQos {
+            partition: tessera::qos::Partition::new([part]),
+            ..Default::default()
+        };
+        let subq = tessera::qos::SubscriberQos {
+            partition: tessera::qos::Partition::new([part]),
+            ..Default::default()
+        };
+        (t, pubq, subq)
+    };
+    let (ta, pubq, _) = in_p(&a, "p1");
+    let w = a
+        .create_publisher(pubq)
+        .unwrap()
+        .create_datawriter(&ta, writer_qos())
+        .unwrap();
+    let (tr, _, subq) = in_p(&remote, "p1");
+    let r = remote
+        .create_subscriber(subq)
+        .unwrap()
+        .create_datareader(
+            &tr,
+            tessera::qos::DataReaderQos {
+                reliability: tessera::qos::Reliability::reliable(Duration::from_secs(5)),
+                history: tessera::qos::History::KeepAll,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    // A reader in another partition stays unmatched.
+    let (to, _, other) = in_p(&remote, "p2");
+    let r_other = remote
+        .create_subscriber(other)
+        .unwrap()
+        .create_datareader(&to, Default::default())
+        .unwrap();
+    wait_until(20, "the partitioned route", || {
+        w.publication_matched_status().current_count >= 1
+            && r.subscription_matched_status().current_count >= 1
+    });
+    for seq in 0..10 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+    }
+    let (got, _) = take_n(&r, 10);
+    assert_eq!(got, (0..10).collect::<Vec<_>>());
+    assert_eq!(r_other.subscription_matched_status().current_count, 0);
+    let key = node.routes();
+    assert_eq!(key.len(), 1, "{key:?}");
+
+    // The application's writer goes: its route closes, and the remote reader loses the node's
+    // proxy writer.
+    drop(w);
+    wait_until(10, "the route to close", || node.routes().is_empty());
+    wait_until(10, "the proxy writer to go", || {
+        r.subscription_matched_status().current_count == 0
+    });
+}
