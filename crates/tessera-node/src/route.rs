@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use tessera::history::{InstanceHandle, InstanceState};
 use tessera::qos::{
-    DataReaderQos, DataWriterQos, Durability, History, Partition, PublisherQos, Reliability,
-    ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
+    DataReaderQos, DataWriterQos, Durability, History, LatencyBudget, Partition, PublisherQos,
+    Reliability, ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos, INFINITE,
 };
 use tessera::{Condition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet};
 
@@ -150,12 +150,30 @@ impl Route {
         };
         let reader_qos = DataReaderQos {
             reliability: reliability(reader_best_effort),
+            // Accepts every writer's budget (a reader asking less matches fewer writers).
+            latency_budget: LatencyBudget { duration: INFINITE },
             history: History::KeepAll,
             resource_limits: ResourceLimits {
                 max_samples: Some(PROXY_READER_SAMPLES),
                 ..ResourceLimits::UNLIMITED
             },
             ..DataReaderQos::default()
+        };
+        // The writers' most urgent ranking (the scheduler's order; the network writer offers
+        // that budget, and batches within it).
+        let rank = Rank {
+            priority: uses
+                .writers
+                .iter()
+                .map(|w| w.qos.transport_priority.0)
+                .max()
+                .unwrap_or(0),
+            latency_budget: uses
+                .writers
+                .iter()
+                .map(|w| w.qos.latency_budget.duration)
+                .min()
+                .unwrap_or(Duration::ZERO),
         };
         let writer_qos = DataWriterQos {
             // The scheduler's writers wait briefly (NETWORK_BLOCKING); the local side's longer.
@@ -172,6 +190,12 @@ impl Route {
                 History::KeepLast(16)
             } else {
                 History::KeepAll
+            },
+            latency_budget: LatencyBudget {
+                duration: match dir {
+                    Direction::ToNetwork => rank.latency_budget,
+                    Direction::FromNetwork => Duration::ZERO,
+                },
             },
             ..DataWriterQos::default()
         };
@@ -194,20 +218,6 @@ impl Route {
         let stop = Arc::new(AtomicBool::new(false));
         let sink = match dir {
             Direction::ToNetwork => {
-                let rank = Rank {
-                    priority: uses
-                        .writers
-                        .iter()
-                        .map(|w| w.qos.transport_priority.0)
-                        .max()
-                        .unwrap_or(0),
-                    latency_budget: uses
-                        .writers
-                        .iter()
-                        .map(|w| w.qos.latency_budget.duration)
-                        .min()
-                        .unwrap_or(Duration::ZERO),
-                };
                 let flow = node.sched.add_flow(topic, rank, writer);
                 Sink::Scheduled(node.sched.clone(), flow, stop.clone())
             }

@@ -427,6 +427,10 @@ impl Scheduler {
         let Some(w) = st.writers[flow].clone() else {
             return true;
         };
+        // A flow with a latency budget is not flushed when its queue empties: its writer sends
+        // a batch when a datagram fills or the budget runs out, so the samples of all its
+        // applications share datagrams.
+        let flush_when_empty = st.plan.flows[flow].rank.latency_budget.is_zero();
         drop(st);
         self.room.notify_all();
         // The network writers wait briefly (their max_blocking_time, which paces a bulk flow
@@ -456,7 +460,7 @@ impl Scheduler {
                 Err(e) => tracing::debug!(%e, "node: forwarding to the network failed"),
             }
         }
-        if empty {
+        if empty && flush_when_empty {
             w.flush();
         }
         true

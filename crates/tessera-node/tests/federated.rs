@@ -216,3 +216,81 @@ fn routes_follow_partitions_and_close_when_the_applications_leave() {
         r.subscription_matched_status().current_count == 0
     });
 }
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn samples_with_a_latency_budget_share_datagrams() {
+    require_netns();
+    let domain = 76;
+    let node = Node::start(NodeConfig::new(domain)).unwrap();
+    let apps = [participant(domain, true), participant(domain, true)];
+    let remote = participant(domain, false);
+    let qos = tessera::qos::DataWriterQos {
+        latency_budget: tessera::qos::LatencyBudget {
+            duration: Duration::from_millis(20),
+        },
+        ..writer_qos()
+    };
+    let writers: Vec<_> = apps
+        .iter()
+        .map(|a| writer::<Keyed>(a, "Bundled", qos.clone()))
+        .collect();
+    // A reader accepts the applications' budget (it would not match a writer offering more).
+    let t = remote
+        .create_topic::<Keyed>("Bundled", Default::default())
+        .unwrap();
+    let r = remote
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(
+            &t,
+            tessera::qos::DataReaderQos {
+                reliability: tessera::qos::Reliability::reliable(Duration::from_secs(5)),
+                history: tessera::qos::History::KeepAll,
+                latency_budget: qos.latency_budget,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    wait_until(20, "matches through the node", || {
+        writers
+            .iter()
+            .all(|w| w.publication_matched_status().current_count >= 1)
+            && r.subscription_matched_status().current_count >= 1
+    });
+    let sent = || -> u64 {
+        node.network()
+            .transport_traffic()
+            .iter()
+            .map(|t| t.datagrams_sent)
+            .sum()
+    };
+    let before = sent();
+    // Two applications, a sample each every 0.5 ms: the node's queue empties between them.
+    let n = 300u32;
+    for seq in 0..n {
+        for (id, w) in writers.iter().enumerate() {
+            w.write(&Keyed { id: id as u32, seq }).unwrap();
+        }
+        std::thread::sleep(Duration::from_micros(500));
+    }
+    let mut got = 0;
+    wait_until(15, "every sample", || {
+        got += r
+            .take(256)
+            .unwrap()
+            .iter()
+            .filter(|s| s.data.is_some())
+            .count();
+        got >= 2 * n as usize
+    });
+    let datagrams = sent() - before;
+    eprintln!("{} samples in {datagrams} datagrams", 2 * n);
+    // Flushed whenever the node's queue emptied they took about 95; batched within the
+    // budget about 15.
+    assert!(
+        datagrams * 10 <= u64::from(2 * n),
+        "{datagrams} datagrams for {} samples",
+        2 * n
+    );
+}
