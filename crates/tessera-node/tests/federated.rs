@@ -6,7 +6,7 @@ mod support;
 
 use std::time::Duration;
 
-use support::{reader, require_netns, wait_until, writer, writer_qos};
+use support::{reader, reader_in, reader_qos, require_netns, wait_until, writer, writer_qos};
 use tessera::history::InstanceState;
 use tessera::{DataReader, DomainParticipant, ParticipantConfig, TopicType};
 use tessera_node::{Direction, Node, NodeConfig};
@@ -175,26 +175,11 @@ fn routes_follow_partitions_and_close_when_the_applications_leave() {
         .unwrap()
         .create_datawriter(&ta, writer_qos())
         .unwrap();
-    let (tr, _, subq) = in_p(&remote, "p1");
-    let r = remote
-        .create_subscriber(subq)
-        .unwrap()
-        .create_datareader(
-            &tr,
-            tessera::qos::DataReaderQos {
-                reliability: tessera::qos::Reliability::reliable(Duration::from_secs(5)),
-                history: tessera::qos::History::KeepAll,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let (_, _, subq) = in_p(&remote, "p1");
+    let r = reader_in::<Keyed>(&remote, "Parted", subq, reader_qos());
     // A reader in another partition stays unmatched.
-    let (to, _, other) = in_p(&remote, "p2");
-    let r_other = remote
-        .create_subscriber(other)
-        .unwrap()
-        .create_datareader(&to, Default::default())
-        .unwrap();
+    let (_, _, other) = in_p(&remote, "p2");
+    let r_other = reader_in::<Keyed>(&remote, "Parted", other, Default::default());
     wait_until(20, "the partitioned route", || {
         w.publication_matched_status().current_count >= 1
             && r.subscription_matched_status().current_count >= 1
@@ -236,22 +221,11 @@ fn samples_with_a_latency_budget_share_datagrams() {
         .map(|a| writer::<Keyed>(a, "Bundled", qos.clone()))
         .collect();
     // A reader accepts the applications' budget (it would not match a writer offering more).
-    let t = remote
-        .create_topic::<Keyed>("Bundled", Default::default())
-        .unwrap();
-    let r = remote
-        .create_subscriber(Default::default())
-        .unwrap()
-        .create_datareader(
-            &t,
-            tessera::qos::DataReaderQos {
-                reliability: tessera::qos::Reliability::reliable(Duration::from_secs(5)),
-                history: tessera::qos::History::KeepAll,
-                latency_budget: qos.latency_budget,
-                ..Default::default()
-            },
-        )
-        .unwrap();
+    let rq = tessera::qos::DataReaderQos {
+        latency_budget: qos.latency_budget,
+        ..reader_qos()
+    };
+    let r = reader_in::<Keyed>(&remote, "Bundled", Default::default(), rq);
     wait_until(20, "matches through the node", || {
         writers
             .iter()

@@ -5,7 +5,7 @@ pub mod load;
 
 use std::time::{Duration, Instant};
 
-use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, SubscriberQos, TopicQos};
 use tessera::{DataReader, DataWriter, DomainParticipant, TopicType};
 
 /// Panics outside a test network namespace (`scripts/netns-run` sets `TESSERA_IN_NETNS=1`).
@@ -38,15 +38,29 @@ pub fn writer<T: TopicType>(
         .unwrap()
 }
 
-/// A reliable KEEP_ALL reader of `topic`.
-pub fn reader<T: TopicType>(p: &DomainParticipant, topic: &str) -> DataReader<T> {
-    let t = p.create_topic::<T>(topic, TopicQos::default()).unwrap();
-    let qos = DataReaderQos {
+/// Reliable (10 s blocking), KEEP_ALL reader QoS.
+pub fn reader_qos() -> DataReaderQos {
+    DataReaderQos {
         reliability: Reliability::reliable(Duration::from_secs(10)),
         history: History::KeepAll,
         ..Default::default()
-    };
-    p.create_subscriber(Default::default())
+    }
+}
+
+/// A reliable KEEP_ALL reader of `topic`.
+pub fn reader<T: TopicType>(p: &DomainParticipant, topic: &str) -> DataReader<T> {
+    reader_in(p, topic, SubscriberQos::default(), reader_qos())
+}
+
+/// A reader of `topic` with `qos` in a subscriber with `sub`.
+pub fn reader_in<T: TopicType>(
+    p: &DomainParticipant,
+    topic: &str,
+    sub: SubscriberQos,
+    qos: DataReaderQos,
+) -> DataReader<T> {
+    let t = p.create_topic::<T>(topic, TopicQos::default()).unwrap();
+    p.create_subscriber(sub)
         .unwrap()
         .create_datareader(&t, qos)
         .unwrap()
