@@ -6,8 +6,8 @@
 # Checks: data flows both ways (A app -> B, B -> A app), reliable, every sample once; B sees one
 # participant of host A (the node); an application killed with -9 leaves the node serving the
 # other; a node killed with -9 and restarted serves the application that was attached to the
-# old one (it reattaches by itself). Unicast discovery between the hosts (TESSERA_PEERS), no
-# multicast needed.
+# old one (it reattaches by itself); a node stopped by SIGTERM leaves cleanly. Unicast
+# discovery between the hosts (TESSERA_PEERS), no multicast needed.
 #
 #   tests/interop/node_federated.sh   (PEER=... NODE_BIN=... to pick binaries)
 # shellcheck source=lib/common.bash
@@ -77,5 +77,8 @@ rc=0; wait_pid app4 60 || rc=$?
 [[ $rc -eq 0 ]] || fail "app4 did not reattach to the restarted node (exit $rc)"
 log "application reattached to the restarted node"
 stop_bg b_pub3
+# SIGTERM: the node leaves cleanly (goodbyes, presence file removed).
 stop_bg node2
+grep -q "tessera node: stopped" "$WORK/node2.log" || fail "the node did not stop cleanly on SIGTERM"
+! ls /dev/shm/tessera-node-0-"$(stat -L -c %i /proc/self/ns/net)" 2>/dev/null || fail "presence file left behind"
 log "ok"

@@ -1,9 +1,12 @@
 //! `tessera-node` (also `tessera node`): the per-host node service of the federated
-//! architecture. Runs until killed; prints its routes and the scheduler's counters every few
-//! seconds (`--stats SECS`, 0 for never).
+//! architecture. Runs until SIGINT/SIGTERM (then it leaves cleanly: its participants say
+//! goodbye, so the applications and remote peers drop it at once, and its presence file and
+//! segments go); prints its routes and the scheduler's counters every few seconds
+//! (`--stats SECS`, 0 for never).
 
 use std::collections::HashMap;
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use tessera_node::{Node, NodeConfig, Rate};
 
@@ -39,6 +42,12 @@ fn parse(args: &[String]) -> Result<(NodeConfig, u64), String> {
     Ok((c, stats))
 }
 
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::Relaxed);
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (config, stats) = match parse(&args) {
@@ -56,15 +65,22 @@ fn main() {
             std::process::exit(1);
         }
     };
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
     println!(
         "tessera node: serving domain {domain} (pid {})",
         std::process::id()
     );
-    loop {
-        std::thread::sleep(Duration::from_secs(stats.max(1)));
-        if stats == 0 {
+    let mut next = Instant::now();
+    while !STOP.load(Ordering::Relaxed) {
+        std::thread::sleep(Duration::from_millis(100));
+        if stats == 0 || Instant::now() < next {
             continue;
         }
+        next = Instant::now() + Duration::from_secs(stats);
         for r in node.routes() {
             println!(
                 "route {} {:?}: {} samples, {} dispose/unregister, {} failed",
@@ -81,4 +97,6 @@ fn main() {
             );
         }
     }
+    drop(node);
+    println!("tessera node: stopped");
 }
