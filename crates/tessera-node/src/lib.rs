@@ -79,30 +79,15 @@ impl NodeConfig {
 }
 
 /// Errors starting the node.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum NodeError {
     /// Another node serves this domain in this network namespace, or the presence file could
-    /// not be written.
-    Presence(std::io::Error),
+    /// not be written (a resource or a second node: the caller's environment).
+    #[error("node presence: {0}")]
+    Presence(#[source] std::io::Error),
     /// A participant could not be created.
-    Dds(tessera::Error),
-}
-
-impl std::fmt::Display for NodeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            NodeError::Presence(e) => write!(f, "node presence: {e}"),
-            NodeError::Dds(e) => write!(f, "{e}"),
-        }
-    }
-}
-
-impl std::error::Error for NodeError {}
-
-impl From<tessera::Error> for NodeError {
-    fn from(e: tessera::Error) -> Self {
-        NodeError::Dds(e)
-    }
+    #[error(transparent)]
+    Dds(#[from] tessera::Error),
 }
 
 /// A running node service; stopped (routes, participants, presence file) when dropped.
