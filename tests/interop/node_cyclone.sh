@@ -6,6 +6,9 @@
 # TypeLookup from the application, under the application's XTypes identity, to another vendor.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
+# Background processes must not read the terminal (ddsperf reads commands from stdin; a
+# background read stops the whole test with SIGTTIN).
+exec </dev/null
 # shellcheck source=lib/perf.bash
 source "$(dirname "$0")/lib/perf.bash"
 

@@ -12,6 +12,9 @@
 #   tests/interop/node_federated.sh   (PEER=... NODE_BIN=... to pick binaries)
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
+# Background processes must not read the terminal (ddsperf reads commands from stdin; a
+# background read stops the whole test with SIGTTIN).
+exec </dev/null
 
 # Release builds (what scripts/test makes) when present, else debug ones.
 pick() { [[ -x "$REPO_ROOT/target/release/$1" ]] && echo "$REPO_ROOT/target/release/$1" || echo "$REPO_ROOT/target/debug/$1"; }

@@ -94,13 +94,33 @@ pub fn node_plane_config(domain: u32) -> crate::Result<crate::ParticipantConfig>
     })
 }
 
-/// Where the node of `domain` in this network namespace writes its pid.
-pub fn presence_path(domain: u32) -> PathBuf {
+/// The inode of this process's namespace of `kind` (`net`, `pid`), 0 when unknown.
+fn ns_inode(kind: &str) -> u64 {
     use std::os::unix::fs::MetadataExt;
-    let netns = std::fs::metadata("/proc/self/ns/net")
+    std::fs::metadata(format!("/proc/self/ns/{kind}"))
         .map(|m| m.ino())
-        .unwrap_or(0);
-    PathBuf::from(format!("/dev/shm/tessera-node-{domain}-{netns}"))
+        .unwrap_or(0)
+}
+
+/// Where the node of `domain` in this network namespace writes its pid (and its pid
+/// namespace, so that only processes that can see that pid judge whether it runs).
+pub fn presence_path(domain: u32) -> PathBuf {
+    PathBuf::from(format!(
+        "/dev/shm/tessera-node-{domain}-{}",
+        ns_inode("net")
+    ))
+}
+
+/// The pid in a presence file, if it names one of our pid namespace that runs: `Some(true)`;
+/// one of ours that does not: `Some(false)`; unreadable or of another pid namespace: `None`.
+fn presence_alive(text: &str) -> Option<(u32, bool)> {
+    let mut words = text.split_whitespace();
+    let pid: u32 = words.next()?.parse().ok()?;
+    match words.next().map(str::parse::<u64>) {
+        Some(Ok(ns)) if ns != ns_inode("pid") => None,
+        Some(Err(_)) => None,
+        _ => Some((pid, std::path::Path::new(&format!("/proc/{pid}")).exists())),
+    }
 }
 
 /// The pid of the live node service of `domain` in this network namespace, if any. A file
@@ -108,10 +128,10 @@ pub fn presence_path(domain: u32) -> PathBuf {
 /// else, which only makes an application attach to a node plane whose node is restarting).
 pub fn node_running(domain: u32) -> Option<u32> {
     let text = std::fs::read_to_string(presence_path(domain)).ok()?;
-    let pid: u32 = text.trim().parse().ok()?;
-    std::path::Path::new(&format!("/proc/{pid}"))
-        .exists()
-        .then_some(pid)
+    match presence_alive(&text)? {
+        (pid, true) => Some(pid),
+        (_, false) => None,
+    }
 }
 
 /// The node service's presence file, removed when dropped.
@@ -132,12 +152,35 @@ impl NodePresence {
                 ));
             }
         }
+        remove_stale_presence();
         let path = presence_path(domain);
         let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
         let mut f = std::fs::File::create(&tmp)?;
-        writeln!(f, "{}", std::process::id())?;
+        writeln!(f, "{} {}", std::process::id(), ns_inode("pid"))?;
         std::fs::rename(&tmp, &path)?;
         Ok(NodePresence { path })
+    }
+}
+
+/// Removes the presence files of nodes of our pid namespace that no longer run (killed with
+/// -9), of every domain and network namespace: one per killed node would otherwise stay in `/dev/shm` until reboot.
+fn remove_stale_presence() {
+    let Ok(dir) = std::fs::read_dir("/dev/shm") else {
+        return;
+    };
+    for e in dir.flatten() {
+        let name = e.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.starts_with("tessera-node-") || name.ends_with(".tmp") {
+            continue;
+        }
+        let dead = std::fs::read_to_string(e.path())
+            .ok()
+            .and_then(|t| presence_alive(&t))
+            .is_some_and(|(_, alive)| !alive);
+        if dead {
+            let _ = std::fs::remove_file(e.path());
+        }
     }
 }
 
@@ -174,9 +217,18 @@ mod tests {
         assert_eq!(node_running(domain), Some(std::process::id()));
         drop(p);
         assert_eq!(node_running(domain), None);
-        // A file naming a pid that does not run is no node.
+        // A file naming a pid that does not run is no node, and the next node removes it.
+        let stale = PathBuf::from("/dev/shm/tessera-node-201-1");
+        std::fs::write(&stale, "4000000000\n").unwrap();
+        // One of another pid namespace cannot be judged from here: it stays.
+        let foreign = PathBuf::from("/dev/shm/tessera-node-201-2");
+        std::fs::write(&foreign, "4000000000 1\n").unwrap();
         std::fs::write(presence_path(domain), "4000000000\n").unwrap();
         assert_eq!(node_running(domain), None);
-        let _ = std::fs::remove_file(presence_path(domain));
+        let p = NodePresence::announce(domain).unwrap();
+        assert!(!stale.exists());
+        assert!(foreign.exists());
+        let _ = std::fs::remove_file(&foreign);
+        drop(p);
     }
 }
