@@ -21,7 +21,8 @@ TESSERA_BIN="$(pick tessera)"
 
 NSB="tessera-nodeC-$$"
 ip netns add "$NSB" || fail "cannot create namespace $NSB"
-trap 'rc=$?; ip netns del "$NSB" 2>/dev/null; (exit $rc); _cleanup' EXIT
+# set +e: under errexit, `(exit $rc)` would end the trap before _cleanup stops the processes.
+trap 'rc=$?; ip netns del "$NSB" 2>/dev/null; set +e; (exit $rc); _cleanup' EXIT
 ip link add va type veth peer name vb
 ip link set vb netns "$NSB"
 ip addr add 10.78.0.1/24 dev va
