@@ -701,6 +701,7 @@ impl DiscoveryRuntime {
                         }
                     })
                 }
+                EngineEvent::RemoteEndpoint(_) | EngineEvent::RemoteEndpointLost(_) => {}
                 EngineEvent::LivelinessAsserted { prefix, manual } => {
                     tracing::trace!(peer = ?prefix, manual, "participant asserted liveliness");
                     out.push(MatchAction::LivelinessAsserted { prefix, manual });
