@@ -54,6 +54,7 @@ pub use tessera_rtps::cdr::TopicType;
 #[cfg_attr(not(feature = "atomic"), path = "atomic_off.rs")]
 mod atomic;
 mod bounds;
+pub mod builtin;
 pub mod condition;
 mod discovery_rt;
 mod endpoint;
@@ -77,6 +78,7 @@ pub mod qos {
 }
 
 pub use bounds::ResourceBounds;
+pub use builtin::BuiltinSubscriber;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
 pub use discovery_rt::{DiscoveryMode, DiscoveryServer, ParticipantEvent, ParticipantInfo};
 pub use error::{Error, Result};

@@ -829,6 +829,10 @@ impl ReaderOwner {
         self.reannounce(&qos);
     }
 
+    pub(crate) fn participant(&self) -> &DomainParticipant {
+        &self.participant
+    }
+
     /// Whether the reader is enabled.
     pub(crate) fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Acquire)
