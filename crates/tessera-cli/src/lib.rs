@@ -4,11 +4,13 @@
 //! - [`perf`]: `tessera perf`, a twin of Cyclone DDS's `ddsperf` (same command-line grammar, same
 //!   per-second report lines, same exit codes), plus a `--json` output mode.
 //! - [`dserver`]: `tessera discovery-server`, the centralized architecture's server.
+//! - [`ls`]: `tessera ls`, what is on a domain (built-in topics), mismatches flagged.
 //! - `tessera bench ...` runs the `tessera-bench` binary installed next to `tessera`
 //!   ([`exec_bench`]): the benchmark environment (scenarios, charts, reports) lives in its own
 //!   crate so that the `tessera` binary, which the benchmark measures, does not carry it.
 
 pub mod dserver;
+pub mod ls;
 pub mod perf;
 #[doc(hidden)]
 pub mod testns;
@@ -41,7 +43,10 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          discovery server (Fast DDS 2.9's protocol); clients\n\
          \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n\
          \x20 idl FILE.idl... [-I DIR] [-o DIR]\n\
-         \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n"
+         \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n\
+         \x20 ls [-d DOMAIN] [--wait SECS] [--json]\n\
+         \x20                          participants, topics, writers and readers of a\n\
+         \x20                          domain, with their QoS; mismatched pairs flagged\n"
     )
 }
 
@@ -54,6 +59,7 @@ pub fn dispatch(argv: &[String]) -> i32 {
         Some("bench") => exec_bench(prog, &argv[2..]),
         Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
         Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
+        Some("ls") => ls::main(&format!("{prog} ls"), &argv[2..]),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS
