@@ -5,6 +5,7 @@
 //!   per-second report lines, same exit codes), plus a `--json` output mode.
 //! - [`dserver`]: `tessera discovery-server`, the centralized architecture's server.
 //! - [`ls`]: `tessera ls`, what is on a domain (built-in topics), mismatches flagged.
+//! - [`type_of`]: `tessera typeof TOPIC`, a topic's type as IDL, fetched over XTypes.
 //! - `tessera bench ...` runs the `tessera-bench` binary installed next to `tessera`
 //!   ([`exec_bench`]): the benchmark environment (scenarios, charts, reports) lives in its own
 //!   crate so that the `tessera` binary, which the benchmark measures, does not carry it.
@@ -14,6 +15,7 @@ pub mod ls;
 pub mod perf;
 #[doc(hidden)]
 pub mod testns;
+pub mod type_of;
 
 use std::path::{Path, PathBuf};
 
@@ -46,7 +48,9 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n\
          \x20 ls [-d DOMAIN] [--wait SECS] [--json]\n\
          \x20                          participants, topics, writers and readers of a\n\
-         \x20                          domain, with their QoS; mismatched pairs flagged\n"
+         \x20                          domain, with their QoS; mismatched pairs flagged\n\
+         \x20 typeof TOPIC [-d DOMAIN] [--wait SECS]\n\
+         \x20                          the IDL of TOPIC's type, fetched over XTypes\n"
     )
 }
 
@@ -60,6 +64,7 @@ pub fn dispatch(argv: &[String]) -> i32 {
         Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
         Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
         Some("ls") => ls::main(&format!("{prog} ls"), &argv[2..]),
+        Some("typeof") => type_of::main(&format!("{prog} typeof"), &argv[2..]),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS

@@ -36,6 +36,8 @@ use tessera_rtps::discovery::{
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{EntityId, Guid, GuidPrefix};
 use tessera_rtps::wire::PayloadKind;
+use tessera_rtps::xtypes::idl_print::dependencies;
+use tessera_rtps::xtypes::{TypeIdentifier, TypeObject};
 
 /// The built-in topics' names.
 pub const DCPS_PARTICIPANT: &str = "DCPSParticipant";
@@ -528,6 +530,53 @@ impl DomainParticipant {
         p.discovery.lock().ignore(which, &mut out);
         p.apply_discovery_events(out, std::time::Instant::now());
         Ok(())
+    }
+
+    /// The TypeObject of `id` and of every type it depends on (root first), asked of the
+    /// peers over the TypeLookup service when not known here; waits up to `timeout` for
+    /// their replies. Objects that do not hash to their identifier are never accepted.
+    /// [`Error::Timeout`] when some stay missing, [`Error::NotEnabled`] when the participant's
+    /// type information is off (`TESSERA_TYPE_INFORMATION=0`).
+    pub fn find_type(&self, id: &TypeIdentifier, timeout: Duration) -> Result<Vec<TypeObject>> {
+        let p = self.shared();
+        let deadline = std::time::Instant::now() + timeout;
+        let mut known: Vec<TypeObject> = Vec::new();
+        let mut wanted = vec![id.clone()];
+        loop {
+            let now = std::time::Instant::now();
+            let found = p
+                .discovery
+                .lock()
+                .fetch_types(p, &wanted, now)
+                .ok_or(Error::NotEnabled)?;
+            let mut still = Vec::new();
+            for (id, f) in wanted.into_iter().zip(found) {
+                match f {
+                    Some(o) => {
+                        for dep in dependencies(&o) {
+                            let seen = known.iter().any(|k| k.identifier() == dep)
+                                || still.contains(&dep)
+                                || dep == id;
+                            if !seen {
+                                still.push(dep);
+                            }
+                        }
+                        if known.len() < tessera_rtps::xtypes::MAX_DEPTH * 64 {
+                            known.push(o);
+                        }
+                    }
+                    None => still.push(id),
+                }
+            }
+            if still.is_empty() {
+                return Ok(known);
+            }
+            if now >= deadline {
+                return Err(Error::Timeout);
+            }
+            wanted = still;
+            std::thread::sleep(Duration::from_millis(20));
+        }
     }
 
     /// Announcements and matches dropped because they concern an ignored entity.

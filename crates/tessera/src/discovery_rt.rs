@@ -363,6 +363,29 @@ impl DiscoveryRuntime {
         &mut self.seen
     }
 
+    /// The TypeObjects of `ids` known now (ours, or peers' received and verified); those
+    /// not known are asked of every peer (again after a second) and come later. `None` when
+    /// type information is off.
+    pub fn fetch_types(
+        &mut self,
+        p: &ParticipantShared,
+        ids: &[tessera_rtps::xtypes::TypeIdentifier],
+        now: Instant,
+    ) -> Option<Vec<Option<tessera_rtps::xtypes::TypeObject>>> {
+        let tl = self.type_lookup.as_mut()?;
+        let found: Vec<_> = ids.iter().map(|id| tl.resolve(id)).collect();
+        let missing: Vec<_> = ids
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !missing.is_empty() && tl.request(&missing, now) {
+            self.flush(p, now);
+        }
+        Some(found)
+    }
+
     /// What a remote endpoint, or one of this participant's, announced.
     pub fn endpoint_data(&self, guid: Guid) -> Option<RemoteEndpointInfo> {
         if let Some(i) = self.seen.remote_endpoint(guid) {

@@ -362,3 +362,72 @@ fn an_ignored_publication_ends_its_match_only() {
     assert_eq!(sensors, vec![2]);
     assert_eq!(r.matched_publications(), vec![w2.guid()]);
 }
+
+#[derive(Debug, Clone, Copy, PartialEq, tessera::TopicEnum)]
+#[topic(type_name = "geo::Unit")]
+enum Unit {
+    Metre,
+    Foot = 3,
+}
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+#[topic(type_name = "geo::Point")]
+struct Point {
+    x: f64,
+    unit: Unit,
+}
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+#[topic(type_name = "geo::Track", extensibility = "appendable")]
+struct Track {
+    #[key]
+    id: u32,
+    points: Vec<Point>,
+}
+
+#[test]
+fn a_peer_type_is_fetched_over_type_lookup_and_printed_as_idl() {
+    let net = InProcessNetwork::new();
+    let a = participant(&net, b"");
+    let b = participant(&net, b"");
+    let t = b
+        .create_topic::<Track>("tracks", TopicQos::default())
+        .unwrap();
+    let _w = b
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, DataWriterQos::default())
+        .unwrap();
+    let pubs = a.get_builtin_subscriber().publication_reader();
+    let pd = eventually("the writer", || {
+        instances(&pubs).into_iter().find_map(|(d, _)| d)
+    });
+    let id = pd
+        .type_information
+        .unwrap()
+        .complete
+        .typeid_with_size
+        .type_id
+        .clone();
+    // `a` has no such type: it comes from `b` over TypeLookup, with its dependencies.
+    let objects = a.find_type(&id, Duration::from_secs(10)).unwrap();
+    assert_eq!(objects.len(), 3, "{objects:?}");
+    assert_eq!(objects[0].identifier(), id);
+    let idl = tessera::rtps::xtypes::idl_print::to_idl(&objects[0], &|i| {
+        objects.iter().find(|o| o.identifier() == *i).cloned()
+    });
+    let expect = "module geo {\n  enum Unit {\n    Metre,\n    @value(3) Foot\n  };\n};\n\
+                  module geo {\n  @final\n  struct Point {\n    double x;\n    geo::Unit unit;\n  };\n};\n\
+                  module geo {\n  @appendable\n  struct Track {\n    @key unsigned long id;\n    \
+                  sequence<geo::Point> points;\n  };\n};\n";
+    assert_eq!(idl, expect, "\n{idl}");
+    // An identifier nobody has times out.
+    let mut unknown = id.clone();
+    if let tessera::rtps::xtypes::TypeIdentifier::Complete(h) = &mut unknown {
+        h[0] ^= 0xff;
+    }
+    assert!(matches!(
+        a.find_type(&unknown, Duration::from_millis(200)),
+        Err(tessera::Error::Timeout)
+    ));
+}

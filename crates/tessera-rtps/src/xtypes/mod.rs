@@ -20,6 +20,7 @@
 mod assign;
 mod build;
 mod identifier;
+pub mod idl_print;
 mod info;
 pub mod lookup;
 pub mod model;
