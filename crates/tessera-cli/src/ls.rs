@@ -95,12 +95,7 @@ pub fn parse(args: &[String]) -> Result<LsArgs, String> {
                 out.domain = v.parse().map_err(|_| format!("bad domain id {v}"))?;
             }
             "-w" | "--wait" => {
-                let v = value(a)?;
-                let secs: f64 = v.parse().map_err(|_| format!("bad --wait {v}"))?;
-                if !(0.0..=3600.0).contains(&secs) {
-                    return Err(format!("--wait {v}: 0 to 3600 seconds"));
-                }
-                out.wait = Duration::from_secs_f64(secs);
+                out.wait = parse_wait(&value(a)?)?;
             }
             "--json" => out.json = true,
             other => return Err(format!("unknown argument {other}")),
@@ -112,29 +107,49 @@ pub fn parse(args: &[String]) -> Result<LsArgs, String> {
     Ok(out)
 }
 
-/// `tessera ls ARGS`; returns the exit status.
-pub fn main(prog: &str, args: &[String]) -> i32 {
+/// The start every inspection command shares: help, arguments, then joining `domain(&args)`.
+/// `Err` is the exit status, after saying why.
+pub(crate) fn start<A>(
+    prog: &str,
+    args: &[String],
+    usage: fn(&str) -> String,
+    parse: fn(&[String]) -> Result<A, String>,
+    domain: fn(&A) -> u32,
+) -> Result<(A, DomainParticipant), i32> {
     if args
         .iter()
         .any(|a| a == "-h" || a == "--help" || a == "help")
     {
         print!("{}", usage(prog));
-        return 0;
+        return Err(0);
     }
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{prog}: {e}");
-            eprint!("{}", usage(prog));
-            return EXIT_BAD_ARGS;
-        }
-    };
-    let p = match DomainParticipant::new(a.domain) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{prog}: cannot join domain {}: {e}", a.domain);
-            return EXIT_FAILED;
-        }
+    let a = parse(args).map_err(|e| {
+        eprintln!("{prog}: {e}");
+        eprint!("{}", usage(prog));
+        EXIT_BAD_ARGS
+    })?;
+    let d = domain(&a);
+    let p = DomainParticipant::new(d).map_err(|e| {
+        eprintln!("{prog}: cannot join domain {d}: {e}");
+        EXIT_FAILED
+    })?;
+    Ok((a, p))
+}
+
+/// Parses a `--wait` value (seconds, 0 to 3600).
+pub(crate) fn parse_wait(v: &str) -> Result<Duration, String> {
+    let secs: f64 = v.parse().map_err(|_| format!("bad --wait {v}"))?;
+    if !(0.0..=3600.0).contains(&secs) {
+        return Err(format!("--wait {v}: 0 to 3600 seconds"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// `tessera ls ARGS`; returns the exit status.
+pub fn main(prog: &str, args: &[String]) -> i32 {
+    let (a, p) = match start(prog, args, usage, parse, |a: &LsArgs| a.domain) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let snap = Snapshot::collect(&p, a.wait);
     if a.json {

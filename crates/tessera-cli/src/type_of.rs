@@ -17,7 +17,7 @@ use tessera::rtps::xtypes::idl_print::to_idl;
 use tessera::rtps::xtypes::{TypeIdentifier, TypeObject};
 use tessera::{DomainParticipant, InstanceState};
 
-use crate::ls::{domain_from_env, EXIT_BAD_ARGS, EXIT_FAILED};
+use crate::ls::{domain_from_env, parse_wait, start, EXIT_FAILED};
 
 /// Parsed options.
 #[derive(Debug, Clone, PartialEq)]
@@ -59,12 +59,7 @@ pub fn parse(args: &[String]) -> Result<TypeofArgs, String> {
                 domain = Some(v.parse().map_err(|_| format!("bad domain id {v}"))?);
             }
             "-w" | "--wait" => {
-                let v = value(a)?;
-                let secs: f64 = v.parse().map_err(|_| format!("bad --wait {v}"))?;
-                if !(0.0..=3600.0).contains(&secs) {
-                    return Err(format!("--wait {v}: 0 to 3600 seconds"));
-                }
-                wait = Duration::from_secs_f64(secs);
+                wait = parse_wait(&value(a)?)?;
             }
             s if s.starts_with('-') => return Err(format!("unknown argument {s}")),
             s if topic.is_none() => topic = Some(s.to_string()),
@@ -144,27 +139,9 @@ fn fetch_idl(
 
 /// `tessera typeof ARGS`; returns the exit status.
 pub fn main(prog: &str, args: &[String]) -> i32 {
-    if args
-        .iter()
-        .any(|a| a == "-h" || a == "--help" || a == "help")
-    {
-        print!("{}", usage(prog));
-        return 0;
-    }
-    let a = match parse(args) {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{prog}: {e}");
-            eprint!("{}", usage(prog));
-            return EXIT_BAD_ARGS;
-        }
-    };
-    let p = match DomainParticipant::new(a.domain) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("{prog}: cannot join domain {}: {e}", a.domain);
-            return EXIT_FAILED;
-        }
+    let (a, p) = match start(prog, args, usage, parse, |a: &TypeofArgs| a.domain) {
+        Ok(x) => x,
+        Err(code) => return code,
     };
     let until = Instant::now() + a.wait;
     let mut seen = announced(&p, &a.topic);
