@@ -16,6 +16,7 @@
 use crate::discovery_rt::MatchAction;
 use crate::endpoint::{LocalOutcome, LocalReader};
 use crate::error::{Error, Result};
+use crate::history::InstanceHandle;
 use crate::participant::DomainParticipant;
 use crate::publication::DataWriter;
 use crate::qos::{DataReaderQos, Durability, Reliability};
@@ -626,6 +627,26 @@ impl UntypedDataReader {
 }
 
 impl<T: TopicType> DataReader<T> {
+    /// A sample of instance `handle` whose key members are the instance's key (DDS
+    /// `get_key_value`): the newest sample the reader keeps of it, not marked read; its other
+    /// members are that sample's. [`Error::BadParameter`] for an instance the reader does not
+    /// hold, [`Error::NoData`] when it keeps no sample of it (all taken).
+    pub fn get_key_value(&self, handle: InstanceHandle) -> Result<T> {
+        let ep = &self.untyped().ep;
+        let (known, newest) = ep.with_history(|h| {
+            let known = h.key_value(handle).is_some();
+            ((known, h.newest_data(handle).cloned()), 0)
+        });
+        if !known {
+            return Err(Error::BadParameter(format!("unknown instance {handle:?}")));
+        }
+        let payload = newest.ok_or(Error::NoData)?;
+        payload.decode::<T>().map_err(|e| {
+            ep.count_undecodable(&e);
+            Error::NoData
+        })
+    }
+
     /// See [`UntypedDataReader::get_matched_publication_data`].
     pub fn get_matched_publication_data(
         &self,

@@ -286,6 +286,17 @@ fn matched_data_is_what_the_peer_announced() {
     assert!(w.lookup_instance(&s).is_none());
     w.write(&s).unwrap();
     assert!(w.lookup_instance(&s).is_some());
+    // The reader gives an instance's key back without changing its samples' states.
+    let h = eventually("the sample", || r.lookup_instance(&s));
+    assert_eq!(r.get_key_value(h).unwrap().sensor, 4);
+    let got = r.take(10).unwrap();
+    assert_eq!(got.len(), 1, "get_key_value took or hid the sample");
+    assert_eq!(got[0].info.sample_state, tessera::SampleState::NotRead);
+    assert!(matches!(r.get_key_value(h), Err(tessera::Error::NoData)));
+    assert!(matches!(
+        r.get_key_value(tessera::InstanceHandle::from_raw(12345)),
+        Err(tessera::Error::BadParameter(_))
+    ));
 }
 
 #[test]
@@ -430,4 +441,46 @@ fn a_peer_type_is_fetched_over_type_lookup_and_printed_as_idl() {
         a.find_type(&unknown, Duration::from_millis(200)),
         Err(tessera::Error::Timeout)
     ));
+}
+
+#[test]
+fn an_ignored_topic_leaves_the_builtin_readers_and_its_endpoints_never_match() {
+    let net = InProcessNetwork::new();
+    let a = participant(&net, b"");
+    let b = participant(&net, b"");
+    let w = writer(&b, "it", DataWriterQos::default());
+    let other = writer(&b, "kept", DataWriterQos::default());
+    let r = reader(&a, "it");
+    let r2 = reader(&a, "kept");
+    eventually("both matches", || {
+        (r.matched_publications() == vec![w.guid()]
+            && r2.matched_publications() == vec![other.guid()])
+        .then_some(())
+    });
+    let builtin = a.get_builtin_subscriber();
+    let key = TopicBuiltinTopicData::key_of("it", "Reading");
+    a.ignore_topic(key).unwrap();
+    assert!(r.matched_publications().is_empty());
+    assert_eq!(r2.matched_publications(), vec![other.guid()]);
+    let topics = instances(&builtin.topic_reader());
+    assert_eq!(topics.len(), 2);
+    for (d, st) in topics {
+        let name = d.unwrap().name;
+        let expect = if name == "it" {
+            InstanceState::NotAliveDisposed
+        } else {
+            InstanceState::Alive
+        };
+        assert_eq!(st, expect, "{name}");
+    }
+    // A new writer on the ignored topic does not match; the writer re-announced neither.
+    let w2 = writer(&b, "it", DataWriterQos::default());
+    w.set_qos(DataWriterQos::default().with_deadline(Deadline {
+        period: Duration::from_secs(9),
+    }))
+    .unwrap();
+    w2.write(&Reading { sensor: 1, seq: 1 }).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    assert!(r.matched_publications().is_empty());
+    assert!(r.take(10).unwrap().is_empty());
 }
