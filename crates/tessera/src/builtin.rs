@@ -1,17 +1,23 @@
 //! The DDS built-in topics (`DCPSParticipant`, `DCPSTopic`, `DCPSPublication`,
-//! `DCPSSubscription`), `ignore_*`, and what discovery knows of remote entities.
+//! `DCPSSubscription`), `ignore_*`, `get_matched_*_data`, `get_key_value`, and fetching a
+//! peer's type (`find_type`): what discovery knows of remote entities, for the application.
 //!
 //! Built-in readers are ordinary reader endpoints (history, instance states, listeners, status
 //! and read conditions) that no network feeds: discovery inserts their samples itself, under
 //! its lock and in the order it learns things, and their listeners run after that lock is
-//! released ([`MatchAction::Builtin`]), so a listener may create or delete entities. They are
-//! made by the first [`DomainParticipant::get_builtin_subscriber`]; until then a participant
-//! only keeps a map of the remote participants and endpoints (shared `Arc`s of what the engine
-//! already holds), and nothing touches the data path.
+//! released, so a listener may create or delete entities. They are made by the first
+//! [`DomainParticipant::get_builtin_subscriber`]; until then a participant only keeps a map of
+//! the remote participants and endpoints (shared `Arc`s of what the engine already holds), and
+//! nothing touches the data path.
 //!
 //! They show remote entities only (this participant's own are known to the application), each
 //! instance keyed by the entity's GUID; an entity that leaves (disposed, or its participant
 //! lost) becomes NOT_ALIVE_DISPOSED. A topic is alive while some remote endpoint uses it.
+//!
+//! Entity handles are GUIDs, as in `matched_publications` and the built-in samples' keys.
+//! Ignoring an entity ends its matches at once and refuses new ones; its announcements are
+//! dropped and counted ([`DomainParticipant::ignored_count`]), and what its writers still send
+//! finds no reader (counted as unroutable submessages).
 
 use crate::discovery_rt::MatchAction;
 use crate::endpoint::{LocalOutcome, LocalReader};
