@@ -14,7 +14,9 @@
 //! A thin client of the public API: `DomainParticipant::get_builtin_subscriber`, and the
 //! matching rule of the protocol core (`evaluate_match`), so what it flags is what a Tessera
 //! endpoint would refuse. The participant `ls` itself creates has no endpoints and is not
-//! listed.
+//! listed. Under `ROS_DISCOVERY_SERVER` a server relays to a client only the participants
+//! that share a topic with it (Fast DDS's rule, which `tessera discovery-server` follows), so
+//! `ls` sees the servers alone there.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
