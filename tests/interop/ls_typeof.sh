@@ -4,7 +4,8 @@
 #    ddsperf's user data), the ddsperf topics with their writers and readers, and no mismatch
 #    that matters (ddsperf pairs its pong endpoints by partition on purpose); `--json` says the
 #    same; `typeof DDSPerfRDataKS` prints KeyedSeq, served by Tessera's TypeLookup.
-# 2. Cyclone's `ddsperf pub` alone: `ls` sees its writer.
+# 2. Cyclone's `ddsperf pub` alone: `ls` sees its writer, `typeof` gets KeyedSeq from
+#    Cyclone's TypeLookup service.
 # 3. A Python cyclonedds 11 peer (lib/ls_peer.py) with a best-effort volatile writer and a
 #    reliable transient-local reader on one topic: `ls` flags RELIABILITY and DURABILITY with
 #    both values; `typeof LsType` fetches a nested @mutable type with an enum and an @optional
@@ -60,6 +61,10 @@ sleep 1
 "$TESSERA_BIN" ls --wait 2 --json >"$WORK/ls2.json" 2>"$WORK/ls2-json.log" || fail "ls --json"
 json_check ls2.json "[p['vendor'] for p in d['participants']] == ['Cyclone DDS']"
 json_check ls2.json "any(w['topic'] == 'DDSPerfRDataKS' for w in d['writers'])"
+# Here only Cyclone can serve the type.
+"$TESSERA_BIN" typeof DDSPerfRDataKS -w 5 >"$WORK/typeof2.log" 2>&1 || fail "typeof exited $?"
+grep -qxF "  @key unsigned long keyval;" "$WORK/typeof2.log" || fail "typeof: no KeyedSeq from ddsperf"
+log "typeof (ddsperf alone): $(tr -s ' \n' ' ' <"$WORK/typeof2.log")"
 stop_bg ddsperf-pub
 
 # --- 3. a Python cyclonedds peer -----------------------------------------------------------
