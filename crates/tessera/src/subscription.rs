@@ -87,7 +87,7 @@ impl Subscriber {
         topic: &Topic<T>,
         qos: DataReaderQos,
     ) -> Result<DataReader<T>> {
-        let raw = self.create_reader(topic, TypedSupport::<T>::arc(), qos)?;
+        let raw = self.create_reader(&topic.inner, TypedSupport::<T>::arc(), qos)?;
         Ok(DataReader::from_raw(raw))
     }
 
@@ -98,12 +98,28 @@ impl Subscriber {
         topic: &Topic<T>,
         qos: DataReaderQos,
     ) -> Result<UntypedDataReader> {
-        self.create_reader(topic, TypedSupport::<T>::arc(), qos)
+        self.create_reader(&topic.inner, TypedSupport::<T>::arc(), qos)
     }
 
-    fn create_reader<T: TopicType>(
+    /// Creates an untyped reader of topic `topic_name` whose type is known only through
+    /// `support` (its name, keyedness, key hashes and, if any, XTypes description): for tools
+    /// and bindings without a Rust type. It matches writers like a typed reader of that type.
+    pub fn create_datareader_with_support(
         &self,
-        topic: &Topic<T>,
+        topic_name: &str,
+        topic_qos: crate::qos::TopicQos,
+        support: Arc<dyn TypeSupport>,
+        qos: DataReaderQos,
+    ) -> Result<UntypedDataReader> {
+        let topic = self
+            .participant
+            .topic_inner(topic_name, topic_qos, &*support)?;
+        self.create_reader(&topic, support, qos)
+    }
+
+    fn create_reader(
+        &self,
+        topic: &crate::topic::TopicInner,
         support: Arc<dyn TypeSupport>,
         qos: DataReaderQos,
     ) -> Result<UntypedDataReader> {
@@ -111,7 +127,7 @@ impl Subscriber {
         qos.check_consistency()
             .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
         crate::publication::check_durability_supported(qos.durability)?;
-        if !Arc::ptr_eq(topic.participant().shared(), self.participant.shared()) {
+        if !Arc::ptr_eq(topic.participant.shared(), self.participant.shared()) {
             return Err(Error::BadParameter(
                 "topic belongs to another participant".into(),
             ));
@@ -120,11 +136,11 @@ impl Subscriber {
         let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
-        let mut side = tessera_rtps::qos::ReaderSideQos::new(topic.qos(), &subscriber_qos, &qos);
+        let mut side = tessera_rtps::qos::ReaderSideQos::new(&topic.qos, &subscriber_qos, &qos);
         atomic::setup(
             &p,
             guid,
-            topic.name(),
+            &topic.name,
             &mut side,
             &(ep.clone() as Arc<dyn LocalReader>),
         )?;
@@ -133,9 +149,9 @@ impl Subscriber {
             enabled: AtomicBool::new(false),
             participant: self.participant.clone(),
             entity_id,
-            topic_name: topic.name().to_owned(),
-            type_name: topic.type_name().to_owned(),
-            topic_qos: topic.qos().clone(),
+            topic_name: topic.name.clone(),
+            type_name: topic.type_name.clone(),
+            topic_qos: topic.qos.clone(),
             subscriber: self.group.clone(),
             consensus: side.consensus_endpoint,
         });

@@ -204,7 +204,7 @@ fn a_late_builtin_subscriber_sees_what_is_already_known() {
 /// with no lock of the participant held, so creating entities there does not deadlock.
 struct Follow {
     participant: DomainParticipant,
-    made: Mutex<Vec<DataReader<Reading>>>,
+    made: Mutex<Vec<(String, DataReader<Reading>)>>,
 }
 
 impl DataReaderListener<PublicationBuiltinTopicData> for Follow {
@@ -212,8 +212,11 @@ impl DataReaderListener<PublicationBuiltinTopicData> for Follow {
         for s in r.take(100).unwrap() {
             let Some(d) = s.data else { continue };
             let mut made = self.made.lock().unwrap();
-            if made.iter().all(|m| m.guid() != d.key) {
-                made.push(reader(&self.participant, &d.topic_name));
+            if made.iter().all(|(t, _)| *t != d.topic_name) {
+                made.push((
+                    d.topic_name.clone(),
+                    reader(&self.participant, &d.topic_name),
+                ));
             }
         }
     }
@@ -237,7 +240,18 @@ fn a_listener_creates_a_reader_for_every_new_topic() {
         .collect();
     eventually("three readers, each matched", || {
         let made = follow.made.lock().unwrap();
-        (made.len() == 3 && made.iter().all(|r| r.matched_publications().len() == 1)).then_some(())
+        (made.len() == 3
+            && made
+                .iter()
+                .all(|(_, r)| r.matched_publications().len() == 1))
+        .then_some(())
+    });
+    // Volatile writers: write once they know the readers too.
+    eventually("the writers' matches", || {
+        writers
+            .iter()
+            .all(|w| w.matched_subscriptions().len() == 1)
+            .then_some(())
     });
     for (i, w) in writers.iter().enumerate() {
         w.write(&Reading {
@@ -247,7 +261,7 @@ fn a_listener_creates_a_reader_for_every_new_topic() {
         .unwrap();
     }
     let made: Vec<_> = follow.made.lock().unwrap().clone();
-    for r in &made {
+    for (_, r) in &made {
         eventually("the sample", || {
             (!r.take(10).unwrap().is_empty()).then_some(())
         });
@@ -341,7 +355,8 @@ fn an_ignored_publication_ends_its_match_only() {
     let w2 = writer(&b, "ip", DataWriterQos::default());
     let r = reader(&a, "ip");
     eventually("two matches", || {
-        (r.matched_publications().len() == 2).then_some(())
+        (r.matched_publications().len() == 2 && w2.matched_subscriptions() == vec![r.guid()])
+            .then_some(())
     });
     a.ignore_publication(w1.guid()).unwrap();
     assert_eq!(r.matched_publications(), vec![w2.guid()]);
@@ -483,4 +498,60 @@ fn an_ignored_topic_leaves_the_builtin_readers_and_its_endpoints_never_match() {
     std::thread::sleep(Duration::from_millis(200));
     assert!(r.matched_publications().is_empty());
     assert!(r.take(10).unwrap().is_empty());
+}
+
+/// A type known by its name only: every sample is one instance, kept as bytes.
+struct Opaque(&'static str);
+
+impl tessera::TypeSupport for Opaque {
+    fn type_name(&self) -> &str {
+        self.0
+    }
+    fn is_keyed(&self) -> bool {
+        true
+    }
+    fn key_hash_of_sample(
+        &self,
+        _: &[u8],
+    ) -> std::result::Result<[u8; 16], tessera::rtps::cdr::CdrError> {
+        Ok([0; 16])
+    }
+    fn key_hash_of_key(
+        &self,
+        _: &[u8],
+    ) -> std::result::Result<[u8; 16], tessera::rtps::cdr::CdrError> {
+        Ok([0; 16])
+    }
+}
+
+#[test]
+fn a_reader_made_from_a_type_support_receives_the_bytes() {
+    let net = InProcessNetwork::new();
+    let a = participant(&net, b"");
+    let b = participant(&net, b"");
+    let w = writer(&b, "opaque", DataWriterQos::default());
+    let sub = a
+        .create_subscriber(SubscriberQos::default().with_partition(Partition::new(["p1"])))
+        .unwrap();
+    let r = sub
+        .create_datareader_with_support(
+            "opaque",
+            TopicQos::default(),
+            Arc::new(Opaque("Reading")),
+            DataReaderQos::default().with_history(History::KeepAll),
+        )
+        .unwrap();
+    eventually("a match", || {
+        (r.matched_publications() == vec![w.guid()]).then_some(())
+    });
+    w.write(&Reading { sensor: 3, seq: 9 }).unwrap();
+    let got = eventually("the sample", || {
+        let s = r.take_serialized(10, tessera::StateMasks::ANY).unwrap();
+        (!s.is_empty()).then_some(s)
+    });
+    // Encapsulation header, then the two members (XCDR1 little-endian).
+    assert_eq!(
+        &got[0].data.as_ref().unwrap().as_bytes()[4..],
+        &[3, 0, 0, 0, 9, 0, 0, 0]
+    );
 }
