@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `tessera ls` and `tessera typeof` against live peers, in a private network namespace:
+# `tessera ls`, `tessera typeof` and `tessera spy` against live peers, in a private network namespace:
 # 1. Tessera's `perf pub` and Cyclone's `ddsperf sub`: `ls` lists both participants (vendor,
 #    ddsperf's user data), the ddsperf topics with their writers and readers, and no mismatch
 #    that matters (ddsperf pairs its pong endpoints by partition on purpose); `--json` says the
@@ -10,7 +10,8 @@
 #    reliable transient-local reader on one topic: `ls` flags RELIABILITY and DURABILITY with
 #    both values; `typeof LsType` fetches a nested @mutable type with an enum and an @optional
 #    member from Cyclone's TypeLookup service and prints its IDL.
-# 4. `typeof` of a topic nobody has exits 1.
+# 4. `tessera spy` measures each writer's rate (Tessera at 50 Hz, ddsperf at 20 Hz).
+# 5. `typeof` of a topic nobody has exits 1.
 # Uses $TESSERA_BIN (target/release/tessera by default; any build works).
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
@@ -87,7 +88,29 @@ done
 log "typeof LsType: $(tr -s ' \n' ' ' <"$WORK/typeof3.log")"
 stop_bg py-peer
 
-# --- 4. nobody ------------------------------------------------------------------------------
+# --- 4. tessera spy: each writer's rate --------------------------------------------------
+start_bg tessera-pub50 "$TESSERA_BIN" perf pub 50Hz
+start_bg ddsperf-pub20 "$DDSPERF" pub 20Hz
+sleep 1
+"$TESSERA_BIN" spy --duration 3 --json >"$WORK/spy.json" 2>"$WORK/spy.log" || fail "spy exited $?"
+tail -n 1 "$WORK/spy.json" >"$WORK/spy-last.json"
+# Writer GUIDs start with the vendor: 01a7 Tessera, 0110 Cyclone.
+rate() {
+    python3 -c "import json,sys; d=json.load(open(sys.argv[1])); \
+print(sum(w['samples_per_s'] for w in d['writers'] \
+    if w['topic'] == 'DDSPerfRDataKS' and w['guid'].startswith(sys.argv[2])))" \
+        "$WORK/spy-last.json" "$1"
+}
+t=$(rate 01a7)
+c=$(rate 0110)
+python3 -c "import sys; t, c = float(sys.argv[1]), float(sys.argv[2]); \
+sys.exit(0 if 35 <= t <= 65 and 12 <= c <= 28 else 1)" "$t" "$c" ||
+    fail "spy: Tessera's writer at $t/s (want ~50), ddsperf's at $c/s (want ~20)"
+log "spy: Tessera's writer $t samples/s, ddsperf's $c samples/s"
+stop_bg tessera-pub50
+stop_bg ddsperf-pub20
+
+# --- 5. nobody ------------------------------------------------------------------------------
 rc=0
 "$TESSERA_BIN" typeof Nobody -w 1 >"$WORK/typeof4.log" 2>&1 || rc=$?
 [[ $rc -eq 1 ]] || fail "typeof of an unknown topic exited $rc, not 1"
