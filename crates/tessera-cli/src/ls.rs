@@ -77,36 +77,57 @@ pub fn usage(prog: &str) -> String {
     )
 }
 
-/// Parses the arguments after `ls`.
-pub fn parse(args: &[String]) -> Result<LsArgs, String> {
-    let mut out = LsArgs {
-        domain: u32::MAX,
-        wait: Duration::from_secs(2),
-        json: false,
-    };
+/// Walks the arguments of an inspection command: `-d/--domain N` is handled here (without
+/// it, the environment's domain), every other argument goes to `each` with a way to take the
+/// value that follows it. Returns the domain.
+pub(crate) fn walk_args(
+    args: &[String],
+    mut each: impl FnMut(&str, &mut dyn FnMut() -> Result<String, String>) -> Result<(), String>,
+) -> Result<u32, String> {
+    let mut domain = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
-        let mut value = |name: &str| {
+        let mut value = || {
             it.next()
                 .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
+                .ok_or_else(|| format!("{a} needs a value"))
         };
         match a.as_str() {
             "-d" | "--domain" => {
-                let v = value(a)?;
-                out.domain = v.parse().map_err(|_| format!("bad domain id {v}"))?;
+                let v = value()?;
+                domain = Some(v.parse().map_err(|_| format!("bad domain id {v}"))?);
             }
-            "-w" | "--wait" => {
-                out.wait = parse_wait(&value(a)?)?;
-            }
-            "--json" => out.json = true,
-            other => return Err(format!("unknown argument {other}")),
+            other => each(other, &mut value)?,
         }
     }
-    if out.domain == u32::MAX {
-        out.domain = domain_from_env()?;
+    match domain {
+        Some(d) => Ok(d),
+        None => domain_from_env(),
     }
-    Ok(out)
+}
+
+/// Parses the arguments after `ls`.
+pub fn parse(args: &[String]) -> Result<LsArgs, String> {
+    let (mut wait, mut json) = (Duration::from_secs(2), false);
+    let domain = walk_args(args, |a, value| {
+        match a {
+            "-w" | "--wait" => wait = parse_wait(&value()?)?,
+            "--json" => json = true,
+            other => return Err(format!("unknown argument {other}")),
+        }
+        Ok(())
+    })?;
+    Ok(LsArgs { domain, wait, json })
+}
+
+/// The newest data of every alive instance of a built-in reader.
+pub(crate) fn alive<T: TopicType>(r: &DataReader<T>) -> Vec<T> {
+    r.read(100_000)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.info.instance_state == InstanceState::Alive)
+        .filter_map(|s| s.data)
+        .collect()
 }
 
 /// The start every inspection command shares: help, arguments, then joining `domain(&args)`.
@@ -174,16 +195,6 @@ pub struct Snapshot {
     pub writers: Vec<PublicationBuiltinTopicData>,
     /// Remote readers.
     pub readers: Vec<SubscriptionBuiltinTopicData>,
-}
-
-/// The newest data of every alive instance of a built-in reader.
-fn alive<T: TopicType>(r: &DataReader<T>) -> Vec<T> {
-    r.read(100_000)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s.info.instance_state == InstanceState::Alive)
-        .filter_map(|s| s.data)
-        .collect()
 }
 
 /// A writer and a reader of one topic that do not match.

@@ -26,9 +26,9 @@ use tessera::qos::{
 use tessera::rtps::cdr::CdrError;
 use tessera::rtps::discovery::PublicationBuiltinTopicData;
 use tessera::rtps::types::Guid;
-use tessera::{DomainParticipant, InstanceState, StateMasks, TypeSupport, UntypedDataReader};
+use tessera::{DomainParticipant, StateMasks, TypeSupport, UntypedDataReader};
 
-use crate::ls::{domain_from_env, parse_wait, start};
+use crate::ls::{alive, parse_wait, start, walk_args};
 
 /// Parsed options.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,36 +58,24 @@ pub fn usage(prog: &str) -> String {
 
 /// Parses the arguments after `spy`.
 pub fn parse(args: &[String]) -> Result<SpyArgs, String> {
-    let mut out = SpyArgs {
-        domain: u32::MAX,
-        interval: Duration::from_secs(1),
-        duration: None,
-        json: false,
-    };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match a.as_str() {
-            "-d" | "--domain" => {
-                let v = value(a)?;
-                out.domain = v.parse().map_err(|_| format!("bad domain id {v}"))?;
-            }
+    let (mut interval, mut duration, mut json) = (Duration::from_secs(1), None, false);
+    let domain = walk_args(args, |a, value| {
+        match a {
             "-i" | "--interval" => {
-                out.interval = parse_wait(&value(a)?)?.max(Duration::from_millis(100));
+                interval = parse_wait(&value()?)?.max(Duration::from_millis(100))
             }
-            "-t" | "--duration" => out.duration = Some(parse_wait(&value(a)?)?),
-            "--json" => out.json = true,
+            "-t" | "--duration" => duration = Some(parse_wait(&value()?)?),
+            "--json" => json = true,
             other => return Err(format!("unknown argument {other}")),
         }
-    }
-    if out.domain == u32::MAX {
-        out.domain = domain_from_env()?;
-    }
-    Ok(out)
+        Ok(())
+    })?;
+    Ok(SpyArgs {
+        domain,
+        interval,
+        duration,
+        json,
+    })
 }
 
 /// A type known only by its name: samples stay bytes, all in one instance.
@@ -182,16 +170,6 @@ impl Spy {
             r.recycle(samples.into_iter().filter_map(|s| s.data));
         }
     }
-}
-
-/// The newest data of every alive instance of a built-in reader.
-fn alive<T: tessera::TopicType>(r: &tessera::DataReader<T>) -> Vec<T> {
-    r.read(100_000)
-        .unwrap_or_default()
-        .into_iter()
-        .filter(|s| s.info.instance_state == InstanceState::Alive)
-        .filter_map(|s| s.data)
-        .collect()
 }
 
 /// `tessera spy ARGS`; returns the exit status.

@@ -17,7 +17,7 @@ use tessera::rtps::xtypes::idl_print::to_idl;
 use tessera::rtps::xtypes::{TypeIdentifier, TypeObject};
 use tessera::{DomainParticipant, InstanceState};
 
-use crate::ls::{domain_from_env, parse_wait, start, EXIT_FAILED};
+use crate::ls::{parse_wait, start, walk_args, EXIT_FAILED};
 
 /// Parsed options.
 #[derive(Debug, Clone, PartialEq)]
@@ -43,35 +43,19 @@ pub fn usage(prog: &str) -> String {
 
 /// Parses the arguments after `typeof`.
 pub fn parse(args: &[String]) -> Result<TypeofArgs, String> {
-    let mut topic = None;
-    let mut domain = None;
-    let mut wait = Duration::from_secs(5);
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = |name: &str| {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{name} needs a value"))
-        };
-        match a.as_str() {
-            "-d" | "--domain" => {
-                let v = value(a)?;
-                domain = Some(v.parse().map_err(|_| format!("bad domain id {v}"))?);
-            }
-            "-w" | "--wait" => {
-                wait = parse_wait(&value(a)?)?;
-            }
+    let (mut topic, mut wait) = (None, Duration::from_secs(5));
+    let domain = walk_args(args, |a, value| {
+        match a {
+            "-w" | "--wait" => wait = parse_wait(&value()?)?,
             s if s.starts_with('-') => return Err(format!("unknown argument {s}")),
             s if topic.is_none() => topic = Some(s.to_string()),
             s => return Err(format!("one topic only ({s})")),
         }
-    }
+        Ok(())
+    })?;
     Ok(TypeofArgs {
         topic: topic.ok_or("which topic?")?,
-        domain: match domain {
-            Some(d) => d,
-            None => domain_from_env()?,
-        },
+        domain,
         wait,
     })
 }
