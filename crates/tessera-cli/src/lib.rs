@@ -6,15 +6,21 @@
 //! - [`dserver`]: `tessera discovery-server`, the centralized architecture's server.
 //! - [`echo`]: `tessera echo` and `tessera pub`, samples of a topic whose type is learnt from
 //!   a remote endpoint (dynamic types).
+//! - [`ls`]: `tessera ls`, what is on a domain (built-in topics), mismatches flagged.
+//! - [`type_of`]: `tessera typeof TOPIC`, a topic's type as IDL, fetched over XTypes.
+//! - [`spy`]: `tessera spy`, a live table of writers (with sample rates) and readers.
 //! - `tessera bench ...` runs the `tessera-bench` binary installed next to `tessera`
 //!   ([`exec_bench`]): the benchmark environment (scenarios, charts, reports) lives in its own
 //!   crate so that the `tessera` binary, which the benchmark measures, does not carry it.
 
 pub mod dserver;
 pub mod echo;
+pub mod ls;
 pub mod perf;
+pub mod spy;
 #[doc(hidden)]
 pub mod testns;
+pub mod type_of;
 
 use std::path::{Path, PathBuf};
 
@@ -46,7 +52,14 @@ pub fn top_usage(prog: &str) -> String {
          \x20 idl FILE.idl... [-I DIR] [-o DIR]\n\
          \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n\
          \x20 echo TOPIC [--json]      print a topic's samples, its type learnt over XTypes\n\
-         \x20 pub TOPIC VALUE          publish JSON values on a topic of a discovered type\n"
+         \x20 pub TOPIC VALUE          publish JSON values on a topic of a discovered type\n\
+         \x20 ls [-d DOMAIN] [--wait SECS] [--json]\n\
+         \x20                          participants, topics, writers and readers of a\n\
+         \x20                          domain, with their QoS; mismatched pairs flagged\n\
+         \x20 typeof TOPIC [-d DOMAIN] [--wait SECS]\n\
+         \x20                          the IDL of TOPIC's type, fetched over XTypes\n\
+         \x20 spy [-d DOMAIN] [-i SECS] [-t SECS] [--json]\n\
+         \x20                          live table of writers (sample rates) and readers\n"
     )
 }
 
@@ -61,6 +74,9 @@ pub fn dispatch(argv: &[String]) -> i32 {
         Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
         Some("echo") => echo::echo_main(&format!("{prog} echo"), &argv[2..]),
         Some("pub") => echo::pub_main(&format!("{prog} pub"), &argv[2..]),
+        Some("ls") => ls::main(&format!("{prog} ls"), &argv[2..]),
+        Some("typeof") => type_of::main(&format!("{prog} typeof"), &argv[2..]),
+        Some("spy") => spy::main(&format!("{prog} spy"), &argv[2..]),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS

@@ -10,6 +10,7 @@
 //! the per-sample data path, and knows nothing of `Topic<T>` or user types.
 
 use crate::bounds::{Budgets, EventFanout};
+use crate::builtin::{BuiltinNotify, Discovered, Ignore};
 use crate::endpoint::RemoteEndpoint;
 use crate::outbox;
 use crate::participant::ParticipantShared;
@@ -67,6 +68,8 @@ pub(crate) enum MatchAction {
         prefix: GuidPrefix,
         manual: bool,
     },
+    /// A built-in reader's history changed: wake its conditions and listener.
+    Builtin(BuiltinNotify),
 }
 
 /// Participant settings that change what discovery announces and matches.
@@ -207,6 +210,8 @@ pub(crate) struct DiscoveryRuntime {
     refused: std::collections::HashSet<(Guid, Guid)>,
     /// Local AUTOMATIC writers with a finite lease: the engine asserts them for the shortest.
     automatic_leases: Vec<(Guid, std::time::Duration)>,
+    /// Remote announcements, ignored entities, the built-in readers (`builtin`).
+    seen: Discovered,
 }
 
 /// The action ending a local endpoint's match with a remote one (not a liveliness loss).
@@ -349,6 +354,58 @@ impl DiscoveryRuntime {
             local_types: HashMap::new(),
             pending: HashMap::new(),
             refused: Default::default(),
+            seen: Discovered::default(),
+        }
+    }
+
+    /// Remote announcements, ignored entities and the built-in readers.
+    pub fn discovered_mut(&mut self) -> &mut Discovered {
+        &mut self.seen
+    }
+
+    /// The TypeObjects of `ids` known now (ours, or peers' received and verified); those
+    /// not known are asked of every peer (again after a second) and come later. `None` when
+    /// type information is off.
+    pub fn fetch_types(
+        &mut self,
+        p: &ParticipantShared,
+        ids: &[tessera_rtps::xtypes::TypeIdentifier],
+        now: Instant,
+    ) -> Option<Vec<Option<tessera_rtps::xtypes::TypeObject>>> {
+        let tl = self.type_lookup.as_mut()?;
+        let found: Vec<_> = ids.iter().map(|id| tl.resolve(id)).collect();
+        let missing: Vec<_> = ids
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !missing.is_empty() && tl.request(&missing, now) {
+            self.flush(p, now);
+        }
+        Some(found)
+    }
+
+    /// What a remote endpoint, or one of this participant's, announced.
+    pub fn endpoint_data(&self, guid: Guid) -> Option<RemoteEndpointInfo> {
+        if let Some(i) = self.seen.remote_endpoint(guid) {
+            return Some(i.clone());
+        }
+        let m = self.local.as_ref()?;
+        if guid.entity_id.is_writer() {
+            m.writer(guid).cloned().map(RemoteEndpointInfo::Writer)
+        } else {
+            m.reader(guid).cloned().map(RemoteEndpointInfo::Reader)
+        }
+    }
+
+    /// `ignore_*`: the entity is forgotten and its matches end (the engine's own unmatch of
+    /// them, if it comes, is then not passed on).
+    pub fn ignore(&mut self, which: Ignore, out: &mut Vec<MatchAction>) {
+        for (local, remote) in self.seen.ignore(which, out) {
+            self.pending.remove(&(local, remote));
+            self.refused.insert((local, remote));
+            out.push(unmatch(local, remote));
         }
     }
 
@@ -650,6 +707,9 @@ impl DiscoveryRuntime {
             match ev {
                 EngineEvent::ParticipantDiscovered(data) => {
                     tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
+                    if !self.seen.participant(&data, out) {
+                        continue;
+                    }
                     let info = ParticipantInfo {
                         guid: Guid::new(data.guid_prefix, EntityId::PARTICIPANT),
                         vendor: data.vendor_id,
@@ -674,6 +734,9 @@ impl DiscoveryRuntime {
                 // Kept current for `participants()`, as before; watchers hear only of arrivals
                 // and departures.
                 EngineEvent::ParticipantUpdated(data) => {
+                    if !self.seen.participant(&data, out) {
+                        continue;
+                    }
                     if let Some(info) = self.participants.get_mut(&data.guid_prefix) {
                         info.vendor = data.vendor_id;
                         info.user_data.clone_from(&data.user_data);
@@ -681,6 +744,7 @@ impl DiscoveryRuntime {
                 }
                 EngineEvent::ParticipantLost { prefix, reason } => {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
+                    self.seen.participant_lost(prefix, out);
                     if let Some(t) = &mut self.type_lookup {
                         t.remove_peer(prefix);
                     }
@@ -695,6 +759,9 @@ impl DiscoveryRuntime {
                 EngineEvent::Matched { local, remote }
                 | EngineEvent::MatchUpdated { local, remote } => {
                     let key = (local, remote.guid());
+                    if self.seen.refuses(&remote) {
+                        continue;
+                    }
                     match self.type_verdict(local, &remote) {
                         Assignability::Assignable => {
                             self.pending.remove(&key);
@@ -703,6 +770,7 @@ impl DiscoveryRuntime {
                         Assignability::NotAssignable => {
                             tracing::debug!(?local, remote = ?key.1, "types not assignable: no match");
                             if self.pending.remove(&key).is_some() {
+                                self.seen.record_match(local, key.1, false);
                                 out.push(unmatch(local, key.1));
                             }
                             self.refused.insert(key);
@@ -720,6 +788,7 @@ impl DiscoveryRuntime {
                         }
                     }
                     let r = self.remote_endpoint(local, &remote);
+                    self.seen.record_match(local, key.1, true);
                     out.push(if local.entity_id.is_writer() {
                         MatchAction::MatchWriter { local, remote: r }
                     } else {
@@ -740,6 +809,7 @@ impl DiscoveryRuntime {
                     lost,
                 } => {
                     self.pending.remove(&(local, remote));
+                    self.seen.record_match(local, remote, false);
                     out.push(if local.entity_id.is_writer() {
                         MatchAction::UnmatchWriter { local, remote }
                     } else {
@@ -750,6 +820,10 @@ impl DiscoveryRuntime {
                         }
                     })
                 }
+                EngineEvent::RemoteEndpoint(info) => {
+                    self.seen.endpoint(&info, out);
+                }
+                EngineEvent::RemoteEndpointLost(guid) => self.seen.endpoint_lost(guid, out),
                 EngineEvent::LivelinessAsserted { prefix, manual } => {
                     tracing::trace!(peer = ?prefix, manual, "participant asserted liveliness");
                     out.push(MatchAction::LivelinessAsserted { prefix, manual });
@@ -816,6 +890,7 @@ impl DiscoveryRuntime {
                 }
                 Assignability::NotAssignable => {
                     tracing::debug!(local = ?key.0, remote = ?key.1, "types not assignable: match ended");
+                    self.seen.record_match(key.0, key.1, false);
                     out.push(unmatch(key.0, key.1));
                     self.refused.insert(key);
                 }

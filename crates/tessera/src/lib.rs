@@ -77,6 +77,7 @@ pub use tessera_rtps::cdr::TopicType;
 #[cfg_attr(not(feature = "atomic"), path = "atomic_off.rs")]
 mod atomic;
 mod bounds;
+pub mod builtin;
 pub mod condition;
 mod discovery_rt;
 pub mod dynamic;
@@ -102,6 +103,7 @@ pub mod qos {
 }
 
 pub use bounds::ResourceBounds;
+pub use builtin::BuiltinSubscriber;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
 pub use discovery_rt::{DiscoveryMode, DiscoveryServer, ParticipantEvent, ParticipantInfo};
 pub use dynamic::{DynamicDataReader, DynamicDataWriter, DynamicTopic, DynamicTypeSupport};

@@ -865,6 +865,7 @@ impl ParticipantShared {
                         r.incompatible(&policies);
                     }
                 }
+                MatchAction::Builtin(n) => n.run(&self.ctx),
                 MatchAction::LivelinessAsserted { prefix, manual } => {
                     let readers: Vec<_> = self.endpoints.read().readers.values().cloned().collect();
                     for r in readers {

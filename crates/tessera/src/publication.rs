@@ -906,6 +906,23 @@ impl<T: TopicType> DataWriter<T> {
         self.ep.matched.lock().clone()
     }
 
+    /// The participant, unless this is a listener's handle (see [`crate::builtin`]).
+    pub(crate) fn owning_participant(&self) -> Option<&DomainParticipant> {
+        self.owner.as_ref().map(|o| &o.participant)
+    }
+
+    /// The handle of the instance of `sample`'s key, if this writer registered or wrote it
+    /// (and has not unregistered it).
+    pub fn lookup_instance(&self, sample: &T) -> Option<InstanceHandle> {
+        let kh = if T::KEYED {
+            cdr::key_hash(sample)
+        } else {
+            [0; 16]
+        };
+        let known = self.ep.instances.lock().contains_key(&kh);
+        known.then(|| instance_handle(&kh))
+    }
+
     /// The largest datagram (RTPS header included) this writer sends now: the transport's
     /// largest datagram on the smallest path to a matched remote reader (loopback: 65,507; an
     /// Ethernet interface: 14,720, IP-fragmented). Larger samples go as DATA_FRAGs; repairs

@@ -196,6 +196,11 @@ impl UntypedDataReader {
         self.ep.matched.lock().clone()
     }
 
+    /// The participant, unless this is a listener's or a built-in reader's handle.
+    pub(crate) fn owning_participant(&self) -> Option<&crate::DomainParticipant> {
+        self._owner.as_ref().map(|o| o.participant())
+    }
+
     /// A condition that is true while the reader holds samples matching `masks`.
     pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
         let ep = Arc::downgrade(&self.ep);

@@ -101,6 +101,22 @@ impl Subscriber {
         self.create_reader(&topic.inner, TypedSupport::<T>::arc(), qos)
     }
 
+    /// Creates an untyped reader of topic `topic_name` whose type is known only through
+    /// `support` (its name, keyedness, key hashes and, if any, XTypes description): for tools
+    /// and bindings without a Rust type. It matches writers like a typed reader of that type.
+    pub fn create_datareader_with_support(
+        &self,
+        topic_name: &str,
+        topic_qos: crate::qos::TopicQos,
+        support: Arc<dyn TypeSupport>,
+        qos: DataReaderQos,
+    ) -> Result<UntypedDataReader> {
+        let topic = self
+            .participant
+            .topic_inner(topic_name, topic_qos, &*support)?;
+        self.create_reader(&topic, support, qos)
+    }
+
     /// A reader endpoint for `topic` of the type `support` describes (typed, untyped and
     /// dynamic readers).
     pub(crate) fn create_reader(
@@ -829,6 +845,10 @@ impl ReaderOwner {
             .insert(self.entity_id, self.ep.clone() as Arc<dyn LocalReader>);
         let qos = self.ep.current_qos.lock().clone();
         self.reannounce(&qos);
+    }
+
+    pub(crate) fn participant(&self) -> &DomainParticipant {
+        &self.participant
     }
 
     /// Whether the reader is enabled.

@@ -22,6 +22,9 @@
 //!   [`EngineEvent`]s out. [`SimpleDiscovery`] is standard SPDP/SEDP over the database; a
 //!   discovery-server client is another engine. [`LocalMatcher`] matches a participant's own
 //!   endpoints with each other, whatever the engine.
+//! - [`ParticipantBuiltinTopicData`], [`TopicBuiltinTopicData`], [`PublicationBuiltinTopicData`]
+//!   and [`SubscriptionBuiltinTopicData`] are the samples of the DDS built-in topics, built from
+//!   the above.
 //!
 //! [`Transmit`]: crate::writer::Transmit
 
@@ -36,6 +39,7 @@ mod liveliness;
 mod local;
 mod plist;
 mod simple;
+mod topics;
 mod typelookup;
 
 pub use data::{
@@ -59,6 +63,10 @@ pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};
 pub use simple::{
     SimpleDiscovery, SimpleDiscoveryConfig, SimpleDiscoveryCounters, SPDP_LEASE, SPDP_PERIOD,
     STARTUP_ANNOUNCEMENTS,
+};
+pub use topics::{
+    ParticipantBuiltinTopicData, PublicationBuiltinTopicData, SubscriptionBuiltinTopicData,
+    TopicBuiltinTopicData,
 };
 pub use typelookup::{TypeLookupCounters, TypeLookupService};
 

@@ -226,6 +226,13 @@ impl<T> History<T> {
             .map(|i| i.key)
     }
 
+    /// The newest sample data the cache keeps for an instance, with no state changed
+    /// (`get_key_value`); `None` for an unknown instance or one without data kept.
+    pub fn newest_data(&self, handle: InstanceHandle) -> Option<&T> {
+        let i = self.by_handle.get(&handle).and_then(|&s| self.inst(s))?;
+        i.samples.iter().rev().find_map(|s| s.data.as_ref())
+    }
+
     /// The handles of all instances held, in increasing order.
     pub fn instance_handles(&self) -> impl Iterator<Item = InstanceHandle> + '_ {
         self.by_handle.keys().copied()
