@@ -170,6 +170,8 @@ impl LocatorSelector for Transports {
 pub(crate) struct EndpointTopic<'a> {
     pub topic_name: &'a str,
     pub type_name: &'a str,
+    /// A reader's content filter (PID_CONTENT_FILTER_PROPERTY).
+    pub content_filter: Option<&'a tessera_rtps::discovery::ContentFilterProperty>,
 }
 
 pub(crate) struct DiscoveryRuntime {
@@ -518,6 +520,7 @@ impl DiscoveryRuntime {
         let mut data =
             DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
+        data.content_filter = topic.content_filter.cloned();
         data.type_information = self.types.get(topic.type_name).cloned();
         if let Some(t) = &data.type_information {
             self.local_types

@@ -55,6 +55,7 @@ pub use tessera_rtps::cdr::TopicType;
 mod atomic;
 mod bounds;
 pub mod condition;
+mod content_filter;
 mod discovery_rt;
 mod endpoint;
 pub mod error;
@@ -78,6 +79,7 @@ pub mod qos {
 
 pub use bounds::ResourceBounds;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
+pub use content_filter::{ContentFilteredTopic, TopicDescription};
 pub use discovery_rt::{DiscoveryMode, DiscoveryServer, ParticipantEvent, ParticipantInfo};
 pub use error::{Error, Result};
 pub use history::{

@@ -113,6 +113,15 @@ impl UntypedDataReader {
         self.ep.undecodable.load(Ordering::Relaxed)
     }
 
+    /// Samples the reader's content filter kept out of its history (0 for a reader made from
+    /// a plain topic).
+    pub fn filtered_out(&self) -> u64 {
+        self.ep
+            .content_filter
+            .get()
+            .map_or(0, |f| f.dropped.load(Ordering::Relaxed))
+    }
+
     /// The reliability protocol's counters for this reader: samples delivered, refused at
     /// the resource limits, lost, duplicates, ACKNACKs sent, writers asked again after a
     /// `take` made room, ...
@@ -397,6 +406,11 @@ impl<T: TopicType> DataReader<T> {
     /// Samples dropped by `read`/`take` because their payload did not decode as `T`.
     pub fn undecodable_samples(&self) -> u64 {
         self.raw.undecodable_samples()
+    }
+
+    /// Samples the reader's content filter kept out of its history.
+    pub fn filtered_out(&self) -> u64 {
+        self.raw.filtered_out()
     }
 
     /// The reliability protocol's counters for this reader (see

@@ -26,6 +26,7 @@
 //! [`Transmit`]: crate::writer::Transmit
 
 mod builtin;
+mod content_filter;
 mod data;
 mod db;
 mod ds_client;
@@ -38,6 +39,7 @@ mod plist;
 mod simple;
 mod typelookup;
 
+pub use content_filter::{ContentFilterProperty, MAX_FILTER_PARAMETERS};
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
     DiscoveredReaderData, DiscoveredWriterData, SpdpParticipantData, StatusInfo,
