@@ -57,11 +57,17 @@ pub struct CftShared {
     related: String,
     filter: RwLock<Filter>,
     /// Decodes a payload as the topic's type and evaluates the filter on it.
-    eval: fn(&Filter, &[u8]) -> std::result::Result<bool, String>,
+    eval: PayloadEval,
     readers: Mutex<Vec<Weak<ReaderOwner>>>,
 }
 
-fn eval_payload<T: TopicType>(f: &Filter, payload: &[u8]) -> std::result::Result<bool, String> {
+/// Decodes a serialized sample as the filter's type and evaluates the filter on it.
+pub(crate) type PayloadEval = fn(&Filter, &[u8]) -> std::result::Result<bool, String>;
+
+pub(crate) fn eval_payload<T: TopicType>(
+    f: &Filter,
+    payload: &[u8],
+) -> std::result::Result<bool, String> {
     let sample: T = cdr::deserialize_sample(payload).map_err(|e| e.to_string())?;
     f.matches_sample(&sample).map_err(|e| e.to_string())
 }

@@ -64,6 +64,7 @@ mod outbox;
 mod participant;
 mod publication;
 mod qos_rt;
+mod query;
 mod reader;
 mod runtime;
 pub mod sample;
@@ -87,6 +88,7 @@ pub use history::{
 };
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher};
+pub use query::QueryCondition;
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;

@@ -135,7 +135,7 @@ impl UntypedDataReader {
     }
 
     /// Runs `f`, which reads, on the history (autopurged first), then resets DATA_AVAILABLE.
-    fn access<R>(&self, f: impl FnOnce(&mut History<SerializedPayload>) -> R) -> R {
+    pub(crate) fn access<R>(&self, f: impl FnOnce(&mut History<SerializedPayload>) -> R) -> R {
         let out = self.ep.with_history(|h| (f(h), 0));
         self.after_access();
         out
@@ -144,7 +144,7 @@ impl UntypedDataReader {
     /// Runs `f`, which takes, on the history (autopurged first), then resets DATA_AVAILABLE.
     /// `taken` tells how many samples `f`'s result removed: room made for samples the history
     /// refused, which their writers are then asked for again (every take path comes here).
-    fn take_access<R>(
+    pub(crate) fn take_access<R>(
         &self,
         f: impl FnOnce(&mut History<SerializedPayload>) -> R,
         taken: impl FnOnce(&R) -> usize,
@@ -333,7 +333,7 @@ impl UntypedDataReader {
         n
     }
 
-    fn decoded<T: TopicType>(
+    pub(crate) fn decoded<T: TopicType>(
         &self,
         src: Vec<Sample<SerializedPayload>>,
         recycle: bool,
@@ -347,7 +347,7 @@ impl UntypedDataReader {
 /// A typed data reader: decodes samples at `read`/`take` time. Cheap to clone; the reader is
 /// deleted when the last clone is dropped.
 pub struct DataReader<T: TopicType> {
-    raw: UntypedDataReader,
+    pub(crate) raw: UntypedDataReader,
     _type: PhantomData<fn() -> T>,
 }
 
