@@ -8,6 +8,13 @@
 //! a writer may filter for it; it filters anyway, as a writer may not (or may know older
 //! parameters).
 //!
+//! Writer-side filtering: a Tessera writer evaluates the filters of the Tessera readers it
+//! serves (once per distinct filter and sample, on the sample before it is sent) and sends a
+//! reader whose filter drops a sample a GAP (reliable) or nothing (best effort); such a reader
+//! is served by unicast, not through a multicast group. It learns new parameters from the
+//! reader's next SEDP announcement: samples written before that arrives meet the old ones, so
+//! one that only the new parameters pass may be skipped.
+//!
 //! Cost: a reader without a filter pays one atomic load per sample (`OnceLock::get`).
 //! A filtered reader decodes each arriving sample once to evaluate it, on the receive thread.
 //!

@@ -815,6 +815,7 @@ impl DiscoveryRuntime {
                 multicast: Locators::new(),
                 consensus,
                 writer_terms: writer_terms(info),
+                content_filter: None,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -844,6 +845,10 @@ impl DiscoveryRuntime {
             multicast,
             consensus,
             writer_terms: writer_terms(info),
+            content_filter: match info {
+                RemoteEndpointInfo::Reader(r) => r.content_filter.clone(),
+                RemoteEndpointInfo::Writer(_) => None,
+            },
         }
     }
 }

@@ -54,7 +54,7 @@ mod multicast;
 pub mod store;
 pub mod transmit;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -200,6 +200,9 @@ pub struct WriterCounters {
     /// Times loss made the writer drop to unfragmented (path-MTU) datagrams (see the
     /// `adapt` module: large IP-fragmented datagrams do not survive a lossy path).
     pub datagram_reductions: u64,
+    /// Samples not sent to a reader because its content filter drops them (writer-side
+    /// filtering; each reader counted).
+    pub samples_filtered: u64,
 }
 
 /// Most NACK_FRAG requests queued per reader; more are dropped (the reader will ask again).
@@ -375,6 +378,10 @@ struct Shared {
     flow_window: i64,
     /// `ack_every` before flow control narrowed it.
     base_ack_every: i64,
+    /// Writer-side content filtering: the samples that some readers' filters drop, with
+    /// those readers ([`WriterCore::filter_out`]); a reader's own stream gets a GAP (reliable)
+    /// or nothing (best effort) for them. Empty unless a matched reader announced a filter.
+    filtered_out: BTreeMap<SequenceNumber, Arc<[Guid]>>,
 }
 
 /// The state machine of one RTPS writer. See the [module docs](self).
@@ -420,6 +427,7 @@ impl WriterCore {
                 base_ack_every: ack_every,
                 gc_needed: false,
                 flow_window: i64::MAX,
+                filtered_out: BTreeMap::new(),
                 cfg,
             },
             readers: Vec::new(),
@@ -800,6 +808,30 @@ impl WriterCore {
             self.next_hb = Some(now + self.sh.cfg.heartbeat_period);
         }
         Ok(seq)
+    }
+
+    /// Writer-side content filtering: sample `seq` (just written, before the next
+    /// [`WriterCore::poll_transmit_into`]) is not for `readers`, whose filters drop it. Each
+    /// such reader that the writer serves alone gets a GAP instead (reliable) or nothing
+    /// (best effort); a reader reached through a multicast group still gets the DATA (readers
+    /// filter for themselves anyway). Entries go when their sample leaves the history.
+    pub fn filter_out(&mut self, seq: SequenceNumber, readers: Arc<[Guid]>) {
+        let sh = &mut self.sh;
+        match sh.history.first_seq() {
+            Some(f)
+                if sh
+                    .filtered_out
+                    .first_key_value()
+                    .is_some_and(|(k, _)| *k < f) =>
+            {
+                sh.filtered_out = sh.filtered_out.split_off(&f);
+            }
+            None => sh.filtered_out.clear(),
+            _ => {}
+        }
+        if !readers.is_empty() && sh.history.get(seq).is_some() {
+            sh.filtered_out.insert(seq, readers);
+        }
     }
 
     /// Handles an ACKNACK from reader `(src, an.reader_id)`. Returns true when the
