@@ -128,7 +128,10 @@ fn filtered_and_plain_readers_over_udp() {
         if w.protocol_counters().samples_filtered > before {
             break;
         }
-        assert!(Instant::now() < deadline, "the writer never learnt the new parameters");
+        assert!(
+            Instant::now() < deadline,
+            "the writer never learnt the new parameters"
+        );
     }
     for seq in 1000..1200 {
         write(seq);
