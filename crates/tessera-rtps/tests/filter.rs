@@ -277,3 +277,49 @@ proptest! {
         }
     }
 }
+
+/// A hand-written type: no member access unless it writes one.
+struct Manual(u32);
+
+impl CdrType for Manual {
+    const MIN_SIZE: usize = 4;
+    const KEY_EXTENT: tessera_rtps::cdr::KeyExtent = tessera_rtps::cdr::extent_primitive(4);
+    fn type_desc() -> tessera_rtps::xtypes::TypeDesc {
+        use tessera_rtps::xtypes::{Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc};
+        TypeDesc::Struct(std::sync::Arc::new(StructDesc {
+            name: "Manual".into(),
+            extensibility: Extensibility::Final,
+            members: vec![MemberDesc::new(
+                "v",
+                0,
+                TypeDesc::Primitive(Primitive::UInt32),
+            )],
+        }))
+    }
+    fn write_cdr(&self, w: &mut tessera_rtps::cdr::CdrWriter<'_>) {
+        w.write_u32(self.0)
+    }
+    fn read_cdr(
+        r: &mut tessera_rtps::cdr::CdrReader<'_>,
+    ) -> Result<Self, tessera_rtps::cdr::CdrError> {
+        r.read_u32().map(Manual)
+    }
+    fn transcode_cdr_key(
+        r: &mut tessera_rtps::cdr::CdrReader<'_>,
+        w: &mut tessera_rtps::cdr::CdrWriter<'_>,
+    ) -> Result<(), tessera_rtps::cdr::CdrError> {
+        w.write_u32(r.read_u32()?);
+        Ok(())
+    }
+}
+
+#[test]
+fn hand_written_types_report_not_filterable() {
+    const { assert!(!<Manual as CdrType>::FILTERABLE) };
+    // The expression fits the type's description, but the type gives no values.
+    let f = Filter::new("v = 1", &Manual::type_desc(), &[]).unwrap();
+    assert_eq!(
+        f.matches_sample(&Manual(1)),
+        Err(tessera_rtps::filter::NotFilterable)
+    );
+}

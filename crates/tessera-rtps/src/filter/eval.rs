@@ -108,17 +108,26 @@ fn char_vs_str(c: char, s: &str) -> Ordering {
 }
 
 /// SQL LIKE: `%` matches any run of characters (none included), `_` exactly one. Greedy with
-/// one backtrack point (the last `%`), so O(len(text) × len(pattern)) at worst.
+/// one backtrack point (the last `%`), so O(len(text) × len(pattern)) at worst. ASCII text is
+/// matched byte by byte without allocating; other text character by character.
 pub(crate) fn like(text: &str, pattern: &str) -> bool {
-    let t: Vec<char> = text.chars().collect();
-    let p: Vec<char> = pattern.chars().collect();
+    if text.is_ascii() && pattern.is_ascii() {
+        like_in(text.as_bytes(), pattern.as_bytes(), b'%', b'_')
+    } else {
+        let t: Vec<char> = text.chars().collect();
+        let p: Vec<char> = pattern.chars().collect();
+        like_in(&t, &p, '%', '_')
+    }
+}
+
+fn like_in<C: PartialEq + Copy>(t: &[C], p: &[C], any_run: C, any_one: C) -> bool {
     let (mut ti, mut pi) = (0, 0);
     let mut star: Option<(usize, usize)> = None;
     while ti < t.len() {
-        if pi < p.len() && (p[pi] == '_' || (p[pi] != '%' && p[pi] == t[ti])) {
+        if pi < p.len() && (p[pi] == any_one || (p[pi] != any_run && p[pi] == t[ti])) {
             ti += 1;
             pi += 1;
-        } else if pi < p.len() && p[pi] == '%' {
+        } else if pi < p.len() && p[pi] == any_run {
             star = Some((pi, ti));
             pi += 1;
         } else if let Some((sp, st)) = star {
@@ -129,5 +138,5 @@ pub(crate) fn like(text: &str, pattern: &str) -> bool {
             return false;
         }
     }
-    p[pi..].iter().all(|&c| c == '%')
+    p[pi..].iter().all(|&c| c == any_run)
 }

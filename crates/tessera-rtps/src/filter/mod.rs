@@ -1,7 +1,7 @@
 //! Content filters and query expressions: the SQL subset of DDS 1.4 Annex B, sans-IO.
 //!
 //! An expression such as `x > %0 AND color = 'RED' AND name LIKE 'sensor_%'` is lexed and
-//! parsed with columns ([`parse`]), then checked against the type it filters (its XTypes
+//! parsed with columns, then checked against the type it filters (its XTypes
 //! description, [`crate::xtypes::TypeDesc`]): every member path must exist and end on a
 //! primitive, string or enum, and each literal must suit the member it meets. The result, a
 //! [`Filter`], evaluates samples through [`FilterSubject`] (member path → [`Value`]), which
