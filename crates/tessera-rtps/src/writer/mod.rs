@@ -832,6 +832,13 @@ impl WriterCore {
         if !readers.is_empty() && sh.history.get(seq).is_some() {
             sh.filtered_out.insert(seq, readers);
         }
+        // KEEP_LAST replaces samples in the middle of the history (an old instance may keep
+        // the first number low): sweep out the entries of samples gone once they are as many
+        // as those held, so the map stays within twice the history (amortized O(1)).
+        if sh.filtered_out.len() > 2 * sh.history.len() + 64 {
+            let history = &sh.history;
+            sh.filtered_out.retain(|s, _| history.get(*s).is_some());
+        }
     }
 
     /// Handles an ACKNACK from reader `(src, an.reader_id)`. Returns true when the

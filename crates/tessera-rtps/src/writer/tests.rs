@@ -506,3 +506,24 @@ fn filtered_entries_leave_with_their_samples() {
     w.filter_out(4, Arc::from([]));
     assert!(w.sh.filtered_out.is_empty());
 }
+
+#[test]
+fn filtered_entries_stay_bounded_under_keep_last() {
+    // Instance 1 written once keeps the history's first number at 1; instance 2 is replaced
+    // at every write. The entries of replaced samples must not pile up.
+    let mut w = writer(|c| c.history = HistoryKind::KeepLast(1));
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    sync(&mut w, 1, now);
+    w.write(pl(8), Some([1; 16]), 0, false, None, now).unwrap();
+    for _ in 0..10_000 {
+        let seq = w.write(pl(8), Some([2; 16]), 0, false, None, now).unwrap();
+        w.filter_out(seq, Arc::from([rguid()]));
+    }
+    assert_eq!(w.history_len(), 2);
+    assert!(
+        w.sh.filtered_out.len() <= 2 * 2 + 64 + 1,
+        "{}",
+        w.sh.filtered_out.len()
+    );
+}
