@@ -173,6 +173,8 @@ impl LocatorSelector for Transports {
 pub(crate) struct EndpointTopic<'a> {
     pub topic_name: &'a str,
     pub type_name: &'a str,
+    /// A reader's content filter (PID_CONTENT_FILTER_PROPERTY).
+    pub content_filter: Option<&'a tessera_rtps::discovery::ContentFilterProperty>,
 }
 
 pub(crate) struct DiscoveryRuntime {
@@ -624,6 +626,7 @@ impl DiscoveryRuntime {
         let mut data =
             DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
+        data.content_filter = topic.content_filter.cloned();
         data.type_information = self.types.get(topic.type_name).cloned();
         if let Some(t) = &data.type_information {
             self.local_types
@@ -936,6 +939,7 @@ impl DiscoveryRuntime {
                 multicast: Locators::new(),
                 consensus,
                 writer_terms: writer_terms(info),
+                content_filter: None,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -965,6 +969,10 @@ impl DiscoveryRuntime {
             multicast,
             consensus,
             writer_terms: writer_terms(info),
+            content_filter: match info {
+                RemoteEndpointInfo::Reader(r) => r.content_filter.clone(),
+                RemoteEndpointInfo::Writer(_) => None,
+            },
         }
     }
 }

@@ -29,6 +29,7 @@
 //! [`Transmit`]: crate::writer::Transmit
 
 mod builtin;
+mod content_filter;
 mod data;
 mod db;
 mod ds_client;
@@ -42,6 +43,7 @@ mod simple;
 mod topics;
 mod typelookup;
 
+pub use content_filter::{ContentFilterProperty, MAX_FILTER_PARAMETERS};
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
     DiscoveredReaderData, DiscoveredWriterData, SpdpParticipantData, StatusInfo,

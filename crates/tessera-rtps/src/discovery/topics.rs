@@ -226,6 +226,8 @@ pub struct SubscriptionBuiltinTopicData {
     pub expects_inline_qos: bool,
     /// Its entity name, if any.
     pub entity_name: Option<String>,
+    /// The content filter it announced (a reader of a content-filtered topic), if any.
+    pub content_filter: Option<super::ContentFilterProperty>,
 }
 
 impl From<&DiscoveredReaderData> for SubscriptionBuiltinTopicData {
@@ -241,6 +243,7 @@ impl From<&DiscoveredReaderData> for SubscriptionBuiltinTopicData {
             multicast_locators: r.multicast_locators.clone(),
             expects_inline_qos: r.expects_inline_qos,
             entity_name: r.entity_name.clone(),
+            content_filter: r.content_filter.clone(),
         }
     }
 }
@@ -259,6 +262,7 @@ impl From<&SubscriptionBuiltinTopicData> for DiscoveredReaderData {
             entity_name: s.entity_name.clone(),
             type_information: s.type_information.clone(),
             type_information_rejected: false,
+            content_filter: s.content_filter.clone(),
         }
     }
 }
