@@ -787,14 +787,14 @@ impl ParticipantShared {
             if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != self.guid_prefix {
                 continue;
             }
-            let (writer_side, entity) = match &rs.submessage {
-                Submessage::Data(d) => (false, d.writer_id),
-                Submessage::DataFrag(d) => (false, d.writer_id),
-                Submessage::Heartbeat(h) => (false, h.writer_id),
-                Submessage::HeartbeatFrag(h) => (false, h.writer_id),
-                Submessage::Gap(g) => (false, g.writer_id),
-                Submessage::AckNack(a) => (true, a.writer_id),
-                Submessage::NackFrag(n) => (true, n.writer_id),
+            let (writer_side, entity, to) = match &rs.submessage {
+                Submessage::Data(d) => (false, d.writer_id, d.reader_id),
+                Submessage::DataFrag(d) => (false, d.writer_id, d.reader_id),
+                Submessage::Heartbeat(h) => (false, h.writer_id, h.reader_id),
+                Submessage::HeartbeatFrag(h) => (false, h.writer_id, h.reader_id),
+                Submessage::Gap(g) => (false, g.writer_id, g.reader_id),
+                Submessage::AckNack(a) => (true, a.writer_id, a.reader_id),
+                Submessage::NackFrag(n) => (true, n.writer_id, n.reader_id),
                 _ => continue,
             };
             if entity.is_builtin() {
@@ -819,7 +819,12 @@ impl ParticipantShared {
                 let readers = self.endpoints.read().readers_of(&remote);
                 match readers {
                     Some(readers) => {
-                        for r in readers.iter() {
+                        // A submessage addressed to one reader is for it alone: a GAP of
+                        // writer-side content filtering must not reach the reader beside it.
+                        for r in readers
+                            .iter()
+                            .filter(|r| to == EntityId::UNKNOWN || r.guid().entity_id == to)
+                        {
                             r.handle(&self.ctx, &rs, now);
                         }
                     }
@@ -903,6 +908,7 @@ impl ParticipantShared {
                         r.incompatible(&policies);
                     }
                 }
+                MatchAction::Builtin(n) => n.run(&self.ctx),
                 MatchAction::LivelinessAsserted { prefix, manual } => {
                     let readers: Vec<_> = self.endpoints.read().readers.values().cloned().collect();
                     for r in readers {

@@ -96,6 +96,8 @@ pub enum DiscoveryEvent {
     },
     /// A remote endpoint was announced for the first time.
     RemoteEndpointDiscovered(RemoteEndpointInfo),
+    /// A known remote endpoint re-announced itself with different data (QoS, locators).
+    RemoteEndpointUpdated(RemoteEndpointInfo),
     /// A remote endpoint is gone (disposed, or its participant lost).
     RemoteEndpointLost {
         /// Its GUID.
@@ -560,7 +562,10 @@ impl DiscoveryDb {
             Some(e) if e.announced == data => return,
             Some(e) => {
                 e.announced = data;
-                e.effective = effective;
+                e.effective = effective.clone();
+                self.events.push_back(DiscoveryEvent::RemoteEndpointUpdated(
+                    RemoteEndpointInfo::Writer(effective),
+                ));
                 true
             }
             None => {
@@ -599,7 +604,10 @@ impl DiscoveryDb {
             Some(e) if e.announced == data => return,
             Some(e) => {
                 e.announced = data;
-                e.effective = effective;
+                e.effective = effective.clone();
+                self.events.push_back(DiscoveryEvent::RemoteEndpointUpdated(
+                    RemoteEndpointInfo::Reader(effective),
+                ));
                 true
             }
             None => {

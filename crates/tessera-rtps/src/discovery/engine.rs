@@ -57,6 +57,13 @@ pub enum EngineEvent {
         /// Lease expiry or its own dispose.
         reason: LostReason,
     },
+    /// A remote writer or reader was announced, or re-announced with different data (what
+    /// the DCPSPublication and DCPSSubscription built-in topics show), whether or not it
+    /// matches a local endpoint. Comes before its `Matched`.
+    RemoteEndpoint(RemoteEndpointInfo),
+    /// A remote writer or reader is gone (disposed, or its participant lost). Comes after its
+    /// `Unmatched` events.
+    RemoteEndpointLost(Guid),
     /// A local endpoint now matches a remote one.
     Matched {
         /// The local writer or reader.
