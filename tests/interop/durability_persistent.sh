@@ -6,12 +6,16 @@
 # with the original writer's GUID. Then damaged stores: the service refuses to start with a
 # message naming the file (no panic).
 #
-# Binaries (debug by default; BUILD_DIR=target/release for release ones):
-#   cargo build -p tessera-durability --bins --examples
+# Binaries: the release ones when built (scripts/test builds them), else the debug ones
+# (cargo build -p tessera-durability --bins --examples); BUILD_DIR overrides.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 
-BUILD_DIR="${BUILD_DIR:-$REPO_ROOT/target/debug}"
+if [[ -z "${BUILD_DIR:-}" ]]; then
+    BUILD_DIR="$REPO_ROOT/target/debug"
+    [[ -x "$REPO_ROOT/target/release/tessera-durability" &&
+        -x "$REPO_ROOT/target/release/examples/durable_peer" ]] && BUILD_DIR="$REPO_ROOT/target/release"
+fi
 SERVICE="$BUILD_DIR/tessera-durability"
 PEER="$BUILD_DIR/examples/durable_peer"
 [[ -x "$SERVICE" && -x "$PEER" ]] ||

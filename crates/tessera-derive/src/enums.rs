@@ -102,6 +102,20 @@ pub(crate) fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                     }))
                 }
 
+                const FILTERABLE: bool = true;
+
+                fn filter_value(
+                    &self,
+                    __path: &[__cdr::__filter::Step],
+                ) -> ::core::result::Result<__cdr::__filter::Value<'_>, __cdr::__filter::NotFilterable> {
+                    if !__path.is_empty() {
+                        return ::core::result::Result::Err(__cdr::__filter::NotFilterable);
+                    }
+                    ::core::result::Result::Ok(__cdr::__filter::Value::Enum(
+                        match self { #( Self::#idents => #values, )* },
+                    ))
+                }
+
                 #[inline]
                 fn write_cdr(&self, w: &mut __cdr::CdrWriter<'_>) {
                     w.write_i32(match self { #( Self::#idents => #values, )* });

@@ -57,6 +57,11 @@
 //! `TopicType::type_bundle` builds its minimal and complete TypeObjects, identifiers and
 //! TypeInformation: what SEDP announces and the TypeLookup service serves.
 //!
+//! Every derived type (and enum) also gives content filters and query conditions its member
+//! values (`CdrType::filter_value`, by member index along a path that the filter resolved
+//! against `type_desc`; an absent optional member is `Value::Absent`), and is `FILTERABLE`
+//! when all its member types are.
+//!
 //! Generated code names the runtime as `::tessera::rtps::cdr`. Code depending on
 //! `tessera-rtps` directly (without `tessera`) sets the path with
 //! `#[topic(cdr_path = "::tessera_rtps::cdr")]`.
@@ -412,6 +417,23 @@ fn generate(
         }
     });
 
+    // Member access for content filters: by declaration index, as the filter resolved the
+    // path against `type_desc` (whose members are in declaration order).
+    let inner_types: Vec<_> = members.iter().map(|m| &m.inner).collect();
+    let filter_arms = members.iter().enumerate().map(|(i, m)| {
+        let (ident, inner) = (&m.ident, &m.inner);
+        let i = u32::try_from(i).unwrap_or(u32::MAX);
+        if m.optional {
+            quote! {
+                #i => match &self.#ident {
+                    ::core::option::Option::Some(v) => <#inner as __cdr::CdrType>::filter_value(v, __rest),
+                    ::core::option::Option::None => ::core::result::Result::Ok(__cdr::__filter::Value::Absent),
+                },
+            }
+        } else {
+            quote!(#i => <#inner as __cdr::CdrType>::filter_value(&self.#ident, __rest),)
+        }
+    });
     // Reading one member of a final/appendable struct, and skipping it.
     let read_in_order = members.iter().map(|m| {
         let (ident, ty, inner) = (&m.ident, &m.ty, &m.inner);
@@ -629,6 +651,21 @@ fn generate(
                         extensibility: __xt::Extensibility::#ext_variant,
                         members: ::std::vec![ #( #descs )* ],
                     }))
+                }
+
+                const FILTERABLE: bool = true #( && <#inner_types as __cdr::CdrType>::FILTERABLE )*;
+
+                fn filter_value(
+                    &self,
+                    __path: &[__cdr::__filter::Step],
+                ) -> ::core::result::Result<__cdr::__filter::Value<'_>, __cdr::__filter::NotFilterable> {
+                    match __path.split_first() {
+                        ::core::option::Option::Some((__cdr::__filter::Step::Member { index, .. }, __rest)) => match *index {
+                            #( #filter_arms )*
+                            _ => ::core::result::Result::Err(__cdr::__filter::NotFilterable),
+                        },
+                        _ => ::core::result::Result::Err(__cdr::__filter::NotFilterable),
+                    }
                 }
 
                 #[inline]

@@ -19,6 +19,7 @@ pub mod budget;
 pub mod cdr;
 pub mod discovery;
 pub mod fasthash;
+pub mod filter;
 pub mod frag;
 pub mod qos;
 pub mod reader;

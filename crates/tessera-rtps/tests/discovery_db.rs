@@ -53,6 +53,7 @@ fn kinds(ev: &[DiscoveryEvent]) -> Vec<String> {
                 format!("plost {} {reason:?}", prefix.0[0])
             }
             DiscoveryEvent::RemoteEndpointDiscovered(r) => format!("edisc {:?}", r.guid()),
+            DiscoveryEvent::RemoteEndpointUpdated(r) => format!("eupd {:?}", r.guid()),
             DiscoveryEvent::RemoteEndpointLost { guid } => format!("elost {guid:?}"),
             DiscoveryEvent::Matched { local, remote } => {
                 format!("match {local:?} {:?}", remote.guid())
@@ -240,6 +241,7 @@ fn incompatible_reliability_is_reported_once() {
     assert_eq!(
         kinds(&ev),
         vec![
+            format!("eupd {:?}", rr.guid),
             format!("unmatch {:?} {:?}", lw.guid, rr.guid),
             format!("incompat {:?} {:?} [Reliability]", lw.guid, rr.guid),
         ]
@@ -291,6 +293,7 @@ fn partitions_with_wildcards() {
     let mut k = kinds(&ev);
     k.sort();
     let mut expect = vec![
+        format!("eupd {:?}", rr.guid),
         format!("unmatch {:?} {:?}", lw_wild.guid, rr.guid),
         format!("unmatch {:?} {:?}", lw_also_wild.guid, rr.guid),
         format!("match {:?} {:?}", lw_plain.guid, rr.guid),

@@ -593,3 +593,39 @@ fn a_changed_participant_announcement_is_reported() {
     });
     assert_eq!(updated, Some(b"v2".to_vec()));
 }
+
+/// Every remote endpoint reaches the runtime (the built-in topics), matched or not: before its
+/// match, again when re-announced, and as lost after its unmatch.
+#[test]
+fn remote_endpoints_are_reported_whether_or_not_they_match() {
+    let mut x = Exchange::new(2, LEASE);
+    let (wg, rg) = x.writer_on_0_reader_on_1(Duration::from_millis(100));
+    let ev = x.events(1).to_vec();
+    let announced = ev
+        .iter()
+        .position(|e| matches!(e, EngineEvent::RemoteEndpoint(i) if i.guid() == wg))
+        .expect("the remote writer reported");
+    let matched = ev
+        .iter()
+        .position(|e| matches!(e, EngineEvent::Matched { remote, .. } if remote.guid() == wg))
+        .expect("matched");
+    assert!(announced < matched);
+    // The writer's node hears of the reader too.
+    assert!(x
+        .events(0)
+        .iter()
+        .any(|e| matches!(e, EngineEvent::RemoteEndpoint(i) if i.guid() == rg)));
+    x.nodes[0].engine.shutdown(x.now);
+    x.collect(0);
+    x.deliver_all();
+    let ev = x.events(1).to_vec();
+    let unmatched = ev
+        .iter()
+        .position(|e| matches!(e, EngineEvent::Unmatched { remote, .. } if *remote == wg))
+        .expect("unmatched");
+    let lost = ev
+        .iter()
+        .position(|e| *e == EngineEvent::RemoteEndpointLost(wg))
+        .expect("the remote writer reported lost");
+    assert!(unmatched < lost);
+}

@@ -83,6 +83,8 @@ pub enum ConditionKind {
     Status,
     /// A reader has samples matching given states.
     Read,
+    /// A reader has samples matching given states whose data passes a query expression.
+    Query,
 }
 
 impl std::fmt::Debug for Condition {

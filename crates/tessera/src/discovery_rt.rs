@@ -10,6 +10,7 @@
 //! the per-sample data path, and knows nothing of `Topic<T>` or user types.
 
 use crate::bounds::{Budgets, EventFanout};
+use crate::builtin::{BuiltinNotify, Discovered, Ignore};
 use crate::endpoint::RemoteEndpoint;
 use crate::outbox;
 use crate::participant::ParticipantShared;
@@ -67,6 +68,8 @@ pub(crate) enum MatchAction {
         prefix: GuidPrefix,
         manual: bool,
     },
+    /// A built-in reader's history changed: wake its conditions and listener.
+    Builtin(BuiltinNotify),
 }
 
 /// Participant settings that change what discovery announces and matches.
@@ -170,6 +173,8 @@ impl LocatorSelector for Transports {
 pub(crate) struct EndpointTopic<'a> {
     pub topic_name: &'a str,
     pub type_name: &'a str,
+    /// A reader's content filter (PID_CONTENT_FILTER_PROPERTY).
+    pub content_filter: Option<&'a tessera_rtps::discovery::ContentFilterProperty>,
 }
 
 pub(crate) struct DiscoveryRuntime {
@@ -207,6 +212,8 @@ pub(crate) struct DiscoveryRuntime {
     refused: std::collections::HashSet<(Guid, Guid)>,
     /// Local AUTOMATIC writers with a finite lease: the engine asserts them for the shortest.
     automatic_leases: Vec<(Guid, std::time::Duration)>,
+    /// Remote announcements, ignored entities, the built-in readers (`builtin`).
+    seen: Discovered,
 }
 
 /// The action ending a local endpoint's match with a remote one (not a liveliness loss).
@@ -349,6 +356,58 @@ impl DiscoveryRuntime {
             local_types: HashMap::new(),
             pending: HashMap::new(),
             refused: Default::default(),
+            seen: Discovered::default(),
+        }
+    }
+
+    /// Remote announcements, ignored entities and the built-in readers.
+    pub fn discovered_mut(&mut self) -> &mut Discovered {
+        &mut self.seen
+    }
+
+    /// The TypeObjects of `ids` known now (ours, or peers' received and verified); those
+    /// not known are asked of every peer (again after a second) and come later. `None` when
+    /// type information is off.
+    pub fn fetch_types(
+        &mut self,
+        p: &ParticipantShared,
+        ids: &[tessera_rtps::xtypes::TypeIdentifier],
+        now: Instant,
+    ) -> Option<Vec<Option<tessera_rtps::xtypes::TypeObject>>> {
+        let tl = self.type_lookup.as_mut()?;
+        let found: Vec<_> = ids.iter().map(|id| tl.resolve(id)).collect();
+        let missing: Vec<_> = ids
+            .iter()
+            .zip(&found)
+            .filter(|(_, f)| f.is_none())
+            .map(|(id, _)| id.clone())
+            .collect();
+        if !missing.is_empty() && tl.request(&missing, now) {
+            self.flush(p, now);
+        }
+        Some(found)
+    }
+
+    /// What a remote endpoint, or one of this participant's, announced.
+    pub fn endpoint_data(&self, guid: Guid) -> Option<RemoteEndpointInfo> {
+        if let Some(i) = self.seen.remote_endpoint(guid) {
+            return Some(i.clone());
+        }
+        let m = self.local.as_ref()?;
+        if guid.entity_id.is_writer() {
+            m.writer(guid).cloned().map(RemoteEndpointInfo::Writer)
+        } else {
+            m.reader(guid).cloned().map(RemoteEndpointInfo::Reader)
+        }
+    }
+
+    /// `ignore_*`: the entity is forgotten and its matches end (the engine's own unmatch of
+    /// them, if it comes, is then not passed on).
+    pub fn ignore(&mut self, which: Ignore, out: &mut Vec<MatchAction>) {
+        for (local, remote) in self.seen.ignore(which, out) {
+            self.pending.remove(&(local, remote));
+            self.refused.insert((local, remote));
+            out.push(unmatch(local, remote));
         }
     }
 
@@ -370,6 +429,10 @@ impl DiscoveryRuntime {
 
     /// The type name and TypeInformation of each remote writer and reader on `topic`, writers
     /// first (`DomainParticipant::discover_type`).
+    pub fn remote_endpoints(&self) -> Vec<RemoteEndpointInfo> {
+        self.engine.remote_endpoints()
+    }
+
     pub fn remote_types_on_topic(
         &self,
         topic: &str,
@@ -572,6 +635,7 @@ impl DiscoveryRuntime {
         let mut data =
             DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
+        data.content_filter = topic.content_filter.cloned();
         data.type_information = self.types.get(topic.type_name).cloned();
         if let Some(t) = &data.type_information {
             self.local_types
@@ -655,6 +719,9 @@ impl DiscoveryRuntime {
             match ev {
                 EngineEvent::ParticipantDiscovered(data) => {
                     tracing::debug!(peer = ?data.guid_prefix, "discovered participant");
+                    if !self.seen.participant(&data, out) {
+                        continue;
+                    }
                     let info = ParticipantInfo {
                         guid: Guid::new(data.guid_prefix, EntityId::PARTICIPANT),
                         vendor: data.vendor_id,
@@ -679,6 +746,9 @@ impl DiscoveryRuntime {
                 // Kept current for `participants()`, as before; watchers hear only of arrivals
                 // and departures.
                 EngineEvent::ParticipantUpdated(data) => {
+                    if !self.seen.participant(&data, out) {
+                        continue;
+                    }
                     if let Some(info) = self.participants.get_mut(&data.guid_prefix) {
                         info.vendor = data.vendor_id;
                         info.user_data.clone_from(&data.user_data);
@@ -686,6 +756,7 @@ impl DiscoveryRuntime {
                 }
                 EngineEvent::ParticipantLost { prefix, reason } => {
                     tracing::debug!(peer = ?prefix, ?reason, "participant lost");
+                    self.seen.participant_lost(prefix, out);
                     if let Some(t) = &mut self.type_lookup {
                         t.remove_peer(prefix);
                     }
@@ -700,6 +771,9 @@ impl DiscoveryRuntime {
                 EngineEvent::Matched { local, remote }
                 | EngineEvent::MatchUpdated { local, remote } => {
                     let key = (local, remote.guid());
+                    if self.seen.refuses(&remote) {
+                        continue;
+                    }
                     match self.type_verdict(local, &remote) {
                         Assignability::Assignable => {
                             self.pending.remove(&key);
@@ -708,6 +782,7 @@ impl DiscoveryRuntime {
                         Assignability::NotAssignable => {
                             tracing::debug!(?local, remote = ?key.1, "types not assignable: no match");
                             if self.pending.remove(&key).is_some() {
+                                self.seen.record_match(local, key.1, false);
                                 out.push(unmatch(local, key.1));
                             }
                             self.refused.insert(key);
@@ -725,6 +800,7 @@ impl DiscoveryRuntime {
                         }
                     }
                     let r = self.remote_endpoint(local, &remote);
+                    self.seen.record_match(local, key.1, true);
                     out.push(if local.entity_id.is_writer() {
                         MatchAction::MatchWriter { local, remote: r }
                     } else {
@@ -745,6 +821,7 @@ impl DiscoveryRuntime {
                     lost,
                 } => {
                     self.pending.remove(&(local, remote));
+                    self.seen.record_match(local, remote, false);
                     out.push(if local.entity_id.is_writer() {
                         MatchAction::UnmatchWriter { local, remote }
                     } else {
@@ -755,6 +832,10 @@ impl DiscoveryRuntime {
                         }
                     })
                 }
+                EngineEvent::RemoteEndpoint(info) => {
+                    self.seen.endpoint(&info, out);
+                }
+                EngineEvent::RemoteEndpointLost(guid) => self.seen.endpoint_lost(guid, out),
                 EngineEvent::LivelinessAsserted { prefix, manual } => {
                     tracing::trace!(peer = ?prefix, manual, "participant asserted liveliness");
                     out.push(MatchAction::LivelinessAsserted { prefix, manual });
@@ -821,6 +902,7 @@ impl DiscoveryRuntime {
                 }
                 Assignability::NotAssignable => {
                     tracing::debug!(local = ?key.0, remote = ?key.1, "types not assignable: match ended");
+                    self.seen.record_match(key.0, key.1, false);
                     out.push(unmatch(key.0, key.1));
                     self.refused.insert(key);
                 }
@@ -866,6 +948,7 @@ impl DiscoveryRuntime {
                 multicast: Locators::new(),
                 consensus,
                 writer_terms: writer_terms(info),
+                content_filter: None,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -895,6 +978,10 @@ impl DiscoveryRuntime {
             multicast,
             consensus,
             writer_terms: writer_terms(info),
+            content_filter: match info {
+                RemoteEndpointInfo::Reader(r) => r.content_filter.clone(),
+                RemoteEndpointInfo::Writer(_) => None,
+            },
         }
     }
 }

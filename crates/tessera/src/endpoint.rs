@@ -29,6 +29,9 @@ pub(crate) struct RemoteEndpoint {
     /// A writer's terms that its readers enforce (defaults for a reader): OWNERSHIP_STRENGTH,
     /// LIFESPAN, LIVELINESS.
     pub writer_terms: WriterQosTerms,
+    /// A remote reader's content filter (PID_CONTENT_FILTER_PROPERTY), for writer-side
+    /// filtering; `None` for writers and local readers.
+    pub content_filter: Option<tessera_rtps::discovery::ContentFilterProperty>,
 }
 
 /// The policies of a writer that its readers enforce at run time.

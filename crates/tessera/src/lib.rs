@@ -77,17 +77,21 @@ pub use tessera_rtps::cdr::TopicType;
 #[cfg_attr(not(feature = "atomic"), path = "atomic_off.rs")]
 mod atomic;
 mod bounds;
+pub mod builtin;
 pub mod condition;
+mod content_filter;
 mod discovery_rt;
 pub mod dynamic;
 mod endpoint;
 pub mod error;
 pub mod history;
+pub mod node;
 mod outbox;
 mod participant;
 mod publication;
 mod qos_rt;
 pub mod qos_xml;
+mod query;
 mod reader;
 mod runtime;
 pub mod sample;
@@ -102,7 +106,9 @@ pub mod qos {
 }
 
 pub use bounds::ResourceBounds;
+pub use builtin::BuiltinSubscriber;
 pub use condition::{Condition, ConditionKind, GuardCondition, WaitSet};
+pub use content_filter::{ContentFilteredTopic, TopicDescription};
 pub use discovery_rt::{DiscoveryMode, DiscoveryServer, ParticipantEvent, ParticipantInfo};
 pub use dynamic::{DynamicDataReader, DynamicDataWriter, DynamicTopic, DynamicTypeSupport};
 pub use error::{Error, Result};
@@ -112,6 +118,7 @@ pub use history::{
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
 pub use publication::{DataWriter, DataWriterListener, Publisher, UntypedDataWriter};
 pub use qos_xml::{QosProvider, QosXmlError};
+pub use query::QueryCondition;
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;

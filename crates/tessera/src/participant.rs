@@ -89,6 +89,11 @@ pub struct ParticipantConfig {
     /// `None`: the files named by `TESSERA_QOS_PROFILES` (`;`-separated), read once per
     /// process at the first use.
     pub qos_profiles: Option<Arc<crate::qos_xml::QosProvider>>,
+    /// Attach to the host's node service (`tessera node`, see [`crate::node`]): user data over
+    /// shared memory, discovery on the loopback node plane, the network reached through the
+    /// node. `None`: `TESSERA_NODE` (off when unset). With no live node on the host the
+    /// participant starts decentralized, as if this were off (logged).
+    pub node: Option<bool>,
 }
 
 /// Environment variable for [`ParticipantConfig::type_information`] when it is `None`.
@@ -375,6 +380,8 @@ pub(crate) struct ParticipantShared {
     next_entity_key: AtomicU32,
     /// [`ParticipantConfig::qos_profiles`].
     pub qos_profiles: Option<Arc<crate::qos_xml::QosProvider>>,
+    /// Whether the participant joined the host's node plane ([`ParticipantConfig::node`]).
+    pub node_attached: bool,
 }
 
 impl std::ops::Deref for ParticipantShared {
@@ -460,6 +467,24 @@ impl DomainParticipant {
                 "transport configuration is for another domain".into(),
             ));
         }
+        let mut config = config;
+        let attach = match config.node {
+            Some(on) => on,
+            None => crate::node::node_from_env()?,
+        } && config.in_process.is_none();
+        let node_attached = attach && crate::node::node_running(domain_id).is_some();
+        if node_attached {
+            let plane = crate::node::node_plane_config(domain_id)?;
+            config.udp = plane.udp;
+            config.transports = plane.transports;
+            config.allow_multicast = plane.allow_multicast;
+        } else if attach {
+            tracing::warn!(
+                domain_id,
+                "{}: no node service runs on this host; starting decentralized",
+                crate::node::ENV_NODE
+            );
+        }
         let discovery_mode = match config.discovery {
             Some(m) => m,
             None => DiscoveryMode::from_env()?,
@@ -538,6 +563,7 @@ impl DomainParticipant {
             atomic: crate::atomic::AtomicService::new(guid_prefix),
             next_entity_key: AtomicU32::new(1),
             qos_profiles: config.qos_profiles,
+            node_attached,
         });
         // The receive threads hold the participant weakly so that dropping it stops them.
         let weak = Arc::downgrade(&shared);
@@ -566,6 +592,18 @@ impl DomainParticipant {
 
     pub(crate) fn shared(&self) -> &Arc<ParticipantShared> {
         &self.owner.shared
+    }
+
+    /// Whether this participant is attached to the host's node service (it asked to, through
+    /// [`ParticipantConfig::node`] or `TESSERA_NODE`, and a node was running when it started).
+    pub fn attached_to_node(&self) -> bool {
+        self.owner.shared.node_attached
+    }
+
+    /// The remote writers and readers discovered (what a bridge or a node service forwards
+    /// between, and what tools list).
+    pub fn discovered_endpoints(&self) -> Vec<tessera_rtps::discovery::RemoteEndpointInfo> {
+        self.owner.shared.discovery.lock().remote_endpoints()
     }
 
     /// The domain id.
@@ -758,14 +796,14 @@ impl ParticipantShared {
             if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != self.guid_prefix {
                 continue;
             }
-            let (writer_side, entity) = match &rs.submessage {
-                Submessage::Data(d) => (false, d.writer_id),
-                Submessage::DataFrag(d) => (false, d.writer_id),
-                Submessage::Heartbeat(h) => (false, h.writer_id),
-                Submessage::HeartbeatFrag(h) => (false, h.writer_id),
-                Submessage::Gap(g) => (false, g.writer_id),
-                Submessage::AckNack(a) => (true, a.writer_id),
-                Submessage::NackFrag(n) => (true, n.writer_id),
+            let (writer_side, entity, to) = match &rs.submessage {
+                Submessage::Data(d) => (false, d.writer_id, d.reader_id),
+                Submessage::DataFrag(d) => (false, d.writer_id, d.reader_id),
+                Submessage::Heartbeat(h) => (false, h.writer_id, h.reader_id),
+                Submessage::HeartbeatFrag(h) => (false, h.writer_id, h.reader_id),
+                Submessage::Gap(g) => (false, g.writer_id, g.reader_id),
+                Submessage::AckNack(a) => (true, a.writer_id, a.reader_id),
+                Submessage::NackFrag(n) => (true, n.writer_id, n.reader_id),
                 _ => continue,
             };
             if entity.is_builtin() {
@@ -790,7 +828,12 @@ impl ParticipantShared {
                 let readers = self.endpoints.read().readers_of(&remote);
                 match readers {
                     Some(readers) => {
-                        for r in readers.iter() {
+                        // A submessage addressed to one reader is for it alone: a GAP of
+                        // writer-side content filtering must not reach the reader beside it.
+                        for r in readers
+                            .iter()
+                            .filter(|r| to == EntityId::UNKNOWN || r.guid().entity_id == to)
+                        {
                             r.handle(&self.ctx, &rs, now);
                         }
                     }
@@ -874,6 +917,7 @@ impl ParticipantShared {
                         r.incompatible(&policies);
                     }
                 }
+                MatchAction::Builtin(n) => n.run(&self.ctx),
                 MatchAction::LivelinessAsserted { prefix, manual } => {
                     let readers: Vec<_> = self.endpoints.read().readers.values().cloned().collect();
                     for r in readers {

@@ -33,6 +33,7 @@ use tessera_rtps::writer::{WriteError, WriterCore};
 
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
+mod filters;
 mod local;
 mod policies;
 mod publisher;
@@ -144,6 +145,8 @@ pub(crate) struct WriterEndpoint {
     alive: AtomicBool,
     /// Matched remote readers' unicast locators: where a liveliness HEARTBEAT goes.
     reader_locators: Mutex<Vec<(Guid, Locators)>>,
+    /// Matched remote readers' content filters, evaluated at `write` (see [`filters`]).
+    pub(crate) filters: filters::WriterFilters,
 }
 
 /// An instance a writer unregisters: its key hash (none for a keyless topic) and serialized key.
@@ -220,6 +223,7 @@ impl WriterEndpoint {
             last_assert: AtomicU64::new(created),
             alive: AtomicBool::new(true),
             reader_locators: Mutex::new(Vec::new()),
+            filters: Default::default(),
         })
     }
 
@@ -241,7 +245,7 @@ impl WriterEndpoint {
         key_only: bool,
         source_ns: i64,
     ) -> Result<()> {
-        self.submit_relayed(payload, key_hash, status, key_only, source_ns, None)
+        self.submit_with(payload, key_hash, status, key_only, source_ns, None, None)
     }
 
     /// [`Self::submit`] of a sample that stands for `origin` (its original writer and
@@ -253,6 +257,44 @@ impl WriterEndpoint {
         status: u32,
         key_only: bool,
         source_ns: i64,
+        origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
+    ) -> Result<()> {
+        self.submit_with(payload, key_hash, status, key_only, source_ns, None, origin)
+    }
+
+    /// [`WriterEndpoint::submit`] of a sample that the content filters of `filtered_out`
+    /// (remote readers) drop: they get a GAP or nothing for it.
+    pub(crate) fn submit_filtered(
+        &self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+        filtered_out: Option<Arc<[Guid]>>,
+    ) -> Result<()> {
+        self.submit_with(
+            payload,
+            key_hash,
+            status,
+            key_only,
+            source_ns,
+            filtered_out,
+            None,
+        )
+    }
+
+    /// The write path of [`Self::submit`], [`Self::submit_relayed`] and
+    /// [`Self::submit_filtered`].
+    #[allow(clippy::too_many_arguments)]
+    fn submit_with(
+        &self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+        filtered_out: Option<Arc<[Guid]>>,
         origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
     ) -> Result<()> {
         if self.ctx.is_closed() {
@@ -293,7 +335,12 @@ impl WriterEndpoint {
                     origin,
                     now,
                 ) {
-                    Ok(seq) => break seq,
+                    Ok(seq) => {
+                        if let Some(readers) = filtered_out {
+                            core.filter_out(seq, readers);
+                        }
+                        break seq;
+                    }
                     Err(WriteError::HistoryFull) => "history full",
                     Err(e) => return Err(Error::OutOfResources(e.to_string())),
                 }
@@ -630,13 +677,23 @@ impl LocalWriter for WriterEndpoint {
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
         } else {
+            // A reader the writer filters for is served alone: a multicast group gets every
+            // sample (its members filter for themselves).
+            let filtered = self
+                .filters
+                .set(remote.guid, remote.content_filter.as_ref());
+            let multicast = if filtered {
+                Locators::new()
+            } else {
+                remote.multicast
+            };
             let mut core = self.core.lock();
             // Also a re-announcement: the core then takes the new unicast locators and
             // regroups the reader by its new multicast ones (`set_reader_multicast`).
             core.add_reader_with_locators(
                 remote.guid,
                 remote.locators,
-                remote.multicast,
+                multicast,
                 remote.reliable,
                 remote.durable,
                 now,
@@ -646,7 +703,7 @@ impl LocalWriter for WriterEndpoint {
                     .locators
                     .as_slice()
                     .iter()
-                    .chain(remote.multicast.as_slice()),
+                    .chain(multicast.as_slice()),
                 self.reliable,
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
@@ -684,6 +741,7 @@ impl LocalWriter for WriterEndpoint {
             // The last reference to a deleted reader may go here: not under our lock.
             drop(old);
         } else {
+            self.filters.remove(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);
             self.set_path_size(&mut core, None, Some(remote));
@@ -826,7 +884,9 @@ impl<T: TopicType> DataWriter<T> {
             self.ep.track_keyless();
             None
         };
-        self.ep.submit(payload, key_hash, 0, false, source_ns)
+        let filtered_out = self.ep.filters.dropping(sample);
+        self.ep
+            .submit_filtered(payload, key_hash, 0, false, source_ns, filtered_out)
     }
 
     /// Remembers an instance this writer registered or wrote (one hash lookup when known).
@@ -926,6 +986,23 @@ impl<T: TopicType> DataWriter<T> {
     /// GUIDs of the readers currently matched.
     pub fn matched_subscriptions(&self) -> Vec<Guid> {
         self.ep.matched.lock().clone()
+    }
+
+    /// The participant, unless this is a listener's handle (see [`crate::builtin`]).
+    pub(crate) fn owning_participant(&self) -> Option<&DomainParticipant> {
+        self.owner.as_ref().map(|o| &o.participant)
+    }
+
+    /// The handle of the instance of `sample`'s key, if this writer registered or wrote it
+    /// (and has not unregistered it).
+    pub fn lookup_instance(&self, sample: &T) -> Option<InstanceHandle> {
+        let kh = if T::KEYED {
+            cdr::key_hash(sample)
+        } else {
+            [0; 16]
+        };
+        let known = self.ep.instances.lock().contains_key(&kh);
+        known.then(|| instance_handle(&kh))
     }
 
     /// The largest datagram (RTPS header included) this writer sends now: the transport's

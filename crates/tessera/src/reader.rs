@@ -113,6 +113,15 @@ impl UntypedDataReader {
         self.ep.undecodable.load(Ordering::Relaxed)
     }
 
+    /// Samples the reader's content filter kept out of its history (0 for a reader made from
+    /// a plain topic).
+    pub fn filtered_out(&self) -> u64 {
+        self.ep
+            .content_filter
+            .get()
+            .map_or(0, |f| f.dropped.load(Ordering::Relaxed))
+    }
+
     /// The reliability protocol's counters for this reader: samples delivered, refused at
     /// the resource limits, lost, duplicates, ACKNACKs sent, writers asked again after a
     /// `take` made room, ...
@@ -126,7 +135,7 @@ impl UntypedDataReader {
     }
 
     /// Runs `f`, which reads, on the history (autopurged first), then resets DATA_AVAILABLE.
-    fn access<R>(&self, f: impl FnOnce(&mut History<SerializedPayload>) -> R) -> R {
+    pub(crate) fn access<R>(&self, f: impl FnOnce(&mut History<SerializedPayload>) -> R) -> R {
         let out = self.ep.with_history(|h| (f(h), 0));
         self.after_access();
         out
@@ -135,7 +144,7 @@ impl UntypedDataReader {
     /// Runs `f`, which takes, on the history (autopurged first), then resets DATA_AVAILABLE.
     /// `taken` tells how many samples `f`'s result removed: room made for samples the history
     /// refused, which their writers are then asked for again (every take path comes here).
-    fn take_access<R>(
+    pub(crate) fn take_access<R>(
         &self,
         f: impl FnOnce(&mut History<SerializedPayload>) -> R,
         taken: impl FnOnce(&R) -> usize,
@@ -227,6 +236,11 @@ impl UntypedDataReader {
     /// GUIDs of the writers currently matched.
     pub fn matched_publications(&self) -> Vec<tessera_rtps::types::Guid> {
         self.ep.matched.lock().clone()
+    }
+
+    /// The participant, unless this is a listener's or a built-in reader's handle.
+    pub(crate) fn owning_participant(&self) -> Option<&crate::DomainParticipant> {
+        self._owner.as_ref().map(|o| o.participant())
     }
 
     /// A condition that is true while the reader holds samples matching `masks`.
@@ -357,7 +371,7 @@ impl UntypedDataReader {
         n
     }
 
-    fn decoded<T: TopicType>(
+    pub(crate) fn decoded<T: TopicType>(
         &self,
         src: Vec<Sample<SerializedPayload>>,
         recycle: bool,
@@ -371,7 +385,7 @@ impl UntypedDataReader {
 /// A typed data reader: decodes samples at `read`/`take` time. Cheap to clone; the reader is
 /// deleted when the last clone is dropped.
 pub struct DataReader<T: TopicType> {
-    raw: UntypedDataReader,
+    pub(crate) raw: UntypedDataReader,
     _type: PhantomData<fn() -> T>,
 }
 
@@ -430,6 +444,11 @@ impl<T: TopicType> DataReader<T> {
     /// Samples dropped by `read`/`take` because their payload did not decode as `T`.
     pub fn undecodable_samples(&self) -> u64 {
         self.raw.undecodable_samples()
+    }
+
+    /// Samples the reader's content filter kept out of its history.
+    pub fn filtered_out(&self) -> u64 {
+        self.raw.filtered_out()
     }
 
     /// The reliability protocol's counters for this reader (see

@@ -87,6 +87,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
             .collect::<Locators>(),
         multicast: Locators::new(),
         writer_terms: Default::default(),
+        content_filter: None,
     }
 }
 

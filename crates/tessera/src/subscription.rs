@@ -15,6 +15,7 @@ pub use durable::{ReceivedSample, SampleSink};
 use policies::expire_due;
 
 use crate::condition::Notifier;
+use crate::content_filter::{CftShared, ReaderFilter, TopicDescription};
 use crate::endpoint::{LocalHolder, LocalOutcome, LocalReader, RemoteEndpoint};
 use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
@@ -30,11 +31,10 @@ use crate::status::{
     IncompatibleQosStatus, LivelinessChangedStatus, ReaderStatuses, RequestedDeadlineMissedStatus,
     SampleLostStatus, SampleRejectedStatus, StatusMask, SubscriptionMatchedStatus,
 };
-use crate::topic::Topic;
 use crate::TopicType;
 use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
+use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
 use tessera_rtps::qos::ReliabilityKind;
 use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore, Verdict};
@@ -84,12 +84,20 @@ impl Subscriber {
 
     /// Creates a data reader for `topic`. Inconsistent QoS is refused with
     /// [`Error::InconsistentPolicy`].
+    ///
+    /// `topic` is a [`Topic`](crate::Topic) or a [`ContentFilteredTopic`](crate::ContentFilteredTopic),
+    /// whose filter the reader applies to every arriving sample.
     pub fn create_datareader<T: TopicType>(
         &self,
-        topic: &Topic<T>,
+        topic: &impl TopicDescription<T>,
         qos: DataReaderQos,
     ) -> Result<DataReader<T>> {
-        let raw = self.create_reader(&topic.inner, TypedSupport::<T>::arc(), qos)?;
+        let raw = self.create_reader(
+            &topic.topic().inner,
+            TypedSupport::<T>::arc(),
+            qos,
+            topic.content_filter().cloned(),
+        )?;
         Ok(DataReader::from_raw(raw))
     }
 
@@ -97,19 +105,41 @@ impl Subscriber {
     /// `SampleInfo`, without decoding them. It matches writers exactly like a typed reader.
     pub fn create_untyped_datareader<T: TopicType>(
         &self,
-        topic: &Topic<T>,
+        topic: &impl TopicDescription<T>,
         qos: DataReaderQos,
     ) -> Result<UntypedDataReader> {
-        self.create_reader(&topic.inner, TypedSupport::<T>::arc(), qos)
+        self.create_reader(
+            &topic.topic().inner,
+            TypedSupport::<T>::arc(),
+            qos,
+            topic.content_filter().cloned(),
+        )
+    }
+
+    /// Creates an untyped reader of topic `topic_name` whose type is known only through
+    /// `support` (its name, keyedness, key hashes and, if any, XTypes description): for tools
+    /// and bindings without a Rust type. It matches writers like a typed reader of that type.
+    pub fn create_datareader_with_support(
+        &self,
+        topic_name: &str,
+        topic_qos: crate::qos::TopicQos,
+        support: Arc<dyn TypeSupport>,
+        qos: DataReaderQos,
+    ) -> Result<UntypedDataReader> {
+        let topic = self
+            .participant
+            .topic_inner(topic_name, topic_qos, &*support)?;
+        self.create_reader(&topic, support, qos, None)
     }
 
     /// A reader endpoint for `topic` of the type `support` describes (typed, untyped and
-    /// dynamic readers).
+    /// dynamic readers), filtered by `content_filter` if it comes from a content-filtered topic.
     pub(crate) fn create_reader(
         &self,
         topic: &crate::topic::TopicInner,
         support: Arc<dyn TypeSupport>,
         qos: DataReaderQos,
+        content_filter: Option<Arc<CftShared>>,
     ) -> Result<UntypedDataReader> {
         let subscriber_qos = self.group.qos();
         qos.check_consistency()
@@ -123,6 +153,10 @@ impl Subscriber {
         let entity_id = p.new_entity_id(false, support.is_keyed());
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = ReaderEndpoint::new(p.ctx.clone(), guid, support, &qos);
+        if let Some(cf) = &content_filter {
+            // Set before the reader is enabled: no sample arrives unfiltered.
+            let _ = ep.content_filter.set(ReaderFilter::new(cf.clone()));
+        }
         let mut side = tessera_rtps::qos::ReaderSideQos::new(&topic.qos, &subscriber_qos, &qos);
         atomic::setup(
             &p,
@@ -141,7 +175,11 @@ impl Subscriber {
             topic_qos: topic.qos.clone(),
             subscriber: self.group.clone(),
             consensus: side.consensus_endpoint,
+            content_filter,
         });
+        if let Some(cf) = &owner.content_filter {
+            cf.add_reader(&owner);
+        }
         self.group.add(&owner);
         // ENTITY_FACTORY: a subscriber that does not autoenable leaves `enable` to the caller.
         if subscriber_qos.entity_factory.autoenable_created_entities {
@@ -264,6 +302,9 @@ pub(crate) struct ReaderEndpoint {
     sink: parking_lot::RwLock<Option<Arc<dyn SampleSink>>>,
     /// `sink` is set: one load per sample otherwise.
     sink_on: AtomicBool,
+    /// The content filter of a reader made from a content-filtered topic (set once, before
+    /// the reader is enabled).
+    pub(crate) content_filter: OnceLock<ReaderFilter>,
 }
 
 impl ReaderEndpoint {
@@ -309,6 +350,7 @@ impl ReaderEndpoint {
                 .then(|| Mutex::new(durable::Delivered::default())),
             sink: parking_lot::RwLock::new(None),
             sink_on: AtomicBool::new(false),
+            content_filter: OnceLock::new(),
         })
     }
 
@@ -581,6 +623,18 @@ impl ReaderEndpoint {
                     .is_changed();
             }
             return changed;
+        }
+        if let Some(f) = self.content_filter.get() {
+            // Before anything is stored or counted: a sample the filter drops takes no room
+            // and wakes nobody, yet is acknowledged (the caller sees it accepted).
+            match f.passes(&d.payload) {
+                Ok(true) => {}
+                Ok(false) => return false,
+                Err(e) => {
+                    self.count_undecodable(&e);
+                    return false;
+                }
+            }
         }
         // The key hash comes from the payload, not from PID_KEY_HASH: a peer's hash is not
         // trusted to name the instance the data belongs to.
@@ -918,6 +972,8 @@ pub(crate) struct ReaderOwner {
     subscriber: Arc<Group<SubscriberQos, ReaderOwner>>,
     /// An ATOMIC reader's consensus address, announced with it (see [`atomic`]).
     consensus: Option<tessera_rtps::types::Locator>,
+    /// The content-filtered topic the reader was made from, announced with it.
+    content_filter: Option<Arc<CftShared>>,
 }
 
 impl ReaderOwner {
@@ -936,9 +992,19 @@ impl ReaderOwner {
         self.reannounce(&qos);
     }
 
+    pub(crate) fn participant(&self) -> &DomainParticipant {
+        &self.participant
+    }
+
     /// Whether the reader is enabled.
     pub(crate) fn is_enabled(&self) -> bool {
         self.enabled.load(Ordering::Acquire)
+    }
+
+    /// Announces the reader again with its current QoS (its filter's parameters changed).
+    pub(crate) fn reannounce_current(&self) {
+        let qos = self.ep.current_qos.lock().clone();
+        self.reannounce(&qos);
     }
 
     /// Announces the reader (again) with `qos`, which (re-)matches it with every writer; a
@@ -949,12 +1015,14 @@ impl ReaderOwner {
         }
         let p = self.participant.shared();
         let now = Instant::now();
+        let content_filter = self.content_filter.as_ref().map(|c| c.property());
         let actions = p.discovery.lock().add_local_reader(
             p,
             Guid::new(p.guid_prefix, self.entity_id),
             crate::discovery_rt::EndpointTopic {
                 topic_name: &self.topic_name,
                 type_name: &self.type_name,
+                content_filter: content_filter.as_ref(),
             },
             {
                 let mut side = tessera_rtps::qos::ReaderSideQos::new(

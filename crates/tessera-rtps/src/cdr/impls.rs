@@ -4,7 +4,29 @@ use core::mem::MaybeUninit;
 
 use super::traits::{extent_primitive, extent_repeat, extent_then, KeyExtent};
 use super::{CdrError, CdrReader, CdrType, CdrWriter};
+use crate::filter::{NotFilterable, Step, Value};
 use crate::xtypes::{Primitive, TypeDesc};
+
+/// A scalar's value: the path ends here (anything deeper was refused by the checker).
+fn leaf<'a>(path: &[Step], v: Value<'a>) -> Result<Value<'a>, NotFilterable> {
+    if path.is_empty() {
+        Ok(v)
+    } else {
+        Err(NotFilterable)
+    }
+}
+
+/// Element `path[0]` of a sequence or array, then the rest of the path inside it; absent
+/// past the end.
+fn element<'a, T: CdrType>(items: &'a [T], path: &[Step]) -> Result<Value<'a>, NotFilterable> {
+    match path.split_first() {
+        Some((Step::Index(i), rest)) => match items.get(*i as usize) {
+            Some(x) => x.filter_value(rest),
+            None => Ok(Value::Absent),
+        },
+        _ => Err(NotFilterable),
+    }
+}
 
 macro_rules! impl_numeric {
     ($($t:ty => $w:ident, $r:ident, $size:expr, $prim:ident;)*) => {$(
@@ -13,8 +35,12 @@ macro_rules! impl_numeric {
             const KEY_EXTENT: KeyExtent = extent_primitive($size);
             const IS_PRIMITIVE: bool = true;
             const XCDR2_LC: u32 = ($size as u32).trailing_zeros();
+            const FILTERABLE: bool = true;
             fn type_desc() -> TypeDesc {
                 TypeDesc::Primitive(Primitive::$prim)
+            }
+            fn filter_value(&self, path: &[Step]) -> Result<Value<'_>, NotFilterable> {
+                leaf(path, Value::from(*self))
             }
             #[inline]
             fn write_cdr(&self, w: &mut CdrWriter<'_>) {
@@ -54,8 +80,12 @@ impl CdrType for u8 {
     const KEY_EXTENT: KeyExtent = extent_primitive(1);
     const IS_PRIMITIVE: bool = true;
     const XCDR2_LC: u32 = 0;
+    const FILTERABLE: bool = true;
     fn type_desc() -> TypeDesc {
         TypeDesc::Primitive(Primitive::Byte)
+    }
+    fn filter_value(&self, path: &[Step]) -> Result<Value<'_>, NotFilterable> {
+        leaf(path, Value::from(*self))
     }
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
@@ -96,8 +126,12 @@ impl CdrType for String {
     const MIN_SIZE: usize = 4;
     const KEY_EXTENT: KeyExtent = None;
     const XCDR2_LC: u32 = 5;
+    const FILTERABLE: bool = true;
     fn type_desc() -> TypeDesc {
         TypeDesc::String { bound: 0 }
+    }
+    fn filter_value(&self, path: &[Step]) -> Result<Value<'_>, NotFilterable> {
+        leaf(path, Value::from(self.as_str()))
     }
     #[inline]
     fn write_cdr(&self, w: &mut CdrWriter<'_>) {
@@ -153,6 +187,10 @@ pub(crate) fn in_dheader_r<'a, R>(
 /// IDL `sequence<T>` (unbounded). In XCDR2 a DHEADER precedes it unless `T` is primitive.
 impl<T: CdrType> CdrType for Vec<T> {
     const MIN_SIZE: usize = 4;
+    const FILTERABLE: bool = T::FILTERABLE;
+    fn filter_value(&self, path: &[Step]) -> Result<Value<'_>, NotFilterable> {
+        element(self, path)
+    }
     const KEY_EXTENT: KeyExtent = None;
     const XCDR2_LC: u32 = if !T::IS_PRIMITIVE {
         5
@@ -232,6 +270,10 @@ impl<T: CdrType> CdrType for Vec<T> {
 /// the elements are (arrays of) primitives.
 impl<T: CdrType, const N: usize> CdrType for [T; N] {
     const MIN_SIZE: usize = T::MIN_SIZE.saturating_mul(N);
+    const FILTERABLE: bool = T::FILTERABLE;
+    fn filter_value(&self, path: &[Step]) -> Result<Value<'_>, NotFilterable> {
+        element(self, path)
+    }
     const KEY_EXTENT: KeyExtent = if T::IS_FLAT_PRIMITIVE {
         extent_repeat(T::KEY_EXTENT, N)
     } else {

@@ -69,6 +69,8 @@ use crate::wire::encapsulation;
 use crate::xtypes::Extensibility;
 
 #[doc(hidden)]
+pub use crate::filter as __filter;
+#[doc(hidden)]
 pub use crate::xtypes as __xtypes;
 
 /// Size of the encapsulation header in front of every serialized payload.

@@ -119,6 +119,23 @@ pub trait CdrType: Sized {
     /// TypeObject and TypeIdentifier are built from.
     fn type_desc() -> crate::xtypes::TypeDesc;
 
+    /// Whether [`CdrType::filter_value`] answers for every member path of this type: true
+    /// for the primitives, strings, sequences, arrays and derived types made of them; false
+    /// (the default) for hand-written types, which content filters and query conditions
+    /// then refuse.
+    const FILTERABLE: bool = false;
+
+    /// The value at `path` inside this value, for content filters and query conditions
+    /// ([`crate::filter`]); `path` was checked against [`CdrType::type_desc`]. The default
+    /// reports the type not filterable.
+    fn filter_value(
+        &self,
+        path: &[crate::filter::Step],
+    ) -> Result<crate::filter::Value<'_>, crate::filter::NotFilterable> {
+        let _ = path;
+        Err(crate::filter::NotFilterable)
+    }
+
     /// Appends the value.
     fn write_cdr(&self, w: &mut CdrWriter<'_>);
     /// Reads a value.

@@ -89,9 +89,9 @@ pub(super) fn engine_event(ev: DiscoveryEvent, expired: &[GuidPrefix]) -> Option
             remote,
             policies,
         },
-        DiscoveryEvent::RemoteEndpointDiscovered(_) | DiscoveryEvent::RemoteEndpointLost { .. } => {
-            return None
-        }
+        DiscoveryEvent::RemoteEndpointDiscovered(info)
+        | DiscoveryEvent::RemoteEndpointUpdated(info) => EngineEvent::RemoteEndpoint(info),
+        DiscoveryEvent::RemoteEndpointLost { guid } => EngineEvent::RemoteEndpointLost(guid),
     })
 }
 

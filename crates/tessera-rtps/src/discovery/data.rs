@@ -350,6 +350,10 @@ pub struct DiscoveredReaderData {
     /// The peer announced a TypeInformation that did not decode: it is ignored (matching
     /// falls back to the type name) and the engine counts it.
     pub type_information_rejected: bool,
+    /// The reader's content filter (PID_CONTENT_FILTER_PROPERTY), if it reads a
+    /// content-filtered topic; a value that does not decode is ignored (the writer then sends
+    /// everything and the reader filters).
+    pub content_filter: Option<super::ContentFilterProperty>,
 }
 
 impl DiscoveredReaderData {
@@ -367,6 +371,7 @@ impl DiscoveredReaderData {
             entity_name: None,
             type_information: None,
             type_information_rejected: false,
+            content_filter: None,
         }
     }
 
@@ -391,6 +396,9 @@ impl DiscoveredReaderData {
         plist::emit_reader_qos(&mut b, &self.qos);
         if self.expects_inline_qos {
             b.param(pid::EXPECTS_INLINE_QOS, &[1]);
+        }
+        if let Some(cf) = &self.content_filter {
+            b.param_with(pid::CONTENT_FILTER_PROPERTY, |o| cf.encode(o));
         }
         emit_endpoint_tail(
             &mut b,
@@ -430,6 +438,7 @@ impl DiscoveredReaderData {
             entity_name: common.entity_name,
             type_information: common.type_information,
             type_information_rejected: common.type_information_rejected,
+            content_filter: common.content_filter,
         })
     }
 }
@@ -629,6 +638,7 @@ struct EndpointCommon {
     entity_name: Option<String>,
     type_information: Option<Arc<TypeInformation>>,
     type_information_rejected: bool,
+    content_filter: Option<super::ContentFilterProperty>,
 }
 
 /// Parameters that SEDP may carry and that Tessera deliberately ignores (group GUIDs, key
@@ -658,6 +668,7 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
     let mut expects_inline_qos = false;
     let mut type_information = None;
     let mut type_information_rejected = false;
+    let mut content_filter = None;
     for (p, value) in pl.iter() {
         let mut v = Value::new(value, le, p);
         let repeatable = match p {
@@ -695,6 +706,10 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
                 // Repeated or not, it must not cost the endpoint (the last valid one counts).
                 true
             }
+            pid::CONTENT_FILTER_PROPERTY => {
+                content_filter = super::ContentFilterProperty::decode(&mut v).ok();
+                false
+            }
             pid::UNICAST_LOCATOR => {
                 push_locator(&mut unicast_locators, &mut v)?;
                 true
@@ -727,6 +742,7 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
         entity_name,
         type_information,
         type_information_rejected,
+        content_filter,
     };
     Ok((common, qos, expects_inline_qos))
 }

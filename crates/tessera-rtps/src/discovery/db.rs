@@ -96,6 +96,8 @@ pub enum DiscoveryEvent {
     },
     /// A remote endpoint was announced for the first time.
     RemoteEndpointDiscovered(RemoteEndpointInfo),
+    /// A known remote endpoint re-announced itself with different data (QoS, locators).
+    RemoteEndpointUpdated(RemoteEndpointInfo),
     /// A remote endpoint is gone (disposed, or its participant lost).
     RemoteEndpointLost {
         /// Its GUID.
@@ -560,7 +562,10 @@ impl DiscoveryDb {
             Some(e) if e.announced == data => return,
             Some(e) => {
                 e.announced = data;
-                e.effective = effective;
+                e.effective = effective.clone();
+                self.events.push_back(DiscoveryEvent::RemoteEndpointUpdated(
+                    RemoteEndpointInfo::Writer(effective),
+                ));
                 true
             }
             None => {
@@ -599,7 +604,10 @@ impl DiscoveryDb {
             Some(e) if e.announced == data => return,
             Some(e) => {
                 e.announced = data;
-                e.effective = effective;
+                e.effective = effective.clone();
+                self.events.push_back(DiscoveryEvent::RemoteEndpointUpdated(
+                    RemoteEndpointInfo::Reader(effective),
+                ));
                 true
             }
             None => {
@@ -804,12 +812,17 @@ impl DiscoveryDb {
         writers.chain(readers).collect()
     }
 
-    /// Every known remote writer, with effective locators.
-    pub fn remote_writers(&self) -> Vec<Arc<DiscoveredWriterData>> {
-        self.remote_writers
+    /// Every remote writer and reader known.
+    pub fn remote_endpoints(&self) -> Vec<RemoteEndpointInfo> {
+        let writers = self
+            .remote_writers
             .values()
-            .map(|e| e.effective.clone())
-            .collect()
+            .map(|e| RemoteEndpointInfo::Writer(e.effective.clone()));
+        let readers = self
+            .remote_readers
+            .values()
+            .map(|e| RemoteEndpointInfo::Reader(e.effective.clone()));
+        writers.chain(readers).collect()
     }
 
     /// A local writer.

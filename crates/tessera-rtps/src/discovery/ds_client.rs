@@ -540,8 +540,8 @@ impl DiscoveryEngine for DiscoveryServerClient {
         self.db.remote_endpoints_on_topic(topic)
     }
 
-    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
-        self.db.remote_writers()
+    fn remote_endpoints(&self) -> Vec<super::RemoteEndpointInfo> {
+        self.db.remote_endpoints()
     }
 
     fn owns(&self, entity: EntityId) -> bool {

@@ -57,6 +57,13 @@ pub enum EngineEvent {
         /// Lease expiry or its own dispose.
         reason: LostReason,
     },
+    /// A remote writer or reader was announced, or re-announced with different data (what
+    /// the DCPSPublication and DCPSSubscription built-in topics show), whether or not it
+    /// matches a local endpoint. Comes before its `Matched`.
+    RemoteEndpoint(RemoteEndpointInfo),
+    /// A remote writer or reader is gone (disposed, or its participant lost). Comes after its
+    /// `Unmatched` events.
+    RemoteEndpointLost(Guid),
     /// A local endpoint now matches a remote one.
     Matched {
         /// The local writer or reader.
@@ -160,9 +167,21 @@ pub trait DiscoveryEngine: Send {
         Vec::new()
     }
 
-    /// Every remote writer known, matched or not (a durability service watches them for
-    /// TRANSIENT and PERSISTENT ones); engines that keep no such table return none.
-    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
+    /// Every remote writer and reader known (for bridges and node services, which forward
+    /// whatever topics appear). Engines that keep no endpoint table return none.
+    fn remote_endpoints(&self) -> Vec<super::RemoteEndpointInfo> {
         Vec::new()
+    }
+
+    /// Every remote writer known, matched or not (a durability service watches them for
+    /// TRANSIENT and PERSISTENT ones): the writers of [`DiscoveryEngine::remote_endpoints`].
+    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
+        self.remote_endpoints()
+            .into_iter()
+            .filter_map(|e| match e {
+                super::RemoteEndpointInfo::Writer(w) => Some(w),
+                super::RemoteEndpointInfo::Reader(_) => None,
+            })
+            .collect()
     }
 }

@@ -22,10 +22,14 @@
 //!   [`EngineEvent`]s out. [`SimpleDiscovery`] is standard SPDP/SEDP over the database; a
 //!   discovery-server client is another engine. [`LocalMatcher`] matches a participant's own
 //!   endpoints with each other, whatever the engine.
+//! - [`ParticipantBuiltinTopicData`], [`TopicBuiltinTopicData`], [`PublicationBuiltinTopicData`]
+//!   and [`SubscriptionBuiltinTopicData`] are the samples of the DDS built-in topics, built from
+//!   the above.
 //!
 //! [`Transmit`]: crate::writer::Transmit
 
 mod builtin;
+mod content_filter;
 mod data;
 mod db;
 mod ds_client;
@@ -36,8 +40,10 @@ mod liveliness;
 mod local;
 mod plist;
 mod simple;
+mod topics;
 mod typelookup;
 
+pub use content_filter::{ContentFilterProperty, MAX_FILTER_PARAMETERS};
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
     DiscoveredReaderData, DiscoveredWriterData, SpdpParticipantData, StatusInfo,
@@ -59,6 +65,10 @@ pub use plist::{MAX_DATA_REPRESENTATIONS, MAX_LOCATORS, MAX_PARTITIONS};
 pub use simple::{
     SimpleDiscovery, SimpleDiscoveryConfig, SimpleDiscoveryCounters, SPDP_LEASE, SPDP_PERIOD,
     STARTUP_ANNOUNCEMENTS,
+};
+pub use topics::{
+    ParticipantBuiltinTopicData, PublicationBuiltinTopicData, SubscriptionBuiltinTopicData,
+    TopicBuiltinTopicData,
 };
 pub use typelookup::{TypeLookupCounters, TypeLookupService};
 

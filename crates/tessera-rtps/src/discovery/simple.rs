@@ -503,8 +503,8 @@ impl DiscoveryEngine for SimpleDiscovery {
         self.db.remote_endpoints_on_topic(topic)
     }
 
-    fn remote_writers(&self) -> Vec<std::sync::Arc<super::DiscoveredWriterData>> {
-        self.db.remote_writers()
+    fn remote_endpoints(&self) -> Vec<super::RemoteEndpointInfo> {
+        self.db.remote_endpoints()
     }
 
     /// The whole built-in entity id space: traffic for built-in endpoints that are not

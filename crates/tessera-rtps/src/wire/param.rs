@@ -47,6 +47,7 @@ pub mod pid {
     pub const METATRAFFIC_MULTICAST_LOCATOR: u16 = 0x0033;
     pub const EXPECTS_INLINE_QOS: u16 = 0x0043;
     pub const PARTICIPANT_MANUAL_LIVELINESS_COUNT: u16 = 0x0034;
+    pub const CONTENT_FILTER_PROPERTY: u16 = 0x0035;
     pub const PARTICIPANT_LEASE_DURATION: u16 = 0x0002;
     pub const PARTICIPANT_GUID: u16 = 0x0050;
     pub const GROUP_GUID: u16 = 0x0052;

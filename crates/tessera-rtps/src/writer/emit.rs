@@ -3,7 +3,7 @@
 
 use std::time::Instant;
 
-use crate::types::{EntityId, SequenceNumber, Timestamp};
+use crate::types::{EntityId, Guid, SequenceNumber, Timestamp};
 use crate::wire::{FragmentNumberSet, Gap, Heartbeat, PayloadKind, SequenceNumberSet};
 
 use super::{
@@ -249,10 +249,13 @@ impl Shared {
     /// live sample (at most `limit + 1`) when `seq` is gone (`gap`: reliable readers want one).
     /// Returns the number after what it covered and whether that was data, or `None` when the
     /// datagram is full (`*frag` then says how far a fragmented sample got).
+    /// `for_reader`: the one reader this datagram serves (not a multicast group), whose
+    /// content filter may drop samples (then a GAP, with `gap`, or nothing).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn emit_new(
         &mut self,
         reader_id: EntityId,
+        for_reader: Option<Guid>,
         seq: SequenceNumber,
         frag: &mut u32,
         limit: SequenceNumber,
@@ -260,6 +263,18 @@ impl Shared {
         c: &mut Cursor,
         out: &mut Vec<OutSubmessage>,
     ) -> Option<(SequenceNumber, bool)> {
+        if let Some(g) = for_reader.filter(|g| *frag == 0 && self.filtered_for(seq, *g)) {
+            // The whole run this reader's filter drops, in one GAP.
+            let mut end = seq + 1;
+            while end <= limit.min(self.last_seq) && self.filtered_for(end, g) {
+                end += 1;
+            }
+            if gap && !self.emit_gap(reader_id, seq, end, c, out) {
+                return None;
+            }
+            self.counters.samples_filtered += u64::try_from(end - seq).unwrap_or(0);
+            return Some((end, false));
+        }
         let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
         let done = match next {
             Some((s, sample)) if s == seq => {
@@ -285,6 +300,11 @@ impl Shared {
         };
         *frag = 0;
         Some(done)
+    }
+
+    /// Whether reader `g`'s content filter drops sample `seq` (writer-side filtering).
+    pub(super) fn filtered_for(&self, seq: SequenceNumber, g: Guid) -> bool {
+        !self.filtered_out.is_empty() && self.filtered_out.get(&seq).is_some_and(|r| r.contains(&g))
     }
 
     pub(super) fn emit_gap(
@@ -449,6 +469,15 @@ impl Shared {
                     r.repair_frag = 0;
                     continue;
                 }
+                if r.repair_frag == 0 && self.filtered_for(seq, r.guid) {
+                    // Asked for a sample its filter drops (the first GAP was lost): GAP again.
+                    if !self.emit_gap(rid, seq, seq + 1, &mut c, subs) {
+                        full = true;
+                        break;
+                    }
+                    r.repair.pop_front();
+                    continue;
+                }
                 match self
                     .history
                     .get(seq)
@@ -516,7 +545,8 @@ impl Shared {
                 let seq = r.unsent;
                 let gap = r.reliable;
                 let frag = &mut r.unsent_frag;
-                let Some((end, data)) = self.emit_new(rid, seq, frag, limit, gap, &mut c, subs)
+                let Some((end, data)) =
+                    self.emit_new(rid, Some(r.guid), seq, frag, limit, gap, &mut c, subs)
                 else {
                     break;
                 };

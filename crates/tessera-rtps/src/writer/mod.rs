@@ -49,12 +49,13 @@
 
 mod adapt;
 mod emit;
+mod filtered;
 mod history;
 mod multicast;
 pub mod store;
 pub mod transmit;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -200,6 +201,9 @@ pub struct WriterCounters {
     /// Times loss made the writer drop to unfragmented (path-MTU) datagrams (see the
     /// `adapt` module: large IP-fragmented datagrams do not survive a lossy path).
     pub datagram_reductions: u64,
+    /// Samples not sent to a reader because its content filter drops them (writer-side
+    /// filtering; each reader counted).
+    pub samples_filtered: u64,
 }
 
 /// Most NACK_FRAG requests queued per reader; more are dropped (the reader will ask again).
@@ -375,6 +379,10 @@ struct Shared {
     flow_window: i64,
     /// `ack_every` before flow control narrowed it.
     base_ack_every: i64,
+    /// Writer-side content filtering: the samples that some readers' filters drop, with
+    /// those readers ([`WriterCore::filter_out`]); a reader's own stream gets a GAP (reliable)
+    /// or nothing (best effort) for them. Empty unless a matched reader announced a filter.
+    filtered_out: BTreeMap<SequenceNumber, Arc<[Guid]>>,
 }
 
 /// The state machine of one RTPS writer. See the [module docs](self).
@@ -420,6 +428,7 @@ impl WriterCore {
                 base_ack_every: ack_every,
                 gc_needed: false,
                 flow_window: i64::MAX,
+                filtered_out: BTreeMap::new(),
                 cfg,
             },
             readers: Vec::new(),

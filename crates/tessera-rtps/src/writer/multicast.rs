@@ -211,7 +211,7 @@ impl Shared {
                 let last = self.last_seq;
                 let frag = &mut g.unsent_frag;
                 let Some((end, data)) =
-                    self.emit_new(rid, seq, frag, last, reliable_rider, &mut c, subs)
+                    self.emit_new(rid, None, seq, frag, last, reliable_rider, &mut c, subs)
                 else {
                     break;
                 };

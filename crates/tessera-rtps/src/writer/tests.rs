@@ -435,3 +435,95 @@ fn loss_shrinks_datagrams_to_the_path_mtu_until_the_path_is_clean() {
     assert!(now - reduced_at >= Duration::from_secs(1));
     assert_eq!(w.counters().datagram_reductions, 1);
 }
+
+#[test]
+fn writer_side_filtering_sends_gaps_to_reliable_readers_and_nothing_to_best_effort() {
+    for reliable in [true, false] {
+        let mut w = writer(|_| {});
+        let now = t0();
+        w.add_reader(rguid(), Locators::new(), reliable, false, now);
+        if reliable {
+            sync(&mut w, 1, now);
+        }
+        drain(&mut w, now);
+        for seq in 1..=4 {
+            w.write(pl(8), None, 0, false, None, now).unwrap();
+            if seq == 2 || seq == 3 {
+                w.filter_out(seq, Arc::from([rguid()]));
+            }
+        }
+        let t = drain(&mut w, now);
+        let subs: Vec<_> = t.iter().flat_map(|t| t.submessages.iter()).collect();
+        let data: Vec<i64> = subs
+            .iter()
+            .filter_map(|s| match s {
+                OutSubmessage::Data(d) => Some(d.writer_sn),
+                _ => None,
+            })
+            .collect();
+        let gaps: Vec<(i64, i64)> = subs
+            .iter()
+            .filter_map(|s| match s {
+                OutSubmessage::Gap(g) => Some((g.gap_start, g.gap_list.base)),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(data, [1, 4], "reliable {reliable}");
+        assert_eq!(gaps, if reliable { vec![(2, 4)] } else { vec![] });
+        assert_eq!(w.counters().samples_filtered, 2);
+        if reliable {
+            // The GAP was lost: the reader asks for 2 and 3 and gets GAPs again, no data.
+            w.on_acknack(rguid().prefix, &acknack(2, &[2, 3], 101), now);
+            let later = now + Duration::from_secs(1);
+            let t = drain(&mut w, later);
+            let kinds: Vec<_> = t.iter().flat_map(kinds).collect();
+            assert!(!kinds.contains(&"data"), "{kinds:?}");
+            assert_eq!(
+                kinds.iter().filter(|k| **k == "gap").count(),
+                2,
+                "{kinds:?}"
+            );
+            assert!(w.on_acknack(rguid().prefix, &acknack(5, &[], 102), later));
+            assert!(w.all_acked());
+        }
+    }
+}
+
+#[test]
+fn filtered_entries_leave_with_their_samples() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    sync(&mut w, 1, now);
+    for seq in 1..=3 {
+        w.write(pl(8), None, 0, false, None, now).unwrap();
+        w.filter_out(seq, Arc::from([rguid()]));
+    }
+    drain(&mut w, now);
+    assert!(w.on_acknack(rguid().prefix, &acknack(4, &[], 101), now));
+    assert_eq!(w.history_len(), 0);
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    w.filter_out(4, Arc::from([]));
+    assert!(w.sh.filtered_out.is_empty());
+}
+
+#[test]
+fn filtered_entries_stay_bounded_under_keep_last() {
+    // Instance 1 written once keeps the history's first number at 1; instance 2 is replaced
+    // at every write. The entries of replaced samples must not pile up.
+    let mut w = writer(|c| c.history = HistoryKind::KeepLast(1));
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    sync(&mut w, 1, now);
+    w.write(pl(8), Some([1; 16]), 0, false, None, now).unwrap();
+    for _ in 0..10_000 {
+        let seq = w.write(pl(8), Some([2; 16]), 0, false, None, now).unwrap();
+        w.filter_out(seq, Arc::from([rguid()]));
+    }
+    assert_eq!(w.history_len(), 2);
+    assert!(
+        w.sh.filtered_out.len() <= 2 * 2 + 64 + 1,
+        "{}",
+        w.sh.filtered_out.len()
+    );
+}

@@ -23,6 +23,7 @@ mod assign;
 mod build;
 pub mod dynamic;
 mod identifier;
+pub mod idl_print;
 mod info;
 pub mod lookup;
 pub mod model;

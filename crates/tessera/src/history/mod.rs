@@ -54,6 +54,8 @@
 
 mod instance;
 mod lifespan;
+mod query;
+mod read;
 mod types;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -63,6 +65,7 @@ use std::time::Duration;
 use tessera_rtps::fasthash::FastHashMap;
 
 use instance::{Instance, Slot, Stored, NONE};
+use query::Query;
 pub use types::{
     DestinationOrder, HistoryConfig, HistoryError, HistoryKind, InsertOutcome, InstanceHandle,
     InstanceState, InstanceStateMask, InstanceStatus, KeyHash, Lifecycle, RejectReason,
@@ -224,6 +227,13 @@ impl<T> History<T> {
             .get(&handle)
             .and_then(|&s| self.inst(s))
             .map(|i| i.key)
+    }
+
+    /// The newest sample data the cache keeps for an instance, with no state changed
+    /// (`get_key_value`); `None` for an unknown instance or one without data kept.
+    pub fn newest_data(&self, handle: InstanceHandle) -> Option<&T> {
+        let i = self.by_handle.get(&handle).and_then(|&s| self.inst(s))?;
+        i.samples.iter().rev().find_map(|s| s.data.as_ref())
     }
 
     /// The handles of all instances held, in increasing order.
@@ -551,7 +561,7 @@ impl<T> History<T> {
         masks: StateMasks,
     ) -> Vec<Sample<T>> {
         let mut out = Vec::new();
-        self.access_next(&mut out, prev, max, masks, Mode::Take);
+        self.access_next(&mut out, prev, max, masks, Mode::Take, &mut None);
         out
     }
 
@@ -563,13 +573,29 @@ impl<T> History<T> {
         masks: StateMasks,
         mode: Mode<T>,
     ) -> Result<usize, HistoryError> {
+        self.access_query(out, selection, max, masks, mode, &mut None)
+    }
+
+    /// [`History::access`] keeping only the samples with data that pass `query` (a query
+    /// condition's expression) when there is one.
+    fn access_query(
+        &mut self,
+        out: &mut Vec<Sample<T>>,
+        selection: Selection,
+        max: usize,
+        masks: StateMasks,
+        mode: Mode<T>,
+        query: &mut Query<'_, T>,
+    ) -> Result<usize, HistoryError> {
         match selection {
-            Selection::All => Ok(self.access_all(out, max, masks, mode)),
+            Selection::All => Ok(self.access_all_query(out, max, masks, mode, query)),
             Selection::Instance(h) => match self.by_handle.get(&h) {
-                Some(&slot) => Ok(self.access_instance(slot, out, max, masks, mode)),
+                Some(&slot) => Ok(self.access_instance(slot, out, max, masks, mode, query)),
                 None => Err(HistoryError::UnknownInstance(h)),
             },
-            Selection::NextInstance(prev) => Ok(self.access_next(out, prev, max, masks, mode)),
+            Selection::NextInstance(prev) => {
+                Ok(self.access_next(out, prev, max, masks, mode, query))
+            }
         }
     }
 
@@ -580,11 +606,22 @@ impl<T> History<T> {
         masks: StateMasks,
         mode: Mode<T>,
     ) -> usize {
+        self.access_all_query(out, max, masks, mode, &mut None)
+    }
+
+    fn access_all_query(
+        &mut self,
+        out: &mut Vec<Sample<T>>,
+        max: usize,
+        masks: StateMasks,
+        mode: Mode<T>,
+        query: &mut Query<'_, T>,
+    ) -> usize {
         let mut n = 0;
         let mut cur = self.head;
         while cur != NONE && n < max {
             let next = self.inst(cur).map_or(NONE, |i| i.next);
-            n += self.access_instance(cur, out, max - n, masks, mode);
+            n += self.access_instance(cur, out, max - n, masks, mode, query);
             cur = next;
         }
         n
@@ -597,22 +634,31 @@ impl<T> History<T> {
         max: usize,
         masks: StateMasks,
         mode: Mode<T>,
+        query: &mut Query<'_, T>,
     ) -> usize {
         if max == 0 {
             return 0;
         }
-        let found = self
-            .by_handle
-            .range((Bound::Excluded(prev), Bound::Unbounded))
-            .map(|(_, &s)| s)
-            .find(|&s| {
-                self.inst(s).is_some_and(|i| {
-                    i.selectable(masks.sample) > 0 && masks.selects_instance(i.view, i.state)
-                })
-            });
-        match found {
-            Some(slot) => self.access_instance(slot, out, max, masks, mode),
-            None => 0,
+        let mut from = prev;
+        loop {
+            let found = self
+                .by_handle
+                .range((Bound::Excluded(from), Bound::Unbounded))
+                .map(|(&h, &s)| (h, s))
+                .find(|&(_, s)| {
+                    self.inst(s).is_some_and(|i| {
+                        i.selectable(masks.sample) > 0 && masks.selects_instance(i.view, i.state)
+                    })
+                });
+            let Some((handle, slot)) = found else {
+                return 0;
+            };
+            // With a query the instance may hold no passing sample: then the next one.
+            let n = self.access_instance(slot, out, max, masks, mode, query);
+            if n > 0 || query.is_none() {
+                return n;
+            }
+            from = handle;
         }
     }
 
@@ -624,6 +670,7 @@ impl<T> History<T> {
         max: usize,
         masks: StateMasks,
         mode: Mode<T>,
+        query: &mut Query<'_, T>,
     ) -> usize {
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return 0;
@@ -631,22 +678,41 @@ impl<T> History<T> {
         if !masks.selects_instance(inst.view, inst.state) {
             return 0;
         }
-        let n = inst.selectable(masks.sample).min(max);
+        let want_read = masks.sample.contains(SampleStateMask::READ);
+        let want_unread = masks.sample.contains(SampleStateMask::NOT_READ);
+        // A query is evaluated once per sample (it may decode it); invalid samples never pass.
+        let passed: Option<Vec<bool>> = query.as_mut().map(|q| {
+            inst.samples
+                .iter()
+                .map(|s| s.data.as_ref().is_some_and(&mut *q))
+                .collect()
+        });
+        let selected = |idx: usize, s: &Stored<T>| {
+            (if s.read { want_read } else { want_unread }) && passed.as_ref().is_none_or(|p| p[idx])
+        };
+        let n = match &passed {
+            None => inst.selectable(masks.sample),
+            Some(_) => inst
+                .samples
+                .iter()
+                .enumerate()
+                .filter(|(i, s)| selected(*i, s))
+                .count(),
+        }
+        .min(max);
         if n == 0 {
             return 0;
         }
-        let want_read = masks.sample.contains(SampleStateMask::READ);
-        let want_unread = masks.sample.contains(SampleStateMask::NOT_READ);
-        let selected = |s: &Stored<T>| if s.read { want_read } else { want_unread };
         // The most recent sample of the instance in the returned collection is the n-th selected.
-        let mrsic_gen = if want_read && want_unread {
+        let mrsic_gen = if want_read && want_unread && passed.is_none() {
             inst.samples.get(n - 1).map_or(0, |s| s.generation())
         } else {
             inst.samples
                 .iter()
-                .filter(|s| selected(s))
+                .enumerate()
+                .filter(|(i, s)| selected(*i, s))
                 .nth(n - 1)
-                .map_or(0, |s| s.generation())
+                .map_or(0, |(_, s)| s.generation())
         };
         let inst_gen = inst.generation();
         let (view, state, handle) = (inst.view, inst.state, inst.handle);
@@ -660,7 +726,7 @@ impl<T> History<T> {
             if emitted == n {
                 break;
             }
-            if !selected(s) {
+            if !selected(idx, s) {
                 continue;
             }
             let valid = s.data.is_some();
@@ -929,58 +995,6 @@ impl<T> History<T> {
             }
             self.free.push(slot);
         }
-    }
-}
-
-impl<T: Clone> History<T> {
-    /// Reads up to `max` samples matching `masks` (DDS `read`), marking them READ.
-    pub fn read(&mut self, max: usize, masks: StateMasks) -> Vec<Sample<T>> {
-        let mut out = Vec::new();
-        self.access_all(&mut out, max, masks, Mode::Read(T::clone));
-        out
-    }
-
-    /// Reads up to `max` samples matching `masks` from the instances `selection` names,
-    /// appending them to `out`; returns how many.
-    pub fn read_into(
-        &mut self,
-        out: &mut Vec<Sample<T>>,
-        selection: Selection,
-        max: usize,
-        masks: StateMasks,
-    ) -> Result<usize, HistoryError> {
-        self.access(out, selection, max, masks, Mode::Read(T::clone))
-    }
-
-    /// Reads up to `max` samples of one instance (DDS `read_instance`).
-    pub fn read_instance(
-        &mut self,
-        handle: InstanceHandle,
-        max: usize,
-        masks: StateMasks,
-    ) -> Result<Vec<Sample<T>>, HistoryError> {
-        let mut out = Vec::new();
-        self.access(
-            &mut out,
-            Selection::Instance(handle),
-            max,
-            masks,
-            Mode::Read(T::clone),
-        )?;
-        Ok(out)
-    }
-
-    /// Reads up to `max` samples of the next instance after `prev` in handle order that has
-    /// matching samples (DDS `read_next_instance`; start with [`InstanceHandle::NIL`]).
-    pub fn read_next_instance(
-        &mut self,
-        prev: InstanceHandle,
-        max: usize,
-        masks: StateMasks,
-    ) -> Vec<Sample<T>> {
-        let mut out = Vec::new();
-        self.access_next(&mut out, prev, max, masks, Mode::Read(T::clone));
-        out
     }
 }
 

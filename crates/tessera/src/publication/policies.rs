@@ -213,6 +213,7 @@ impl WriterOwner {
             crate::discovery_rt::EndpointTopic {
                 topic_name: &self.topic_name,
                 type_name: &self.type_name,
+                content_filter: None,
             },
             {
                 let mut side = tessera_rtps::qos::WriterSideQos::new(

@@ -182,6 +182,17 @@ impl UntypedDataWriter {
         Ok(kh)
     }
 
+    /// Batches samples into shared datagrams, as [`DataWriter::set_batching`] does (a node
+    /// service bundles the samples of many applications this way).
+    ///
+    /// [`DataWriter::set_batching`]: crate::DataWriter::set_batching
+    pub fn set_batching(&self, on: bool) {
+        self.ep.batching.store(on, Ordering::Relaxed);
+        if !on {
+            self.flush();
+        }
+    }
+
     /// Sends every batched sample now.
     pub fn flush(&self) {
         self.ep.flush_batch();

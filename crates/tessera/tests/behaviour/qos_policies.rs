@@ -649,7 +649,12 @@ fn entity_factory_defers_enabling(t: Transport) {
         "r is disabled"
     );
     r.enable().unwrap();
-    matched(&w, &r);
+    // `w` matched `plain` already: wait for its second reader, or `r` (volatile) may match
+    // after the write and rightly miss it.
+    wait_until(10, "w to match r", || {
+        w.publication_matched_status().current_count >= 2
+            && r.subscription_matched_status().current_count >= 1
+    });
     w.write(&Keyed { id: 1, seq: 1 }).unwrap();
     assert_eq!(seqs(&take_n(&r, 1, 10)), vec![(1, 1)]);
 }
