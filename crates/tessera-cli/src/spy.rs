@@ -143,9 +143,10 @@ impl Spy {
                 name: f.1.clone(),
                 keyed,
             });
-            match sub.and_then(|s| {
-                s.create_datareader_with_support(&f.0, TopicQos::default(), support, qos)
-            }) {
+            let topic = self
+                .p
+                .create_untyped_topic(&f.0, support, TopicQos::default());
+            match topic.and_then(|t| sub.and_then(|s| s.create_untyped_datareader_for(&t, qos))) {
                 Ok(r) => {
                     self.readers.insert(f, r);
                 }

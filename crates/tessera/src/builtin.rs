@@ -587,33 +587,6 @@ impl DomainParticipant {
         }
     }
 
-    /// A topic for an endpoint whose type is known only through `support` (checked like
-    /// `create_topic`; its XTypes description, if any, registered).
-    pub(crate) fn topic_inner(
-        &self,
-        name: &str,
-        qos: crate::qos::TopicQos,
-        support: &dyn crate::TypeSupport,
-    ) -> Result<crate::topic::TopicInner> {
-        if name.is_empty() || name.len() > 256 {
-            return Err(Error::BadParameter(
-                "topic name must be 1..=256 bytes".into(),
-            ));
-        }
-        qos.check_consistency()
-            .map_err(|e| Error::InconsistentPolicy(e.to_string()))?;
-        self.shared()
-            .discovery
-            .lock()
-            .register_type(support.type_name(), || support.type_bundle());
-        Ok(crate::topic::TopicInner {
-            name: name.to_string(),
-            type_name: support.type_name().to_string(),
-            qos,
-            participant: self.clone(),
-        })
-    }
-
     /// Announcements and matches dropped because they concern an ignored entity.
     pub fn ignored_count(&self) -> u64 {
         self.shared()

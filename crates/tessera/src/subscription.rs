@@ -116,22 +116,6 @@ impl Subscriber {
         )
     }
 
-    /// Creates an untyped reader of topic `topic_name` whose type is known only through
-    /// `support` (its name, keyedness, key hashes and, if any, XTypes description): for tools
-    /// and bindings without a Rust type. It matches writers like a typed reader of that type.
-    pub fn create_datareader_with_support(
-        &self,
-        topic_name: &str,
-        topic_qos: crate::qos::TopicQos,
-        support: Arc<dyn TypeSupport>,
-        qos: DataReaderQos,
-    ) -> Result<UntypedDataReader> {
-        let topic = self
-            .participant
-            .topic_inner(topic_name, topic_qos, &*support)?;
-        self.create_reader(&topic, support, qos, None)
-    }
-
     /// A reader endpoint for `topic` of the type `support` describes (typed, untyped and
     /// dynamic readers), filtered by `content_filter` if it comes from a content-filtered topic.
     pub(crate) fn create_reader(

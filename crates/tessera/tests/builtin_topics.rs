@@ -533,11 +533,12 @@ fn a_reader_made_from_a_type_support_receives_the_bytes() {
     let sub = a
         .create_subscriber(SubscriberQos::default().with_partition(Partition::new(["p1"])))
         .unwrap();
+    let topic = a
+        .create_untyped_topic("opaque", Arc::new(Opaque("Reading")), TopicQos::default())
+        .unwrap();
     let r = sub
-        .create_datareader_with_support(
-            "opaque",
-            TopicQos::default(),
-            Arc::new(Opaque("Reading")),
+        .create_untyped_datareader_for(
+            &topic,
             DataReaderQos::default().with_history(History::KeepAll),
         )
         .unwrap();
