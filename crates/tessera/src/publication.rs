@@ -248,46 +248,12 @@ impl WriterEndpoint {
         self.submit_with(payload, key_hash, status, key_only, source_ns, None, None)
     }
 
-    /// [`Self::submit`] of a sample that stands for `origin` (its original writer and
-    /// sequence number), sent with PID_ORIGINAL_WRITER_INFO: a durability service's replay.
-    pub(crate) fn submit_relayed(
-        &self,
-        payload: Arc<Vec<u8>>,
-        key_hash: Option<[u8; 16]>,
-        status: u32,
-        key_only: bool,
-        source_ns: i64,
-        origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
-    ) -> Result<()> {
-        self.submit_with(payload, key_hash, status, key_only, source_ns, None, origin)
-    }
-
-    /// [`WriterEndpoint::submit`] of a sample that the content filters of `filtered_out`
-    /// (remote readers) drop: they get a GAP or nothing for it.
-    pub(crate) fn submit_filtered(
-        &self,
-        payload: Arc<Vec<u8>>,
-        key_hash: Option<[u8; 16]>,
-        status: u32,
-        key_only: bool,
-        source_ns: i64,
-        filtered_out: Option<Arc<[Guid]>>,
-    ) -> Result<()> {
-        self.submit_with(
-            payload,
-            key_hash,
-            status,
-            key_only,
-            source_ns,
-            filtered_out,
-            None,
-        )
-    }
-
-    /// The write path of [`Self::submit`], [`Self::submit_relayed`] and
-    /// [`Self::submit_filtered`].
+    /// [`Self::submit`] with what only some writes have: the remote readers whose content
+    /// filters drop the sample (`filtered_out`: they get a GAP or nothing for it), and the
+    /// original writer and sequence number a durability service's replay stands for
+    /// (`origin`, sent with PID_ORIGINAL_WRITER_INFO).
     #[allow(clippy::too_many_arguments)]
-    fn submit_with(
+    pub(crate) fn submit_with(
         &self,
         payload: Arc<Vec<u8>>,
         key_hash: Option<[u8; 16]>,
@@ -886,7 +852,7 @@ impl<T: TopicType> DataWriter<T> {
         };
         let filtered_out = self.ep.filters.dropping(sample);
         self.ep
-            .submit_filtered(payload, key_hash, 0, false, source_ns, filtered_out)
+            .submit_with(payload, key_hash, 0, false, source_ns, filtered_out, None)
     }
 
     /// Remembers an instance this writer registered or wrote (one hash lookup when known).
