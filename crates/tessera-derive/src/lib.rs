@@ -50,6 +50,12 @@
 //!
 //! Key members are serialized for the key hash and key-only payloads in member-id order.
 //!
+//! A `#[repr(C)]` struct (not `packed`) also gets `unsafe impl Plain`, which applies when the
+//! struct is `Copy` and every member type is `Plain` (integers, floats, arrays and structs of
+//! them): such types can be loaned in shared memory (`DataWriter::loan`). Whether a type is
+//! plain is decided here, from its members, not promised by the user (see
+//! `tessera_rtps::cdr::Plain`).
+//!
 //! `#[derive(TopicEnum)]` makes a fieldless enum an IDL `enum` member type (a 32-bit value; the
 //! literals take their Rust discriminants).
 //!
@@ -327,13 +333,83 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             bound: a.bound,
         });
     }
-    Ok(generate(
-        name,
-        &cdr,
-        &type_name,
-        opts.extensibility,
-        &members,
-    ))
+    let plain = plain_impl(name, &cdr, &type_name, repr_c(input)?, &members);
+    let mut out = generate(name, &cdr, &type_name, opts.extensibility, &members);
+    out.extend(plain);
+    Ok(out)
+}
+
+/// Whether the struct is `#[repr(C)]` (possibly with `align(n)`), and not `packed`: the
+/// layout every compiler gives the same way, which a loan shared between processes needs.
+fn repr_c(input: &DeriveInput) -> syn::Result<bool> {
+    let (mut c, mut packed) = (false, false);
+    for attr in input.attrs.iter().filter(|a| a.path().is_ident("repr")) {
+        attr.parse_nested_meta(|meta| {
+            if meta.path.is_ident("C") {
+                c = true;
+            } else if meta.path.is_ident("packed") {
+                packed = true;
+            }
+            // `align(n)` and others: consume their arguments, if any.
+            if meta.input.peek(syn::token::Paren) {
+                let content;
+                syn::parenthesized!(content in meta.input);
+                content.parse::<TokenStream2>()?;
+            }
+            Ok(())
+        })?;
+    }
+    Ok(c && !packed)
+}
+
+/// `unsafe impl Plain` for a `#[repr(C)]` struct (nothing otherwise): usable only when the
+/// struct is `Copy` and every member type is `Plain`. The bounds sit under a higher-ranked
+/// binder so that the compiler checks them where the impl is used, not here: a `#[repr(C)]`
+/// struct with a `String` still derives, and is simply not plain.
+fn plain_impl(
+    name: &syn::Ident,
+    cdr: &syn::Path,
+    type_name: &LitStr,
+    repr_c: bool,
+    members: &[Member],
+) -> TokenStream2 {
+    if !repr_c {
+        return quote!();
+    }
+    let tys: Vec<_> = members.iter().map(|m| &m.ty).collect();
+    let mixes = members.iter().map(|m| {
+        let (ident, ty, mname) = (&m.ident, &m.ty, &m.name);
+        quote! {
+            let h = __cdr::layout_mix(
+                h,
+                __cdr::layout_hash(#mname, ::core::mem::offset_of!(#name, #ident), 0)
+                    ^ <#ty as __cdr::Plain>::LAYOUT,
+            );
+        }
+    });
+    quote! {
+        const _: () = {
+            use #cdr as __cdr;
+            // SAFETY: `#[repr(C)]` fixes the layout; the bounds make the impl apply only when
+            // every member is plain (any bit pattern valid, no pointer) and the struct `Copy`.
+            #[automatically_derived]
+            unsafe impl __cdr::Plain for #name
+            where
+                for<'__p> #name: ::core::marker::Copy,
+                #( for<'__p> #tys: __cdr::Plain, )*
+            {
+                const LAYOUT: u64 = {
+                    let h = __cdr::layout_hash(
+                        #type_name,
+                        ::core::mem::size_of::<#name>(),
+                        ::core::mem::align_of::<#name>(),
+                    );
+                    #( #mixes )*
+                    h
+                };
+            }
+        };
+    }
 }
 
 /// One member as the generator needs it.

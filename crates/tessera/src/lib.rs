@@ -72,7 +72,7 @@
 pub use crossbeam_channel;
 pub use tessera_derive::{TopicEnum, TopicType};
 pub use tessera_rtps as rtps;
-pub use tessera_rtps::cdr::TopicType;
+pub use tessera_rtps::cdr::{Plain, TopicType};
 
 #[cfg_attr(not(feature = "atomic"), path = "atomic_off.rs")]
 mod atomic;

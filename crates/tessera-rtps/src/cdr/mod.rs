@@ -48,6 +48,7 @@
 mod error;
 mod extensible;
 pub(crate) mod impls;
+mod plain;
 mod reader;
 mod traits;
 mod writer;
@@ -59,6 +60,9 @@ pub use extensible::{
     read_emheader, read_optional, read_optional_with, write_optional, write_optional_with,
     MutableMember, MutableReader, MutableWriter,
 };
+#[doc(hidden)]
+pub use plain::layout_mix;
+pub use plain::{layout_hash, Plain};
 pub use reader::CdrReader;
 pub use traits::{
     extent_primitive, extent_repeat, extent_then, CdrType, KeyExtent, TopicType, EXTENT_EMPTY,
