@@ -177,7 +177,7 @@ impl Fnv {
 }
 
 /// The inode of this process's namespace of `kind` (`net`, `pid`), 0 when unknown.
-fn ns_inode(kind: &str) -> u64 {
+pub(crate) fn ns_inode(kind: &str) -> u64 {
     use std::os::unix::fs::MetadataExt;
     std::fs::metadata(format!("/proc/self/ns/{kind}"))
         .map(|m| m.ino())
@@ -185,7 +185,7 @@ fn ns_inode(kind: &str) -> u64 {
 }
 
 /// A process's start time (field 22 of `/proc/<pid>/stat`), `None` if it does not exist.
-fn process_start_time(pid: u32) -> Option<u64> {
+pub(crate) fn process_start_time(pid: u32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: count from the last ')'.
     let rest = &stat[stat.rfind(')')? + 1..];
@@ -194,7 +194,7 @@ fn process_start_time(pid: u32) -> Option<u64> {
 
 /// Whether the owner recorded in a segment header is alive, as far as this process can tell
 /// (`true` when it cannot: another pid namespace).
-fn owner_alive(o: &Owner, our_pid_ns: u64) -> bool {
+pub(crate) fn owner_alive(o: &Owner, our_pid_ns: u64) -> bool {
     if o.pid_ns != our_pid_ns || o.pid == 0 {
         return true;
     }
@@ -247,6 +247,13 @@ fn fstat(fd: &OwnedFd) -> io::Result<libc::stat> {
 /// Maps a peer's (or a stale) segment file and validates its header. Only files of our own
 /// uid, with no access for others, are opened.
 fn map_existing(path: &Path) -> io::Result<Ring> {
+    let region = map_file(path, super::shm_ring::MAX_SEGMENT)?;
+    Ring::attach(region).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Maps an existing segment file of at most `max_len` bytes, shared and writable: only a
+/// regular file of our own uid with no access for others.
+pub(crate) fn map_file(path: &Path, max_len: u64) -> io::Result<Region> {
     // O_NONBLOCK: a FIFO planted under a segment's name must not block the open.
     let fd = open_fd(path, libc::O_RDWR | libc::O_NONBLOCK, 0)?;
     let st = fstat(&fd)?;
@@ -256,11 +263,10 @@ fn map_existing(path: &Path) -> io::Result<Ring> {
         return Err(io::Error::from(io::ErrorKind::PermissionDenied));
     }
     let len = usize::try_from(st.st_size).unwrap_or(0);
-    if len == 0 || len as u64 > super::shm_ring::MAX_SEGMENT {
+    if len == 0 || len as u64 > max_len {
         return Err(io::Error::from(io::ErrorKind::InvalidData));
     }
-    let region = Region::map(fd.as_raw_fd(), len)?;
-    Ring::attach(region).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    Region::map(fd.as_raw_fd(), len)
 }
 
 /// What [`reclaim_dead_segments`] did.
@@ -272,7 +278,7 @@ pub struct Reclaimed {
     pub kept: u32,
 }
 
-/// Removes from `dir` the Tessera segments whose owner (pid and start time, in our pid
+/// Removes from `dir` the Tessera segments (receive rings and loan pools) whose owner (pid and start time, in our pid
 /// namespace) is gone, and files with no valid header older than a minute (a creator killed
 /// before it finished). Only our own uid's files are touched.
 pub fn reclaim_dead_segments(dir: &Path) -> Reclaimed {
@@ -287,8 +293,16 @@ pub fn reclaim_dead_segments(dir: &Path) -> Reclaimed {
             continue;
         }
         let path = e.path();
-        let dead = match map_existing(&path) {
-            Ok(ring) => !owner_alive(&ring.owner(), pid_ns),
+        let owner = if name
+            .to_string_lossy()
+            .starts_with(super::shm_pool::POOL_PREFIX)
+        {
+            super::shm_pool::map_pool(&path).map(|p| p.owner())
+        } else {
+            map_existing(&path).map(|r| r.owner())
+        };
+        let dead = match owner {
+            Ok(o) => !owner_alive(&o, pid_ns),
             Err(err) if err.kind() == io::ErrorKind::InvalidData => e
                 .metadata()
                 .ok()
@@ -389,7 +403,8 @@ impl ShmTransport {
             let what = format!("shm: {what}");
             move |source| TransportError::Socket { what, source }
         };
-        let (id, path, fd) = create_segment(&config.dir, domain).map_err(err("create segment"))?;
+        let (id, path, fd) = create_file(&config.dir, |id| segment_name(domain, id))
+            .map_err(err("create segment"))?;
         // From here on a failure must remove the file again.
         let setup = || -> io::Result<Ring> {
             let len = geo.total_len();
@@ -566,8 +581,12 @@ impl ShmTransport {
     }
 }
 
-/// Creates a new segment file with a fresh id (O_EXCL, retried on a collision).
-fn create_segment(dir: &Path, domain: u32) -> io::Result<(u32, PathBuf, OwnedFd)> {
+/// Creates a new segment file (0600) named `name(id)` with a fresh nonzero id (O_EXCL,
+/// retried on a collision).
+pub(crate) fn create_file(
+    dir: &Path,
+    name: impl Fn(u32) -> String,
+) -> io::Result<(u32, PathBuf, OwnedFd)> {
     static COUNTER: AtomicU32 = AtomicU32::new(0);
     let salt = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -582,7 +601,7 @@ fn create_segment(dir: &Path, domain: u32) -> io::Result<(u32, PathBuf, OwnedFd)
         if id == 0 {
             continue;
         }
-        let path = dir.join(segment_name(domain, id));
+        let path = dir.join(name(id));
         match open_fd(&path, libc::O_RDWR | libc::O_CREAT | libc::O_EXCL, 0o600) {
             Ok(fd) => return Ok((id, path, fd)),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
@@ -781,4 +800,4 @@ impl RecvLoop {
 
 #[cfg(test)]
 #[path = "shm_tests.rs"]
-mod tests;
+pub(crate) mod tests;

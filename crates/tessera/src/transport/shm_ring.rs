@@ -62,8 +62,6 @@ pub const MAX_STRIDE: u32 = 16 << 20;
 pub const MAX_SEGMENT: u64 = 1 << 30;
 
 const OFF_MAGIC: usize = 0;
-const OFF_VERSION: usize = 8;
-const OFF_HEADER_SIZE: usize = 12;
 const OFF_SLOT_COUNT: usize = 16;
 const OFF_STRIDE: usize = 20;
 const OFF_OWNER_PID: usize = 24;
@@ -72,13 +70,20 @@ const OFF_OWNER_START: usize = 32;
 const OFF_OWNER_PIDNS: usize = 40;
 const OFF_HOST: usize = 48;
 const OFF_DOMAIN: usize = 56;
+const OWNER_AT: OwnerAt = OwnerAt {
+    pid: OFF_OWNER_PID,
+    start_time: OFF_OWNER_START,
+    pid_ns: OFF_OWNER_PIDNS,
+    host: OFF_HOST,
+    domain: OFF_DOMAIN,
+};
 const OFF_HEAD: usize = 128;
 const OFF_FUTEX: usize = 256;
 const OFF_SLEEPING: usize = 260;
 
 const FLAG_CLOSED: u32 = 1;
 
-/// Why a segment was refused.
+/// Why a segment (a receive ring or a loan pool) was refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
 pub enum SegmentError {
     /// Smaller than its header or its slots.
@@ -255,7 +260,7 @@ impl Region {
     /// The atomic at byte `off`. Callers pass offsets derived from a validated geometry (or the
     /// fixed header offsets), so the check below never fails in practice; it keeps a logic
     /// error from becoming an out-of-bounds access.
-    fn u64_at(&self, off: usize) -> &AtomicU64 {
+    pub(crate) fn u64_at(&self, off: usize) -> &AtomicU64 {
         assert!(
             off % 8 == 0 && off + 8 <= self.len,
             "offset {off} outside the region"
@@ -265,7 +270,7 @@ impl Region {
         unsafe { &*self.ptr.as_ptr().add(off).cast::<AtomicU64>() }
     }
 
-    fn u32_at(&self, off: usize) -> &AtomicU32 {
+    pub(crate) fn u32_at(&self, off: usize) -> &AtomicU32 {
         assert!(
             off % 4 == 0 && off + 4 <= self.len,
             "offset {off} outside the region"
@@ -274,8 +279,19 @@ impl Region {
         unsafe { &*self.ptr.as_ptr().add(off).cast::<AtomicU32>() }
     }
 
+    /// A raw pointer to `len` bytes at `off` (bounds checked like `u64_at`): for a loaned
+    /// chunk, which its user reads or writes as a plain value.
+    pub(crate) fn ptr_at(&self, off: usize, len: usize) -> NonNull<u8> {
+        assert!(
+            off.checked_add(len).is_some_and(|end| end <= self.len),
+            "range at {off} outside the region"
+        );
+        // SAFETY: `off` is in bounds of the mapping (checked above), so the result is non-null.
+        unsafe { NonNull::new_unchecked(self.ptr.as_ptr().add(off)) }
+    }
+
     /// Copies `src` to byte `off`.
-    fn write(&self, off: usize, src: &[u8]) {
+    pub(crate) fn write(&self, off: usize, src: &[u8]) {
         assert!(off + src.len() <= self.len, "write outside the region");
         // SAFETY: in bounds; the destination is shared memory that no reference covers, so a
         // concurrent writer can only corrupt the bytes (which the reader validates).
@@ -285,7 +301,7 @@ impl Region {
     }
 
     /// Copies bytes from `off` into `dst`.
-    fn read(&self, off: usize, dst: &mut [u8]) {
+    pub(crate) fn read(&self, off: usize, dst: &mut [u8]) {
         assert!(off + dst.len() <= self.len, "read outside the region");
         // SAFETY: in bounds; `dst` is private memory. A concurrent scribbler can only make the
         // copied bytes garbage, which the caller treats as untrusted.
@@ -302,6 +318,69 @@ impl Drop for Region {
             // nothing borrows it any more (borrows are tied to `&self`).
             unsafe { libc::munmap(self.ptr.as_ptr().cast(), self.len) };
         }
+    }
+}
+
+/// Where a segment header keeps its [`Owner`]: receive rings and loan pools lay their headers
+/// out differently but record the same owner fields.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct OwnerAt {
+    pub pid: usize,
+    pub start_time: usize,
+    pub pid_ns: usize,
+    pub host: usize,
+    pub domain: usize,
+}
+
+impl OwnerAt {
+    pub(crate) fn store(&self, r: &Region, o: &Owner) {
+        r.u32_at(self.pid).store(o.pid, Ordering::Relaxed);
+        r.u64_at(self.start_time)
+            .store(o.start_time, Ordering::Relaxed);
+        r.u64_at(self.pid_ns).store(o.pid_ns, Ordering::Relaxed);
+        r.u64_at(self.host).store(o.host, Ordering::Relaxed);
+        r.u32_at(self.domain).store(o.domain, Ordering::Relaxed);
+    }
+
+    pub(crate) fn load(&self, r: &Region) -> Owner {
+        Owner {
+            pid: r.u32_at(self.pid).load(Ordering::Relaxed),
+            start_time: r.u64_at(self.start_time).load(Ordering::Relaxed),
+            pid_ns: r.u64_at(self.pid_ns).load(Ordering::Relaxed),
+            host: r.u64_at(self.host).load(Ordering::Relaxed),
+            domain: r.u32_at(self.domain).load(Ordering::Relaxed),
+        }
+    }
+}
+
+impl Region {
+    /// Writes version and header size (the magic comes last, once the header is complete).
+    pub(crate) fn write_prologue(&self, version: u32, header: usize) {
+        self.u32_at(8).store(version, Ordering::Relaxed);
+        self.u32_at(12).store(header as u32, Ordering::Relaxed);
+    }
+
+    /// Checks magic, version and header size of a segment someone else initialised.
+    pub(crate) fn check_prologue(
+        &self,
+        magic: u64,
+        version: u32,
+        header: usize,
+    ) -> Result<(), SegmentError> {
+        if self.len() < header {
+            return Err(SegmentError::TooSmall);
+        }
+        if self.u64_at(0).load(Ordering::Acquire) != magic {
+            return Err(SegmentError::BadMagic);
+        }
+        let v = self.u32_at(8).load(Ordering::Relaxed);
+        if v != version {
+            return Err(SegmentError::Version(v));
+        }
+        if self.u32_at(12).load(Ordering::Relaxed) as usize != header {
+            return Err(SegmentError::Geometry);
+        }
+        Ok(())
     }
 }
 
@@ -352,20 +431,12 @@ impl Ring {
         }
         let r = Ring { region, geo };
         let h = &r.region;
-        h.u32_at(OFF_VERSION).store(VERSION, Ordering::Relaxed);
-        h.u32_at(OFF_HEADER_SIZE)
-            .store(HEADER_SIZE as u32, Ordering::Relaxed);
+        h.write_prologue(VERSION, HEADER_SIZE);
         h.u32_at(OFF_SLOT_COUNT)
             .store(geo.slot_count, Ordering::Relaxed);
         h.u32_at(OFF_STRIDE).store(geo.stride, Ordering::Relaxed);
-        h.u32_at(OFF_OWNER_PID).store(owner.pid, Ordering::Relaxed);
         h.u32_at(OFF_FLAGS).store(0, Ordering::Relaxed);
-        h.u64_at(OFF_OWNER_START)
-            .store(owner.start_time, Ordering::Relaxed);
-        h.u64_at(OFF_OWNER_PIDNS)
-            .store(owner.pid_ns, Ordering::Relaxed);
-        h.u64_at(OFF_HOST).store(owner.host, Ordering::Relaxed);
-        h.u32_at(OFF_DOMAIN).store(owner.domain, Ordering::Relaxed);
+        OWNER_AT.store(h, &owner);
         h.u64_at(OFF_HEAD).store(0, Ordering::Relaxed);
         for i in 0..geo.slot_count as u64 {
             r.seq(i).store(i, Ordering::Relaxed);
@@ -376,19 +447,7 @@ impl Ring {
 
     /// Attaches to a ring someone else initialised, validating its header.
     pub fn attach(region: Region) -> Result<Ring, SegmentError> {
-        if region.len() < HEADER_SIZE {
-            return Err(SegmentError::TooSmall);
-        }
-        if region.u64_at(OFF_MAGIC).load(Ordering::Acquire) != MAGIC {
-            return Err(SegmentError::BadMagic);
-        }
-        let version = region.u32_at(OFF_VERSION).load(Ordering::Relaxed);
-        if version != VERSION {
-            return Err(SegmentError::Version(version));
-        }
-        if region.u32_at(OFF_HEADER_SIZE).load(Ordering::Relaxed) as usize != HEADER_SIZE {
-            return Err(SegmentError::Geometry);
-        }
+        region.check_prologue(MAGIC, VERSION, HEADER_SIZE)?;
         let geo = Geometry {
             slot_count: region.u32_at(OFF_SLOT_COUNT).load(Ordering::Relaxed),
             stride: region.u32_at(OFF_STRIDE).load(Ordering::Relaxed),
@@ -409,14 +468,7 @@ impl Ring {
 
     /// The owner recorded in the header (untrusted: for liveness checks and filtering only).
     pub fn owner(&self) -> Owner {
-        let h = &self.region;
-        Owner {
-            pid: h.u32_at(OFF_OWNER_PID).load(Ordering::Relaxed),
-            start_time: h.u64_at(OFF_OWNER_START).load(Ordering::Relaxed),
-            pid_ns: h.u64_at(OFF_OWNER_PIDNS).load(Ordering::Relaxed),
-            host: h.u64_at(OFF_HOST).load(Ordering::Relaxed),
-            domain: h.u32_at(OFF_DOMAIN).load(Ordering::Relaxed),
-        }
+        OWNER_AT.load(&self.region)
     }
 
     /// Marks the ring closed: its owner is going away, writers should forget it.

@@ -7,10 +7,10 @@ use crossbeam_channel::{unbounded, Receiver};
 use std::os::unix::fs::PermissionsExt;
 
 /// A fresh directory on the shm tmpfs, removed when dropped.
-struct TestDir(PathBuf);
+pub(crate) struct TestDir(pub(crate) PathBuf);
 
 impl TestDir {
-    fn new(tag: &str) -> TestDir {
+    pub(crate) fn new(tag: &str) -> TestDir {
         static N: AtomicU32 = AtomicU32::new(0);
         let d = PathBuf::from(SHM_DIR).join(format!(
             "tsrtest-{}-{tag}-{}",
@@ -32,7 +32,7 @@ impl TestDir {
         }
     }
 
-    fn files(&self) -> Vec<String> {
+    pub(crate) fn files(&self) -> Vec<String> {
         let mut v: Vec<String> = std::fs::read_dir(&self.0)
             .unwrap()
             .flatten()
