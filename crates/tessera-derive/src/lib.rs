@@ -333,9 +333,10 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             bound: a.bound,
         });
     }
-    let plain = plain_impl(name, &cdr, &type_name, repr_c(input)?, &members);
-    let mut out = generate(name, &cdr, &type_name, opts.extensibility, &members);
-    out.extend(plain);
+    let repr_c = repr_c(input)?;
+    let layout = plain_layout(name, &type_name, repr_c, &members);
+    let mut out = generate(name, &cdr, &type_name, opts.extensibility, &members, layout);
+    out.extend(plain_impl(name, &cdr, repr_c, &members));
     Ok(out)
 }
 
@@ -362,19 +363,19 @@ fn repr_c(input: &DeriveInput) -> syn::Result<bool> {
     Ok(c && !packed)
 }
 
-/// `unsafe impl Plain` for a `#[repr(C)]` struct (nothing otherwise): usable only when the
-/// struct is `Copy` and every member type is `Plain`. The bounds sit under a higher-ranked
-/// binder so that the compiler checks them where the impl is used, not here: a `#[repr(C)]`
-/// struct with a `String` still derives, and is simply not plain.
-fn plain_impl(
+/// `CdrType::PLAIN_LAYOUT` of the struct: its layout hash when it is `#[repr(C)]` and every
+/// member type's `PLAIN_LAYOUT` is nonzero (evaluated by the compiler), else 0.
+fn plain_layout(
     name: &syn::Ident,
-    cdr: &syn::Path,
     type_name: &LitStr,
     repr_c: bool,
     members: &[Member],
 ) -> TokenStream2 {
-    if !repr_c {
-        return quote!();
+    // An optional member is a presence flag and a value: never plain.
+    if !repr_c || members.iter().any(|m| m.optional) {
+        return quote!(
+            const PLAIN_LAYOUT: u64 = 0;
+        );
     }
     let tys: Vec<_> = members.iter().map(|m| &m.ty).collect();
     let mixes = members.iter().map(|m| {
@@ -383,10 +384,39 @@ fn plain_impl(
             let h = __cdr::layout_mix(
                 h,
                 __cdr::layout_hash(#mname, ::core::mem::offset_of!(#name, #ident), 0)
-                    ^ <#ty as __cdr::Plain>::LAYOUT,
+                    ^ <#ty as __cdr::CdrType>::PLAIN_LAYOUT,
             );
         }
     });
+    quote! {
+        const PLAIN_LAYOUT: u64 = if true #( && <#tys as __cdr::CdrType>::PLAIN_LAYOUT != 0 )* {
+            let h = __cdr::layout_hash(
+                #type_name,
+                ::core::mem::size_of::<#name>(),
+                ::core::mem::align_of::<#name>(),
+            );
+            #( #mixes )*
+            h
+        } else {
+            0
+        };
+    }
+}
+
+/// `unsafe impl Plain` for a `#[repr(C)]` struct (nothing otherwise): usable only when the
+/// struct is `Copy` and every member type is `Plain`. The bounds sit under a higher-ranked
+/// binder so that the compiler checks them where the impl is used, not here: a `#[repr(C)]`
+/// struct with a `String` still derives, and is simply not plain.
+fn plain_impl(
+    name: &syn::Ident,
+    cdr: &syn::Path,
+    repr_c: bool,
+    members: &[Member],
+) -> TokenStream2 {
+    if !repr_c {
+        return quote!();
+    }
+    let tys: Vec<_> = members.iter().map(|m| &m.ty).collect();
     quote! {
         const _: () = {
             use #cdr as __cdr;
@@ -398,15 +428,6 @@ fn plain_impl(
                 for<'__p> #name: ::core::marker::Copy,
                 #( for<'__p> #tys: __cdr::Plain, )*
             {
-                const LAYOUT: u64 = {
-                    let h = __cdr::layout_hash(
-                        #type_name,
-                        ::core::mem::size_of::<#name>(),
-                        ::core::mem::align_of::<#name>(),
-                    );
-                    #( #mixes )*
-                    h
-                };
             }
         };
     }
@@ -449,6 +470,7 @@ fn generate(
     type_name: &LitStr,
     ext: Ext,
     members: &[Member],
+    plain_layout: TokenStream2,
 ) -> TokenStream2 {
     let keyed = members.iter().any(|m| m.key);
     // The key form: the #[key] members, or all of them for a keyless struct used as a key
@@ -714,6 +736,7 @@ fn generate(
             #[automatically_derived]
             impl __cdr::CdrType for #name {
                 const MIN_SIZE: usize = 0usize #( .saturating_add(<#required_types as __cdr::CdrType>::MIN_SIZE) )*;
+                #plain_layout
                 const KEY_EXTENT: __cdr::KeyExtent = {
                     let e = __cdr::EXTENT_EMPTY;
                     #( let e = __cdr::extent_then(e, <#key_types as __cdr::CdrType>::KEY_EXTENT); )*

@@ -106,3 +106,27 @@ fn plain_types_still_serialize_as_cdr() {
     serialize_sample(&v, Encoding::XCDR1_LE, &mut bytes);
     assert_eq!(deserialize_sample::<Outer>(&bytes).unwrap(), v);
 }
+
+#[test]
+fn plain_layout_is_zero_for_types_that_are_not_plain() {
+    use tessera::rtps::cdr::CdrType;
+    #[derive(TopicType, Clone)]
+    #[repr(C)]
+    struct Named {
+        id: u32,
+        name: String,
+    }
+    #[derive(TopicType, Clone, Copy)]
+    struct Loose {
+        id: u32,
+    }
+    #[derive(TopicType, Clone, Copy)]
+    #[repr(C)]
+    struct Flag {
+        on: bool,
+    }
+    assert_eq!(Named::PLAIN_LAYOUT, 0);
+    assert_eq!(Loose::PLAIN_LAYOUT, 0);
+    assert_eq!(Flag::PLAIN_LAYOUT, 0);
+    assert_eq!(<Outer as CdrType>::PLAIN_LAYOUT, layout::<Outer>());
+}

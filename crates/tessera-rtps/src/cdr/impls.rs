@@ -29,9 +29,18 @@ fn element<'a, T: CdrType>(items: &'a [T], path: &[Step]) -> Result<Value<'a>, N
 }
 
 macro_rules! impl_numeric {
-    ($($t:ty => $w:ident, $r:ident, $size:expr, $prim:ident;)*) => {$(
+    ($($t:ty => $w:ident, $r:ident, $size:expr, $prim:ident, $plain:expr;)*) => {$(
         impl CdrType for $t {
             const MIN_SIZE: usize = $size;
+            const PLAIN_LAYOUT: u64 = if $plain {
+                super::plain::layout_hash(
+                    stringify!($t),
+                    core::mem::size_of::<$t>(),
+                    core::mem::align_of::<$t>(),
+                )
+            } else {
+                0
+            };
             const KEY_EXTENT: KeyExtent = extent_primitive($size);
             const IS_PRIMITIVE: bool = true;
             const XCDR2_LC: u32 = ($size as u32).trailing_zeros();
@@ -60,23 +69,25 @@ macro_rules! impl_numeric {
 }
 
 impl_numeric! {
-    i8 => write_i8, read_i8, 1, Int8;
-    i16 => write_i16, read_i16, 2, Int16;
-    u16 => write_u16, read_u16, 2, UInt16;
-    i32 => write_i32, read_i32, 4, Int32;
-    u32 => write_u32, read_u32, 4, UInt32;
-    i64 => write_i64, read_i64, 8, Int64;
-    u64 => write_u64, read_u64, 8, UInt64;
-    f32 => write_f32, read_f32, 4, Float32;
-    f64 => write_f64, read_f64, 8, Float64;
-    bool => write_bool, read_bool, 1, Bool;
+    i8 => write_i8, read_i8, 1, Int8, true;
+    i16 => write_i16, read_i16, 2, Int16, true;
+    u16 => write_u16, read_u16, 2, UInt16, true;
+    i32 => write_i32, read_i32, 4, Int32, true;
+    u32 => write_u32, read_u32, 4, UInt32, true;
+    i64 => write_i64, read_i64, 8, Int64, true;
+    u64 => write_u64, read_u64, 8, UInt64, true;
+    f32 => write_f32, read_f32, 4, Float32, true;
+    f64 => write_f64, read_f64, 8, Float64, true;
+    // Not plain: only 0 and 1 (a `char`: only valid code points) are values.
+    bool => write_bool, read_bool, 1, Bool, false;
     // IDL `char`: one octet (ISO 8859-1), see `CdrWriter::write_char`.
-    char => write_char, read_char, 1, Char8;
+    char => write_char, read_char, 1, Char8, false;
 }
 
 /// `u8` is IDL `octet`; sequences and arrays of it are copied in one piece.
 impl CdrType for u8 {
     const MIN_SIZE: usize = 1;
+    const PLAIN_LAYOUT: u64 = super::plain::layout_hash("u8", 1, 1);
     const KEY_EXTENT: KeyExtent = extent_primitive(1);
     const IS_PRIMITIVE: bool = true;
     const XCDR2_LC: u32 = 0;
@@ -270,6 +281,11 @@ impl<T: CdrType> CdrType for Vec<T> {
 /// the elements are (arrays of) primitives.
 impl<T: CdrType, const N: usize> CdrType for [T; N] {
     const MIN_SIZE: usize = T::MIN_SIZE.saturating_mul(N);
+    const PLAIN_LAYOUT: u64 = if T::PLAIN_LAYOUT != 0 {
+        super::plain::layout_mix(super::plain::layout_mix(T::PLAIN_LAYOUT, 0x5b5d), N as u64)
+    } else {
+        0
+    };
     const FILTERABLE: bool = T::FILTERABLE;
     fn filter_value(&self, path: &[Step]) -> Result<Value<'_>, NotFilterable> {
         element(self, path)

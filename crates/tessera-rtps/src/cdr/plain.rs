@@ -54,18 +54,21 @@
 //! loanable::<Frame>();
 //! ```
 
+use super::CdrType;
+
 /// A type whose value is its bytes: every bit pattern of `size_of::<Self>()` bytes is a valid
 /// value, it holds no pointer and needs no drop (it is `Copy`).
 ///
-/// [`Plain::LAYOUT`] identifies the layout (type name, size, alignment, member offsets and
-/// member layouts): two processes share a value only when their hashes match.
+/// [`Plain::LAYOUT`] identifies the layout (type name, size, alignment, member names, offsets
+/// and layouts): two processes share a value only when their hashes match. It is
+/// [`CdrType::PLAIN_LAYOUT`], never 0 for a plain type.
 ///
 /// # Safety
 /// Implementors promise the above; implement it through `#[derive(TopicType)]`, which only
 /// does so for `#[repr(C)]` structs of plain members.
-pub unsafe trait Plain: Copy + Send + Sync + 'static {
+pub unsafe trait Plain: CdrType + Copy + Send + Sync + 'static {
     /// A hash of the layout (see [`layout_hash`]).
-    const LAYOUT: u64;
+    const LAYOUT: u64 = <Self as CdrType>::PLAIN_LAYOUT;
 }
 
 const FNV_OFFSET: u64 = 0xcbf2_9ce4_8422_2325;
@@ -98,22 +101,14 @@ pub const fn layout_hash(name: &str, size: usize, align: usize) -> u64 {
 macro_rules! plain_primitive {
     ($($t:ty),*) => {$(
         // SAFETY: integers and floats have no invalid bit patterns and no pointers.
-        unsafe impl Plain for $t {
-            const LAYOUT: u64 = layout_hash(
-                stringify!($t),
-                core::mem::size_of::<$t>(),
-                core::mem::align_of::<$t>(),
-            );
-        }
+        unsafe impl Plain for $t {}
     )*};
 }
 plain_primitive!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64);
 
 // SAFETY: an array of plain elements is its elements back to back, with no padding between
 // them and no invalid bit pattern.
-unsafe impl<T: Plain, const N: usize> Plain for [T; N] {
-    const LAYOUT: u64 = layout_mix(layout_mix(T::LAYOUT, 0x5b5d), N as u64);
-}
+unsafe impl<T: Plain, const N: usize> Plain for [T; N] {}
 
 #[cfg(test)]
 mod tests {
@@ -127,5 +122,9 @@ mod tests {
         assert_ne!(<[u8; 4]>::LAYOUT, u32::LAYOUT);
         assert_ne!(<[[u8; 2]; 3]>::LAYOUT, <[[u8; 3]; 2]>::LAYOUT);
         assert_eq!(<[u16; 8]>::LAYOUT, <[u16; 8]>::LAYOUT);
+        assert_eq!(<bool as CdrType>::PLAIN_LAYOUT, 0);
+        assert_eq!(<[char; 2] as CdrType>::PLAIN_LAYOUT, 0);
+        assert_eq!(<String as CdrType>::PLAIN_LAYOUT, 0);
+        assert_ne!(<[u8; 3] as CdrType>::PLAIN_LAYOUT, 0);
     }
 }

@@ -125,6 +125,12 @@ pub trait CdrType: Sized {
     /// then refuse.
     const FILTERABLE: bool = false;
 
+    /// The layout hash of a type whose value is its bytes (see [`super::Plain`]), 0 when it is
+    /// not one: the integers, floats, arrays of them and `#[repr(C)]` derived structs of such
+    /// members. The runtime checks a loaned sample's hash against it before it reads the
+    /// value where it lies (which [`super::Plain`] bounds cannot express in generic code).
+    const PLAIN_LAYOUT: u64 = 0;
+
     /// The value at `path` inside this value, for content filters and query conditions
     /// ([`crate::filter`]); `path` was checked against [`CdrType::type_desc`]. The default
     /// reports the type not filterable.
