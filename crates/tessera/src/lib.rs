@@ -85,6 +85,7 @@ pub mod dynamic;
 mod endpoint;
 pub mod error;
 pub mod history;
+pub mod loan;
 pub mod node;
 mod outbox;
 mod participant;
@@ -115,8 +116,9 @@ pub use error::{Error, Result};
 pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
 };
+pub use loan::Loaned;
 pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
-pub use publication::{DataWriter, DataWriterListener, Publisher, UntypedDataWriter};
+pub use publication::{DataWriter, DataWriterListener, Loan, Publisher, UntypedDataWriter};
 pub use qos_xml::{QosProvider, QosXmlError};
 pub use query::QueryCondition;
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};

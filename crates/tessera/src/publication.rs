@@ -34,10 +34,12 @@ use tessera_rtps::writer::{WriteError, WriterCore};
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
 mod filters;
+mod loan;
 mod local;
 mod policies;
 mod publisher;
 mod untyped;
+pub use loan::Loan;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
 use policies::{budget_ns, lifespan_ns};
 pub use publisher::Publisher;
@@ -147,6 +149,8 @@ pub(crate) struct WriterEndpoint {
     reader_locators: Mutex<Vec<(Guid, Locators)>>,
     /// Matched remote readers' content filters, evaluated at `write` (see [`filters`]).
     pub(crate) filters: filters::WriterFilters,
+    /// The loan pool and which remote readers can resolve loans (see [`loan`]).
+    loans: loan::WriterLoans,
 }
 
 /// An instance a writer unregisters: its key hash (none for a keyless topic) and serialized key.
@@ -224,6 +228,7 @@ impl WriterEndpoint {
             alive: AtomicBool::new(true),
             reader_locators: Mutex::new(Vec::new()),
             filters: Default::default(),
+            loans: Default::default(),
         })
     }
 
@@ -648,6 +653,7 @@ impl LocalWriter for WriterEndpoint {
             let filtered = self
                 .filters
                 .set(remote.guid, remote.content_filter.as_ref());
+            self.loans.matched(remote.guid, &remote.locators);
             let multicast = if filtered {
                 Locators::new()
             } else {
@@ -708,6 +714,7 @@ impl LocalWriter for WriterEndpoint {
             drop(old);
         } else {
             self.filters.remove(remote);
+            self.loans.unmatched(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);
             self.set_path_size(&mut core, None, Some(remote));

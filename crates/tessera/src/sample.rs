@@ -6,6 +6,7 @@
 //! types and bindings that want bytes ([`crate::UntypedDataReader`]).
 
 use crate::history::KeyHash;
+use crate::loan::ChunkHold;
 use crate::TopicType;
 use parking_lot::Mutex;
 use std::marker::PhantomData;
@@ -104,18 +105,34 @@ impl<T: TopicType> TypeSupport for TypedSupport<T> {
 /// A serialized sample as a reader's history keeps it: the payload with its encapsulation
 /// header. Cloning shares the bytes (what `read` does); the history's `SampleInfo` carries the
 /// writer, the instance and the timestamps.
-#[derive(Clone, PartialEq, Eq)]
-pub struct SerializedPayload(Arc<Vec<u8>>);
+///
+/// A loaned sample's payload is a reference into a writer's loan pool ([`crate::loan`]) and
+/// carries this process's hold on the chunk, released when the last clone is dropped.
+#[derive(Clone)]
+pub struct SerializedPayload(Arc<Vec<u8>>, Option<Arc<ChunkHold>>);
+
+impl PartialEq for SerializedPayload {
+    fn eq(&self, other: &Self) -> bool {
+        self.0 == other.0
+    }
+}
+
+impl Eq for SerializedPayload {}
 
 impl SerializedPayload {
     /// Wraps bytes (encapsulation header included).
     pub fn new(bytes: Vec<u8>) -> Self {
-        SerializedPayload(Arc::new(bytes))
+        SerializedPayload(Arc::new(bytes), None)
     }
 
     /// Shares a buffer (a local writer's) without copying it.
     pub fn shared(bytes: Arc<Vec<u8>>) -> Self {
-        SerializedPayload(bytes)
+        SerializedPayload(bytes, None)
+    }
+
+    /// A loan reference's bytes with the hold taken on its chunk.
+    pub(crate) fn loaned(bytes: Arc<Vec<u8>>, hold: ChunkHold) -> Self {
+        SerializedPayload(bytes, Some(Arc::new(hold)))
     }
 
     /// The bytes, encapsulation header included.
@@ -123,9 +140,17 @@ impl SerializedPayload {
         &self.0
     }
 
-    /// Decodes the sample.
+    /// The hold on a loaned sample's chunk.
+    pub(crate) fn loan(&self) -> Option<&Arc<ChunkHold>> {
+        self.1.as_ref()
+    }
+
+    /// Decodes the sample (a loaned one is copied out of its chunk).
     pub fn decode<T: TopicType>(&self) -> Result<T, CdrError> {
-        cdr::deserialize_sample(&self.0)
+        match &self.1 {
+            Some(h) => h.read::<T>(),
+            None => cdr::deserialize_sample(&self.0),
+        }
     }
 }
 
@@ -179,7 +204,7 @@ impl PayloadPool {
                 if let Some(v) = Arc::get_mut(&mut buf) {
                     v.clear();
                     v.extend_from_slice(bytes);
-                    return SerializedPayload(buf);
+                    return SerializedPayload(buf, None);
                 }
             }
         }
@@ -188,7 +213,9 @@ impl PayloadPool {
 
     /// Takes back a payload no longer needed; kept only if nothing else shares it.
     pub fn recycle(&self, mut p: SerializedPayload) {
-        if Arc::get_mut(&mut p.0).is_some_and(|v| v.capacity() <= POOL_MAX_CAPACITY) {
+        if p.1.is_none()
+            && Arc::get_mut(&mut p.0).is_some_and(|v| v.capacity() <= POOL_MAX_CAPACITY)
+        {
             let mut free = self.free.lock();
             if free.len() < POOL_BUFFERS {
                 free.push(p.0);

@@ -620,13 +620,38 @@ impl ReaderEndpoint {
                 }
             }
         }
+        // A loaned sample: take hold of its chunk now, so the writer keeps it until the
+        // sample is taken (see `crate::loan`). Only keyless types are loaned.
+        let loan = if crate::loan::is_loan_payload(&d.payload) {
+            let hold =
+                crate::loan::ChunkHold::take(&d.payload).map_err(crate::loan::ChunkHold::refused);
+            match hold {
+                Ok(h) if !self.support.is_keyed() => Some(h),
+                Ok(_) => {
+                    self.count_undecodable(&tessera_rtps::cdr::CdrError::UnsupportedEncapsulation(
+                        crate::loan::LOAN_ENCAPSULATION,
+                    ));
+                    return false;
+                }
+                Err(e) => {
+                    self.count_undecodable(&e);
+                    return false;
+                }
+            }
+        } else {
+            None
+        };
         // The key hash comes from the payload, not from PID_KEY_HASH: a peer's hash is not
         // trusted to name the instance the data belongs to.
-        let key_hash = match self.support.key_hash_of_sample(&d.payload) {
-            Ok(k) => k,
-            Err(e) => {
-                self.count_undecodable(&e);
-                return false;
+        let key_hash = if loan.is_some() {
+            [0; 16]
+        } else {
+            match self.support.key_hash_of_sample(&d.payload) {
+                Ok(k) => k,
+                Err(e) => {
+                    self.count_undecodable(&e);
+                    return false;
+                }
             }
         };
         let mut expires = None;
@@ -638,9 +663,11 @@ impl ReaderEndpoint {
             }
         }
         let s = SerializedSample {
-            payload: match shared {
-                Some(b) => SerializedPayload::shared(b.clone()),
-                None => self.pool.copy_of(&d.payload),
+            payload: match (shared, loan) {
+                (Some(b), Some(h)) => SerializedPayload::loaned(b.clone(), h),
+                (None, Some(h)) => SerializedPayload::loaned(Arc::new(d.payload.to_vec()), h),
+                (Some(b), None) => SerializedPayload::shared(b.clone()),
+                (None, None) => self.pool.copy_of(&d.payload),
             },
             key_hash,
             writer,

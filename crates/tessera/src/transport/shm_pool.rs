@@ -156,6 +156,8 @@ impl PoolGeometry {
 /// What a reader is sent instead of a sample: where the value lies and what it must be.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct LoanRef {
+    /// The DDS domain of the pool (its file name).
+    pub domain: u32,
     /// The pool's id (its file name).
     pub pool: u32,
     /// Chunk index.
@@ -172,13 +174,14 @@ impl LoanRef {
     /// Encoded size.
     pub const LEN: usize = 32;
 
-    /// Little-endian encoding: pool, chunk, generation, length, pad, layout.
+    /// Little-endian encoding: pool, chunk, generation, length, domain, layout.
     pub fn encode(&self) -> [u8; LoanRef::LEN] {
         let mut b = [0u8; LoanRef::LEN];
         b[0..4].copy_from_slice(&self.pool.to_le_bytes());
         b[4..8].copy_from_slice(&self.chunk.to_le_bytes());
         b[8..16].copy_from_slice(&self.generation.to_le_bytes());
         b[16..20].copy_from_slice(&self.len.to_le_bytes());
+        b[20..24].copy_from_slice(&self.domain.to_le_bytes());
         b[24..32].copy_from_slice(&self.layout.to_le_bytes());
         b
     }
@@ -197,6 +200,7 @@ impl LoanRef {
             chunk: u32_at(4),
             generation: u64_at(8),
             len: u32_at(16),
+            domain: u32_at(20),
             layout: u64_at(24),
         })
     }
@@ -229,6 +233,7 @@ pub struct Pool {
     geo: PoolGeometry,
     layout: u64,
     id: u32,
+    domain: u32,
 }
 
 impl Pool {
@@ -252,6 +257,7 @@ impl Pool {
             geo,
             layout,
             id,
+            domain: owner.domain,
         };
         let h = &p.region;
         h.write_prologue(POOL_VERSION, POOL_HEADER);
@@ -284,11 +290,13 @@ impl Pool {
         }
         let layout = region.u64_at(OFF_LAYOUT).load(Ordering::Relaxed);
         let id = region.u32_at(OFF_POOL_ID).load(Ordering::Relaxed);
+        let domain = region.u32_at(OFF_DOMAIN).load(Ordering::Relaxed);
         Ok(Pool {
             region,
             geo,
             layout,
             id,
+            domain,
         })
     }
 
@@ -305,6 +313,11 @@ impl Pool {
     /// The pool's id.
     pub fn id(&self) -> u32 {
         self.id
+    }
+
+    /// The pool's domain (as validated at attach).
+    pub fn domain(&self) -> u32 {
+        self.domain
     }
 
     /// The owner recorded in the header (untrusted: for liveness checks only).
@@ -385,7 +398,7 @@ impl Pool {
         layout: u64,
         already_held: bool,
     ) -> Result<(), Refused> {
-        if r.pool != self.id {
+        if r.pool != self.id || r.domain != self.domain {
             return Err(Refused::WrongPool);
         }
         if r.chunk >= self.geo.chunks || slot >= READER_SLOTS {
@@ -487,6 +500,7 @@ impl ChunkAlloc {
     pub fn publish(&mut self, pool: &Pool, chunk: u32) -> LoanRef {
         pool.holders(chunk).fetch_and(!WRITER_BIT, Ordering::SeqCst);
         LoanRef {
+            domain: pool.domain,
             pool: pool.id,
             chunk,
             generation: self.generations[chunk as usize],
@@ -582,7 +596,7 @@ pub fn map_pool(path: &Path) -> io::Result<Pool> {
 /// Opens pool `id` of `domain` in `dir` (a reader, on its first reference to it).
 pub fn open_pool(dir: &Path, domain: u32, id: u32) -> io::Result<Pool> {
     let p = map_pool(&dir.join(pool_name(domain, id)))?;
-    if p.id() != id || p.owner().domain != domain {
+    if p.id() != id || p.domain() != domain {
         return Err(io::Error::from(io::ErrorKind::InvalidData));
     }
     Ok(p)

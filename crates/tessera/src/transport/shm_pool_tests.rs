@@ -101,6 +101,7 @@ fn a_loan_travels_and_its_chunk_is_reused_only_when_no_one_holds_it() {
     let c = alloc.loan(&p).unwrap();
     // Being filled: a reference to it (of the generation it will get) is refused.
     let early = LoanRef {
+        domain: 0,
         pool: 7,
         chunk: c,
         generation: 1,
@@ -260,6 +261,7 @@ fn reader_slots_are_bounded_and_dead_readers_bits_are_cleared() {
 #[test]
 fn loan_refs_round_trip() {
     let r = LoanRef {
+        domain: 230,
         pool: 0xdead_beef,
         chunk: 3,
         generation: u64::MAX - 1,
@@ -444,6 +446,7 @@ fn a_held_chunk_is_never_rewritten_under_its_reader() {
             continue;
         }
         let r = LoanRef {
+            domain: 0,
             pool: 7,
             chunk: (w & 0xff) as u32,
             generation: w >> 8,

@@ -1,0 +1,288 @@
+//! Zero-copy loans, writer side: `DataWriter::loan` and `write_loan` for plain types.
+//!
+//! Each writer that loans gets a pool segment on its first loan
+//! ([`crate::transport::shm_pool`]): chunks sized for `T`, as many as its history can keep
+//! plus [`SPARE_CHUNKS`] (at most [`POOL_BYTES`] in all). `write_loan` publishes the chunk and
+//! submits a 36-byte reference ([`crate::loan`]) as the sample's payload, so the writer
+//! history, reliability, heartbeats and repairs work unchanged on that small payload; the
+//! writer keeps the reference's buffer and reuses the chunk once nothing else shares it (the
+//! history dropped it: KEEP_LAST replaced it, or it was acknowledged) and no reader process
+//! holds it.
+//!
+//! References go only where every reader can resolve them: when each matched remote reader is
+//! reached through shared memory (a Tessera participant on this host) and the type is
+//! keyless. Otherwise — a UDP reader, another vendor, a keyed type — `write_loan` serializes
+//! the value from the chunk as `write` would (one copy) and frees the chunk at once. A reader
+//! that matches later than a reference was written (TRANSIENT_LOCAL over UDP) cannot resolve
+//! it and counts it undecodable.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use parking_lot::Mutex;
+use tessera_rtps::cdr::{Plain, TopicType};
+use tessera_rtps::fasthash::FastHashMap;
+use tessera_rtps::types::{locator_kind, Guid, Locators};
+
+use super::{now_nanos, DataWriter, WriterEndpoint};
+use crate::error::{Error, Result};
+use crate::qos::History;
+use crate::transport::shm::{host_identity, SHM_DIR};
+use crate::transport::shm_pool::{reader_alive, ChunkAlloc, OwnPool, PoolGeometry};
+
+/// Chunks beyond what the history keeps: room for readers still holding older samples, and
+/// for references still on their way when the history lets a sample go.
+pub const SPARE_CHUNKS: u32 = 16;
+/// The most memory one writer's pool takes (the chunk count is cut to fit, at least 2).
+pub const POOL_BYTES: usize = 256 << 20;
+/// KEEP_ALL writers without a `max_samples` limit get this many chunks.
+const KEEP_ALL_CHUNKS: u32 = 256;
+/// How often a writer whose pool is exhausted looks for reader processes that died.
+const DEAD_READER_CHECK: Duration = Duration::from_millis(100);
+
+/// What a writer endpoint knows for loans: its pool (made on the first loan) and whether each
+/// matched remote reader is reached through shared memory.
+#[derive(Default)]
+pub(crate) struct WriterLoans {
+    pool: OnceLock<Arc<WriterPool>>,
+    /// Matched remote readers → reached through shared memory only.
+    peers: Mutex<FastHashMap<Guid, bool>>,
+    /// Cached: every entry of `peers` is true.
+    all_shm: AtomicBool,
+}
+
+impl WriterLoans {
+    /// A remote reader matched with these (selected) unicast locators.
+    pub(crate) fn matched(&self, reader: Guid, unicast: &Locators) {
+        let shm = !unicast.is_empty()
+            && unicast
+                .as_slice()
+                .iter()
+                .all(|l| l.kind == locator_kind::TESSERA_SHM);
+        let mut p = self.peers.lock();
+        p.insert(reader, shm);
+        self.all_shm
+            .store(p.values().all(|s| *s), Ordering::Relaxed);
+    }
+
+    /// A remote reader went away.
+    pub(crate) fn unmatched(&self, reader: Guid) {
+        let mut p = self.peers.lock();
+        p.remove(&reader);
+        self.all_shm
+            .store(p.values().all(|s| *s), Ordering::Relaxed);
+    }
+
+    fn all_shm(&self) -> bool {
+        // An empty map (no reader yet, or only readers of this participant) counts as true.
+        self.peers.lock().is_empty() || self.all_shm.load(Ordering::Relaxed)
+    }
+}
+
+/// A writer's pool and its private bookkeeping.
+struct WriterPool {
+    own: OwnPool,
+    state: Mutex<PoolState>,
+}
+
+struct PoolState {
+    alloc: ChunkAlloc,
+    /// Published chunks and the reference buffers the history shares: a chunk goes back to
+    /// the allocator once only this list holds its buffer.
+    kept: Vec<(Arc<Vec<u8>>, u32)>,
+    dead_check: Instant,
+}
+
+impl PoolState {
+    fn reclaim(&mut self, own: &OwnPool) {
+        let alloc = &mut self.alloc;
+        self.kept.retain(|(buf, chunk)| {
+            let shared = Arc::strong_count(buf) > 1;
+            if !shared {
+                alloc.release(own.pool(), *chunk);
+            }
+            shared
+        });
+    }
+}
+
+fn pool_chunks(history: History, max_samples: Option<u32>, size: usize) -> u32 {
+    let wanted = match history {
+        History::KeepLast(d) => d.saturating_add(SPARE_CHUNKS),
+        History::KeepAll => max_samples
+            .map_or(KEEP_ALL_CHUNKS, |m| m.saturating_add(SPARE_CHUNKS))
+            .min(KEEP_ALL_CHUNKS * 4),
+    };
+    let fit = (POOL_BYTES / size.max(64)).max(2);
+    wanted.min(u32::try_from(fit).unwrap_or(u32::MAX)).max(2)
+}
+
+impl WriterEndpoint {
+    fn loan_pool<T: Plain>(&self, domain: u32) -> Result<Arc<WriterPool>> {
+        if let Some(p) = self.loans.pool.get() {
+            return Ok(p.clone());
+        }
+        let size = std::mem::size_of::<T>();
+        let chunks = pool_chunks(self.qos.history, self.qos.resource_limits.max_samples, size);
+        let geo = PoolGeometry::new(chunks, size, std::mem::align_of::<T>()).ok_or_else(|| {
+            Error::Unsupported(format!(
+                "a loan of {size} bytes aligned to {} does not fit a pool",
+                std::mem::align_of::<T>()
+            ))
+        })?;
+        let own = OwnPool::create(
+            std::path::Path::new(SHM_DIR),
+            domain,
+            host_identity(false),
+            geo,
+            T::LAYOUT,
+        )?;
+        let pool = Arc::new(WriterPool {
+            own,
+            state: Mutex::new(PoolState {
+                alloc: ChunkAlloc::new(chunks),
+                kept: Vec::new(),
+                dead_check: Instant::now(),
+            }),
+        });
+        // Two threads racing for the first loan: one pool wins, the other is dropped (and
+        // its file removed).
+        Ok(self.loans.pool.get_or_init(|| pool).clone())
+    }
+}
+
+/// A sample slot in shared memory, lent by [`DataWriter::loan`]: fill it through `DerefMut`
+/// and publish it with [`DataWriter::write_loan`]; dropping it unwritten gives the slot back.
+/// It starts with whatever the slot held before (a plain type has no invalid values), so
+/// write every member.
+pub struct Loan<T: Plain> {
+    pool: Arc<WriterPool>,
+    chunk: u32,
+    written: bool,
+    _type: std::marker::PhantomData<T>,
+}
+
+impl<T: Plain> std::fmt::Debug for Loan<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Loan").field("chunk", &self.chunk).finish()
+    }
+}
+
+impl<T: Plain> Deref for Loan<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // SAFETY: the chunk is `size_of::<T>()` bytes aligned for `T` (the pool was made for
+        // `T`), claimed by this loan alone (WRITER_BIT: no reader takes hold of it and the
+        // allocator does not hand it out again), and any bit pattern is a valid `T`.
+        unsafe {
+            self.pool
+                .own
+                .pool()
+                .payload_ptr(self.chunk)
+                .cast::<T>()
+                .as_ref()
+        }
+    }
+}
+
+impl<T: Plain> DerefMut for Loan<T> {
+    fn deref_mut(&mut self) -> &mut T {
+        // SAFETY: as in `deref`; `&mut self` makes this the only reference.
+        unsafe {
+            self.pool
+                .own
+                .pool()
+                .payload_ptr(self.chunk)
+                .cast::<T>()
+                .as_mut()
+        }
+    }
+}
+
+impl<T: Plain> Drop for Loan<T> {
+    fn drop(&mut self) {
+        if !self.written {
+            self.pool
+                .state
+                .lock()
+                .alloc
+                .release(self.pool.own.pool(), self.chunk);
+        }
+    }
+}
+
+impl<T: Plain + TopicType> DataWriter<T> {
+    /// Lends a sample slot in this writer's shared-memory pool (made on the first loan, in
+    /// `/dev/shm`, 0600). Only plain types can be loaned (`T: Plain`: `#[repr(C)]`, `Copy`,
+    /// integers, floats and arrays or structs of them; `#[derive(TopicType)]` decides).
+    ///
+    /// When every slot is in use — kept by the history, or held by readers that have not
+    /// released their samples — it waits up to the reliability's `max_blocking_time`, then
+    /// fails with [`Error::Timeout`]. Slots held by reader processes that died are freed.
+    pub fn loan(&self) -> Result<Loan<T>> {
+        let domain = self.owning_participant().map_or(0, |p| p.domain_id());
+        let pool = self.ep.loan_pool::<T>(domain)?;
+        let deadline = super::far_deadline(Instant::now(), self.ep.max_blocking);
+        loop {
+            {
+                let mut st = pool.state.lock();
+                st.reclaim(&pool.own);
+                if let Some(chunk) = st.alloc.loan(pool.own.pool()) {
+                    return Ok(Loan {
+                        pool: pool.clone(),
+                        chunk,
+                        written: false,
+                        _type: std::marker::PhantomData,
+                    });
+                }
+                let now = Instant::now();
+                if now.duration_since(st.dead_check) >= DEAD_READER_CHECK {
+                    st.dead_check = now;
+                    if st.alloc.clear_dead_readers(pool.own.pool(), reader_alive) > 0 {
+                        tracing::info!("freed the loans of a reader process that died");
+                        continue;
+                    }
+                }
+                if now >= deadline {
+                    return Err(Error::Timeout);
+                }
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+    }
+
+    /// Publishes a loaned sample: readers reached through shared memory get a reference to
+    /// the slot (no copy); others, or all when some reader is not reached that way or `T` is
+    /// keyed, get the value serialized from the slot (see the module docs).
+    pub fn write_loan(&self, mut loan: Loan<T>) -> Result<()> {
+        if T::KEYED || !self.ep.loans.all_shm() || self.ep.filters.dropping(&*loan).is_some() {
+            return self.write(&loan);
+        }
+        let pool = loan.pool.clone();
+        let payload = {
+            let mut st = pool.state.lock();
+            let r = st.alloc.publish(pool.own.pool(), loan.chunk);
+            let payload = Arc::new(crate::loan::loan_payload(&r));
+            st.kept.push((payload.clone(), loan.chunk));
+            payload
+        };
+        loan.written = true;
+        self.ep.track_keyless();
+        // On failure the history did not take the payload: the chunk is reclaimed by the
+        // next loan.
+        self.ep.submit(payload, None, 0, false, now_nanos())
+    }
+
+    /// Chunks of this writer's loan pool in use (kept by the history, lent, or held by
+    /// readers); 0 before the first loan.
+    pub fn loans_in_use(&self) -> usize {
+        self.ep.loans.pool.get().map_or(0, |p| {
+            let mut st = p.state.lock();
+            st.reclaim(&p.own);
+            st.alloc.in_use()
+        })
+    }
+}

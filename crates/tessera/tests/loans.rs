@@ -1,0 +1,276 @@
+//! Zero-copy loans between participants on shared memory: references instead of samples,
+//! chunks reused only when released, KEEP_LAST and KEEP_ALL, a UDP reader among shm readers,
+//! and nothing left in `/dev/shm`. Needs a network namespace (discovery is UDP).
+
+mod support;
+
+use std::time::Duration;
+use support::wait_until;
+use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::transport::TransportKind;
+use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
+
+/// A 64 KiB plain sample.
+#[derive(TopicType, Clone, Copy, Debug, PartialEq)]
+#[repr(C)]
+struct Frame {
+    seq: u64,
+    fill: [u8; 65528],
+}
+
+fn participant(domain: u32, kinds: &[TransportKind]) -> DomainParticipant {
+    let config = ParticipantConfig {
+        transports: Some(kinds.to_vec()),
+        ..Default::default()
+    };
+    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
+}
+
+const SHM: [TransportKind; 2] = [TransportKind::Udp4, TransportKind::Shm];
+
+fn pools(domain: u32) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&format!("tessera-pool-{domain}-")))
+        .collect()
+}
+
+fn writer(
+    p: &DomainParticipant,
+    topic: &str,
+    history: History,
+    max_samples: Option<u32>,
+) -> DataWriter<Frame> {
+    let t = p.create_topic::<Frame>(topic, TopicQos::default()).unwrap();
+    let mut qos = DataWriterQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(2)))
+        .with_history(history);
+    qos.resource_limits.max_samples = max_samples;
+    p.create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, qos)
+        .unwrap()
+}
+
+fn reader(p: &DomainParticipant, topic: &str) -> DataReader<Frame> {
+    let t = p.create_topic::<Frame>(topic, TopicQos::default()).unwrap();
+    p.create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(
+            &t,
+            DataReaderQos::default()
+                .with_reliability(Reliability::reliable(Duration::from_secs(1)))
+                .with_history(History::KeepAll),
+        )
+        .unwrap()
+}
+
+fn write_frame(w: &DataWriter<Frame>, seq: u64) {
+    let mut loan = w.loan().unwrap();
+    loan.seq = seq;
+    loan.fill = [seq as u8; 65528];
+    w.write_loan(loan).unwrap();
+}
+
+fn check(f: &Frame) {
+    assert!(
+        f.fill.iter().all(|b| *b == f.seq as u8),
+        "torn frame {}",
+        f.seq
+    );
+}
+
+fn matched(w: &DataWriter<Frame>, readers: &[&DataReader<Frame>]) {
+    wait_until(10, "match", || {
+        w.publication_matched_status().current_count == readers.len() as i32
+            && readers
+                .iter()
+                .all(|r| r.subscription_matched_status().current_count == 1)
+    });
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn keep_all_loans_arrive_by_reference_and_chunks_come_back() {
+    support::require_netns();
+    let domain = 61;
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    let w = writer(&a, "Loans", History::KeepAll, None);
+    let r = reader(&b, "Loans");
+    matched(&w, &[&r]);
+    assert_eq!(pools(domain).len(), 0, "no pool before the first loan");
+    let n = 300u64;
+    let mut got = Vec::new();
+    for seq in 0..n {
+        write_frame(&w, seq);
+        // Take as we go, so the pool (256 chunks) never runs dry.
+        got.extend(r.take_loaned(64).unwrap());
+        got.retain(|s| s.data.is_some());
+        if got.len() > 32 {
+            for s in got.drain(..) {
+                let f = s.data.unwrap();
+                assert!(f.is_loaned(), "sample {} was copied", f.seq);
+                check(&f);
+            }
+        }
+    }
+    assert_eq!(pools(domain).len(), 1);
+    let mut seqs: Vec<u64> = got
+        .drain(..)
+        .filter_map(|s| s.data)
+        .inspect(|f| check(f))
+        .map(|f| f.seq)
+        .collect();
+    wait_until(10, "every sample", || {
+        for s in r.take_loaned(64).unwrap() {
+            if let Some(f) = s.data {
+                assert!(f.is_loaned());
+                check(&f);
+                seqs.push(f.seq);
+            }
+        }
+        seqs.last() == Some(&(n - 1))
+    });
+    // Acknowledged, taken and dropped: the chunks are free again (the writer's history
+    // may keep the newest sample, and with it its chunk).
+    w.wait_for_acknowledgments(Duration::from_secs(5)).unwrap();
+    wait_until(5, "chunks back", || w.loans_in_use() <= 1);
+    assert_eq!(r.undecodable_samples(), 0);
+
+    // A reader that does not ask for loans gets copies of the same references.
+    write_frame(&w, 7);
+    let mut copies = Vec::new();
+    wait_until(5, "a copy", || {
+        copies.extend(r.take(8).unwrap().into_iter().filter_map(|s| s.data));
+        !copies.is_empty()
+    });
+    assert_eq!(copies[0].seq, 7);
+    check(&copies[0]);
+    drop((w, r, copies));
+    drop((a, b));
+    assert!(pools(domain).is_empty(), "{:?}", pools(domain));
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn keep_last_reuses_chunks_and_readers_never_see_a_torn_sample() {
+    support::require_netns();
+    let domain = 62;
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    let w = writer(&a, "LoansLast", History::KeepLast(2), None);
+    let r = reader(&b, "LoansLast");
+    matched(&w, &[&r]);
+    // More samples than the pool has chunks (2 + 16): the writer reuses released ones.
+    let mut last = None;
+    let mut take = || {
+        for s in r.take_loaned(8).unwrap() {
+            if let Some(f) = s.data {
+                check(&f);
+                last = Some(f.seq);
+            }
+        }
+        last
+    };
+    for seq in 0..200u64 {
+        write_frame(&w, seq);
+        take();
+    }
+    wait_until(10, "the last sample", || take() == Some(199));
+    assert!(w.loans_in_use() <= 2 + 16);
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn keep_all_waits_for_readers_that_hold_loans() {
+    support::require_netns();
+    let domain = 63;
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    // max_samples 4: a pool of 4 + 16 chunks.
+    let t = a
+        .create_topic::<Frame>("LoansHeld", TopicQos::default())
+        .unwrap();
+    let mut qos = DataWriterQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_millis(300)))
+        .with_history(History::KeepAll);
+    qos.resource_limits.max_samples = Some(4);
+    let w = a
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, qos)
+        .unwrap();
+    let r = reader(&b, "LoansHeld");
+    matched(&w, &[&r]);
+    let mut held = Vec::new();
+    for seq in 0..20u64 {
+        write_frame(&w, seq);
+        wait_until(5, "the sample", || {
+            held.extend(r.take_loaned(1).unwrap().into_iter().filter_map(|s| s.data));
+            held.len() as u64 == seq + 1
+        });
+    }
+    w.wait_for_acknowledgments(Duration::from_secs(5)).unwrap();
+    // Every chunk is held by the reader: the next loan waits max_blocking_time, then fails.
+    let t0 = std::time::Instant::now();
+    assert!(matches!(w.loan(), Err(tessera::Error::Timeout)));
+    assert!(t0.elapsed() >= Duration::from_millis(250));
+    // The reader lets one go: the writer can loan again.
+    held.remove(0);
+    write_frame(&w, 20);
+    assert!(held.iter().enumerate().all(|(i, f)| f.seq == i as u64 + 1));
+    held.iter().for_each(|f| check(f));
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_udp_reader_among_shm_readers_gets_every_sample_as_cdr() {
+    support::require_netns();
+    let domain = 64;
+    let a = participant(domain, &SHM);
+    let b = participant(domain, &SHM);
+    let c = participant(domain, &[TransportKind::Udp4]);
+    let w = writer(&a, "LoansMixed", History::KeepAll, None);
+    let (rb, rc) = (reader(&b, "LoansMixed"), reader(&c, "LoansMixed"));
+    matched(&w, &[&rb, &rc]);
+    let n = 40u64;
+    for seq in 0..n {
+        write_frame(&w, seq);
+    }
+    for r in [&rb, &rc] {
+        let mut seqs = Vec::new();
+        wait_until(10, "every sample", || {
+            for s in r.take_loaned(64).unwrap() {
+                if let Some(f) = s.data {
+                    check(&f);
+                    seqs.push(f.seq);
+                }
+            }
+            seqs.len() as u64 == n
+        });
+        assert_eq!(seqs, (0..n).collect::<Vec<_>>());
+        assert_eq!(r.undecodable_samples(), 0);
+    }
+    // Serialized from the chunk, which was freed at once.
+    assert_eq!(w.loans_in_use(), 0);
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn loans_reach_a_reader_of_the_same_participant() {
+    support::require_netns();
+    let a = participant(65, &SHM);
+    let w = writer(&a, "LoansLocal", History::KeepAll, None);
+    let r = reader(&a, "LoansLocal");
+    matched(&w, &[&r]);
+    write_frame(&w, 3);
+    let s = r
+        .take_loaned(1)
+        .unwrap()
+        .pop()
+        .and_then(|s| s.data)
+        .unwrap();
+    assert!(s.is_loaned());
+    assert_eq!(s.seq, 3);
+    check(&s);
+}
