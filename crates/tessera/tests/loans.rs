@@ -274,3 +274,116 @@ fn loans_reach_a_reader_of_the_same_participant() {
     assert_eq!(s.seq, 3);
     check(&s);
 }
+
+const CHILD_DOMAIN: &str = "TESSERA_LOANS_TEST_CHILD_DOMAIN";
+
+/// Not a test of its own: the reader process of the kill -9 test. It takes loans until it
+/// holds `HOLD` of them, says so, and waits to be killed. Without the parent's variable it
+/// returns at once.
+#[test]
+#[ignore = "child process of a_reader_killed_while_holding_loans_does_not_wedge_the_writer"]
+fn child_reader_holds_loans() {
+    let Ok(domain) = std::env::var(CHILD_DOMAIN) else {
+        return;
+    };
+    let p = participant(domain.parse().unwrap(), &SHM);
+    let t = p
+        .create_topic::<Frame>("LoansKill", TopicQos::default())
+        .unwrap();
+    // Best effort: the writer's history does not wait for this reader's acknowledgments, so
+    // only its loans can hold the writer up.
+    let r = p
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(
+            &t,
+            DataReaderQos::default()
+                .with_reliability(Reliability::best_effort())
+                .with_history(History::KeepAll),
+        )
+        .unwrap();
+    let mut held = Vec::new();
+    while held.len() < HOLD {
+        held.extend(r.take_loaned(8).unwrap().into_iter().filter_map(|s| s.data));
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    assert!(held.iter().all(|f| f.is_loaned()));
+    println!("holding");
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+/// Loans the child holds: every chunk of a pool of `max_samples` 4 (4 + 16).
+const HOLD: usize = 20;
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_reader_killed_while_holding_loans_does_not_wedge_the_writer() {
+    use std::io::BufRead;
+    support::require_netns();
+    let domain = 66;
+    let a = participant(domain, &SHM);
+    let t = a
+        .create_topic::<Frame>("LoansKill", TopicQos::default())
+        .unwrap();
+    let mut qos = DataWriterQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_millis(500)))
+        .with_history(History::KeepAll);
+    qos.resource_limits.max_samples = Some(4);
+    let w = a
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(&t, qos)
+        .unwrap();
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_reader_holds_loans",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(CHILD_DOMAIN, domain.to_string())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    wait_until(20, "the child's reader", || {
+        w.publication_matched_status().current_count == 1
+    });
+    // Write until the child says it holds every chunk.
+    let lines = std::io::BufReader::new(child.stdout.take().unwrap()).lines();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for l in lines.map_while(|l| l.ok()) {
+            if l.starts_with("holding") {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let mut seq = 0;
+    while rx.try_recv().is_err() {
+        match w.loan() {
+            Ok(mut l) => {
+                l.seq = seq;
+                w.write_loan(l).unwrap();
+                seq += 1;
+            }
+            Err(tessera::Error::Timeout) => {}
+            Err(e) => panic!("{e}"),
+        }
+        assert!(seq < 10_000, "the child never held {HOLD} loans");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    // Every chunk is held by a live reader: no loan.
+    assert!(matches!(w.loan(), Err(tessera::Error::Timeout)));
+
+    // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    child.wait().unwrap();
+    // The dead reader's holds are cleared: loans work again, within max_blocking_time.
+    for _ in 0..HOLD {
+        let l = w.loan().unwrap();
+        w.write_loan(l).unwrap();
+    }
+}
