@@ -214,7 +214,8 @@ enum Inner<T> {
         _hold: Arc<ChunkHold>,
         value: NonNull<T>,
     },
-    Owned(T),
+    /// Boxed: a large plain type must not make every sample (and vector of them) its size.
+    Owned(Box<T>),
 }
 
 // SAFETY: the pointer is into a chunk that the hold keeps mapped and unchanged; `T` is plain
@@ -271,7 +272,7 @@ impl<T: Plain + TopicType> DataReader<T> {
                             }),
                             None => Err(CdrError::UnsupportedEncapsulation(LOAN_ENCAPSULATION)),
                         },
-                        None => p.decode::<T>().map(Inner::Owned),
+                        None => decode_boxed::<T>(&p).map(Inner::Owned),
                     };
                     match inner {
                         Ok(inner) => Some(Loaned { inner }),
@@ -286,4 +287,12 @@ impl<T: Plain + TopicType> DataReader<T> {
         }
         Ok(out)
     }
+}
+
+/// Decodes a CDR sample into a box. Apart (and never inlined) so that the frame of
+/// [`DataReader::take_loaned`] does not hold a `T` by value: a multi-megabyte plain type would
+/// overflow a thread's stack even when every sample comes as a loan.
+#[inline(never)]
+fn decode_boxed<T: TopicType>(p: &SerializedPayload) -> std::result::Result<Box<T>, CdrError> {
+    p.decode::<T>().map(Box::new)
 }

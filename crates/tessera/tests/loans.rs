@@ -387,3 +387,119 @@ fn a_reader_killed_while_holding_loans_does_not_wedge_the_writer() {
         w.write_loan(l).unwrap();
     }
 }
+
+macro_rules! blob {
+    ($name:ident, $len:expr) => {
+        /// A plain sample of `$len` bytes after its sequence number.
+        #[derive(TopicType, Clone, Copy)]
+        #[repr(C)]
+        struct $name {
+            seq: u64,
+            fill: [u8; $len],
+        }
+    };
+}
+blob!(Blob16, 8);
+blob!(Blob64k, 65528);
+blob!(Blob4m, 4194296);
+
+/// A loaned ping-pong between two participants of this process: the pinger loans, the ponger
+/// takes the loan and answers with one. Returns the median round trip. Never holds a sample
+/// by value (a 4 MiB one would not fit a thread's stack).
+fn loaned_round_trips<T: tessera::Plain + TopicType>(
+    domain: u32,
+    seq_of: fn(&T) -> u64,
+    set_seq: fn(&mut T, u64),
+    n: usize,
+) -> Duration {
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    let qos_w = || {
+        DataWriterQos::default()
+            .with_reliability(Reliability::reliable(Duration::from_secs(2)))
+            .with_history(History::KeepLast(1))
+    };
+    let qos_r = || {
+        DataReaderQos::default()
+            .with_reliability(Reliability::reliable(Duration::from_secs(2)))
+            .with_history(History::KeepLast(1))
+    };
+    let ping_w = {
+        let t = a.create_topic::<T>("Ping", TopicQos::default()).unwrap();
+        a.create_publisher(Default::default())
+            .unwrap()
+            .create_datawriter(&t, qos_w())
+            .unwrap()
+    };
+    let pong_r = {
+        let t = a.create_topic::<T>("Pong", TopicQos::default()).unwrap();
+        a.create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&t, qos_r())
+            .unwrap()
+    };
+    let ping_r = {
+        let t = b.create_topic::<T>("Ping", TopicQos::default()).unwrap();
+        b.create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&t, qos_r())
+            .unwrap()
+    };
+    let pong_w = {
+        let t = b.create_topic::<T>("Pong", TopicQos::default()).unwrap();
+        b.create_publisher(Default::default())
+            .unwrap()
+            .create_datawriter(&t, qos_w())
+            .unwrap()
+    };
+    wait_until(10, "match", || {
+        ping_w.publication_matched_status().current_count == 1
+            && pong_w.publication_matched_status().current_count == 1
+    });
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let ponger = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for s in ping_r.take_loaned(1).unwrap() {
+                    let Some(ping) = s.data else { continue };
+                    assert!(ping.is_loaned());
+                    let mut l = pong_w.loan().unwrap();
+                    set_seq(&mut l, seq_of(&ping));
+                    pong_w.write_loan(l).unwrap();
+                }
+            }
+        })
+    };
+    let mut rtts = Vec::with_capacity(n);
+    for seq in 0..n as u64 {
+        let t0 = std::time::Instant::now();
+        let mut l = ping_w.loan().unwrap();
+        set_seq(&mut l, seq);
+        ping_w.write_loan(l).unwrap();
+        'wait: loop {
+            for s in pong_r.take_loaned(1).unwrap() {
+                if s.data.as_ref().is_some_and(|p| seq_of(p) == seq) {
+                    break 'wait;
+                }
+            }
+            assert!(t0.elapsed() < Duration::from_secs(5), "pong {seq} lost");
+        }
+        rtts.push(t0.elapsed());
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    ponger.join().unwrap();
+    rtts.sort();
+    rtts[n / 2]
+}
+
+/// Not a benchmark (a debug build, a shared machine): checks that 16 B, 64 KiB and 4 MiB loans
+/// make round trips, and prints the medians.
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn loaned_round_trips_of_16_bytes_64_kib_and_4_mib() {
+    support::require_netns();
+    let small = loaned_round_trips::<Blob16>(67, |b| b.seq, |b, s| b.seq = s, 200);
+    let mid = loaned_round_trips::<Blob64k>(68, |b| b.seq, |b, s| b.seq = s, 200);
+    let big = loaned_round_trips::<Blob4m>(69, |b| b.seq, |b, s| b.seq = s, 200);
+    eprintln!("loaned round trip medians: 16 B {small:?}, 64 KiB {mid:?}, 4 MiB {big:?}");
+}
