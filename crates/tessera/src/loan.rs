@@ -106,12 +106,11 @@ fn attach(domain: u32, id: u32) -> std::result::Result<Arc<Attached>, LoanError>
     if let Some(a) = pools.get(&(domain, id)) {
         return Ok(a.clone());
     }
+    // A new pool: first forget those no sample holds any more whose writer has gone (their
+    // last sample may have been dropped before the writer closed the pool).
+    pools.retain(|_, a| Arc::strong_count(a) > 1 || !a.pool.is_closed());
     if pools.len() >= MAX_ATTACHED {
-        // Forget pools no sample holds any more whose writer has gone.
-        pools.retain(|_, a| Arc::strong_count(a) > 1 || !a.pool.is_closed());
-        if pools.len() >= MAX_ATTACHED {
-            return Err(LoanError::NoSlot);
-        }
+        return Err(LoanError::NoSlot);
     }
     let pool = open_pool(Path::new(SHM_DIR), domain, id).map_err(|_| LoanError::NoPool)?;
     let tag = own_reader_tag();
@@ -138,7 +137,20 @@ pub struct ChunkHold {
 impl Drop for ChunkHold {
     fn drop(&mut self) {
         let a = &self.pool;
-        a.holds.lock().release(&a.pool, a.slot, self.chunk);
+        let idle = {
+            let mut holds = a.holds.lock();
+            holds.release(&a.pool, a.slot, self.chunk);
+            holds.is_empty()
+        };
+        // The writer is gone and this was the last sample of its pool: unmap it, or the
+        // unlinked file's memory would stay allocated as long as this process runs.
+        if idle && a.pool.is_closed() {
+            let mut pools = attached_pools().lock();
+            let key = (a.pool.domain(), a.pool.id());
+            if pools.get(&key).is_some_and(|p| Arc::ptr_eq(p, a)) {
+                pools.remove(&key);
+            }
+        }
     }
 }
 

@@ -148,9 +148,31 @@ fn keep_all_loans_arrive_by_reference_and_chunks_come_back() {
     });
     assert_eq!(copies[0].seq, 7);
     check(&copies[0]);
-    drop((w, r, copies));
-    drop((a, b));
-    assert!(pools(domain).is_empty(), "{:?}", pools(domain));
+    // A sample still held when the writer goes keeps the pool mapped; dropping it unmaps it
+    // (the file is gone already: its memory would stay allocated while the mapping lives).
+    write_frame(&w, 8);
+    let mut last = Vec::new();
+    wait_until(5, "one more", || {
+        last.extend(r.take_loaned(8).unwrap().into_iter().filter_map(|s| s.data));
+        !last.is_empty()
+    });
+    drop((w, copies));
+    wait_until(5, "the pool file removed", || pools(domain).is_empty());
+    assert_eq!(last[0].seq, 8);
+    check(&last[0]);
+    assert!(mapped_pools(domain) > 0);
+    drop(last);
+    assert_eq!(mapped_pools(domain), 0, "the pool stayed mapped");
+    drop((r, a, b));
+}
+
+/// Mappings of this process of `domain`'s pool files.
+fn mapped_pools(domain: u32) -> usize {
+    std::fs::read_to_string("/proc/self/maps")
+        .unwrap()
+        .lines()
+        .filter(|l| l.contains(&format!("/tessera-pool-{domain}-")))
+        .count()
 }
 
 #[test]
