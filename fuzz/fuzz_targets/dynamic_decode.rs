@@ -71,17 +71,11 @@ fuzz_target!(|data: &[u8]| {
         let map: HashMap<_, _> = [(id.clone(), obj)].into_iter().collect();
         if let Ok(t) = DynamicType::from_type_object_map(&id, &map) {
             let v = t.default_value();
-            let b = t
-                .serialize(&v, Encoding::XCDR2_LE)
-                .expect("default value fits");
+            let b = t.serialize(&v, Encoding::XCDR2_LE).expect("default value fits");
             assert_eq!(t.deserialize(&b), Ok(v));
         }
     }
-    for ext in [
-        Extensibility::Final,
-        Extensibility::Appendable,
-        Extensibility::Mutable,
-    ] {
+    for ext in [Extensibility::Final, Extensibility::Appendable, Extensibility::Mutable] {
         let t = rich(ext);
         let _ = t.key_hash_from_key_payload(data);
         if let Ok(v) = t.deserialize(data) {
