@@ -49,6 +49,10 @@ pub(crate) fn drain(ctx: &RuntimeContext, mut poll: impl FnMut(&mut Transmit) ->
                 send_datagram(ctx, buf, t.dest.locators().as_slice());
             });
         }
+        // The last datagram's DATA submessages share their samples' payloads: kept in this
+        // thread's transmit until it sends again, they would keep a loan's chunk in use after
+        // the history let the sample go.
+        t.clear();
     });
 }
 

@@ -613,3 +613,28 @@ fn short_loaned_ping_pongs_never_stall() {
         );
     }
 }
+
+/// Acknowledged and released samples give every chunk back, the last one written included:
+/// nothing outside the history (such as a thread's reused datagram, which kept the `Arc`
+/// of the last DATA it carried until that thread sent again) may keep a loan's payload.
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn acknowledged_loans_leave_no_chunk_in_use() {
+    support::require_netns();
+    let domain = 80;
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    let w = writer(&a, "LoansBack", History::KeepAll, None);
+    let r = reader(&b, "LoansBack");
+    matched(&w, &[&r]);
+    let n = 5u64;
+    for seq in 0..n {
+        write_frame(&w, seq);
+    }
+    let mut got = 0;
+    wait_until(10, "every sample", || {
+        got += r.take_loaned(8).unwrap().len();
+        got as u64 == n
+    });
+    w.wait_for_acknowledgments(Duration::from_secs(5)).unwrap();
+    wait_until(5, "every chunk back", || w.loans_in_use() == 0);
+}
