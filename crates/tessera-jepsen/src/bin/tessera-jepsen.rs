@@ -3,12 +3,14 @@
 //!   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
 //!                      [--nemesis kill,pause,partition,restart,loss] [--rate HZ] [--out DIR]
 //!   tessera-jepsen schedule --members N --seed S [--duration SECONDS] [--nemesis LIST]
+//!   tessera-jepsen check DIR
 //!
 //! `run` needs root (network namespaces, nftables). It makes one namespace host per member on
 //! a private bridge (names unique per run, deleted on exit and on Ctrl-C), plays the seeded
 //! schedule, heals, lets the group quiesce, stops the members, merges their histories and
 //! checks them. `--schedules N` runs seeds S, S+1, ... S+N-1 in a row. Exit status 1 when any
-//! violation was found. `schedule` only prints the schedule a seed gives.
+//! violation was found. `schedule` only prints the schedule a seed gives; `check` checks the
+//! member histories (`*.history`) a run left in DIR again.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -70,7 +72,8 @@ fn parse(args: &[String]) -> Result<Opts> {
 const USAGE: &str = "usage:
   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
                      [--nemesis kill,pause,partition,restart,loss] [--rate HZ] [--out DIR]
-  tessera-jepsen schedule [--members N] [--seed S] [--duration SECONDS] [--nemesis LIST]";
+  tessera-jepsen schedule [--members N] [--seed S] [--duration SECONDS] [--nemesis LIST]
+  tessera-jepsen check DIR";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -112,6 +115,23 @@ fn main() -> Result<()> {
                 Schedule::generate(o.members, o.seed, o.duration * 1000, &o.nemeses)
             );
             Ok(())
+        }
+        Some("check") => {
+            let dir = PathBuf::from(args.get(1).context(USAGE)?);
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+                .with_context(|| format!("reading {}", dir.display()))?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "history"))
+                .collect();
+            files.sort();
+            let mut parsed = Vec::new();
+            for f in &files {
+                let name = f.file_stem().unwrap_or_default().to_string_lossy();
+                parsed.push(history::parse_member(&name, &std::fs::read_to_string(f)?)?);
+            }
+            let violations = report(&parsed, &dir)?;
+            println!("== {violations} violation(s)");
+            std::process::exit(if violations == 0 { 0 } else { 1 });
         }
         Some("-h" | "--help") => {
             println!("{USAGE}");
