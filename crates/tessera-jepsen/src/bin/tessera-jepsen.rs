@@ -84,18 +84,23 @@ fn main() -> Result<()> {
             let mut bad = Vec::new();
             for seed in o.seed..o.seed + o.schedules {
                 let t0 = Instant::now();
-                let violations = run_one(&o, seed)?;
+                let (violations, exits) = run_one(&o, seed)?;
                 println!(
-                    "== seed {seed}: {} violation(s) ({:.0} s)",
+                    "== seed {seed}: {} violation(s){} ({:.0} s)",
                     violations,
+                    if exits > 0 {
+                        format!(", {exits} member(s) exited on their own")
+                    } else {
+                        String::new()
+                    },
                     t0.elapsed().as_secs_f64()
                 );
-                if violations > 0 {
+                if violations > 0 || exits > 0 {
                     bad.push(seed);
                 }
             }
             println!(
-                "== {} schedule(s) of {} s with {} members: {} with violations{}",
+                "== {} schedule(s) of {} s with {} members: {} with violations or member exits{}",
                 o.schedules,
                 o.duration,
                 o.members,
@@ -175,6 +180,9 @@ struct Run<'a> {
     members: Vec<Vec<Incarnation>>,
     /// Per host, the active network faults' rules, by fault id.
     rules: Vec<BTreeMap<usize, HostRules>>,
+    /// Members that exited without being told to (a crash, or a failed start): the run's
+    /// premise (the live ones stay up) does not hold, so it is reported apart.
+    exits: Vec<String>,
 }
 
 impl Run<'_> {
@@ -277,9 +285,7 @@ impl Run<'_> {
                 inc.proc.kill();
                 inc.gone = true;
             }
-            Fault::Pause { member } => {
-                self.current(*member).proc.signal(libc::SIGSTOP)?;
-            }
+            Fault::Pause { member } => self.signal(*member, libc::SIGSTOP)?,
             Fault::Restart { member } => {
                 let inc = self.current(*member);
                 inc.signal_file(".stop", "leave")?;
@@ -315,15 +321,39 @@ impl Run<'_> {
     fn heal_fault(&mut self, id: usize, f: &Fault) -> Result<()> {
         match f {
             Fault::Kill { member } => self.start_member(*member)?,
-            Fault::Pause { member } => {
-                self.current(*member).proc.signal(libc::SIGCONT)?;
-            }
+            Fault::Pause { member } => self.signal(*member, libc::SIGCONT)?,
             Fault::Restart { .. } => {}
             Fault::Partition { .. } | Fault::OneWay { .. } | Fault::LossBurst { .. } => {
                 self.clear_rules(id)?
             }
         }
         Ok(())
+    }
+
+    /// Signals a member's current incarnation, unless it exited on its own.
+    fn signal(&mut self, member: usize, sig: i32) -> Result<()> {
+        let inc = self.current(member);
+        if !inc.gone {
+            inc.proc.signal(sig)?;
+        }
+        Ok(())
+    }
+
+    /// Notes members that exited on their own since the last look; they are gone from then on.
+    fn note_exits(&mut self) {
+        for v in &mut self.members {
+            let Some(inc) = v.last_mut().filter(|i| !i.gone) else {
+                continue;
+            };
+            if let Some(code) = inc.proc.wait_timeout(Duration::ZERO) {
+                inc.gone = true;
+                let out = inc.proc.output();
+                let first = out.lines().next().unwrap_or("");
+                let msg = format!("{} exited on its own ({code}): {first}", inc.name);
+                println!("  {msg}");
+                self.exits.push(msg);
+            }
+        }
     }
 
     fn live(&self) -> impl Iterator<Item = &Incarnation> {
@@ -334,8 +364,9 @@ impl Run<'_> {
     }
 }
 
-/// Runs one seeded schedule; returns the number of violations.
-fn run_one(o: &Opts, seed: u64) -> Result<usize> {
+/// Runs one seeded schedule; returns the number of violations and of members that exited on
+/// their own.
+fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
     let schedule = Schedule::generate(o.members, seed, o.duration * 1000, &o.nemeses);
     println!(
         "== seed {seed}: {} members, {} s, nemeses {:?}, schedule:\n{schedule}",
@@ -359,6 +390,7 @@ fn run_one(o: &Opts, seed: u64) -> Result<usize> {
         member_bin,
         members: (0..o.members).map(|_| Vec::new()).collect(),
         rules: vec![BTreeMap::new(); o.members],
+        exits: Vec::new(),
     };
     let result = play(&mut run, &schedule);
     // Whatever happened: no process, namespace or link outlives the run.
@@ -378,7 +410,7 @@ fn run_one(o: &Opts, seed: u64) -> Result<usize> {
             parsed.push(history::parse_member(&inc.name, &text)?);
         }
     }
-    report(&parsed, &dir)
+    Ok((report(&parsed, &dir)?, run.exits.len()))
 }
 
 /// Plays the schedule, heals, quiesces and stops the members cleanly.
@@ -392,6 +424,7 @@ fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
         if let Some(d) = at.checked_duration_since(Instant::now()) {
             thread::sleep(d);
         }
+        run.note_exits();
         let secs = t0.elapsed().as_secs_f64();
         let fault = schedule.faults[step.id].clone();
         match &step.action {
@@ -413,6 +446,7 @@ fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
     // run on a healed network a little, then stop writing and wait for every live member to
     // have delivered the same number of samples, unchanged for 2 s (at most 60 s).
     thread::sleep(Duration::from_secs(3));
+    run.note_exits();
     for inc in run.live() {
         inc.signal_file(".quiet", "")?;
     }
