@@ -43,6 +43,7 @@ mod simple;
 mod topics;
 mod typelookup;
 
+pub use builtin::SEDP_COALESCE;
 pub use content_filter::{ContentFilterProperty, MAX_FILTER_PARAMETERS};
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
