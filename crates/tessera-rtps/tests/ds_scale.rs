@@ -6,6 +6,11 @@
 //! server's work: (client, endpoint) pairs it considered for relaying, samples relayed,
 //! datagrams written. The work must stay linear in what is relayed.
 //!
+//! In the `progressive` setup each client starts with its reader and one writer and adds a
+//! writer for every peer it discovers (as ddsperf's pong does), and the server's output is
+//! polled after every `server_batch` datagrams it received (1: a driver that sends after each
+//! datagram; 64: `tessera discovery-server`, which handles what waits before sending).
+//!
 //! The plain test runs small sizes; `scale_report` (ignored) prints the table for 10, 50 and
 //! 100 clients: `cargo test --release -p tessera-rtps --test ds_scale -- --ignored --nocapture`.
 
@@ -59,6 +64,49 @@ impl Layout {
     }
 }
 
+/// One run's shape.
+#[derive(Clone, Copy, Debug)]
+struct Setup {
+    n: usize,
+    layout: Layout,
+    /// Writers created as peers are discovered (else all announced at the start).
+    progressive: bool,
+    /// Received datagrams the server handles before its output is polled.
+    server_batch: usize,
+}
+
+impl Setup {
+    fn upfront(n: usize, layout: Layout) -> Setup {
+        Setup {
+            n,
+            layout,
+            progressive: false,
+            server_batch: usize::MAX,
+        }
+    }
+
+    /// The writers client `i` ends with (keys 2..): N-1 announced at once, or one at the start
+    /// and one per peer.
+    fn writers(&self) -> usize {
+        let peers = match self.layout {
+            Layout::Shared => self.n - 1,
+            Layout::Pairs => 1,
+        };
+        if self.progressive {
+            1 + peers
+        } else {
+            self.n - 1
+        }
+    }
+}
+
+fn writer_guid(i: usize, k: usize) -> Guid {
+    Guid::new(
+        prefix(i),
+        EntityId::new(2 + k as u32, entity_kind::USER_WRITER_WITH_KEY),
+    )
+}
+
 #[derive(Debug)]
 struct Outcome {
     relay_checks: u64,
@@ -69,6 +117,7 @@ struct Outcome {
 }
 
 struct Net {
+    setup: Setup,
     now: Instant,
     server: DiscoveryServerEngine,
     clients: Vec<DiscoveryServerClient>,
@@ -78,10 +127,13 @@ struct Net {
     flight: Vec<(Locator, Vec<u8>)>,
     relayed: u64,
     datagrams: u64,
+    /// Writers each client announced so far.
+    announced: Vec<usize>,
 }
 
 impl Net {
-    fn new(n: usize, layout: Layout) -> (Net, Vec<Vec<Guid>>) {
+    fn new(setup: Setup) -> (Net, Vec<Vec<Guid>>) {
+        let Setup { n, layout, .. } = setup;
         let now = epoch();
         let server = DiscoveryServerEngine::new(
             DsServerConfig {
@@ -121,18 +173,31 @@ impl Net {
             );
             c.announce_reader(DiscoveredReaderData::new(r, &topic, "T"), now);
             mine.push(r);
-            for k in 0..n.saturating_sub(1) {
-                let w = Guid::new(
-                    prefix(i),
-                    EntityId::new(2 + k as u32, entity_kind::USER_WRITER_WITH_KEY),
-                );
-                c.announce_writer(DiscoveredWriterData::new(w, &topic, "T"), now);
+            let at_start = if setup.progressive {
+                1
+            } else {
+                setup.writers()
+            };
+            for k in 0..setup.writers() {
+                let w = writer_guid(i, k);
+                if k < at_start {
+                    c.announce_writer(DiscoveredWriterData::new(w, &topic, "T"), now);
+                }
                 mine.push(w);
             }
             clients.push(c);
             endpoints.push(mine);
         }
         let net = Net {
+            setup,
+            announced: vec![
+                if setup.progressive {
+                    1
+                } else {
+                    setup.writers()
+                };
+                n
+            ],
             now,
             server,
             clients,
@@ -146,6 +211,42 @@ impl Net {
     }
 
     fn collect(&mut self) {
+        self.collect_server();
+        let mut t = Transmit::new();
+        let now = self.now;
+        for i in 0..self.clients.len() {
+            while self.clients[i].poll_transmit(now, &mut t) {
+                for to in t.dest.locators().as_slice() {
+                    self.flight.push((*to, encode(prefix(i), &t)));
+                }
+            }
+            while let Some(e) = self.clients[i].poll_event() {
+                match e {
+                    EngineEvent::RemoteEndpoint(info) => {
+                        self.told[i].insert(info.guid());
+                    }
+                    EngineEvent::ParticipantDiscovered(p)
+                        if self.setup.progressive && p.guid_prefix != server_prefix(0) =>
+                    {
+                        // The pong's writer for the new peer.
+                        let k = self.announced[i];
+                        if k < self.setup.writers() {
+                            self.announced[i] += 1;
+                            let w = DiscoveredWriterData::new(
+                                writer_guid(i, k),
+                                self.setup.layout.topic(i),
+                                "T",
+                            );
+                            self.clients[i].announce_writer(w, now);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    fn collect_server(&mut self) {
         let mut t = Transmit::new();
         let now = self.now;
         while self.server.poll_transmit(now, &mut t) {
@@ -160,30 +261,25 @@ impl Net {
                 self.flight.push((*to, encode(server_prefix(0), &t)));
             }
         }
-        for i in 0..self.clients.len() {
-            while self.clients[i].poll_transmit(now, &mut t) {
-                for to in t.dest.locators().as_slice() {
-                    self.flight.push((*to, encode(prefix(i), &t)));
-                }
-            }
-            while let Some(e) = self.clients[i].poll_event() {
-                if let EngineEvent::RemoteEndpoint(info) = e {
-                    self.told[i].insert(info.guid());
-                }
-            }
-        }
     }
 
     fn deliver(&mut self) {
+        let mut to_server = 0;
         while !self.flight.is_empty() {
             for (to, bytes) in std::mem::take(&mut self.flight) {
                 let rx = MessageReceiver::new(&bytes).unwrap();
+                if to == server_locator() {
+                    for rs in rx {
+                        self.server.handle_submessage(&rs.unwrap(), self.now);
+                    }
+                    to_server += 1;
+                    if to_server % self.setup.server_batch == 0 {
+                        self.collect_server();
+                    }
+                    continue;
+                }
                 for rs in rx {
                     let rs = rs.unwrap();
-                    if to == server_locator() {
-                        self.server.handle_submessage(&rs, self.now);
-                        continue;
-                    }
                     let Some(&i) = self.by_locator.get(&to) else {
                         continue;
                     };
@@ -240,9 +336,10 @@ fn expected(layout: Layout, endpoints: &[Vec<Guid>], i: usize) -> HashSet<Guid> 
         .collect()
 }
 
-fn run(n: usize, layout: Layout) -> Outcome {
+fn run(setup: Setup) -> Outcome {
+    let Setup { n, layout, .. } = setup;
     let started = Instant::now();
-    let (mut net, endpoints) = Net::new(n, layout);
+    let (mut net, endpoints) = Net::new(setup);
     let want: Vec<HashSet<Guid>> = (0..n).map(|i| expected(layout, &endpoints, i)).collect();
     let start = net.now;
     let limit = start + Duration::from_secs(60);
@@ -272,8 +369,14 @@ fn run(n: usize, layout: Layout) -> Outcome {
         wall: started.elapsed(),
     };
     println!(
-        "{layout:?} n={n}: pairs to tell {}, relay checks {}, DATA written {}, datagrams {}, \
+        "{layout:?} n={n} progressive={} server batch={}: pairs to tell {}, relay checks {}, DATA written {}, datagrams {}, \
          virtual {:?}, wall {:?}",
+        setup.progressive,
+        if setup.server_batch == usize::MAX {
+            "all".to_string()
+        } else {
+            setup.server_batch.to_string()
+        },
         net.told.iter().map(|w| w.len()).sum::<usize>(),
         o.relay_checks,
         o.relayed,
@@ -286,7 +389,7 @@ fn run(n: usize, layout: Layout) -> Outcome {
 
 /// The server considers each (client, endpoint) pair it must relay a bounded number of times.
 fn assert_linear(n: usize, layout: Layout) {
-    let o = run(n, layout);
+    let o = run(Setup::upfront(n, layout));
     let pairs = match layout {
         Layout::Shared => n * (n - 1) * n,
         Layout::Pairs => n * n,
@@ -305,11 +408,40 @@ fn server_work_is_linear_in_what_it_relays() {
     assert_linear(24, Layout::Pairs);
 }
 
+/// Writers created one per discovered peer: a server that handles what waits before sending
+/// writes fewer, fuller datagrams (at least a quarter fewer) than one that sends after each
+/// datagram.
+#[test]
+fn a_busy_server_batches_its_relays() {
+    let setup = |server_batch| Setup {
+        n: 16,
+        layout: Layout::Shared,
+        progressive: true,
+        server_batch,
+    };
+    let each = run(setup(1));
+    let batched = run(setup(64));
+    assert!(
+        batched.datagrams * 4 < each.datagrams * 3,
+        "batched {} datagrams, unbatched {}",
+        batched.datagrams,
+        each.datagrams
+    );
+}
+
 #[test]
 #[ignore = "a report: run in release with --nocapture"]
 fn scale_report() {
     for n in [10, 50, 100] {
-        run(n, Layout::Pairs);
-        run(n, Layout::Shared);
+        run(Setup::upfront(n, Layout::Pairs));
+        run(Setup::upfront(n, Layout::Shared));
+        for server_batch in [1, 64] {
+            run(Setup {
+                n,
+                layout: Layout::Shared,
+                progressive: true,
+                server_batch,
+            });
+        }
     }
 }
