@@ -147,7 +147,8 @@ pub(super) fn wall_clock(origin: (Instant, i64), now: Instant) -> Timestamp {
 /// How long an engine's SEDP writers hold their output after a local announcement.
 pub const SEDP_COALESCE: std::time::Duration = std::time::Duration::from_millis(2);
 
-/// Holds an engine's SEDP writers' output for [`SEDP_COALESCE`] after a local announcement, so
+/// Holds an engine's SEDP writers' output for [`SEDP_COALESCE`] after a local announcement (and
+/// a discovery server's relays to a client, for its `RELAY_COALESCE`), so
 /// that endpoints created in a burst (a ddsperf pong makes a writer per peer it discovers) go
 /// to each peer together: several DATA and one HEARTBEAT per datagram instead of a datagram
 /// per endpoint per peer. Disposes and the participant's departure release it at once (the
@@ -158,9 +159,11 @@ pub(super) struct SedpHold {
 }
 
 impl SedpHold {
-    /// A local endpoint was announced at `now`: hold, unless already holding.
-    pub(super) fn announced(&mut self, now: Instant) {
-        self.until.get_or_insert(now + SEDP_COALESCE);
+    /// Something was written at `now`: hold for `d`, unless already holding.
+    pub(super) fn announced(&mut self, now: Instant, d: std::time::Duration) {
+        if !d.is_zero() {
+            self.until.get_or_insert(now + d);
+        }
     }
 
     /// Sends what is held from now on.

@@ -554,7 +554,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
     fn announce_writer(&mut self, data: DiscoveredWriterData, now: Instant) {
         self.local.insert(data.guid);
         self.write_sedp(data.guid, data.to_payload(), false, now);
-        self.sedp_hold.announced(now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_writer(data);
         self.drain_db(now);
     }
@@ -562,7 +562,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
     fn announce_reader(&mut self, data: DiscoveredReaderData, now: Instant) {
         self.local.insert(data.guid);
         self.write_sedp(data.guid, data.to_payload(), false, now);
-        self.sedp_hold.announced(now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_reader(data);
         self.drain_db(now);
     }

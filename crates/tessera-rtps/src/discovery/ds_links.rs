@@ -177,6 +177,7 @@ impl DiscoveryServerEngine {
                 known: Default::default(),
                 told: Default::default(),
                 pending: Default::default(),
+                hold: Default::default(),
             },
         );
         // It has no endpoints yet: nobody needs it until it does.

@@ -141,6 +141,7 @@ impl DiscoveryServerEngine {
             .is_ok()
         {
             c.told.insert(g);
+            c.hold.announced(now, self.relay_coalesce);
         }
     }
 

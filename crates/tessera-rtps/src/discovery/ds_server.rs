@@ -39,6 +39,11 @@ mod links;
 mod relay;
 pub use backup::BackupError;
 
+/// How long a client's relays are held after one is written, so that those of a burst go to it
+/// together (several DATA and one HEARTBEAT per datagram); see
+/// [`DiscoveryServerEngine::set_relay_coalesce`].
+pub const RELAY_COALESCE: Duration = Duration::from_millis(5);
+
 /// At most this many clients are served; announcements of further ones are dropped (counted).
 pub const MAX_CLIENTS: usize = 1024;
 /// At most this many endpoints per client are kept.
@@ -135,6 +140,8 @@ struct Client {
     /// Endpoints it needs whose participant's DATA(p) it has not acknowledged yet, by
     /// participant.
     pending: HashMap<GuidPrefix, BTreeSet<Guid>>,
+    /// Its writers' output waits while relays accumulate.
+    hold: super::builtin::SedpHold,
 }
 
 /// A discovery server (see the module docs).
@@ -161,6 +168,8 @@ pub struct DiscoveryServerEngine {
     links: Vec<super::RemoteServer>,
     /// When linked servers that have not acknowledged our DATA(p) are pinged again.
     next_link_ping: Instant,
+    /// See [`RELAY_COALESCE`].
+    relay_coalesce: Duration,
 }
 
 impl std::fmt::Debug for DiscoveryServerEngine {
@@ -237,11 +246,18 @@ impl DiscoveryServerEngine {
             generation: 0,
             links: Vec::new(),
             next_link_ping: now,
+            relay_coalesce: RELAY_COALESCE,
         };
         for l in config.links {
             engine.add_link(l, now);
         }
         engine
+    }
+
+    /// How long a client's relays are held to go out together ([`RELAY_COALESCE`] by
+    /// default; zero sends each at once).
+    pub fn set_relay_coalesce(&mut self, d: Duration) {
+        self.relay_coalesce = d;
     }
 
     /// The server's GUID prefix.
@@ -492,6 +508,7 @@ impl DiscoveryServerEngine {
             known: HashMap::new(),
             told: BTreeSet::new(),
             pending: HashMap::new(),
+            hold: Default::default(),
         };
         let g = |e| Guid::new(p, e);
         c.pdp
@@ -569,6 +586,7 @@ impl DiscoveryServerEngine {
                 now,
             ) {
                 c.known.insert(a, sn);
+                c.hold.announced(now, self.relay_coalesce);
             }
         }
     }
@@ -861,6 +879,7 @@ impl DiscoveryServerEngine {
             if c.via.is_none() {
                 min(Some(c.expires));
             }
+            min(c.hold.poll_timeout());
             min(c.pdp.poll_timeout());
             min(c.sedp_pub.poll_timeout());
             min(c.sedp_sub.poll_timeout());
@@ -886,6 +905,7 @@ impl DiscoveryServerEngine {
         );
         let key_payload = Arc::new(key_payload);
         for c in self.clients.values_mut() {
+            c.hold.release();
             let _ = c.pdp.write(
                 key_payload.clone(),
                 Some(participant_key(me)),
@@ -905,6 +925,9 @@ impl DiscoveryServerEngine {
             return true;
         }
         for c in self.clients.values_mut() {
+            if c.hold.holding(now) {
+                continue;
+            }
             if c.pdp.poll_transmit_into(now, out)
                 || c.sedp_pub.poll_transmit_into(now, out)
                 || c.sedp_sub.poll_transmit_into(now, out)

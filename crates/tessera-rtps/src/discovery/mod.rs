@@ -57,7 +57,7 @@ pub use db::{
 pub use ds_client::{DiscoveryServerClient, DsClientConfig, DsClientCounters, RemoteServer};
 pub use ds_server::{
     BackupError, DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent,
-    MAX_CLIENTS, MAX_ENDPOINTS_PER_CLIENT,
+    MAX_CLIENTS, MAX_ENDPOINTS_PER_CLIENT, RELAY_COALESCE,
 };
 pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
 pub use liveliness::{ParticipantMessages, PMD_AUTOMATIC, PMD_MANUAL};

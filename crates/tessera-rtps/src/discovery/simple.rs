@@ -518,14 +518,14 @@ impl DiscoveryEngine for SimpleDiscovery {
 
     fn announce_writer(&mut self, data: DiscoveredWriterData, now: Instant) {
         self.write_sedp(data.guid, data.to_payload(), false, now);
-        self.sedp_hold.announced(now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_writer(data);
         self.drain_db();
     }
 
     fn announce_reader(&mut self, data: DiscoveredReaderData, now: Instant) {
         self.write_sedp(data.guid, data.to_payload(), false, now);
-        self.sedp_hold.announced(now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_reader(data);
         self.drain_db();
     }
