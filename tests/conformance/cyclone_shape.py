@@ -104,7 +104,12 @@ def endpoint_qos(o, writer):
     ps.append({"v": Policy.Durability.Volatile, "l": Policy.Durability.TransientLocal,
                "t": Policy.Durability.Transient, "p": Policy.Durability.Persistent}[d])
     if o["depth"] is not None:
-        ps.append(Policy.History.KeepAll if o["depth"] <= 0 else Policy.History.KeepLast(o["depth"]))
+        history = Policy.History.KeepAll if o["depth"] <= 0 else Policy.History.KeepLast(o["depth"])
+        ps.append(history)
+        if writer and d != "v":
+            # Cyclone keeps for late joiners what DURABILITY_SERVICE's history says (default
+            # KEEP_LAST 1), not the writer's history: make them the same, as users do.
+            ps.append(Policy.DurabilityService(0, history, -1, -1, -1))
     if o["deadline"] is not None:
         ps.append(Policy.Deadline(duration(milliseconds=o["deadline"])))
     if o["xcdr"] == 1:
