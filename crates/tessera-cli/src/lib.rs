@@ -21,6 +21,7 @@ pub mod dserver;
 pub mod echo;
 pub mod ls;
 pub mod perf;
+pub mod shape;
 pub mod spy;
 #[doc(hidden)]
 pub mod testns;
@@ -45,7 +46,7 @@ pub const NODE_BINARY: &str = "tessera-node";
 pub const TOOLS_BINARY: &str = "tessera-tools";
 
 /// The subcommands `tessera` hands to [`TOOLS_BINARY`].
-pub const TOOL_COMMANDS: &[&str] = &["echo", "pub", "ls", "typeof", "spy"];
+pub const TOOL_COMMANDS: &[&str] = &["echo", "pub", "ls", "typeof", "spy", "shape"];
 
 /// Exit status of `tessera bench` when `tessera-bench` cannot be started (the benchmark's own
 /// "could not start" status).
@@ -81,7 +82,9 @@ pub fn top_usage(prog: &str) -> String {
          \x20 typeof TOPIC [-d DOMAIN] [--wait SECS]\n\
          \x20                          the IDL of TOPIC's type, fetched over XTypes\n\
          \x20 spy [-d DOMAIN] [-i SECS] [-t SECS] [--json]\n\
-         \x20                          live table of writers (sample rates) and readers\n"
+         \x20                          live table of writers (sample rates) and readers\n\
+         \x20 shape (-P | -S) [options] the OMG interoperability suite's shape application\n\
+         \x20                          (shape_main's options and output)\n"
     )
 }
 
@@ -115,6 +118,7 @@ pub fn dispatch_tools(argv: &[String]) -> i32 {
         Some("ls") => ls::main(&format!("{prog} ls"), rest),
         Some("typeof") => type_of::main(&format!("{prog} typeof"), rest),
         Some("spy") => spy::main(&format!("{prog} spy"), rest),
+        Some("shape") => shape::main(&format!("{prog} shape"), rest),
         _ => {
             print!("{}", top_usage(prog));
             perf::EXIT_BAD_ARGS

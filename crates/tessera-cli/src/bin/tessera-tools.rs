@@ -1,4 +1,4 @@
-//! `tessera-tools`: the inspection commands (`echo`, `pub`, `ls`, `typeof`, `spy`), which
+//! `tessera-tools`: the inspection commands (`echo`, `pub`, `ls`, `typeof`, `spy`) and the interoperability suite's `shape`, which
 //! `tessera SUB ...` runs from here so that the measured `tessera` binary does not carry them.
 
 fn main() {
