@@ -133,6 +133,7 @@ fuzz_target!(|data: &[u8]| {
                 key_hash: None,
                 status_info: if sel & 0x80 != 0 { 3 } else { 0 },
                 sample_identity: None,
+                original_writer: None,
             },
             payload_kind: PayloadKind::Data,
             payload: Arc::new(rest.to_vec()),

@@ -272,24 +272,20 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
         match socket.recv_from(&mut buf) {
             Ok((n, _from)) => {
                 let now = Instant::now();
-                match MessageReceiver::new(&buf[..n]) {
-                    Ok(rx) => {
-                        for rs in rx {
-                            let Ok(rs) = rs else {
-                                malformed += 1;
-                                break;
-                            };
-                            if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != me {
-                                continue;
-                            }
-                            if matches!(rs.submessage, Submessage::Unknown { .. }) {
-                                continue;
-                            }
-                            engine.handle_submessage(&rs, now);
+                handle_datagram(&mut engine, &buf[..n], me, &mut malformed, now);
+                // What else already waits is handled before anything is sent, so that the
+                // samples a burst of datagrams brings go out together: one datagram per client
+                // with several DATA and one HEARTBEAT, rather than one per sample.
+                socket.set_nonblocking(true)?;
+                for _ in 1..MAX_BATCH {
+                    match socket.recv_from(&mut buf) {
+                        Ok((n, _from)) => {
+                            handle_datagram(&mut engine, &buf[..n], me, &mut malformed, now)
                         }
+                        Err(_) => break,
                     }
-                    Err(_) => malformed += 1,
                 }
+                socket.set_nonblocking(false)?;
             }
             Err(e)
                 if e.kind() == std::io::ErrorKind::WouldBlock
@@ -330,6 +326,37 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
             }
             eprintln!("rejected announcements so far: {:?}", engine.counters());
         }
+    }
+}
+
+/// Received datagrams handled before the server sends (a burst's relays go out batched; the
+/// bound keeps the server answering while clients keep it busy).
+const MAX_BATCH: usize = 64;
+
+/// Hands every submessage of one received datagram addressed to the server to the engine.
+fn handle_datagram(
+    engine: &mut DiscoveryServerEngine,
+    bytes: &[u8],
+    me: GuidPrefix,
+    malformed: &mut u64,
+    now: Instant,
+) {
+    let Ok(rx) = MessageReceiver::new(bytes) else {
+        *malformed += 1;
+        return;
+    };
+    for rs in rx {
+        let Ok(rs) = rs else {
+            *malformed += 1;
+            break;
+        };
+        if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != me {
+            continue;
+        }
+        if matches!(rs.submessage, Submessage::Unknown { .. }) {
+            continue;
+        }
+        engine.handle_submessage(&rs, now);
     }
 }
 

@@ -45,7 +45,9 @@ pub struct ShapeType {
     pub y: i32,
     /// Size, or a per-sample counter with `-z 0`.
     pub shapesize: i32,
-    /// Extra bytes (`--additional-payload-size`); the last one is 255.
+    /// Extra bytes (`--additional-payload-size`); the last one is 255. IDL `uint8`, as the
+    /// suite declares it (not `octet`): Cyclone 11 refuses a type whose identifiers differ.
+    #[uint8]
     pub additional_payload_size: Vec<u8>,
 }
 
@@ -143,7 +145,7 @@ impl Default for ShapeArgs {
             color: None,
             partition: None,
             durability: Durability::Volatile,
-            representation: 2,
+            representation: 1,
             print_writes: false,
             size: 20,
             use_read: false,
@@ -180,7 +182,7 @@ pub fn usage(prog: &str) -> String {
          \x20 -c COLOR                color written (default BLUE) / filter on the color read\n\
          \x20 -p NAME                 partition\n\
          \x20 -D v|l|t|p              durability\n\
-         \x20 -x 1|2                  data representation XCDR1 / XCDR2 (default 2)\n\
+         \x20 -x 1|2                  data representation XCDR1 (default) / XCDR2\n\
          \x20 -w                      print each sample written\n\
          \x20 -z N                    shape size, 0 = a per-sample counter (default 20)\n\
          \x20 -R                      read instead of take\n\
@@ -880,6 +882,15 @@ mod tests {
             sample_line("Square", &plain),
             "Square     BLUE       007 123 [30]"
         );
+    }
+
+    #[test]
+    fn shape_type_has_the_suites_identifiers() {
+        // Cyclone DDS 11's identifiers for the suite's IDL (xtypes.md §3).
+        let ours = ShapeType::type_bundle();
+        let suite = tessera::rtps::xtypes::TypeBundle::new(&tessera::rtps::xtypes::shape_type());
+        assert_eq!(ours.minimal, suite.minimal);
+        assert_eq!(ours.complete, suite.complete);
     }
 
     #[test]

@@ -41,6 +41,9 @@
 //!   appendable types.
 //! - `#[bound(n)]` on a `String` or `Vec<T>`: `string<n>` / `sequence<T, n>` in the
 //!   TypeObject (not enforced when writing).
+//! - `#[uint8]` on a member of `u8`s (`u8`, `Vec<u8>`, `[u8; N]`): IDL `uint8` instead of
+//!   `octet` in the TypeObject (same bytes on the wire; peers that check types, as Cyclone 11
+//!   does, tell the two apart — the interoperability suite's ShapeType uses `uint8`).
 //! - `#[must_understand]`: IDL's `@must_understand` (the MUST_UNDERSTAND member flag; in a
 //!   mutable struct's XCDR2 encoding the EMHEADER's M bit, so a reader that does not know the
 //!   member drops the sample).
@@ -87,7 +90,7 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 /// docs).
 #[proc_macro_derive(
     TopicType,
-    attributes(key, topic, id, optional, bound, must_understand)
+    attributes(key, topic, id, optional, bound, must_understand, uint8)
 )]
 pub fn derive_topic_type(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -193,6 +196,7 @@ struct FieldAttrs {
     must_understand: bool,
     id: Option<u32>,
     bound: Option<u32>,
+    uint8: bool,
 }
 
 fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
@@ -201,6 +205,7 @@ fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
         if attr.path().is_ident("key")
             || attr.path().is_ident("optional")
             || attr.path().is_ident("must_understand")
+            || attr.path().is_ident("uint8")
         {
             if !matches!(attr.meta, syn::Meta::Path(_)) {
                 return Err(syn::Error::new_spanned(
@@ -212,6 +217,8 @@ fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
                 &mut out.key
             } else if attr.path().is_ident("optional") {
                 &mut out.optional
+            } else if attr.path().is_ident("uint8") {
+                &mut out.uint8
             } else {
                 &mut out.must_understand
             };
@@ -331,6 +338,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
             must_understand: a.must_understand,
             id,
             bound: a.bound,
+            uint8: a.uint8,
         });
     }
     let repr_c = repr_c(input)?;
@@ -446,6 +454,8 @@ struct Member {
     must_understand: bool,
     id: u32,
     bound: Option<u32>,
+    /// `#[uint8]`: its `u8`s are IDL `uint8`, not `octet` (the TypeObject only).
+    uint8: bool,
 }
 
 /// `T` of a type written `Option<T>` (or `std::option::Option<T>`...).
@@ -502,6 +512,11 @@ fn generate(
         let ty = match m.bound {
             Some(n) => quote!(<#inner as __cdr::CdrType>::type_desc().with_bound(#n)),
             None => quote!(<#inner as __cdr::CdrType>::type_desc()),
+        };
+        let ty = if m.uint8 {
+            quote!(#ty.with_uint8())
+        } else {
+            ty
         };
         quote! {
             __xt::MemberDesc {

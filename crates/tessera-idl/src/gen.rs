@@ -29,7 +29,7 @@ pub fn ident(name: &str) -> String {
 fn prim(p: Prim) -> &'static str {
     match p {
         Prim::Bool => "bool",
-        Prim::Octet => "u8",
+        Prim::Octet | Prim::U8 => "u8",
         Prim::Char => "char",
         Prim::I8 => "i8",
         Prim::I16 => "i16",
@@ -111,6 +111,14 @@ fn member_attrs(m: &Member) -> Result<(Vec<String>, bool), IdlError> {
             attrs.push(format!("#[bound({n})]"));
         }
         _ => {}
+    }
+    // IDL's `uint8` and `octet` are both a Rust `u8`; only their XTypes kinds differ.
+    let mut elem = &m.ty;
+    while let TypeSpec::Sequence(inner, _) = elem {
+        elem = inner;
+    }
+    if *elem == TypeSpec::Prim(Prim::U8) {
+        attrs.push("#[uint8]".to_string());
     }
     Ok((attrs, optional))
 }

@@ -11,8 +11,10 @@ use crate::{IdlError, Pos};
 pub enum Prim {
     /// `boolean`
     Bool,
-    /// `octet`, `uint8`
+    /// `octet`
     Octet,
+    /// `uint8` (a Rust `u8` too, described as `uint8` to XTypes)
+    U8,
     /// `char`
     Char,
     /// `int8`
@@ -496,7 +498,8 @@ impl<'a> Parser<'a> {
         self.i += 1;
         match w.as_str() {
             "boolean" => prim(Prim::Bool),
-            "octet" | "uint8" => prim(Prim::Octet),
+            "octet" => prim(Prim::Octet),
+            "uint8" => prim(Prim::U8),
             "char" => prim(Prim::Char),
             "int8" => prim(Prim::I8),
             "short" | "int16" => prim(Prim::I16),

@@ -293,7 +293,8 @@ fn a_lost_sedp_announcement_is_repaired() {
     let (wg, rg) = (w.guid, r.guid);
     x.announce_reader(1, r);
     x.announce_writer(0, w);
-    x.deliver_all();
+    // Announcements are held for SEDP_COALESCE to go out together.
+    x.run_for(SEDP_COALESCE);
     assert_eq!(x.dropped, 1);
     assert!(
         !x.matched(1, rg, wg),
@@ -628,4 +629,39 @@ fn remote_endpoints_are_reported_whether_or_not_they_match() {
         .position(|e| *e == EngineEvent::RemoteEndpointLost(wg))
         .expect("the remote writer reported lost");
     assert!(unmatched < lost);
+}
+
+/// Endpoints announced in a burst reach a peer together (SEDP_COALESCE): several DATA(w) per
+/// datagram, not one datagram per endpoint.
+#[test]
+fn a_burst_of_announcements_is_batched() {
+    const N: u32 = 60;
+    let mut x = Exchange::new(2, LEASE);
+    x.run_for(Duration::from_millis(50));
+    let datagrams = std::rc::Rc::new(std::cell::Cell::new(0usize));
+    let seen = datagrams.clone();
+    x.drop_rule = Box::new(move |from, _, t| {
+        if from == 0 && is_sedp_data(t, EntityId::SEDP_PUBLICATIONS_WRITER) {
+            seen.set(seen.get() + 1);
+        }
+        false
+    });
+    let r = reader(1, 1, "T");
+    let rg = r.guid;
+    x.announce_reader(1, r);
+    let mut writers = Vec::new();
+    for k in 0..N {
+        let w = writer(0, 10 + k, "T");
+        writers.push(w.guid);
+        x.announce_writer(0, w);
+    }
+    x.run_for(Duration::from_millis(100));
+    for wg in &writers {
+        assert!(x.matched(1, rg, *wg), "writer {wg:?} not matched");
+    }
+    assert!(
+        datagrams.get() <= 3,
+        "{N} announcements took {} datagrams",
+        datagrams.get()
+    );
 }

@@ -10,6 +10,7 @@ pub struct ShapeType {
     pub x: i32,
     pub y: i32,
     pub shapesize: i32,
+    #[uint8]
     pub additional_payload_size: Vec<u8>,
 }
 

@@ -144,6 +144,50 @@ pub(super) fn wall_clock(origin: (Instant, i64), now: Instant) -> Timestamp {
     Timestamp::from_nanos(origin.1.saturating_add(since as i64) & !1)
 }
 
+/// How long an engine's SEDP writers hold their output after a local announcement.
+pub const SEDP_COALESCE: std::time::Duration = std::time::Duration::from_millis(2);
+
+/// Holds an engine's SEDP writers' output for [`SEDP_COALESCE`] after a local announcement (and
+/// a discovery server's relays to a client, for its `RELAY_COALESCE`), so
+/// that endpoints created in a burst (a ddsperf pong makes a writer per peer it discovers) go
+/// to each peer together: several DATA and one HEARTBEAT per datagram instead of a datagram
+/// per endpoint per peer. Disposes and the participant's departure release it at once (the
+/// runtime flushes a leaving participant only once).
+#[derive(Debug, Default)]
+pub(super) struct SedpHold {
+    until: Option<Instant>,
+}
+
+impl SedpHold {
+    /// Something was written at `now`: hold for `d`, unless already holding.
+    pub(super) fn announced(&mut self, now: Instant, d: std::time::Duration) {
+        if !d.is_zero() {
+            self.until.get_or_insert(now + d);
+        }
+    }
+
+    /// Sends what is held from now on.
+    pub(super) fn release(&mut self) {
+        self.until = None;
+    }
+
+    /// Whether the SEDP writers' output waits at `now` (the hold ends once it is due).
+    pub(super) fn holding(&mut self, now: Instant) -> bool {
+        match self.until {
+            Some(t) if now < t => true,
+            _ => {
+                self.until = None;
+                false
+            }
+        }
+    }
+
+    /// When the held output is due.
+    pub(super) fn poll_timeout(&self) -> Option<Instant> {
+        self.until
+    }
+}
+
 /// Writes one SEDP sample for endpoint `guid` into the publications or the subscriptions
 /// writer: an announcement, or a dispose + unregister when `dispose`.
 pub(super) fn write_sedp(

@@ -247,7 +247,7 @@ impl DiscoveryServerEngine {
                             origin,
                         },
                     );
-                    self.topics.entry(topic.to_string()).or_default().insert(g);
+                    self.index_add(g, topic);
                 }
             }
         }

@@ -117,6 +117,8 @@ pub struct DiscoveryServerClient {
     sedp_sub_writer: WriterCore,
     sedp_pub_reader: ReaderCore,
     sedp_sub_reader: ReaderCore,
+    /// Local announcements wait a moment to go out together.
+    sedp_hold: super::builtin::SedpHold,
     /// Participants the servers told us of, with the id of the server that did.
     relayed: HashMap<GuidPrefix, u8>,
     /// Our announced endpoints (disposed when we leave).
@@ -206,6 +208,7 @@ impl DiscoveryServerClient {
             sedp_sub_writer: writer(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
             sedp_pub_reader: reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
+            sedp_hold: Default::default(),
             relayed: HashMap::new(),
             local: HashSet::new(),
             pdp_out: VecDeque::new(),
@@ -551,6 +554,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
     fn announce_writer(&mut self, data: DiscoveredWriterData, now: Instant) {
         self.local.insert(data.guid);
         self.write_sedp(data.guid, data.to_payload(), false, now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_writer(data);
         self.drain_db(now);
     }
@@ -558,6 +562,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
     fn announce_reader(&mut self, data: DiscoveredReaderData, now: Instant) {
         self.local.insert(data.guid);
         self.write_sedp(data.guid, data.to_payload(), false, now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_reader(data);
         self.drain_db(now);
     }
@@ -567,6 +572,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
         let mut payload = Vec::new();
         encode_dispose_key_payload(BuiltinTopicKind::Endpoint, guid, &mut payload);
         self.write_sedp(guid, payload, true, now);
+        self.sedp_hold.release();
         if guid.entity_id.is_writer() {
             self.db.remove_local_writer(guid);
         } else {
@@ -642,6 +648,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
             self.pdp_reader.poll_timeout(),
             self.sedp_pub_writer.poll_timeout(),
             self.sedp_sub_writer.poll_timeout(),
+            self.sedp_hold.poll_timeout(),
             self.sedp_pub_reader.poll_timeout(),
             self.sedp_sub_reader.poll_timeout(),
         ]
@@ -662,6 +669,7 @@ impl DiscoveryEngine for DiscoveryServerClient {
             self.write_sedp(g, payload, true, now);
         }
         self.left = true;
+        self.sedp_hold.release();
         self.pdp_seq += 1;
         for s in &self.servers {
             let mut t = Transmit::new();
@@ -680,9 +688,11 @@ impl DiscoveryEngine for DiscoveryServerClient {
             *out = t;
             return true;
         }
+        let held = self.sedp_hold.holding(now);
         if self.pdp_reader.poll_transmit_into(now, out)
-            || self.sedp_pub_writer.poll_transmit_into(now, out)
-            || self.sedp_sub_writer.poll_transmit_into(now, out)
+            || (!held
+                && (self.sedp_pub_writer.poll_transmit_into(now, out)
+                    || self.sedp_sub_writer.poll_transmit_into(now, out)))
             || self.sedp_pub_reader.poll_transmit_into(now, out)
             || self.sedp_sub_reader.poll_transmit_into(now, out)
         {

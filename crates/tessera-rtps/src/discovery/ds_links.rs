@@ -176,10 +176,12 @@ impl DiscoveryServerEngine {
                 sedp_sub: w(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
                 known: Default::default(),
                 told: Default::default(),
+                pending: Default::default(),
+                hold: Default::default(),
             },
         );
+        // It has no endpoints yet: nobody needs it until it does.
         self.generation += 1;
-        self.sync_all(now);
     }
 
     /// Linked server `server` relayed that participant `x` left.

@@ -35,7 +35,14 @@ use crate::writer::{Destination, OutSubmessage, Transmit, WriterConfig, WriterCo
 mod backup;
 #[path = "ds_links.rs"]
 mod links;
+#[path = "ds_relay.rs"]
+mod relay;
 pub use backup::BackupError;
+
+/// How long a client's relays are held after one is written, so that those of a burst go to it
+/// together (several DATA and one HEARTBEAT per datagram); see
+/// [`DiscoveryServerEngine::set_relay_coalesce`].
+pub const RELAY_COALESCE: Duration = Duration::from_millis(5);
 
 /// At most this many clients are served; announcements of further ones are dropped (counted).
 pub const MAX_CLIENTS: usize = 1024;
@@ -88,6 +95,9 @@ pub struct DsServerCounters {
     pub forged: u64,
     /// Clients whose lease ran out.
     pub expired: u64,
+    /// (client, endpoint) pairs considered for relaying: the server's work, which grows
+    /// with what it relays, not with the square of its clients.
+    pub relay_checks: u64,
 }
 
 /// What the server tells its driver (for logs).
@@ -127,6 +137,11 @@ struct Client {
     known: HashMap<GuidPrefix, SequenceNumber>,
     /// Endpoints written into `sedp_pub`/`sedp_sub`.
     told: BTreeSet<Guid>,
+    /// Endpoints it needs whose participant's DATA(p) it has not acknowledged yet, by
+    /// participant.
+    pending: HashMap<GuidPrefix, BTreeSet<Guid>>,
+    /// Its writers' output waits while relays accumulate.
+    hold: super::builtin::SedpHold,
 }
 
 /// A discovery server (see the module docs).
@@ -137,8 +152,8 @@ pub struct DiscoveryServerEngine {
     lease: Duration,
     wall_origin: (Instant, i64),
     clients: HashMap<GuidPrefix, Client>,
-    /// Topic name -> endpoints on it (every client's).
-    topics: HashMap<String, BTreeSet<Guid>>,
+    /// Topic name -> endpoints on it (every client's), by kind and owner.
+    topics: HashMap<String, relay::TopicIndex>,
     pdp_reader: ReaderCore,
     sedp_pub_reader: ReaderCore,
     sedp_sub_reader: ReaderCore,
@@ -153,6 +168,8 @@ pub struct DiscoveryServerEngine {
     links: Vec<super::RemoteServer>,
     /// When linked servers that have not acknowledged our DATA(p) are pinged again.
     next_link_ping: Instant,
+    /// See [`RELAY_COALESCE`].
+    relay_coalesce: Duration,
 }
 
 impl std::fmt::Debug for DiscoveryServerEngine {
@@ -229,11 +246,18 @@ impl DiscoveryServerEngine {
             generation: 0,
             links: Vec::new(),
             next_link_ping: now,
+            relay_coalesce: RELAY_COALESCE,
         };
         for l in config.links {
             engine.add_link(l, now);
         }
         engine
+    }
+
+    /// How long a client's relays are held to go out together ([`RELAY_COALESCE`] by
+    /// default; zero sends each at once).
+    pub fn set_relay_coalesce(&mut self, d: Duration) {
+        self.relay_coalesce = d;
     }
 
     /// The server's GUID prefix.
@@ -306,7 +330,7 @@ impl DiscoveryServerEngine {
                 };
                 if advanced && a.writer_id == EntityId::SPDP_WRITER {
                     // Participants it now knows: their endpoints may go out.
-                    self.sync_client(src, now);
+                    self.release_pending(src, now);
                 }
             }
             Submessage::NackFrag(n) => {
@@ -406,9 +430,7 @@ impl DiscoveryServerEngine {
             // Known through a link, now talking to us itself: it becomes our client.
             if let Some(old) = self.clients.remove(&src) {
                 for (g, e) in &old.endpoints {
-                    if let Some(set) = self.topics.get_mut(&e.topic) {
-                        set.remove(g);
-                    }
+                    self.index_remove(*g, &e.topic);
                 }
             }
         }
@@ -420,9 +442,14 @@ impl DiscoveryServerEngine {
             }
             c.payload = payload;
             c.origin = origin;
+            let kind_changed = c.kind != kind;
             c.kind = kind;
             c.locators = locators;
             self.generation += 1;
+            if kind_changed {
+                // A client that became a super client now needs more.
+                self.sync_client(src, now);
+            }
             // A changed announcement goes again to everyone who knew the old one.
             let holders: Vec<GuidPrefix> = self
                 .clients
@@ -451,7 +478,6 @@ impl DiscoveryServerEngine {
         let _ = feed_reader(&mut self.pdp_reader, rs, now);
         self.generation += 1;
         self.events.push_back(DsServerEvent::ClientJoined(src));
-        self.sync_all(now);
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -481,6 +507,8 @@ impl DiscoveryServerEngine {
             sedp_sub: w(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
             known: HashMap::new(),
             told: BTreeSet::new(),
+            pending: HashMap::new(),
+            hold: Default::default(),
         };
         let g = |e| Guid::new(p, e);
         c.pdp
@@ -516,6 +544,10 @@ impl DiscoveryServerEngine {
             c.known.insert(me, sn);
         }
         self.clients.insert(p, c);
+        if kind == ParticipantType::SuperClient || is_server(kind) {
+            // It needs every endpoint known so far.
+            self.sync_client(p, now);
+        }
         self.pdp_reader
             .add_writer(g(EntityId::SPDP_WRITER), locators, true, now);
         if eps.contains(B::PUBLICATIONS_ANNOUNCER) {
@@ -554,94 +586,8 @@ impl DiscoveryServerEngine {
                 now,
             ) {
                 c.known.insert(a, sn);
+                c.hold.announced(now, self.relay_coalesce);
             }
-        }
-    }
-
-    /// The endpoints `b` should know of: those of other clients on a topic where `b` has an
-    /// endpoint of the other kind (everything for a super client).
-    fn wanted_by(&self, b: GuidPrefix) -> BTreeSet<Guid> {
-        let Some(c) = self.clients.get(&b) else {
-            return BTreeSet::new();
-        };
-        if c.kind == ParticipantType::SuperClient || is_server(c.kind) {
-            // A linked server is not told back what it told us.
-            return self
-                .clients
-                .iter()
-                .filter(|(p, o)| **p != b && o.via != Some(b))
-                .flat_map(|(_, o)| o.endpoints.keys().copied())
-                .collect();
-        }
-        let mut out = BTreeSet::new();
-        for (g, e) in &c.endpoints {
-            if let Some(on_topic) = self.topics.get(&e.topic) {
-                out.extend(on_topic.iter().filter(|o| {
-                    o.prefix != b && o.entity_id.is_writer() != g.entity_id.is_writer()
-                }));
-            }
-        }
-        out
-    }
-
-    /// Brings client `b` up to date: DATA(p) of every participant it needs, then (once `b`
-    /// acknowledged that DATA(p)) their endpoints.
-    fn sync_client(&mut self, b: GuidPrefix, now: Instant) {
-        if self.clients.get(&b).is_none_or(|c| c.via.is_some()) {
-            return; // Not ours to write to: its own server serves it.
-        }
-        let wanted = self.wanted_by(b);
-        let owners: BTreeSet<GuidPrefix> = wanted.iter().map(|g| g.prefix).collect();
-        for a in &owners {
-            let known = self
-                .clients
-                .get(&b)
-                .is_some_and(|c| c.known.contains_key(a));
-            if !known {
-                self.write_participant(b, *a, now);
-            }
-        }
-        let ts = Some(self.wall(now));
-        let mut to_write = Vec::new();
-        if let Some(c) = self.clients.get(&b) {
-            for g in &wanted {
-                if c.told.contains(g) {
-                    continue;
-                }
-                let acked = c
-                    .known
-                    .get(&g.prefix)
-                    .is_some_and(|sn| c.pdp.is_acked_by_all(*sn));
-                if !acked {
-                    continue;
-                }
-                if let Some(e) = self.clients.get(&g.prefix).and_then(|o| o.endpoints.get(g)) {
-                    to_write.push((*g, e.payload.clone(), e.origin));
-                }
-            }
-        }
-        let Some(c) = self.clients.get_mut(&b) else {
-            return;
-        };
-        for (g, payload, origin) in to_write {
-            let core = if g.entity_id.is_writer() {
-                &mut c.sedp_pub
-            } else {
-                &mut c.sedp_sub
-            };
-            if core
-                .write_relayed(payload, Some(g.to_bytes()), 0, false, ts, Some(origin), now)
-                .is_ok()
-            {
-                c.told.insert(g);
-            }
-        }
-    }
-
-    fn sync_all(&mut self, now: Instant) {
-        let all: Vec<GuidPrefix> = self.clients.keys().copied().collect();
-        for b in all {
-            self.sync_client(b, now);
         }
     }
 
@@ -654,17 +600,13 @@ impl DiscoveryServerEngine {
             EntityId::SEDP_SUBSCRIPTIONS_WRITER => feed_reader(&mut self.sedp_sub_reader, rs, now),
             _ => return,
         };
-        let mut changed = false;
         for s in samples {
-            changed |= self.on_endpoint(s, writer_id == EntityId::SEDP_PUBLICATIONS_WRITER, now);
-        }
-        if changed {
-            self.sync_all(now);
+            self.on_endpoint(s, writer_id == EntityId::SEDP_PUBLICATIONS_WRITER, now);
         }
     }
 
-    /// A client's DATA(w)/DATA(r) or its dispose; true when the relay set may have changed.
-    fn on_endpoint(&mut self, s: BuiltinSample, publication: bool, now: Instant) -> bool {
+    /// A client's DATA(w)/DATA(r) or its dispose.
+    fn on_endpoint(&mut self, s: BuiltinSample, publication: bool, now: Instant) {
         let owner = s.writer.prefix;
         if StatusInfo(s.status).ends_instance() || s.kind != PayloadKind::Data {
             let guid = decode_dispose(BuiltinTopicKind::Endpoint, None, &s.payload)
@@ -683,7 +625,7 @@ impl DiscoveryServerEngine {
                 Some(_) => self.counters.forged += 1,
                 None => self.counters.undecodable += 1,
             }
-            return false;
+            return;
         }
         let decoded = if publication {
             DiscoveredWriterData::decode(&s.payload).map(|w| (w.guid, w.topic_name))
@@ -694,7 +636,7 @@ impl DiscoveryServerEngine {
             Ok(x) => x,
             Err(_) => {
                 self.counters.undecodable += 1;
-                return false;
+                return;
             }
         };
         let relayed = guid.prefix != owner
@@ -704,14 +646,14 @@ impl DiscoveryServerEngine {
                 .is_some_and(|c| c.via == Some(owner));
         if (guid.prefix != owner && !relayed) || guid.entity_id.is_writer() != publication {
             self.counters.forged += 1;
-            return false;
+            return;
         }
         let Some(c) = self.clients.get_mut(&guid.prefix) else {
-            return false;
+            return;
         };
         if !c.endpoints.contains_key(&guid) && c.endpoints.len() >= MAX_ENDPOINTS_PER_CLIENT {
             self.counters.over_limit += 1;
-            return false;
+            return;
         }
         let payload = Arc::new(s.payload);
         let old = c.endpoints.insert(
@@ -722,15 +664,15 @@ impl DiscoveryServerEngine {
                 origin: (s.writer, s.seq),
             },
         );
-        if let Some(old) = &old {
-            if old.topic != topic {
-                if let Some(set) = self.topics.get_mut(&old.topic) {
-                    set.remove(&guid);
-                }
-            }
+        let moved = old.as_ref().is_some_and(|o| o.topic != topic);
+        if let Some(old) = old.as_ref().filter(|_| moved) {
+            self.index_remove(guid, &old.topic);
         }
-        self.topics.entry(topic).or_default().insert(guid);
         self.generation += 1;
+        if old.is_none() || moved {
+            let first = self.index_add(guid, &topic);
+            self.endpoint_arrived(guid, &topic, first, now);
+        }
         // An update goes again to those told of the old version.
         if old.is_some() {
             let ts = Some(self.wall(now));
@@ -753,7 +695,6 @@ impl DiscoveryServerEngine {
                 }
             }
         }
-        true
     }
 
     /// An endpoint is gone: DATA(Uw/Ur) to every client told of it.
@@ -766,12 +707,7 @@ impl DiscoveryServerEngine {
             return;
         };
         self.generation += 1;
-        if let Some(set) = self.topics.get_mut(&e.topic) {
-            set.remove(&g);
-            if set.is_empty() {
-                self.topics.remove(&e.topic);
-            }
-        }
+        self.index_remove(g, &e.topic);
         let ts = Some(self.wall(now));
         let mut key_payload = Vec::new();
         super::encode_dispose_key_payload(BuiltinTopicKind::Endpoint, g, &mut key_payload);
@@ -810,12 +746,7 @@ impl DiscoveryServerEngine {
         };
         self.generation += 1;
         for (g, e) in &c.endpoints {
-            if let Some(set) = self.topics.get_mut(&e.topic) {
-                set.remove(g);
-                if set.is_empty() {
-                    self.topics.remove(&e.topic);
-                }
-            }
+            self.index_remove(*g, &e.topic);
         }
         let g = |e| Guid::new(p, e);
         self.pdp_reader.remove_writer(g(EntityId::SPDP_WRITER));
@@ -832,6 +763,7 @@ impl DiscoveryServerEngine {
         );
         let key_payload = Arc::new(key_payload);
         for b in self.clients.values_mut() {
+            b.pending.remove(&p);
             for eg in c.endpoints.keys() {
                 b.told.remove(eg);
             }
@@ -947,6 +879,7 @@ impl DiscoveryServerEngine {
             if c.via.is_none() {
                 min(Some(c.expires));
             }
+            min(c.hold.poll_timeout());
             min(c.pdp.poll_timeout());
             min(c.sedp_pub.poll_timeout());
             min(c.sedp_sub.poll_timeout());
@@ -972,6 +905,7 @@ impl DiscoveryServerEngine {
         );
         let key_payload = Arc::new(key_payload);
         for c in self.clients.values_mut() {
+            c.hold.release();
             let _ = c.pdp.write(
                 key_payload.clone(),
                 Some(participant_key(me)),
@@ -991,6 +925,9 @@ impl DiscoveryServerEngine {
             return true;
         }
         for c in self.clients.values_mut() {
+            if c.hold.holding(now) {
+                continue;
+            }
             if c.pdp.poll_transmit_into(now, out)
                 || c.sedp_pub.poll_transmit_into(now, out)
                 || c.sedp_sub.poll_transmit_into(now, out)

@@ -43,6 +43,7 @@ mod simple;
 mod topics;
 mod typelookup;
 
+pub use builtin::SEDP_COALESCE;
 pub use content_filter::{ContentFilterProperty, MAX_FILTER_PARAMETERS};
 pub use data::{
     decode_dispose, encode_dispose_inline_qos, encode_dispose_key_payload, BuiltinTopicKind,
@@ -56,7 +57,7 @@ pub use db::{
 pub use ds_client::{DiscoveryServerClient, DsClientConfig, DsClientCounters, RemoteServer};
 pub use ds_server::{
     BackupError, DiscoveryServerEngine, DsServerConfig, DsServerCounters, DsServerEvent,
-    MAX_CLIENTS, MAX_ENDPOINTS_PER_CLIENT,
+    MAX_CLIENTS, MAX_ENDPOINTS_PER_CLIENT, RELAY_COALESCE,
 };
 pub use engine::{DiscoveryEngine, EngineEvent, LocatorSelector, SelectAll};
 pub use liveliness::{ParticipantMessages, PMD_AUTOMATIC, PMD_MANUAL};

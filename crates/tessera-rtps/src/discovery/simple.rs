@@ -126,6 +126,8 @@ pub struct SimpleDiscovery {
     sedp_sub_writer: WriterCore,
     sedp_pub_reader: ReaderCore,
     sedp_sub_reader: ReaderCore,
+    /// Local announcements wait a moment to go out together.
+    sedp_hold: super::builtin::SedpHold,
     /// The writer liveliness protocol's endpoints.
     pmd: ParticipantMessages,
     peers: HashMap<GuidPrefix, Peer>,
@@ -188,6 +190,7 @@ impl SimpleDiscovery {
             sedp_sub_writer: writer(EntityId::SEDP_SUBSCRIPTIONS_WRITER),
             sedp_pub_reader: reader(EntityId::SEDP_PUBLICATIONS_READER),
             sedp_sub_reader: reader(EntityId::SEDP_SUBSCRIPTIONS_READER),
+            sedp_hold: Default::default(),
             pmd: ParticipantMessages::new(prefix),
             selector: config.selector,
             spdp_payload: Arc::new(payload),
@@ -515,12 +518,14 @@ impl DiscoveryEngine for SimpleDiscovery {
 
     fn announce_writer(&mut self, data: DiscoveredWriterData, now: Instant) {
         self.write_sedp(data.guid, data.to_payload(), false, now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_writer(data);
         self.drain_db();
     }
 
     fn announce_reader(&mut self, data: DiscoveredReaderData, now: Instant) {
         self.write_sedp(data.guid, data.to_payload(), false, now);
+        self.sedp_hold.announced(now, super::builtin::SEDP_COALESCE);
         self.db.add_local_reader(data);
         self.drain_db();
     }
@@ -529,6 +534,7 @@ impl DiscoveryEngine for SimpleDiscovery {
         let mut payload = Vec::new();
         encode_dispose_key_payload(BuiltinTopicKind::Endpoint, guid, &mut payload);
         self.write_sedp(guid, payload, true, now);
+        self.sedp_hold.release();
         if guid.entity_id.is_writer() {
             self.db.remove_local_writer(guid);
         } else {
@@ -591,6 +597,7 @@ impl DiscoveryEngine for SimpleDiscovery {
             self.db.poll_timeout(),
             self.sedp_pub_writer.poll_timeout(),
             self.sedp_sub_writer.poll_timeout(),
+            self.sedp_hold.poll_timeout(),
             self.sedp_pub_reader.poll_timeout(),
             self.sedp_sub_reader.poll_timeout(),
             self.pmd.poll_timeout().filter(|_| !self.left),
@@ -604,6 +611,7 @@ impl DiscoveryEngine for SimpleDiscovery {
     fn shutdown(&mut self, now: Instant) {
         let _ = now;
         self.left = true;
+        self.sedp_hold.release();
         let guid = Guid::new(self.prefix, EntityId::PARTICIPANT);
         let mut payload = Vec::new();
         encode_dispose_key_payload(BuiltinTopicKind::Participant, guid, &mut payload);
@@ -633,8 +641,10 @@ impl DiscoveryEngine for SimpleDiscovery {
             *out = t;
             return true;
         }
-        self.sedp_pub_writer.poll_transmit_into(now, out)
-            || self.sedp_sub_writer.poll_transmit_into(now, out)
+        let held = self.sedp_hold.holding(now);
+        (!held
+            && (self.sedp_pub_writer.poll_transmit_into(now, out)
+                || self.sedp_sub_writer.poll_transmit_into(now, out)))
             || self.sedp_pub_reader.poll_transmit_into(now, out)
             || self.sedp_sub_reader.poll_transmit_into(now, out)
             || self.pmd.poll_transmit(now, out)

@@ -25,7 +25,7 @@ pub enum Primitive {
     Byte,
     /// `int8` (Rust `i8`).
     Int8,
-    /// `uint8` (not produced by the derive: Rust `u8` is `octet`).
+    /// `uint8` (Rust `u8` with `#[uint8]` on the member; plain `u8` is `octet`).
     UInt8,
     /// `short`.
     Int16,
@@ -120,6 +120,25 @@ pub enum TypeDesc {
 }
 
 impl TypeDesc {
+    /// The same type with every `octet` in it (the element of a sequence or array included)
+    /// described as `uint8`: Rust has one `u8` for IDL's two 8-bit unsigned types, which are
+    /// different types to XTypes (TK_BYTE and TK_UINT8). What `#[uint8]` on a member does.
+    #[must_use]
+    pub fn with_uint8(self) -> TypeDesc {
+        match self {
+            TypeDesc::Primitive(Primitive::Byte) => TypeDesc::Primitive(Primitive::UInt8),
+            TypeDesc::Sequence { element, bound } => TypeDesc::Sequence {
+                element: Box::new(element.with_uint8()),
+                bound,
+            },
+            TypeDesc::Array { element, dims } => TypeDesc::Array {
+                element: Box::new(element.with_uint8()),
+                dims,
+            },
+            other => other,
+        }
+    }
+
     /// The same string or sequence with bound `n` (IDL `string<n>`, `sequence<T, n>`); other
     /// types unchanged. What `#[bound(n)]` on a member does.
     #[must_use]
