@@ -22,7 +22,6 @@
 //! DATA(Up) to every client and exit 0.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, UdpSocket};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use tessera::rtps::discovery::ds_common::DEFAULT_SERVER_PORT;
@@ -144,12 +143,6 @@ impl LocatorSelector for UdpOnly {
     }
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::SeqCst);
-}
-
 fn wall_clock_nanos() -> i64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -195,11 +188,7 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
     } else {
         SocketAddr::new(a.address, a.port)
     };
-    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
+    crate::stop::install();
     let now = Instant::now();
     let mut engine = DiscoveryServerEngine::new(
         DsServerConfig {
@@ -255,7 +244,7 @@ fn run(a: &ServerArgs) -> std::io::Result<()> {
     // What peers got wrong is logged once a second at most.
     let mut last_warning: Option<Instant> = None;
     loop {
-        if STOP.load(Ordering::SeqCst) {
+        if crate::stop::requested() {
             engine.shutdown(Instant::now());
             flush(&mut engine, &socket, me, &mut t, &mut out);
             println!("Discovery server stopped");

@@ -23,6 +23,7 @@ pub mod ls;
 pub mod perf;
 pub mod shape;
 pub mod spy;
+mod stop;
 #[doc(hidden)]
 pub mod testns;
 pub mod type_of;

@@ -12,8 +12,9 @@
 //! listener set after `create_datawriter` could miss a match that happened in between, and
 //! the suite only needs to see each status change once.
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+use crate::stop;
 
 use tessera::qos::{
     data_representation, DataReaderQos, DataRepresentation, DataWriterQos, Deadline, Durability,
@@ -290,24 +291,10 @@ pub fn parse(args: &[String]) -> Result<ShapeArgs, String> {
     Ok(a)
 }
 
-static STOP: AtomicBool = AtomicBool::new(false);
-
-extern "C" fn on_signal(_: libc::c_int) {
-    STOP.store(true, Ordering::Relaxed);
-}
-
-fn install_signal_handlers() {
-    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
-    unsafe {
-        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
-        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
-    }
-}
-
 /// Sleeps `d` unless a signal asks to stop first.
 fn pause(d: Duration) {
     let end = Instant::now() + d;
-    while !STOP.load(Ordering::Relaxed) {
+    while !stop::requested() {
         let now = Instant::now();
         if now >= end {
             return;
@@ -391,7 +378,7 @@ pub fn main(prog: &str, args: &[String]) -> i32 {
         println!("{}: not supported by Tessera", a.unsupported.join(", "));
         return EXIT_FAILED;
     }
-    install_signal_handlers();
+    crate::stop::install();
     let result = match a.role {
         Role::Publish => publish(&a),
         Role::Subscribe => subscribe(&a),
@@ -580,7 +567,7 @@ fn publish(a: &ShapeArgs) -> Result<(), String> {
     };
     let mut counter: i32 = 0;
     let mut iteration: u64 = 0;
-    while !STOP.load(Ordering::Relaxed) && a.iterations.is_none_or(|n| iteration < n) {
+    while !stop::requested() && a.iterations.is_none_or(|n| iteration < n) {
         for w in writers.iter_mut() {
             w.report_statuses();
         }
@@ -633,7 +620,7 @@ fn publish(a: &ShapeArgs) -> Result<(), String> {
         // reporting statuses meanwhile, as the reference application does.
         pause(Duration::from_millis(500));
     }
-    while !STOP.load(Ordering::Relaxed) {
+    while !stop::requested() {
         for w in writers.iter_mut() {
             w.report_statuses();
         }
@@ -800,7 +787,7 @@ fn subscribe(a: &ShapeArgs) -> Result<(), String> {
         });
     }
     let mut iteration: u64 = 0;
-    while !STOP.load(Ordering::Relaxed) && a.iterations.is_none_or(|n| iteration < n) {
+    while !stop::requested() && a.iterations.is_none_or(|n| iteration < n) {
         for r in readers.iter_mut() {
             r.report_statuses();
             r.read_pass(a)?;

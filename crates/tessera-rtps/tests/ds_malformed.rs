@@ -7,9 +7,12 @@ use std::time::{Duration, Instant};
 use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
 use tessera_rtps::sim::{epoch, XorShift};
-use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators};
+use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{MessageBuilder, MessageReceiver, Submessage};
 use tessera_rtps::writer::Transmit;
+
+#[path = "support/ds.rs"]
+mod ds_support;
 
 fn server(now: Instant) -> DiscoveryServerEngine {
     DiscoveryServerEngine::new(
@@ -29,18 +32,7 @@ fn server(now: Instant) -> DiscoveryServerEngine {
 fn client(prefix: GuidPrefix, now: Instant) -> DiscoveryServerClient {
     let mut d = SpdpParticipantData::new(prefix);
     d.metatraffic_unicast_locators = vec![Locator::udpv4(Ipv4Addr::LOCALHOST, 7410)];
-    let mut l = Locators::new();
-    l.push(Locator::udpv4(Ipv4Addr::LOCALHOST, 11811));
-    DiscoveryServerClient::new(
-        DsClientConfig {
-            participant: d,
-            servers: vec![RemoteServer { id: 0, locators: l }],
-            shared_reassembly: None,
-            shared_buffered: None,
-            wall_clock_nanos: 0,
-        },
-        now,
-    )
+    ds_support::ds_client(d, now)
 }
 
 /// Everything `poll` yields, encoded as sent by `from`.

@@ -22,16 +22,15 @@ use std::time::{Duration, Instant};
 use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
 use tessera_rtps::sim::epoch;
-use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators};
+use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::MessageReceiver;
 use tessera_rtps::writer::{OutSubmessage, Transmit};
 
 mod support;
 use support::{encode, writer_of};
-
-fn server_locator() -> Locator {
-    Locator::udpv4(Ipv4Addr::LOCALHOST, 11811)
-}
+#[path = "support/ds.rs"]
+mod ds_support;
+use ds_support::{ds_client, server_locator};
 
 fn meta(i: usize) -> Locator {
     Locator::udpv4(
@@ -163,18 +162,7 @@ impl Net {
             let mut d = SpdpParticipantData::new(prefix(i));
             d.domain_id = Some(0);
             d.metatraffic_unicast_locators = vec![meta(i)];
-            let mut l = Locators::new();
-            l.push(server_locator());
-            let mut c = DiscoveryServerClient::new(
-                DsClientConfig {
-                    participant: d,
-                    servers: vec![RemoteServer { id: 0, locators: l }],
-                    shared_reassembly: None,
-                    shared_buffered: None,
-                    wall_clock_nanos: 0,
-                },
-                now,
-            );
+            let mut c = ds_client(d, now);
             let topic = layout.topic(i);
             let mut mine = Vec::new();
             let r = Guid::new(

@@ -8,16 +8,15 @@ use std::time::{Duration, Instant};
 use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
 use tessera_rtps::sim::epoch;
-use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator, Locators};
+use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{MessageReceiver, Submessage};
 use tessera_rtps::writer::Transmit;
 
 mod support;
 use support::encode;
-
-fn server_locator() -> Locator {
-    Locator::udpv4(Ipv4Addr::LOCALHOST, 11811)
-}
+#[path = "support/ds.rs"]
+mod ds_support;
+use ds_support::{ds_client, server_locator};
 
 fn meta(i: usize) -> Locator {
     Locator::udpv4(Ipv4Addr::new(10, 0, 0, 1 + i as u8), 7410)
@@ -49,18 +48,7 @@ impl Net {
                 d.default_unicast_locators =
                     vec![Locator::udpv4(Ipv4Addr::new(10, 0, 0, 1 + i as u8), 7411)];
                 d.metatraffic_unicast_locators = vec![meta(i)];
-                let mut l = Locators::new();
-                l.push(server_locator());
-                DiscoveryServerClient::new(
-                    DsClientConfig {
-                        participant: d,
-                        servers: vec![RemoteServer { id: 0, locators: l }],
-                        shared_reassembly: None,
-                        shared_buffered: None,
-                        wall_clock_nanos: 0,
-                    },
-                    now,
-                )
+                ds_client(d, now)
             })
             .collect();
         Net {

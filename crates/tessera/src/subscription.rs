@@ -623,16 +623,15 @@ impl ReaderEndpoint {
         // A loaned sample: take hold of its chunk now, so the writer keeps it until the
         // sample is taken (see `crate::loan`). Only keyless types are loaned.
         let loan = if crate::loan::is_loan_payload(&d.payload) {
-            let hold =
-                crate::loan::ChunkHold::take(&d.payload).map_err(crate::loan::ChunkHold::refused);
+            let hold = if self.support.is_keyed() {
+                Err(tessera_rtps::cdr::CdrError::UnsupportedEncapsulation(
+                    crate::loan::LOAN_ENCAPSULATION,
+                ))
+            } else {
+                crate::loan::ChunkHold::take(&d.payload).map_err(crate::loan::ChunkHold::refused)
+            };
             match hold {
-                Ok(h) if !self.support.is_keyed() => Some(h),
-                Ok(_) => {
-                    self.count_undecodable(&tessera_rtps::cdr::CdrError::UnsupportedEncapsulation(
-                        crate::loan::LOAN_ENCAPSULATION,
-                    ));
-                    return false;
-                }
+                Ok(h) => Some(h),
                 Err(e) => {
                     self.count_undecodable(&e);
                     return false;

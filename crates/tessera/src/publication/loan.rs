@@ -49,8 +49,9 @@ pub(crate) struct WriterLoans {
     pool: OnceLock<Arc<WriterPool>>,
     /// Matched remote readers → reached through shared memory only.
     peers: Mutex<FastHashMap<Guid, bool>>,
-    /// Cached: every entry of `peers` is true.
-    all_shm: AtomicBool,
+    /// Cached: some entry of `peers` is false (false for an empty map, so `write_loan` reads
+    /// one atomic and takes no lock).
+    some_not_shm: AtomicBool,
 }
 
 impl WriterLoans {
@@ -63,21 +64,22 @@ impl WriterLoans {
                 .all(|l| l.kind == locator_kind::TESSERA_SHM);
         let mut p = self.peers.lock();
         p.insert(reader, shm);
-        self.all_shm
-            .store(p.values().all(|s| *s), Ordering::Relaxed);
+        self.some_not_shm
+            .store(p.values().any(|s| !*s), Ordering::Relaxed);
     }
 
     /// A remote reader went away.
     pub(crate) fn unmatched(&self, reader: Guid) {
         let mut p = self.peers.lock();
         p.remove(&reader);
-        self.all_shm
-            .store(p.values().all(|s| *s), Ordering::Relaxed);
+        self.some_not_shm
+            .store(p.values().any(|s| !*s), Ordering::Relaxed);
     }
 
+    /// Every matched remote reader is reached through shared memory (true with none: no
+    /// reader yet, or only readers of this participant).
     fn all_shm(&self) -> bool {
-        // An empty map (no reader yet, or only readers of this participant) counts as true.
-        self.peers.lock().is_empty() || self.all_shm.load(Ordering::Relaxed)
+        !self.some_not_shm.load(Ordering::Relaxed)
     }
 }
 
