@@ -243,6 +243,15 @@ impl UntypedDataReader {
         self._owner.as_ref().map(|o| o.participant())
     }
 
+    /// Installs (or with `None` removes) a listener told which statuses changed, on the
+    /// thread that changed them (a receive thread, or a local writer's). The type-erased
+    /// counterpart of [`DataReader::set_listener`], for bindings (Python's) whose listeners
+    /// fetch the statuses and samples themselves.
+    pub fn set_status_listener(&self, listener: Option<Arc<dyn Fn(StatusMask) + Send + Sync>>) {
+        *self.ep.listener.lock() =
+            listener.map(|l| Arc::new(crate::subscription::MaskListener(l)) as _);
+    }
+
     /// A condition that is true while the reader holds samples matching `masks`.
     pub fn create_readcondition(&self, masks: StateMasks) -> Condition {
         let ep = Arc::downgrade(&self.ep);

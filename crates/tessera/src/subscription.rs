@@ -240,6 +240,15 @@ impl<T: TopicType> EndpointListener for TypedListener<T> {
     }
 }
 
+/// A listener of a type-erased reader (a binding's): told which statuses changed.
+pub(crate) struct MaskListener(pub Arc<dyn Fn(StatusMask) + Send + Sync>);
+
+impl EndpointListener for MaskListener {
+    fn on_status(&self, _ep: Arc<ReaderEndpoint>, mask: StatusMask) {
+        (self.0)(mask);
+    }
+}
+
 /// The shared state of one data reader; it knows its type only through `support`.
 pub(crate) struct ReaderEndpoint {
     me: Weak<ReaderEndpoint>,
