@@ -1,0 +1,140 @@
+"""Measures the issue's two Python targets (a measurement, not a test: it asserts nothing).
+
+    scripts/netns-run VENV/bin/python bindings/python/bench/measure.py [--seconds 2] [--tessera PATH]
+
+1. 16 B round trip: a Python ping and a Python pong process through the binding, against
+   `tessera perf -T UK16 ping waitset` / `pong waitset` (the Rust API), each for `--seconds`.
+   Target: the binding's median ≤ 1.5× the Rust API's.
+2. `for sample in reader` at 16 B: a Rust publisher (`tessera perf -T UK16 pub inf`) and a
+   Python loop over the reader, in samples/s. Target: ≥ 200k samples/s.
+
+The Python side uses ddsperf's own 16 B type (`Unkeyed16`: `unsigned long seq; octet
+baggage[12];`) on its topics, so the numbers compare like for like. Build the wheel with
+`maturin build --release` and `tessera` with `cargo build --release -p tessera-cli`: debug
+builds measure the compiler, not the binding.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated
+
+import tessera
+from tessera.types import array, topic, uint32
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+@topic(name="Unkeyed16")
+@dataclass
+class Unkeyed16:
+    seq: uint32
+    baggage: Annotated[bytes, array(12)]
+
+
+QOS = dict(reliability="reliable", depth=1)
+
+
+def pong(seconds: float) -> None:
+    dp = tessera.DomainParticipant(0)
+    ping = dp.create_reader(dp.create_topic("PyPing16", Unkeyed16), **QOS)
+    out = dp.create_writer(dp.create_topic("PyPong16", Unkeyed16), **QOS)
+    for s in ping.samples(timeout=seconds + 5):
+        out.write(s.data)
+
+
+def ping(seconds: float) -> list[float]:
+    dp = tessera.DomainParticipant(0)
+    out = dp.create_writer(dp.create_topic("PyPing16", Unkeyed16), **QOS)
+    back = dp.create_reader(dp.create_topic("PyPong16", Unkeyed16), **QOS)
+    out.wait_for_readers(1, 10)
+    back.wait_for_writers(1, 10)
+    rtts = []
+    seq = 0
+    end = time.monotonic() + seconds
+    warm = time.monotonic() + 0.3
+    while time.monotonic() < end:
+        seq += 1
+        t0 = time.perf_counter_ns()
+        out.write(Unkeyed16(seq, bytes(12)))
+        while True:
+            got = back.take(1, timeout=1.0)
+            if not got or got[0].data.seq == seq:
+                break
+        if got and time.monotonic() > warm:
+            rtts.append((time.perf_counter_ns() - t0) / 1000)
+    return rtts
+
+
+def rust_roundtrip(tessera_bin: str, seconds: float) -> str:
+    pong_p = subprocess.Popen([tessera_bin, "perf", "-T", "UK16", "-D", str(seconds + 2), "pong",
+                               "waitset"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        out = subprocess.run([tessera_bin, "perf", "-T", "UK16", "-D", str(seconds), "ping",
+                              "waitset"], capture_output=True, text=True, timeout=seconds + 30)
+    finally:
+        pong_p.kill()
+    return out.stdout
+
+
+def python_throughput(tessera_bin: str, seconds: float) -> tuple[int, float]:
+    dp = tessera.DomainParticipant(0)
+    reader = dp.create_reader(dp.create_topic("DDSPerfRDataUK16", Unkeyed16),
+                              reliability="reliable", history="keep_all")
+    pub = subprocess.Popen([tessera_bin, "perf", "-T", "UK16", "-D", str(seconds + 3), "pub",
+                            "inf"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        reader.wait_for_writers(1, 10)
+        reader.take(100000, timeout=2.0)  # the first samples, then measure
+        n = 0
+        start = time.monotonic()
+        end = start + seconds
+        for _ in reader:
+            n += 1
+            if n & 1023 == 0 and time.monotonic() >= end:
+                break
+        return n, time.monotonic() - start
+    finally:
+        pub.kill()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=2.0)
+    ap.add_argument("--tessera", default=str(REPO / "target/release/tessera"))
+    ap.add_argument("--role", choices=["pong"], help=argparse.SUPPRESS)
+    a = ap.parse_args()
+    if a.role == "pong":
+        pong(a.seconds)
+        return
+    pong_p = subprocess.Popen([sys.executable, __file__, "--role", "pong", "--seconds",
+                               str(a.seconds)])
+    try:
+        rtts = ping(a.seconds)
+    finally:
+        pong_p.kill()
+    med = statistics.median(rtts)
+    print(f"python 16 B round trip: {len(rtts)} round trips, median {med:.1f} us, "
+          f"p90 {statistics.quantiles(rtts, n=10)[-1]:.1f} us")
+    if not Path(a.tessera).is_file():
+        print(f"{a.tessera} missing: no Rust comparison (cargo build --release -p tessera-cli)")
+        return
+    rust = rust_roundtrip(a.tessera, a.seconds)
+    print("rust (tessera perf) 16 B round trip:")
+    print("  " + "\n  ".join(rust.strip().splitlines()[-4:]))
+    m = re.findall(r"\bmean\s+([0-9.]+)(us|ms)|\b50%\s+([0-9.]+)(us|ms)", rust)
+    n, secs = python_throughput(a.tessera, a.seconds)
+    print(f"python `for sample in reader` at 16 B: {n} samples in {secs:.2f} s = "
+          f"{n / secs / 1000:.0f}k samples/s (target 200k)")
+    del m
+
+
+if __name__ == "__main__":
+    main()
