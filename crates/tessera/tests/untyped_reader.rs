@@ -1,6 +1,6 @@
 //! The type-erased reader path over the in-process transport (no sockets): an untyped reader
 //! next to a typed one on the same topic, decode errors at the API edge, and `take_into`
-//! without allocation in the taking thread.
+//! without allocation in the taking thread; the status listener of an untyped reader.
 
 use std::time::Duration;
 
@@ -291,4 +291,50 @@ fn keep_last_replacement_hands_back_the_old_data() {
     let mut replaced = None;
     h.insert_reclaiming([2; 16], [7; 16], vec![3u8], 3, 3, &mut replaced);
     assert_eq!(replaced, None);
+}
+
+/// `UntypedDataReader::set_status_listener` (what the Python binding's listeners use): told of
+/// the match and of each sample, on the thread that raised it; silent once removed.
+#[test]
+fn status_listener_of_an_untyped_reader() {
+    use std::sync::atomic::{AtomicU32, Ordering};
+    use std::sync::Arc;
+    use tessera::StatusMask;
+
+    let ps = Transport::InProc.participants(2);
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let (_r, u) = readers::<Reading>(pb, "listened");
+    let seen = Arc::new(AtomicU32::new(0));
+    let data = Arc::new(AtomicU32::new(0));
+    let (s, d) = (seen.clone(), data.clone());
+    u.set_status_listener(Some(Arc::new(move |mask: StatusMask| {
+        s.fetch_or(mask.0, Ordering::SeqCst);
+        if mask.intersects(StatusMask::DATA_AVAILABLE) {
+            d.fetch_add(1, Ordering::SeqCst);
+        }
+    })));
+    let w = writer::<Reading>(pa, "listened");
+    wait_until(10, "the match, heard", || {
+        seen.load(Ordering::SeqCst) & StatusMask::SUBSCRIPTION_MATCHED.0 != 0
+    });
+    let sample = |seq| Reading {
+        sensor: 1,
+        seq,
+        text: String::new(),
+    };
+    w.write(&sample(0)).unwrap();
+    wait_until(10, "DATA_AVAILABLE, heard", || {
+        data.load(Ordering::SeqCst) >= 1
+    });
+    u.take_serialized(16, StateMasks::ANY).unwrap();
+
+    u.set_status_listener(None);
+    let heard = data.load(Ordering::SeqCst);
+    w.write(&sample(1)).unwrap();
+    wait_for_samples(&u, 1);
+    assert_eq!(
+        data.load(Ordering::SeqCst),
+        heard,
+        "a removed listener was called"
+    );
 }
