@@ -1,7 +1,7 @@
 //! Writers, readers, samples, conditions and wait sets.
 
 use crate::types::{to_py, to_value};
-use crate::{err, TypeInfo};
+use crate::{err, Detached, TypeInfo};
 use parking_lot::Mutex;
 use pyo3::exceptions::{PyStopIteration, PyValueError};
 use pyo3::prelude::*;
@@ -45,13 +45,16 @@ fn poll_until(py: Python<'_>, timeout: f64, done: impl Fn() -> bool + Sync) -> P
 /// A writer.
 #[pyclass(module = "tessera._tessera", frozen)]
 pub struct Writer {
-    w: DynamicDataWriter,
+    w: Detached<DynamicDataWriter>,
     info: Arc<TypeInfo>,
 }
 
 impl Writer {
     pub(crate) fn new(w: DynamicDataWriter, info: Arc<TypeInfo>) -> Self {
-        Writer { w, info }
+        Writer {
+            w: Detached::new(w),
+            info,
+        }
     }
 }
 
@@ -203,7 +206,7 @@ fn convert(py: Python<'_>, info: &TypeInfo, s: RustSample) -> PyResult<Sample> {
 /// A reader.
 #[pyclass(module = "tessera._tessera", frozen)]
 pub struct Reader {
-    r: DynamicDataReader,
+    r: Detached<DynamicDataReader>,
     info: Arc<TypeInfo>,
     /// Samples in any state: what `take`/`read` with a timeout and the iterators wait for.
     waitset: Arc<Ws>,
@@ -214,7 +217,7 @@ impl Reader {
         let mut ws = Ws::new();
         ws.attach(&r.untyped().create_readcondition(StateMasks::ANY));
         Reader {
-            r,
+            r: Detached::new(r),
             info,
             waitset: Arc::new(ws),
         }

@@ -50,6 +50,35 @@ pub(crate) fn err(e: tessera::Error) -> PyErr {
     }
 }
 
+/// A runtime handle that a Python object owns. Dropping the last handle of a participant
+/// joins its threads, one of which may be waiting for the GIL to call a listener: so the
+/// handle is dropped with the GIL released (objects are deallocated with it held).
+pub(crate) struct Detached<T: Send>(Option<T>);
+
+impl<T: Send> Detached<T> {
+    pub(crate) fn new(x: T) -> Self {
+        Detached(Some(x))
+    }
+}
+
+impl<T: Send> std::ops::Deref for Detached<T> {
+    type Target = T;
+    fn deref(&self) -> &T {
+        // `None` only inside `drop`.
+        self.0
+            .as_ref()
+            .expect("a Detached handle is present until dropped")
+    }
+}
+
+impl<T: Send> Drop for Detached<T> {
+    fn drop(&mut self) {
+        if let Some(x) = self.0.take() {
+            Python::attach(|py| py.detach(move || drop(x)));
+        }
+    }
+}
+
 /// A compiled topic type: the dynamic type and how its samples convert.
 pub(crate) struct TypeInfo {
     pub(crate) ty: Arc<DynamicType>,
@@ -157,7 +186,7 @@ fn idl_structs<'py>(py: Python<'py>, text: &str, file: &str) -> PyResult<Bound<'
 /// A topic.
 #[pyclass(module = "tessera._tessera", frozen)]
 pub struct Topic {
-    pub(crate) topic: tessera::DynamicTopic,
+    pub(crate) topic: Detached<tessera::DynamicTopic>,
     pub(crate) info: Arc<TypeInfo>,
 }
 
@@ -180,9 +209,9 @@ impl Topic {
 /// belong to.
 #[pyclass(module = "tessera._tessera", frozen)]
 pub struct Participant {
-    p: DomainParticipant,
-    publisher: Publisher,
-    subscriber: Subscriber,
+    p: Detached<DomainParticipant>,
+    publisher: Detached<Publisher>,
+    subscriber: Detached<Subscriber>,
     topics: Mutex<Vec<(String, Py<Topic>)>>,
 }
 
@@ -196,9 +225,9 @@ impl Participant {
         let publisher = p.create_publisher(Default::default()).map_err(err)?;
         let subscriber = p.create_subscriber(Default::default()).map_err(err)?;
         Ok(Participant {
-            p,
-            publisher,
-            subscriber,
+            p: Detached::new(p),
+            publisher: Detached::new(publisher),
+            subscriber: Detached::new(subscriber),
             topics: Mutex::new(Vec::new()),
         })
     }
@@ -233,7 +262,13 @@ impl Participant {
                     .create_dynamic_topic(name, info.ty.clone(), Default::default())
             })
             .map_err(err)?;
-        let t = Py::new(py, Topic { topic, info })?;
+        let t = Py::new(
+            py,
+            Topic {
+                topic: Detached::new(topic),
+                info,
+            },
+        )?;
         topics.push((name.to_string(), t.clone_ref(py)));
         Ok(t)
     }

@@ -290,3 +290,4 @@ def test_another_thread_runs_while_a_waitset_waits(participant, topic_name):
     result, elapsed, middle = spin_while(lambda: ws.wait(0.5))
     assert result == [] and elapsed >= 0.45
     assert middle > 10, middle
+
