@@ -346,28 +346,20 @@ impl AtomicService {
     }
 
     /// An endpoint matched `local`. An ATOMIC one names its participant's member of `local`'s
-    /// group; an EVENTUAL reader of an ATOMIC writer gets nothing yet (committed samples for
-    /// EVENTUAL readers are future work): say so.
+    /// group; an EVENTUAL reader of an ATOMIC writer is not a member (the writer sends it
+    /// committed samples over RTPS, see `publication/atomic.rs`).
     pub(crate) fn matched(&self, local: Guid, remote: &RemoteEndpoint) {
         let group = self.inner.lock().by_endpoint.get(&local).cloned();
         let Some(g) = group else { return };
-        match remote.consensus.as_ref().and_then(from_locator) {
-            Some(addr) => {
-                let id = MemberId(remote.guid.prefix.0);
-                g.peers.lock().insert(id, addr);
-                g.endpoints
-                    .lock()
-                    .entry(id)
-                    .or_default()
-                    .insert(remote.guid);
-                g.gone.lock().remove(&id);
-            }
-            None if local.entity_id.is_writer() => tracing::warn!(
-                group = %g.name,
-                reader = ?remote.guid,
-                "an EVENTUAL reader matched an ATOMIC writer: it receives nothing (not supported yet)"
-            ),
-            None => {}
+        if let Some(addr) = remote.consensus.as_ref().and_then(from_locator) {
+            let id = MemberId(remote.guid.prefix.0);
+            g.peers.lock().insert(id, addr);
+            g.endpoints
+                .lock()
+                .entry(id)
+                .or_default()
+                .insert(remote.guid);
+            g.gone.lock().remove(&id);
         }
     }
 

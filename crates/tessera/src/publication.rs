@@ -274,9 +274,19 @@ impl WriterEndpoint {
         if !self.enabled.load(Ordering::Relaxed) {
             return Err(Error::NotEnabled);
         }
-        if let Some(a) = self.atomic.get() {
-            return a.submit(self.guid, &payload, key_hash, status, source_ns);
-        }
+        // ATOMIC: commit first; then, for EVENTUAL readers only, on through the history
+        // (in commit order: the guard is held to the end).
+        let _order = match self.atomic.get() {
+            Some(a) => {
+                let guard = a.order();
+                a.submit(self.guid, &payload, key_hash, status, source_ns)?;
+                if guard.is_none() {
+                    return Ok(());
+                }
+                guard
+            }
+            None => None,
+        };
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
@@ -643,7 +653,13 @@ impl LocalWriter for WriterEndpoint {
         local: Option<Arc<dyn LocalReader>>,
         now: Instant,
     ) {
-        if remote.guid.prefix == self.guid.prefix {
+        let rtps = self
+            .atomic
+            .get()
+            .is_none_or(|a| a.reader_matched(remote.guid, remote.consensus.is_some()));
+        if !rtps {
+            // An ATOMIC reader of an ATOMIC writer: served by its consensus member.
+        } else if remote.guid.prefix == self.guid.prefix {
             if let Some(reader) = local {
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
@@ -708,6 +724,9 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn unmatched(&self, remote: Guid) {
+        if let Some(a) = self.atomic.get() {
+            a.reader_unmatched(remote);
+        }
         if remote.prefix == self.guid.prefix {
             let old = self.unmatched_local(remote);
             // The last reference to a deleted reader may go here: not under our lock.
