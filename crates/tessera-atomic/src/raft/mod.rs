@@ -269,22 +269,46 @@ impl ConsensusThread {
         };
         let (me, initial) = (spec.me, spec.initial.clone());
         let seen = spec.initial.as_ref().map_or(1, Vec::len);
-        let raft = run_on(&self.handle, spec.timing.open, async move {
-            let raft = Raft::new(
-                me,
-                config,
-                factory,
-                MemLog::default(),
-                StateMachine::new(tx),
-            )
-            .await
-            .map_err(|e| OpenError::Consensus(e.to_string()))?;
-            if let Some(members) = initial {
-                raft.initialize(net::initial_members(&members))
-                    .await
-                    .map_err(|e| OpenError::Consensus(e.to_string()))?;
+        // Handed over under `abandoned`'s lock: a member set up after open() gave up is shut
+        // down, never left running (it would campaign under this id, unreachable and unstoppable).
+        let (out, got) = crossbeam_channel::bounded(1);
+        let abandoned = Arc::new(std::sync::Mutex::new(false));
+        let ab = abandoned.clone();
+        self.handle.spawn(async move {
+            let made = async {
+                let raft = Raft::new(
+                    me,
+                    config,
+                    factory,
+                    MemLog::default(),
+                    StateMachine::new(tx),
+                )
+                .await
+                .map_err(|e| OpenError::Consensus(e.to_string()))?;
+                if let Some(members) = initial {
+                    raft.initialize(net::initial_members(&members))
+                        .await
+                        .map_err(|e| OpenError::Consensus(e.to_string()))?;
+                }
+                Ok::<_, OpenError>(raft)
             }
-            Ok::<_, OpenError>(raft)
+            .await;
+            let leftover = {
+                let gave_up = ab.lock().unwrap_or_else(|e| e.into_inner());
+                if *gave_up {
+                    Some(made)
+                } else {
+                    let _ = out.send(made);
+                    None
+                }
+            };
+            if let Some(Ok(raft)) = leftover {
+                let _ = raft.shutdown().await;
+            }
+        });
+        let raft = got.recv_timeout(spec.timing.open).ok().or_else(|| {
+            *abandoned.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            got.try_recv().ok()
         });
         let raft = match raft {
             Some(r) => r?,
@@ -836,7 +860,7 @@ mod tests {
                     (m(1), MemberAddr::Sim(m(1))),
                     (m(2), MemberAddr::Sim(m(2))),
                 ]),
-                sim: Some(net),
+                sim: Some(net.clone()),
                 timing: Timing {
                     open: Duration::ZERO,
                     ..Timing::default()
@@ -852,5 +876,11 @@ mod tests {
             e.to_string(),
             "the consensus group \"g\" was not formed within 0 s (2 member(s) seen)"
         );
+        // The member set up after open() gave up was shut down: it does not go on campaigning
+        // under m(1) (a live one would retry its election every 150-300 ms).
+        std::thread::sleep(Duration::from_millis(500));
+        let settled = net.counts();
+        std::thread::sleep(Duration::from_millis(1000));
+        assert_eq!(net.counts(), settled);
     }
 }
