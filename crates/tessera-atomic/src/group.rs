@@ -137,9 +137,11 @@ pub trait ConsensusGroup: Send + Sync {
     /// 1. a live member (it answered a gossip round lately, and is not in `gone`) that is not a
     ///    voter is added (learner, then voter once caught up);
     /// 2. else a learner that is gone or silent is removed;
-    /// 3. else a voter in `gone` (the caller saw it leave or lose liveliness), or one that has
-    ///    not acknowledged the leader for [`crate::Timing::dead_after`] (a killed process that
-    ///    came back under a new id), is removed, as long as at least [`MIN_VOTERS`] voters stay.
+    /// 3. else a voter in `gone` (the caller saw it leave or lose liveliness) is removed while
+    ///    at least [`MIN_VOTERS`] voters stay; so is one that has not acknowledged the leader for
+    ///    [`crate::Timing::dead_after`] while more voters stay than ever answered at once under
+    ///    this leader: a killed process that came back under a new id (its successor makes
+    ///    the surplus), not one that is only cut off or paused (it stays and catches up).
     ///
     /// Adding comes first, so a replaced member's old id goes only once its successor votes.
     fn reconcile(

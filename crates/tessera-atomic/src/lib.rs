@@ -28,7 +28,8 @@
 //! Membership is by id; an in-memory member that restarts loses its log and vote, so it comes back
 //! under a new id, as a learner that catches up and is then made a voter; the leader then removes
 //! the old id ([`ConsensusGroup::reconcile`]: a voter the caller reports gone, or one silent for
-//! [`Timing::dead_after`], goes once a successor keeps [`MIN_VOTERS`] voters). Without that, each
+//! [`Timing::dead_after`] beyond the most voters that answered at once, goes; never below
+//! [`MIN_VOTERS`]). Without that, each
 //! kill and restart left a dead voter behind, and two of them cost a group of three its majority
 //! for good (the change that would remove them needs the majority they took).
 //!
