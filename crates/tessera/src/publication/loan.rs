@@ -259,9 +259,15 @@ impl<T: Plain + TopicType> DataWriter<T> {
     /// Publishes a loaned sample: readers reached through shared memory get a reference to
     /// the slot (no copy); others, or all when some reader is not reached that way or `T` is
     /// keyed, get the value serialized from the slot (see the module docs).
-    pub fn write_loan(&self, mut loan: Loan<T>) -> Result<()> {
+    pub fn write_loan(&self, loan: Loan<T>) -> Result<()> {
+        self.write_loan_with_timestamp(loan, now_nanos())
+    }
+
+    /// [`Self::write_loan`] with an explicit source timestamp (ns since the Unix epoch), as
+    /// [`DataWriter::write_with_timestamp`].
+    pub fn write_loan_with_timestamp(&self, mut loan: Loan<T>, source_ns: i64) -> Result<()> {
         if T::KEYED || !self.ep.loans.all_shm() || self.ep.filters.dropping(&*loan).is_some() {
-            return self.write(&loan);
+            return self.write_with_timestamp(&loan, source_ns);
         }
         let pool = loan.pool.clone();
         let payload = {
@@ -275,7 +281,7 @@ impl<T: Plain + TopicType> DataWriter<T> {
         self.ep.track_keyless();
         // On failure the history did not take the payload: the chunk is reclaimed by the
         // next loan.
-        self.ep.submit(payload, None, 0, false, now_nanos())
+        self.ep.submit(payload, None, 0, false, source_ns)
     }
 
     /// Chunks of this writer's loan pool in use (kept by the history, lent, or held by
