@@ -73,7 +73,8 @@ pub fn usage(prog: &str) -> String {
          \x20 --rounds N         repetitions of every cell (interleaved)\n\
          \x20 --pairs LIST       e.g. tessera,cyclone,udp,tessera>cyclone,cyclone>tessera,\n\
          \x20                    fastdds,fastdds-udp,tessera>fastdds,fastdds>tessera,\n\
-         \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory)\n\
+         \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory),\n\
+         \x20                    tessera-loan,tessera-loan-spin (shared memory, loans)\n\
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\
          \x20                    'throughput_ratio>=1.0', 'tessera.lost==0', 'failed==0'\n\
          \x20 --no-progress      no progress bar\n\

@@ -70,6 +70,13 @@ pub enum Implementation {
     /// (`TESSERA_WAIT=adaptive:1000`).
     #[serde(rename = "tessera-shm-spin")]
     TesseraShmSpin,
+    /// `tessera-shm` with zero-copy loans (`tessera perf --loan SIZE`): plain samples of the
+    /// point's size written through `loan()` and taken loaned, receive threads blocking.
+    #[serde(rename = "tessera-loan")]
+    TesseraLoan,
+    /// `tessera-loan` whose receive threads spin before they block, like `tessera-shm-spin`.
+    #[serde(rename = "tessera-loan-spin")]
+    TesseraLoanSpin,
     /// The raw shared-memory floor (`tessera bench shm`): a futex wake per hand-off.
     Shm,
     /// The raw shared-memory floor, both sides polling.
@@ -88,6 +95,8 @@ impl Implementation {
             Implementation::FastDdsUdp => "fastdds-udp",
             Implementation::TesseraShm => "tessera-shm",
             Implementation::TesseraShmSpin => "tessera-shm-spin",
+            Implementation::TesseraLoan => "tessera-loan",
+            Implementation::TesseraLoanSpin => "tessera-loan-spin",
             Implementation::Shm => "shm",
             Implementation::ShmSpin => "shm-spin",
         }
@@ -103,16 +112,20 @@ impl Implementation {
             Implementation::FastDdsUdp => "Fast DDS (UDP)",
             Implementation::TesseraShm => "Tessera (shm)",
             Implementation::TesseraShmSpin => "Tessera (shm, spin)",
+            Implementation::TesseraLoan => "Tessera (loans)",
+            Implementation::TesseraLoanSpin => "Tessera (loans, spin)",
             Implementation::Shm => "raw shm",
             Implementation::ShmSpin => "raw shm (spin)",
         }
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 9] = [
+    pub const ALL: [Implementation; 11] = [
         Implementation::Tessera,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
+        Implementation::TesseraLoan,
+        Implementation::TesseraLoanSpin,
         Implementation::Cyclone,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
@@ -135,7 +148,20 @@ impl Implementation {
     pub fn is_tessera(self) -> bool {
         matches!(
             self,
-            Implementation::Tessera | Implementation::TesseraShm | Implementation::TesseraShmSpin
+            Implementation::Tessera
+                | Implementation::TesseraShm
+                | Implementation::TesseraShmSpin
+                | Implementation::TesseraLoan
+                | Implementation::TesseraLoanSpin
+        )
+    }
+
+    /// True for the Tessera variants that run `tessera perf --loan SIZE` (their own plain
+    /// types and topics: they pair only with themselves).
+    pub fn is_loan(self) -> bool {
+        matches!(
+            self,
+            Implementation::TesseraLoan | Implementation::TesseraLoanSpin
         )
     }
 

@@ -334,6 +334,18 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
              (TESSERA_WAIT={SPIN_WAIT}), which costs CPU while samples keep coming."
         ));
     }
+    if uses_any(Implementation::is_loan) {
+        notes.push(
+            "Loans: `tessera-loan` and `tessera-loan-spin` run `tessera perf --loan SIZE` on \
+             shared memory like `tessera-shm` and `tessera-shm-spin`: samples are `#[repr(C)]` \
+             plain types of exactly the point's size (16 B to 4 MiB) written through \
+             `DataWriter::loan`/`write_loan` and taken with `take_loaned`, so only a reference \
+             travels; a pong answers with a fresh loan carrying the ping's number (the \
+             payload is not echoed). Their topics and types are their own: they pair only \
+             with themselves."
+                .to_string(),
+        );
+    }
     if uses_any(Implementation::is_shm_floor) {
         notes.push(
             "The raw shared-memory floor (`tessera bench shm`) hands a sample through one \
@@ -476,6 +488,15 @@ pub const SPIN_WAIT: &str = "adaptive:1000";
 /// How long a Fast DDS worker may take to shut down cleanly after SIGTERM.
 const FASTDDS_STOP: Duration = Duration::from_secs(3);
 
+/// `--loan SIZE` for a loan pair (both sides: the type is chosen by the size), else nothing.
+fn loan_args(pair: Pair, size: u64) -> Vec<String> {
+    if pair.writer.is_loan() {
+        strings(&["--loan", &size.to_string()])
+    } else {
+        Vec::new()
+    }
+}
+
 fn parse_output(i: Implementation, text: &str) -> PerfOutput {
     match i {
         Implementation::Cyclone => parse::parse_ddsperf_text(text),
@@ -574,14 +595,19 @@ impl Ctx<'_> {
         let mut cmd: Command = match implementation {
             Implementation::Tessera
             | Implementation::TesseraShm
-            | Implementation::TesseraShmSpin => {
+            | Implementation::TesseraShmSpin
+            | Implementation::TesseraLoan
+            | Implementation::TesseraLoanSpin => {
                 let mut c = topo.command(host, &self.opts.tessera_exe);
                 c.arg("perf").arg("--json");
                 if implementation != Implementation::Tessera {
                     // Shared memory where it reaches (same host), UDPv4 beyond it.
                     c.env("TESSERA_TRANSPORTS", "shm,udp4");
                 }
-                if implementation == Implementation::TesseraShmSpin {
+                if matches!(
+                    implementation,
+                    Implementation::TesseraShmSpin | Implementation::TesseraLoanSpin
+                ) {
                     c.env("TESSERA_WAIT", SPIN_WAIT);
                 }
                 if !multicast {
@@ -866,6 +892,7 @@ impl Ctx<'_> {
         if best_effort {
             common.push("-u".into());
         }
+        common.extend(loan_args(p.pair, size));
         let run_s = (duration + warmup).ceil().max(2.0) as u64;
         let mut pong_args = common.clone();
         pong_args.extend(strings(&[
@@ -1022,6 +1049,7 @@ impl Ctx<'_> {
         if reliability == "best_effort" {
             common.push("-u".into());
         }
+        common.extend(loan_args(p.pair, size));
         if let Some(h) = p.params.get("history").and_then(Value::as_str) {
             common.extend(strings(&[
                 "-k",

@@ -44,6 +44,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::results::{Implementation, Kind, Pair};
+use tessera_cli::perf::loan::{loan_sizes_text, LOAN_SIZES};
 
 /// The built-in presets: name, one-line description, TOML text.
 pub const PRESETS: &[(&str, &str, &str)] = &[
@@ -353,6 +354,26 @@ impl Experiment {
                 return Err("the raw shared-memory floor serves one subscriber".into());
             }
         }
+        if pair.writer.is_loan() || pair.reader.is_loan() {
+            if !pair.is_same() {
+                return Err(
+                    "a loan pair has its own types and topics: it pairs only with itself".into(),
+                );
+            }
+            if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
+                return Err(format!(
+                    "`tessera perf --loan` has no {} experiment",
+                    self.kind.as_str()
+                ));
+            }
+            let size = cell.get("size").and_then(Value::as_u64).unwrap_or(16);
+            if !u32::try_from(size).is_ok_and(|s| LOAN_SIZES.contains(&s)) {
+                return Err(format!(
+                    "`tessera perf --loan` has no type of {size} B (sizes: {})",
+                    loan_sizes_text()
+                ));
+            }
+        }
         if cell.get("architecture").and_then(Value::as_str) == Some("centralized")
             && !(pair.writer.is_tessera() || pair.writer.is_fastdds())
         {
@@ -549,8 +570,9 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
     for l in labels {
         let p = Pair::from_label(l).ok_or_else(|| {
             format!(
-                "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, cyclone, fastdds, \
-                 fastdds-udp, udp, shm, shm-spin, or WRITER>READER \
+                "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, tessera-loan, \
+                 tessera-loan-spin, cyclone, fastdds, fastdds-udp, udp, shm, shm-spin, or \
+                 WRITER>READER \
                  of two DDS implementations, e.g. tessera>cyclone)"
             )
         })?;
@@ -1139,6 +1161,44 @@ mod tests {
         assert!(skipped.contains("steps: Fast DDS skipped"), "{skipped}");
         assert!(skipped.contains("no discovery experiment"), "{skipped}");
         assert!(parse_pairs(&["fastdds>opendds".to_string()]).is_err());
+    }
+
+    #[test]
+    fn loan_pairs_run_latency_and_throughput_of_their_sizes_only() {
+        let s = parse(
+            r#"
+            pairs = ["tessera-loan", "tessera-loan-spin", "tessera-loan>tessera"]
+            rounds = 1
+            [[experiment]]
+            name = "lat"
+            kind = "latency"
+            size = [16, 100, 4194304]
+            [[experiment]]
+            name = "disc"
+            kind = "discovery"
+            participants = 2
+            "#,
+        )
+        .unwrap();
+        let plan = s.plan();
+        let planned: Vec<(String, u64)> = plan
+            .iter()
+            .map(|p| (p.pair.label(), p.params["size"].as_u64().unwrap()))
+            .collect();
+        let want = |l: &str, n| (l.to_string(), n);
+        assert_eq!(
+            planned,
+            [
+                want("tessera-loan", 16),
+                want("tessera-loan-spin", 16),
+                want("tessera-loan", 4194304),
+                want("tessera-loan-spin", 4194304)
+            ]
+        );
+        let skipped = s.skipped().join("\n");
+        assert!(skipped.contains("pairs only with itself"), "{skipped}");
+        assert!(skipped.contains("no type of 100 B"), "{skipped}");
+        assert!(skipped.contains("no discovery experiment"), "{skipped}");
     }
 
     #[test]

@@ -15,6 +15,8 @@ const PAIR_ORDER: &[&str] = &[
     "tessera",
     "tessera-shm",
     "tessera-shm-spin",
+    "tessera-loan",
+    "tessera-loan-spin",
     "cyclone",
     "fastdds",
     "fastdds-udp",
