@@ -366,7 +366,9 @@ OPTIONS:
                       so on shared memory (TESSERA_TRANSPORTS=shm,udp4)
                       only a reference travels; a pong answers with a new
                       loan carrying the ping's number. \"size\", if given,
-                      must equal SIZE; -T and -n do not apply
+                      must equal SIZE; -T and -n do not apply. The receive
+                      threads wait as in every run (TESSERA_WAIT=block,
+                      spin:US, adaptive:US or poll)
 
 MODE... is any sequence of:
   ping [R[Hz]] [size S] [waitset|listener]
