@@ -264,6 +264,24 @@ pub fn config_from_env(worker: &str) -> Config {
     }
 }
 
+/// A worker's `main`: parses the arguments, lets `start` create the middleware's entities,
+/// runs the experiment and exits with its status (2 when `start` failed, as ddsperf does).
+pub fn worker_main(
+    worker: &str,
+    start: impl FnOnce(&Config, &Arc<Perf>) -> Result<Arc<dyn Link>, String>,
+) -> ! {
+    let cfg = config_from_env(worker);
+    let perf = Perf::new(cfg.clone());
+    let code = match start(&cfg, &perf) {
+        Ok(link) => perf.run(link),
+        Err(e) => {
+            eprintln!("{worker}: creating the middleware's entities failed: {e}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
 // ---------------------------------------------------------------- clocks and output
 
 /// Wall-clock nanoseconds: the source timestamp of pings (only the pinger's clock is read).
@@ -632,6 +650,9 @@ impl Perf {
     }
 
     fn send_ping(&self) {
+        if self.stopping() {
+            return; // a pong after the end: the session may be closed already
+        }
         let _g = self.ping_lock.lock().unwrap_or_else(|e| e.into_inner());
         let seq = {
             let mut st = self.lock();

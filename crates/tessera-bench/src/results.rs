@@ -75,6 +75,14 @@ pub enum Implementation {
     /// The raw shared-memory floor, both sides polling.
     #[serde(rename = "shm-spin")]
     ShmSpin,
+    /// RustDDS 0.15 through the `rustdds-perf` worker (`workers/rustdds/`, built on demand).
+    #[serde(rename = "rustdds")]
+    RustDds,
+    /// dust_dds 0.16 through the `dust_dds-perf` worker (`workers/dust_dds/`).
+    #[serde(rename = "dust_dds")]
+    DustDds,
+    /// Zenoh 1.10 in peer mode through the `zenoh-perf` worker (`workers/zenoh/`); not DDS.
+    Zenoh,
 }
 
 impl Implementation {
@@ -90,6 +98,9 @@ impl Implementation {
             Implementation::TesseraShmSpin => "tessera-shm-spin",
             Implementation::Shm => "shm",
             Implementation::ShmSpin => "shm-spin",
+            Implementation::RustDds => "rustdds",
+            Implementation::DustDds => "dust_dds",
+            Implementation::Zenoh => "zenoh",
         }
     }
 
@@ -105,17 +116,23 @@ impl Implementation {
             Implementation::TesseraShmSpin => "Tessera (shm, spin)",
             Implementation::Shm => "raw shm",
             Implementation::ShmSpin => "raw shm (spin)",
+            Implementation::RustDds => "RustDDS",
+            Implementation::DustDds => "dust_dds",
+            Implementation::Zenoh => "Zenoh",
         }
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 9] = [
+    pub const ALL: [Implementation; 12] = [
         Implementation::Tessera,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
         Implementation::Cyclone,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
+        Implementation::RustDds,
+        Implementation::DustDds,
+        Implementation::Zenoh,
         Implementation::Udp,
         Implementation::Shm,
         Implementation::ShmSpin,
@@ -129,6 +146,14 @@ impl Implementation {
     /// True for the two Fast DDS variants (one worker program, one transport switch).
     pub fn is_fastdds(self) -> bool {
         matches!(self, Implementation::FastDds | Implementation::FastDdsUdp)
+    }
+
+    /// True for the Rust-built peer workers (`workers/{rustdds,dust_dds,zenoh}`, [`crate::rustpeers`]).
+    pub fn is_rust_peer(self) -> bool {
+        matches!(
+            self,
+            Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh
+        )
     }
 
     /// True for the variants that run `tessera perf` (one program, other transports or waits).

@@ -125,6 +125,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     } else {
         None
     };
+    let rust_peers = super::rustpeers::prepare(&mut scenario, &mut notes);
     notes.extend(scenario.notes.iter().cloned());
     notes.extend(scenario.skipped());
     notes.extend(standing_notes(&scenario));
@@ -135,6 +136,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         scenario: &scenario,
         logs: dir.join("logs"),
         fastdds,
+        rust_peers,
     };
     let bar = progress_bar(plan.len() as u64, opts.progress);
     let mut points: Vec<Point> = Vec::new();
@@ -379,6 +381,7 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
             );
         }
     }
+    notes.extend(super::rustpeers::standing_notes(|i| uses(s, i)));
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
             "With `multicast = true` (the default) both implementations send data once per \
@@ -397,6 +400,8 @@ struct Ctx<'a> {
     logs: PathBuf,
     /// The Fast DDS worker, when a Fast DDS pair runs and it could be built.
     fastdds: Option<PathBuf>,
+    /// The Rust peer workers that runs need and could be built.
+    rust_peers: BTreeMap<Implementation, PathBuf>,
 }
 
 /// A started worker process with what is needed to read it back.
@@ -623,6 +628,13 @@ impl Ctx<'_> {
                     c.arg("--transport").arg("udp");
                 }
                 c
+            }
+            Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh => {
+                let exe = self
+                    .rust_peers
+                    .get(&implementation)
+                    .context("the worker is not built")?;
+                topo.command(host, exe)
             }
             Implementation::Udp | Implementation::Shm | Implementation::ShmSpin => {
                 anyhow::bail!("the raw floors have no ddsperf grammar")
@@ -882,7 +894,8 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() {
+        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() || p.pair.writer.is_rust_peer()
+        {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
         }
         args.extend(strings(&[
@@ -1042,11 +1055,19 @@ impl Ctx<'_> {
         ]));
         let mut subscribers =
             self.spawn_readers(topo, exp, p, seq, "sub", subs, &sub_args, multicast)?;
+        // A Tessera publisher never counts a RustDDS reader as a ddsperf peer (no USER_DATA):
+        // it publishes at once, and the subscriber measures from its first sample anyway.
+        let minmatch =
+            if p.pair.writer.is_tessera() && super::rustpeers::writer_cannot_count(p.pair.reader) {
+                0
+            } else {
+                subs
+            };
         let mut args = common.clone();
         args.extend(strings(&[
             "-D",
             &(sub_s + 20).to_string(),
-            &format!("-Qminmatch:{subs}"),
+            &format!("-Qminmatch:{minmatch}"),
             "-Qinitwait:20",
             "pub",
         ]));

@@ -66,7 +66,8 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "peers",
         "under 5 minutes: latency, throughput and 1-to-4 fan-out for every installed \
-         implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, raw UDP), ranked",
+         implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, RustDDS, dust_dds, \
+         Zenoh, raw UDP), ranked",
         include_str!("presets/peers.toml"),
     ),
     (
@@ -371,6 +372,21 @@ impl Experiment {
                 return Err("fastdds-perf does not send pings among its data".into());
             }
         }
+        if pair.writer.is_rust_peer() || pair.reader.is_rust_peer() {
+            if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
+                return Err(format!(
+                    "the Rust peer workers speak ddsperf's ping/pong and pub/sub only, so they \
+                     have no {} experiment",
+                    self.kind.as_str()
+                ));
+            }
+            if self.setting("ping_percent", 0.0) > 0.0 {
+                return Err("the Rust peer workers do not send pings among their data".into());
+            }
+            if let Some(why) = crate::rustpeers::mixed_pair_gap(pair, self.kind.as_str()) {
+                return Err(why);
+            }
+        }
         let has_cyclone =
             pair.writer == Implementation::Cyclone || pair.reader == Implementation::Cyclone;
         if has_cyclone && self.kind == Kind::LateJoiner {
@@ -550,7 +566,7 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
         let p = Pair::from_label(l).ok_or_else(|| {
             format!(
                 "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, cyclone, fastdds, \
-                 fastdds-udp, udp, shm, shm-spin, or WRITER>READER \
+                 fastdds-udp, rustdds, dust_dds, zenoh, udp, shm, shm-spin, or WRITER>READER \
                  of two DDS implementations, e.g. tessera>cyclone)"
             )
         })?;
@@ -1155,27 +1171,56 @@ mod tests {
             v.dedup();
             v
         };
-        for exp in ["latency", "throughput"] {
-            assert_eq!(
-                labels(exp),
-                [
-                    "cyclone",
-                    "fastdds",
-                    "fastdds-udp",
-                    "fastdds>tessera",
-                    "tessera",
-                    "tessera>fastdds",
-                    "udp"
-                ],
-                "{exp}"
-            );
-        }
+        let same = [
+            "cyclone",
+            "dust_dds",
+            "fastdds",
+            "fastdds-udp",
+            "rustdds",
+            "tessera",
+            "udp",
+            "zenoh",
+        ];
+        let with = |extra: &[&str]| {
+            let mut v: Vec<String> = same.iter().chain(extra).map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        // RustDDS pairs with Tessera in throughput only (no PARTITION for the pongs); dust_dds
+        // not at all (its type hash differs): both are skipped with a note.
+        assert_eq!(
+            labels("latency"),
+            with(&["fastdds>tessera", "tessera>fastdds"])
+        );
+        assert_eq!(
+            labels("throughput"),
+            with(&[
+                "fastdds>tessera",
+                "tessera>fastdds",
+                "rustdds>tessera",
+                "tessera>rustdds"
+            ])
+        );
         assert_eq!(
             labels("fan_out"),
-            ["cyclone", "fastdds", "fastdds-udp", "tessera"]
+            [
+                "cyclone",
+                "dust_dds",
+                "fastdds",
+                "fastdds-udp",
+                "rustdds",
+                "tessera",
+                "zenoh"
+            ]
         );
-        assert_eq!(plan.len(), 3 * 7 + 3 * 7 + 4);
-        assert!(s.notes.iter().any(|n| n.contains("not yet built")));
+        assert_eq!(plan.len(), 3 * 10 + 3 * 12 + 7);
+        let skipped = s.skipped();
+        for gap in [
+            "latency: Tessera → RustDDS skipped: RustDDS 0.15 has no PARTITION",
+            "throughput: dust_dds → Tessera skipped: dust_dds 0.16 matches endpoints",
+        ] {
+            assert!(skipped.iter().any(|n| n.starts_with(gap)), "{gap}");
+        }
     }
 
     #[test]

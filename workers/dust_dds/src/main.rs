@@ -229,16 +229,7 @@ fn pump(
 }
 
 fn main() {
-    let cfg = perf_core::config_from_env("dust_dds-perf");
-    let perf = Perf::new(cfg.clone());
-    let code = match start(&cfg, &perf) {
-        Ok(link) => perf.run(link),
-        Err(e) => {
-            eprintln!("dust_dds-perf: creating the DDS entities failed: {e}");
-            2
-        }
-    };
-    std::process::exit(code);
+    perf_core::worker_main("dust_dds-perf", start);
 }
 
 fn start(cfg: &Config, perf: &Arc<Perf>) -> Result<Arc<dyn Link>, String> {

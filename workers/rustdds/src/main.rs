@@ -160,16 +160,7 @@ fn pump(
 fn main() {
     // RustDDS logs through `log`: RUST_LOG=rustdds=debug shows its view of a failed match.
     env_logger::init();
-    let cfg = perf_core::config_from_env("rustdds-perf");
-    let perf = Perf::new(cfg.clone());
-    let code = match start(&cfg, &perf) {
-        Ok(link) => perf.run(link),
-        Err(e) => {
-            eprintln!("rustdds-perf: creating the DDS entities failed: {e}");
-            2
-        }
-    };
-    std::process::exit(code);
+    perf_core::worker_main("rustdds-perf", start);
 }
 
 fn start(cfg: &Config, perf: &Arc<Perf>) -> Result<Arc<dyn Link>, String> {

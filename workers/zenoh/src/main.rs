@@ -155,16 +155,7 @@ impl Link for ZenohLink {
 }
 
 fn main() {
-    let cfg = perf_core::config_from_env("zenoh-perf");
-    let perf = Perf::new(cfg.clone());
-    let code = match start(&cfg, &perf) {
-        Ok(link) => perf.run(link),
-        Err(e) => {
-            eprintln!("zenoh-perf: opening the session failed: {e}");
-            2
-        }
-    };
-    std::process::exit(code);
+    perf_core::worker_main("zenoh-perf", start);
 }
 
 fn start(cfg: &Config, perf: &Arc<Perf>) -> Result<Arc<dyn Link>, String> {
