@@ -1186,11 +1186,11 @@ mod tests {
             v.sort();
             v
         };
-        // RustDDS pairs with Tessera in throughput only (no PARTITION for the pongs); dust_dds
-        // not at all (its type hash differs): both are skipped with a note.
+        // RustDDS pairs with Tessera in throughput only (no PARTITION for the pongs); a
+        // dust_dds pong loses the pinger's odd timestamp: both are skipped with a note.
         assert_eq!(
             labels("latency"),
-            with(&["fastdds>tessera", "tessera>fastdds"])
+            with(&["fastdds>tessera", "tessera>fastdds", "dust_dds>tessera"])
         );
         assert_eq!(
             labels("throughput"),
@@ -1198,7 +1198,9 @@ mod tests {
                 "fastdds>tessera",
                 "tessera>fastdds",
                 "rustdds>tessera",
-                "tessera>rustdds"
+                "tessera>rustdds",
+                "dust_dds>tessera",
+                "tessera>dust_dds"
             ])
         );
         assert_eq!(
@@ -1213,11 +1215,11 @@ mod tests {
                 "zenoh"
             ]
         );
-        assert_eq!(plan.len(), 3 * 10 + 3 * 12 + 7);
+        assert_eq!(plan.len(), 3 * 11 + 3 * 14 + 7);
         let skipped = s.skipped();
         for gap in [
             "latency: Tessera → RustDDS skipped: RustDDS 0.15 has no PARTITION",
-            "throughput: dust_dds → Tessera skipped: dust_dds 0.16 matches endpoints",
+            "latency: Tessera → dust_dds skipped: ddsperf's answer-me flag",
         ] {
             assert!(skipped.iter().any(|n| n.starts_with(gap)), "{gap}");
         }

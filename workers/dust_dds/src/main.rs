@@ -34,6 +34,10 @@ use dust_dds::publication::data_writer::DataWriter;
 use dust_dds::subscription::data_reader::DataReader;
 use dust_dds::topic_definition::topic::Topic;
 use dust_dds::wait_set::{Condition, WaitSet};
+use dust_dds::xtypes::data_storage::{DataStorage, DataStorageMapping};
+use dust_dds::xtypes::dynamic_type::{DynamicType, ExtensibilityKind, TypeDescriptor, TypeKind};
+use dust_dds::xtypes::error::XTypesResult;
+use dust_dds::xtypes::type_support::Type;
 use perf_core::{guid_partition, Config, Link, Perf, KS_FIXED};
 
 /// ddsperf's KeyedSeq: `@final struct { uint32 seq; @key uint32 keyval; sequence<octet> baggage; }`.
@@ -43,7 +47,55 @@ struct KeyedSeq {
     seq: u32,
     #[dust_dds(key)]
     keyval: u32,
-    baggage: Vec<u8>,
+    baggage: Octets,
+}
+
+/// `sequence<octet>` (unbounded). dust_dds derives `Vec<u8>` as `sequence<uint8, 2^32-1>`, a
+/// different XTypes type: dust_dds matches remote endpoints on the type hash, so with it no
+/// ddsperf peer (Tessera, Cyclone, Fast DDS) would match. Same storage as `Vec<u8>`.
+#[derive(Debug, Clone, Default)]
+struct Octets(Vec<u8>);
+
+impl Type for Octets {
+    const TYPE: DynamicType<'static> = DynamicType {
+        descriptor: &TypeDescriptor {
+            kind: TypeKind::SEQUENCE,
+            name: "",
+            base_type: None,
+            discriminator_type: None,
+            bound: &[0], // XTypes: 0 is unbounded
+            element_type: Some(DynamicType {
+                descriptor: &TypeDescriptor {
+                    kind: TypeKind::BYTE,
+                    name: "",
+                    base_type: None,
+                    discriminator_type: None,
+                    bound: &[],
+                    element_type: None,
+                    key_element_type: None,
+                    extensibility_kind: ExtensibilityKind::Final,
+                    is_nested: true,
+                    is_autoid_hash: false,
+                },
+                member_list: &[],
+            }),
+            key_element_type: None,
+            extensibility_kind: ExtensibilityKind::Final,
+            is_nested: false,
+            is_autoid_hash: false,
+        },
+        member_list: &[],
+    };
+}
+
+impl DataStorageMapping for Octets {
+    fn into_storage(self) -> DataStorage {
+        self.0.into_storage()
+    }
+
+    fn try_from_storage(data_storage: DataStorage) -> XTypesResult<Self> {
+        Vec::<u8>::try_from_storage(data_storage).map(Octets)
+    }
 }
 
 fn to_time(ns: i64) -> Time {
@@ -350,7 +402,7 @@ fn start(cfg: &Config, perf: &Arc<Perf>) -> Result<Arc<dyn Link>, String> {
     let sample = |size: u32| KeyedSeq {
         seq: 0,
         keyval: 0,
-        baggage: vec![0xEE; (size - KS_FIXED) as usize],
+        baggage: Octets(vec![0xEE; (size - KS_FIXED) as usize]),
     };
     let link = Arc::new(DustLink {
         cfg: cfg.clone(),
@@ -404,7 +456,7 @@ fn start(cfg: &Config, perf: &Arc<Perf>) -> Result<Arc<dyn Link>, String> {
             .map_err(err)?;
         let p = perf.clone();
         pump(data_r, perf.clone(), move |s, _, publication| {
-            p.on_data(publication.into(), s.seq, s.keyval, s.baggage.len());
+            p.on_data(publication.into(), s.seq, s.keyval, s.baggage.0.len());
         })?;
     }
     Ok(link)
