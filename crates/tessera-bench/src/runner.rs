@@ -889,11 +889,7 @@ impl Ctx<'_> {
         let run_s = (duration + warmup).ceil().max(2.0) as u64;
         let mut nodes = federated::Nodes::new(self);
         if param_str(&p.params, "architecture", "decentralized") == "federated" {
-            let mut hosts: Vec<usize> = (0..subs).map(|i| Self::reader_host(topo, i)).collect();
-            hosts.push(0);
-            hosts.sort_unstable();
-            hosts.dedup();
-            nodes.start(topo, &hosts)?;
+            nodes.start(topo, subs)?;
         }
         let mut pong_args = common.clone();
         pong_args.extend(strings(&[
@@ -1071,11 +1067,7 @@ impl Ctx<'_> {
         let federated = param_str(&p.params, "architecture", "decentralized") == "federated";
         let mut nodes = federated::Nodes::new(self);
         if federated {
-            let mut hosts: Vec<usize> = (0..subs).map(|i| Self::reader_host(topo, i)).collect();
-            hosts.push(0);
-            hosts.sort_unstable();
-            hosts.dedup();
-            nodes.start(topo, &hosts)?;
+            nodes.start(topo, subs)?;
         }
         let mut sub_args = common.clone();
         sub_args.extend(strings(&[
@@ -1457,21 +1449,8 @@ impl Ctx<'_> {
         }
         cmd.args(["-i", "0", "-l", &addr, "-p", port]);
         let server = Self::spawn_worker(cmd, "server", implementation, Capture::Lines)?;
-        let t0 = Instant::now();
-        while !server
-            .proc
-            .lines()
-            .iter()
-            .any(|(_, l)| l.contains("Server is running"))
-        {
-            if t0.elapsed() > secs(timeout.min(10.0)) {
-                anyhow::bail!(
-                    "the discovery server did not start: {}",
-                    tail(&server.proc.output())
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_line(&server, "Server is running", secs(timeout.min(10.0)))
+            .context("the discovery server did not start")?;
         Ok((server, format!("{addr}:{port}")))
     }
 
@@ -1938,6 +1917,19 @@ fn throughput_cpu_per_sample(
 
 fn collect_stats(workers: &[&Worker]) -> Vec<super::results::ProcStats> {
     workers.iter().filter_map(|w| w.proc.stats()).collect()
+}
+
+/// Waits until `w` (captured by lines) printed a line containing `text`; fails with its last
+/// output when it exits first or `timeout` passes.
+fn wait_for_line(w: &Worker, text: &str, timeout: Duration) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    while !w.proc.lines().iter().any(|(_, l)| l.contains(text)) {
+        if t0.elapsed() > timeout || w.proc.exit_code().is_some() {
+            anyhow::bail!("{}", tail(&w.proc.output()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
 }
 
 fn check_result(ok: bool, code: Option<i32>, w: &Worker, what: &str) -> anyhow::Result<()> {

@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use super::{secs, tail, Capture, Ctx, Implementation, Topology, Traffic, Worker};
+use anyhow::Context as _;
+
+use super::{secs, wait_for_line, Capture, Ctx, Implementation, Topology, Traffic, Worker};
 
 /// Datagrams and bytes the hosts' LAN interfaces transmitted so far (`/proc/net/dev`'s
 /// transmit packets and bytes of each host's own interface; loopback excluded).
@@ -49,10 +51,15 @@ impl<'c, 'a> Nodes<'c, 'a> {
         }
     }
 
-    /// Starts `tessera node` on each of `hosts` and waits until each serves; the Tessera
-    /// processes the context starts from now on until [`Nodes::detach`] attach to them.
-    pub(super) fn start(&mut self, topo: &Topology, hosts: &[usize]) -> anyhow::Result<()> {
-        for &h in hosts {
+    /// Starts `tessera node` on host 0 and the hosts of `readers` readers, and waits until
+    /// each serves; the Tessera processes the context starts from now on until
+    /// [`Nodes::detach`] attach to them.
+    pub(super) fn start(&mut self, topo: &Topology, readers: usize) -> anyhow::Result<()> {
+        let mut hosts: Vec<usize> = (0..readers).map(|i| Ctx::reader_host(topo, i)).collect();
+        hosts.push(0);
+        hosts.sort_unstable();
+        hosts.dedup();
+        for h in hosts {
             let mut cmd = topo.command(h, &self.ctx.opts.tessera_exe);
             cmd.args(["node", "--stats", "0"]);
             // The node reaches its applications by shared memory, the LAN by UDP.
@@ -63,22 +70,9 @@ impl<'c, 'a> Nodes<'c, 'a> {
                 Implementation::Tessera,
                 Capture::Lines,
             )?;
-            let t0 = Instant::now();
             // An application that finds no node runs decentralized: never start one early.
-            while !node
-                .proc
-                .lines()
-                .iter()
-                .any(|(_, l)| l.starts_with("tessera node: serving"))
-            {
-                if t0.elapsed() > secs(10.0) || node.proc.exit_code().is_some() {
-                    anyhow::bail!(
-                        "the node service on host {h} did not start: {}",
-                        tail(&node.proc.output())
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(10));
-            }
+            wait_for_line(&node, "tessera node: serving", secs(10.0))
+                .with_context(|| format!("the node service on host {h} did not start"))?;
             self.workers.push(node);
         }
         self.ctx.attach_to_node.set(true);
