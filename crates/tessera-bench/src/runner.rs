@@ -295,6 +295,23 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
              floor sends the exact size."
         ));
     }
+    if s.experiments.iter().any(|e| {
+        e.axes
+            .iter()
+            .any(|(n, _)| n == "applications" || n == "architecture")
+            && e.kind == Kind::Throughput
+    }) {
+        notes.push(
+            "Applications and federated cells: each application publishes `rate` samples/s, \
+             so the subscriber should receive applications × rate. Through a node the \
+             subscriber sees one writer per topic, the node's, carrying every application's \
+             samples, so ddsperf's per-writer sequence check cannot count losses: federated \
+             cells report received against offered, not lost samples. `datagrams/s on the LAN` \
+             counts what the hosts' LAN interfaces sent (loopback and shared memory excluded) \
+             over the last 60 % of the run; CPU per sample includes the node services."
+                .to_string(),
+        );
+    }
     let mcast_off = s.experiments.iter().any(|e| {
         e.axes
             .iter()
@@ -1154,6 +1171,13 @@ impl Ctx<'_> {
         let mut t = throughput_from_subs(&outs, size, rate * apps as f64);
         if let Some(t) = &mut t {
             if instances > 1 {
+                t.duplicates = None;
+            }
+            if federated {
+                // ddsperf counts gaps per writer, and the subscriber's writer is its node's,
+                // carrying every application's samples interleaved: its gap count means
+                // nothing there. Received against offered (apps × rate) tells instead.
+                t.lost = 0;
                 t.duplicates = None;
             }
         }
