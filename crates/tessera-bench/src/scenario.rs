@@ -79,7 +79,8 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "architecture",
         "discovery time, traffic and CPU from 2 to 100 participants, decentralized and through \
-         a discovery server (centralized)",
+         a discovery server (centralized); 1–16 applications to another host, decentralized and \
+         through a node service per host (federated)",
         include_str!("presets/architecture.toml"),
     ),
     (
@@ -188,6 +189,9 @@ pub struct ExperimentFile {
     pub size: Option<OneOrMany<u64>>,
     /// Subscriber-count axis.
     pub subscribers: Option<OneOrMany<u32>>,
+    /// Throughput: publishing applications (processes on host 0, each with one writer at
+    /// `rate`) axis; 1 unless set.
+    pub applications: Option<OneOrMany<u32>>,
     /// `reliable` / `best_effort`.
     pub reliability: Option<OneOrMany<String>>,
     /// `keep_all` / `keep_last_N`.
@@ -205,7 +209,9 @@ pub struct ExperimentFile {
     /// NASA test cases `a`…`i`.
     pub case: Option<OneOrMany<String>>,
     /// Discovery: `decentralized` (every participant discovers every other) and/or
-    /// `centralized` (through a discovery server: the implementation's own).
+    /// `centralized` (through a discovery server: the implementation's own). Throughput:
+    /// `decentralized` and/or `federated` (every application attached to its host's node
+    /// service, `tessera node`, which does the networking for all of them).
     pub architecture: Option<OneOrMany<String>>,
     /// Measured seconds per point.
     pub duration_s: Option<f64>,
@@ -358,6 +364,27 @@ impl Experiment {
             && !(pair.writer.is_tessera() || pair.writer.is_fastdds())
         {
             return Err(format!("{} has no discovery server", pair.writer.display()));
+        }
+        if cell.get("architecture").and_then(Value::as_str) == Some("federated")
+            && !(pair.writer == Implementation::Tessera && pair.reader == Implementation::Tessera)
+        {
+            return Err(format!(
+                "federated runs Tessera's node service; {} has none",
+                if pair.writer == Implementation::Tessera {
+                    pair.reader.display()
+                } else {
+                    pair.writer.display()
+                }
+            ));
+        }
+        if cell
+            .get("applications")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            > 1
+            && has_udp
+        {
+            return Err("the raw UDP floor has one publisher".into());
         }
         let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
         if has_fastdds {
@@ -618,6 +645,8 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
     const FLOW: &[&str] = &[
         "size",
         "subscribers",
+        "applications",
+        "architecture",
         "reliability",
         "history",
         "read_mode",
@@ -634,6 +663,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "subscribers",
             "reliability",
             "read_mode",
+            "architecture",
             "duration_s",
             "warmup_s",
         ],
@@ -680,6 +710,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
     check!(
         size,
         subscribers,
+        applications,
         reliability,
         history,
         read_mode,
@@ -803,6 +834,11 @@ fn build_experiment(
             let rm = strings(&e.read_mode, "listener");
             one_of("read_mode", &rm, &["listener", "waitset"])?;
             push_axis("read_mode", to_values_s(rm))?;
+            if e.architecture.is_some() {
+                let arch = strings(&e.architecture, "decentralized");
+                one_of("architecture", &arch, &["decentralized", "federated"])?;
+                push_axis("architecture", to_values_s(arch))?;
+            }
             settings.insert(
                 "duration_s".into(),
                 positive("duration_s", e.duration_s.unwrap_or(2.0), 3600.0)?,
@@ -873,6 +909,19 @@ fn build_experiment(
             }
             settings.insert("burst".into(), f64::from(burst));
             if kind == Kind::Throughput {
+                // Axes only when asked for, so that other tables keep their columns.
+                if let Some(apps) = &e.applications {
+                    let apps = apps.to_vec();
+                    if let Some(a) = apps.iter().find(|a| !(1..=64).contains(*a)) {
+                        return Err(format!("applications {a} is outside 1..=64"));
+                    }
+                    push_axis("applications", apps.into_iter().map(Value::from).collect())?;
+                }
+                if e.architecture.is_some() {
+                    let arch = strings(&e.architecture, "decentralized");
+                    one_of("architecture", &arch, &["decentralized", "federated"])?;
+                    push_axis("architecture", to_values_s(arch))?;
+                }
                 let rates = e.rate.as_ref().map(OneOrMany::to_vec).unwrap_or(vec![0]);
                 push_axis("rate", to_values_u(rates))?;
                 settings.insert(
@@ -1078,6 +1127,57 @@ mod tests {
         assert_eq!(plan[0].params, plan[1].params);
         assert_eq!(plan[0].round, 0);
         assert_eq!(plan.last().unwrap().round, 1);
+    }
+
+    #[test]
+    fn applications_and_the_federated_architecture_plan_for_tessera_only() {
+        let s = parse(
+            r#"
+            pairs = ["tessera", "cyclone", "udp"]
+            rounds = 1
+            [[experiment]]
+            name = "apps"
+            kind = "throughput"
+            hosts = 2
+            applications = [1, 16]
+            architecture = ["decentralized", "federated"]
+            rate = 1000
+            "#,
+        )
+        .unwrap();
+        let plan = s.plan();
+        let cells = |pair: &str, arch: &str| {
+            plan.iter()
+                .filter(|p| p.pair.label() == pair && p.params["architecture"] == arch)
+                .count()
+        };
+        assert_eq!(cells("tessera", "federated"), 2);
+        assert_eq!(cells("tessera", "decentralized"), 2);
+        assert_eq!(cells("cyclone", "federated"), 0);
+        assert_eq!(cells("cyclone", "decentralized"), 2);
+        // The raw floor has one publisher and no node.
+        assert_eq!(cells("udp", "decentralized"), 1);
+        let skipped = s.skipped().join("\n");
+        assert!(skipped.contains("node service"), "{skipped}");
+        assert!(skipped.contains("one publisher"), "{skipped}");
+        // A plain throughput experiment keeps its columns: no applications/architecture axis.
+        let plain = parse("[[experiment]]\nname = \"t\"\nkind = \"throughput\"\n").unwrap();
+        assert!(plain
+            .plan()
+            .iter()
+            .all(|p| !p.params.contains_key("architecture")
+                && !p.params.contains_key("applications")));
+        for bad in [
+            "applications = 0",
+            "applications = 65",
+            "architecture = \"centralized\"",
+        ] {
+            let text = format!("[[experiment]]\nname = \"t\"\nkind = \"throughput\"\n{bad}\n");
+            assert!(parse(&text).is_err(), "{bad} was accepted");
+        }
+        let lat =
+            "[[experiment]]\nname = \"l\"\nkind = \"latency\"\narchitecture = \"federated\"\n";
+        assert!(parse(lat).is_ok());
     }
 
     #[test]
