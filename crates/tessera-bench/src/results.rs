@@ -82,6 +82,14 @@ pub enum Implementation {
     /// The raw shared-memory floor, both sides polling.
     #[serde(rename = "shm-spin")]
     ShmSpin,
+    /// RustDDS 0.15 through the `rustdds-perf` worker (`workers/rustdds/`, built on demand).
+    #[serde(rename = "rustdds")]
+    RustDds,
+    /// dust_dds 0.16 through the `dust_dds-perf` worker (`workers/dust_dds/`).
+    #[serde(rename = "dust_dds")]
+    DustDds,
+    /// Zenoh 1.10 in peer mode through the `zenoh-perf` worker (`workers/zenoh/`); not DDS.
+    Zenoh,
 }
 
 impl Implementation {
@@ -99,6 +107,9 @@ impl Implementation {
             Implementation::TesseraLoanSpin => "tessera-loan-spin",
             Implementation::Shm => "shm",
             Implementation::ShmSpin => "shm-spin",
+            Implementation::RustDds => "rustdds",
+            Implementation::DustDds => "dust_dds",
+            Implementation::Zenoh => "zenoh",
         }
     }
 
@@ -116,11 +127,14 @@ impl Implementation {
             Implementation::TesseraLoanSpin => "Tessera (loans, spin)",
             Implementation::Shm => "raw shm",
             Implementation::ShmSpin => "raw shm (spin)",
+            Implementation::RustDds => "RustDDS",
+            Implementation::DustDds => "dust_dds",
+            Implementation::Zenoh => "Zenoh",
         }
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 11] = [
+    pub const ALL: [Implementation; 14] = [
         Implementation::Tessera,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
@@ -129,6 +143,9 @@ impl Implementation {
         Implementation::Cyclone,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
+        Implementation::RustDds,
+        Implementation::DustDds,
+        Implementation::Zenoh,
         Implementation::Udp,
         Implementation::Shm,
         Implementation::ShmSpin,
@@ -142,6 +159,14 @@ impl Implementation {
     /// True for the two Fast DDS variants (one worker program, one transport switch).
     pub fn is_fastdds(self) -> bool {
         matches!(self, Implementation::FastDds | Implementation::FastDdsUdp)
+    }
+
+    /// True for the Rust-built peer workers (`workers/{rustdds,dust_dds,zenoh}`, [`crate::rustpeers`]).
+    pub fn is_rust_peer(self) -> bool {
+        matches!(
+            self,
+            Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh
+        )
     }
 
     /// True for the variants that run `tessera perf` (one program, other transports or waits).
