@@ -251,12 +251,14 @@ impl WriterEndpoint {
         source_ns: i64,
     ) -> Result<()> {
         self.submit_with(payload, key_hash, status, key_only, source_ns, None, None)
+            .map(drop)
     }
 
     /// [`Self::submit`] with what only some writes have: the remote readers whose content
     /// filters drop the sample (`filtered_out`: they get a GAP or nothing for it), and the
     /// original writer and sequence number a durability service's replay stands for
-    /// (`origin`, sent with PID_ORIGINAL_WRITER_INFO).
+    /// (`origin`, sent with PID_ORIGINAL_WRITER_INFO). Returns the sample's sequence number
+    /// (`None`: a write of a coherent set, numbered when the set ends).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn submit_with(
         &self,
@@ -267,7 +269,7 @@ impl WriterEndpoint {
         source_ns: i64,
         filtered_out: Option<Arc<[Guid]>>,
         origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
-    ) -> Result<()> {
+    ) -> Result<Option<SequenceNumber>> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
         }
@@ -281,7 +283,7 @@ impl WriterEndpoint {
                 let guard = a.order();
                 a.submit(self.guid, &payload, key_hash, status, source_ns)?;
                 if guard.is_none() {
-                    return Ok(());
+                    return Ok(None);
                 }
                 guard
             }
@@ -421,7 +423,7 @@ impl WriterEndpoint {
                 }
                 drop(core);
                 notify_local(p, &locals, &outcomes);
-                return Ok(());
+                return Ok(Some(seq));
             }
         }
         outbox::flush_writer(p, &mut core, now);
@@ -439,7 +441,7 @@ impl WriterEndpoint {
         }
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
         outbox::wait_sent(p, deadline);
-        Ok(())
+        Ok(Some(seq))
     }
 
     /// Records a remote reader's path size (`add`) or forgets one (`remove`), and sizes the
@@ -879,6 +881,7 @@ impl<T: TopicType> DataWriter<T> {
         let filtered_out = self.ep.filters.dropping(sample);
         self.ep
             .submit_with(payload, key_hash, 0, false, source_ns, filtered_out, None)
+            .map(drop)
     }
 
     /// Remembers an instance this writer registered or wrote (one hash lookup when known).
