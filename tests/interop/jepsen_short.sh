@@ -36,7 +36,7 @@ m21="$(grep -o 'm2\.1=[0-9]*' <<<"$deliveries" | cut -d= -f2)"
 
 run_dir="$(ls -d "$out"/seed-2-*)"
 run_id="${run_dir##*-}"
-if ip netns list | grep -q "^tb-$run_id-" || ip -o link show | grep -q "tb$run_id"; then
+if ip netns list | grep -q "^tj-$run_id-" || ip -o link show | grep -q "tj$run_id"; then
     fail "namespaces or links of run $run_id left behind"
 fi
 

@@ -65,6 +65,20 @@ pub enum MembershipError {
     Closed,
 }
 
+/// One membership change made by [`ConsensusGroup::reconcile`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Change {
+    /// A live member that was not a voter was added (learner, caught up, then voter).
+    Added(MemberId),
+    /// A member that is gone (or silent) was taken out of the voters or learners.
+    Removed(MemberId),
+}
+
+/// Voters a group keeps, dead ones included, unless a replacement came: removing a dead voter
+/// from three leaves two, which tolerate no more crash than three with one dead, so it gains
+/// nothing and costs the majority-of-three once the member is back.
+pub const MIN_VOTERS: usize = 3;
+
 /// A replicated, totally ordered log of [`Entry`]s shared by the members of one ATOMIC topic.
 ///
 /// Blocking calls from any thread (they talk to the consensus thread over channels); no async
@@ -116,6 +130,25 @@ pub trait ConsensusGroup: Send + Sync {
 
     /// Removes `id` from the voters (and the learners).
     fn remove_member(&self, id: MemberId, timeout: Duration) -> Result<(), MembershipError>;
+
+    /// One step towards "the voters are the live members", at the leader only (elsewhere it
+    /// does nothing and returns `Ok(None)`), one change at a time:
+    ///
+    /// 1. a live member (it answered a gossip round lately, and is not in `gone`) that is not a
+    ///    voter is added (learner, then voter once caught up);
+    /// 2. else a learner that is gone or silent is removed;
+    /// 3. else a voter in `gone` (the caller saw it leave or lose liveliness) is removed while
+    ///    at least [`MIN_VOTERS`] voters stay; so is one that has not acknowledged the leader for
+    ///    [`crate::Timing::dead_after`] while more voters stay than ever answered at once under
+    ///    this leader: a killed process that came back under a new id (its successor makes
+    ///    the surplus), not one that is only cut off or paused (it stays and catches up).
+    ///
+    /// Adding comes first, so a replaced member's old id goes only once its successor votes.
+    fn reconcile(
+        &self,
+        gone: &std::collections::BTreeSet<MemberId>,
+        timeout: Duration,
+    ) -> Result<Option<Change>, MembershipError>;
 
     /// The current leader as this member knows it.
     fn leader(&self) -> Option<MemberId>;

@@ -26,7 +26,12 @@
 //! warns when a group forms with fewer than three voters.
 //!
 //! Membership is by id; an in-memory member that restarts loses its log and vote, so it comes back
-//! under a new id, as a learner that catches up and is then made a voter (the old id is removed).
+//! under a new id, as a learner that catches up and is then made a voter; the leader then removes
+//! the old id ([`ConsensusGroup::reconcile`]: a voter the caller reports gone, or one silent for
+//! [`Timing::dead_after`] beyond the most voters that answered at once, goes; never below
+//! [`MIN_VOTERS`]). Without that, each
+//! kill and restart left a dead voter behind, and two of them cost a group of three its majority
+//! for good (the change that would remove them needs the majority they took).
 //!
 //! # Shape
 //!
@@ -49,7 +54,7 @@ mod raft;
 pub mod sim;
 
 pub use entry::{Delivery, Entry, EntryKind, MemberId};
-pub use group::{ConsensusGroup, MemberAddr, MembershipError, ProposeError};
+pub use group::{Change, ConsensusGroup, MemberAddr, MembershipError, ProposeError, MIN_VOTERS};
 pub use raft::{ConsensusThread, GroupSpec, OpenError, OpenRaftGroup, Timing};
 
 /// Frames the consensus TCP servers of this process refused (oversized or undecodable), since

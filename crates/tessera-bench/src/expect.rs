@@ -7,6 +7,7 @@
 //! CRITERION  := METRIC OP NUMBER [ "@" EXPERIMENT ]
 //! OP         := "<" | "<=" | ">" | ">=" | "=="
 //! METRIC     := "rtt_ratio" | "throughput_ratio" | "failed" | PAIR "." SCALAR
+//!             | PAIR "/" PAIR "." SCALAR
 //! PAIR       := a pair label: "tessera", "cyclone", "udp", or WRITER ">" READER
 //! SCALAR     := a name of `Point::scalar`: p50_us, p90_us, p99_us, p999_us, mean_us,
 //!               stddev_us, min_us, max_us, samples_per_s, mbit_per_s, lost, or a metric key
@@ -26,6 +27,9 @@
 //! - `throughput_ratio`: the same with `samples_per_s` on throughput cells.
 //! - `PAIR.SCALAR`: the median over rounds of `SCALAR` in every cell of `PAIR` that has it
 //!   (e.g. `tessera.p99_us<=200`, `tessera.lost==0`).
+//! - `A/B.SCALAR`: for every cell measured for both pairs, the median of `SCALAR` of `A`
+//!   divided by `B`'s (e.g. `tessera-loan/tessera.samples_per_s>=10`: shared memory with loans
+//!   against UDP).
 //! - `failed`: the number of failed points.
 //!
 //! A criterion with nothing to check (no matching cell) fails with "no data": a typo in a
@@ -54,8 +58,8 @@ pub enum ExpectError {
     },
     /// A metric name that is not known.
     #[error(
-        "unknown metric `{0}` (use rtt_ratio, throughput_ratio, failed, or PAIR.SCALAR such as \
-         tessera.p99_us)"
+        "unknown metric `{0}` (use rtt_ratio, throughput_ratio, failed, PAIR.SCALAR such as \
+         tessera.p99_us, or PAIR/PAIR.SCALAR)"
     )]
     UnknownMetric(String),
     /// A `PAIR.SCALAR` metric whose pair is not a pair label.
@@ -155,6 +159,15 @@ pub enum Metric {
         /// Scalar name (`Point::scalar`).
         scalar: String,
     },
+    /// A scalar of one pair divided by another's, per cell both have.
+    PairRatio {
+        /// Pair label of the numerator.
+        num: String,
+        /// Pair label of the denominator.
+        den: String,
+        /// Scalar name (`Point::scalar`).
+        scalar: String,
+    },
     /// Number of failed points.
     Failed,
 }
@@ -175,13 +188,25 @@ impl Metric {
         if scalar.is_empty() || !scalar.chars().all(is_name) {
             return Err(unknown());
         }
-        let pair = Pair::from_label(pair).ok_or_else(|| ExpectError::UnknownPair {
-            pair: pair.trim().to_string(),
-            metric: s.to_string(),
-        })?;
-        Ok(Metric::PairScalar {
-            pair: pair.label(),
-            scalar: scalar.to_string(),
+        let label = |pair: &str| {
+            Pair::from_label(pair)
+                .map(Pair::label)
+                .ok_or_else(|| ExpectError::UnknownPair {
+                    pair: pair.trim().to_string(),
+                    metric: s.to_string(),
+                })
+        };
+        let scalar = scalar.to_string();
+        Ok(match pair.split_once('/') {
+            Some((num, den)) => Metric::PairRatio {
+                num: label(num)?,
+                den: label(den)?,
+                scalar,
+            },
+            None => Metric::PairScalar {
+                pair: label(pair)?,
+                scalar,
+            },
         })
     }
 }
@@ -284,14 +309,21 @@ fn cell_place(c: &Cell<'_>) -> String {
     }
 }
 
-/// Tessera / Cyclone ratios of `scalar` over the cells of `kind`, paired by experiment and
-/// parameters.
-fn ratios(cells: &[Cell<'_>], kind: Kind, scalar: &str) -> Vec<Checked> {
+/// `num` / `den` ratios of `scalar` over the cells of `kind` (any kind: `None`), paired by
+/// experiment and parameters.
+fn ratios(
+    cells: &[Cell<'_>],
+    kind: Option<Kind>,
+    num: &str,
+    den: &str,
+    scalar: &str,
+) -> Vec<Checked> {
+    let of_kind = |c: &Cell<'_>| kind.is_none_or(|k| c.kind == k);
     let of = |pair: &str, like: &Cell<'_>| {
         cells
             .iter()
             .find(|c| {
-                c.kind == kind
+                of_kind(c)
                     && c.pair == pair
                     && c.experiment == like.experiment
                     && c.params == like.params
@@ -300,12 +332,12 @@ fn ratios(cells: &[Cell<'_>], kind: Kind, scalar: &str) -> Vec<Checked> {
     };
     cells
         .iter()
-        .filter(|c| c.kind == kind && c.pair == "tessera")
+        .filter(|c| of_kind(c) && c.pair == num)
         .filter_map(|t| {
-            let (a, b) = (of("tessera", t)?, of("cyclone", t)?);
+            let (a, b) = (of(num, t)?, of(den, t)?);
             (b != 0.0).then(|| Checked {
                 value: a / b,
-                place: format!("{} (tessera {a:.4} / cyclone {b:.4})", cell_place(t)),
+                place: format!("{} ({num} {a:.4} / {den} {b:.4})", cell_place(t)),
             })
         })
         .collect()
@@ -334,8 +366,15 @@ pub fn evaluate(c: &Criterion, rs: &ResultSet) -> Outcome {
         .filter(|cell| in_scope(cell.experiment))
         .collect();
     let checked = match &c.metric {
-        Metric::RttRatio => ratios(&cells, Kind::Latency, "p50_us"),
-        Metric::ThroughputRatio => ratios(&cells, Kind::Throughput, "samples_per_s"),
+        Metric::RttRatio => ratios(&cells, Some(Kind::Latency), "tessera", "cyclone", "p50_us"),
+        Metric::ThroughputRatio => ratios(
+            &cells,
+            Some(Kind::Throughput),
+            "tessera",
+            "cyclone",
+            "samples_per_s",
+        ),
+        Metric::PairRatio { num, den, scalar } => ratios(&cells, None, num, den, scalar),
         Metric::PairScalar { pair, scalar } => pair_scalars(&cells, pair, scalar),
         Metric::Failed => {
             let points: Vec<_> = rs
@@ -449,6 +488,14 @@ mod tests {
             (Metric::Failed, Some("lat"))
         );
         assert_eq!(crit("udp.discovery_ms < -1.5").value, -1.5);
+        assert_eq!(
+            crit("tessera-loan/tessera.samples_per_s>=10@tput").metric,
+            Metric::PairRatio {
+                num: "tessera-loan".into(),
+                den: "tessera".into(),
+                scalar: "samples_per_s".into()
+            }
+        );
     }
 
     #[test]
@@ -478,6 +525,13 @@ mod tests {
             ExpectError::UnknownMetric("latency".into())
         );
         assert_eq!(err("<1"), ExpectError::UnknownMetric(String::new()));
+        assert_eq!(
+            err("tessera/opendds.p50_us<1"),
+            ExpectError::UnknownPair {
+                pair: "opendds".into(),
+                metric: "tessera/opendds.p50_us".into()
+            }
+        );
         assert_eq!(
             err("tessera.<1"),
             ExpectError::UnknownMetric("tessera.".into())
@@ -591,6 +645,18 @@ mod tests {
         assert!(!o.ok && o.detail.starts_with("worst 2 at tput"), "{o:?}");
         assert!(eval("tessera>cyclone.samples_per_s>=80000").ok);
         assert!(!eval("tessera>cyclone.samples_per_s>80000").ok);
+        // A ratio of any two pairs, cell by cell: 90k / 80k.
+        let o = eval("tessera/tessera>cyclone.samples_per_s>=1.125");
+        assert!(
+            o.ok && o.detail.starts_with("worst 1.125 at tput size=1024"),
+            "{o:?}"
+        );
+        assert!(!eval("tessera/tessera>cyclone.samples_per_s>1.125").ok);
+        // The same as rtt_ratio on the latency cells (1.0 and 1.1).
+        assert!(eval("tessera/cyclone.p50_us<=1.1@lat").ok);
+        assert!(!eval("tessera/cyclone.p50_us<1.1@lat").ok);
+        // No cell that both pairs have: no data.
+        assert_eq!(eval("tessera/udp.p50_us<1").detail, "no data");
         // Median p50 over the three rounds of the size-1024 cell is 66.
         let o = eval("tessera.p50_us<66@lat");
         assert!(

@@ -42,10 +42,35 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, MutexGuard};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Prefix of every namespace a topology creates (and [`cleanup_stale`] removes).
+mod owner;
+pub use owner::{is_stale, owner_of, Owner, OWNERS_DIR};
+
+/// Prefix of every namespace a bench topology creates (and [`cleanup_stale`] removes).
 pub const NETNS_PREFIX: &str = "tb-";
-/// Prefix of every link (bridge, veth) a topology creates (and [`cleanup_stale`] removes).
+/// Prefix of every link (bridge, veth) a bench topology creates (and [`cleanup_stale`] removes).
 pub const LINK_PREFIX: &str = "tb";
+
+/// The name prefixes of one tool's namespaces and links: the bench's cleanup only looks at
+/// its own ([`BENCH`]), so other tools on this host code ([`JEPSEN`]) are never its stale hosts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Prefix {
+    /// Namespaces: `<netns><run_id>-h<i>`.
+    pub netns: &'static str,
+    /// Links: `<link><run_id>br`, `<link><run_id>v<i>` (two bytes, so names fit 15).
+    pub link: &'static str,
+}
+
+/// `tessera bench`'s hosts.
+pub const BENCH: Prefix = Prefix {
+    netns: NETNS_PREFIX,
+    link: LINK_PREFIX,
+};
+
+/// The `tessera-jepsen` fault harness's hosts.
+pub const JEPSEN: Prefix = Prefix {
+    netns: "tj-",
+    link: "tj",
+};
 /// Longest accepted run id: `tb` + id + `v` + three digits must fit 15 bytes.
 pub const MAX_RUN_ID_LEN: usize = 8;
 /// Most hosts on one LAN (one /24).
@@ -247,9 +272,11 @@ fn cleanup_registered(reg: &mut Registry) -> (usize, usize) {
 
 /// Deletes every namespace named `tb-*` (killing the processes still inside) and every link
 /// named `tb*` that a crashed or killed run left behind, except those of live topologies of
-/// this process. Returns (namespaces deleted, links deleted). Do not run it while another
-/// `tessera bench` process is running: its hosts look exactly like stale ones.
+/// this process and those whose recorded creator ([`owner_of`]) still runs: another bench
+/// run's. Names without a record (made before records existed) count as stale. Returns
+/// (namespaces deleted, links deleted).
 pub fn cleanup_stale() -> (usize, usize) {
+    let dir = std::path::Path::new(OWNERS_DIR);
     let reg = registry();
     let live: BTreeSet<&str> = reg
         .topologies
@@ -259,11 +286,11 @@ pub fn cleanup_stale() -> (usize, usize) {
         .collect();
     let links: Vec<String> = list_links()
         .into_iter()
-        .filter(|l| l.starts_with(LINK_PREFIX) && !live.contains(l.as_str()))
+        .filter(|l| l.starts_with(LINK_PREFIX) && !live.contains(l.as_str()) && is_stale(dir, l))
         .collect();
     let netns: Vec<String> = list_netns()
         .into_iter()
-        .filter(|n| n.starts_with(NETNS_PREFIX) && !live.contains(n.as_str()))
+        .filter(|n| n.starts_with(NETNS_PREFIX) && !live.contains(n.as_str()) && is_stale(dir, n))
         .collect();
     let mut links_deleted = 0;
     for l in &links {
@@ -414,7 +441,10 @@ fn ignorable(e: &HostError) -> bool {
 /// Deletes a link; true when it was deleted. Missing links are silently skipped.
 fn delete_link(name: &str) -> bool {
     match run("ip", &["link", "del", name], None) {
-        Ok(_) => true,
+        Ok(_) => {
+            owner::forget(std::path::Path::new(OWNERS_DIR), name);
+            true
+        }
         Err(e) => {
             if !ignorable(&e) {
                 eprintln!("bench hosts: teardown: {e}");
@@ -427,7 +457,10 @@ fn delete_link(name: &str) -> bool {
 /// Deletes a namespace; true when it was deleted. Missing namespaces are silently skipped.
 fn delete_netns(name: &str) -> bool {
     match run("ip", &["netns", "del", name], None) {
-        Ok(_) => true,
+        Ok(_) => {
+            owner::forget(std::path::Path::new(OWNERS_DIR), name);
+            true
+        }
         Err(e) => {
             if !ignorable(&e) {
                 eprintln!("bench hosts: teardown: {e}");
@@ -524,6 +557,7 @@ pub fn lan_subnet(run_id: &str) -> [u8; 3] {
 pub struct Topology {
     id: u64,
     run_id: String,
+    prefix: Prefix,
     hosts: Vec<Host>,
     bridge: Option<String>,
     veths: Vec<String>,
@@ -532,10 +566,11 @@ pub struct Topology {
 }
 
 impl Topology {
-    fn empty(run_id: &str) -> Topology {
+    fn empty(run_id: &str, prefix: Prefix) -> Topology {
         Topology {
             id: NEXT_TOPOLOGY.fetch_add(1, Ordering::Relaxed),
             run_id: run_id.to_string(),
+            prefix,
             hosts: Vec::new(),
             bridge: None,
             veths: Vec::new(),
@@ -553,6 +588,7 @@ impl Topology {
         }
         // Recorded only once made: a name that already exists belongs to someone else.
         run("ip", &["netns", "add", name], None)?;
+        owner::record(std::path::Path::new(OWNERS_DIR), name);
         self.netns.push(name.to_string());
         reg.topologies
             .entry(self.id)
@@ -569,6 +605,7 @@ impl Topology {
             return Err(HostError::Interrupted);
         }
         run("ip", args, None)?;
+        owner::record(std::path::Path::new(OWNERS_DIR), name);
         self.links.push(name.to_string());
         reg.topologies
             .entry(self.id)
@@ -583,7 +620,7 @@ impl Topology {
     pub fn single(run_id: &str) -> Result<Topology, HostError> {
         check_run_id(run_id)?;
         check_root()?;
-        let mut t = Topology::empty(run_id);
+        let mut t = Topology::empty(run_id, BENCH);
         let ns = format!("{NETNS_PREFIX}{run_id}-h0");
         t.add_netns(&ns)?;
         run(
@@ -609,6 +646,16 @@ impl Topology {
     /// ([`lan_subnet`]), `lo` up and `224.0.0.0/4` routed via `eth0`. The bridge does no
     /// multicast snooping (it floods multicast). `shaping` applies to every host.
     pub fn lan(run_id: &str, n: usize, shaping: &LinkShaping) -> Result<Topology, HostError> {
+        Topology::lan_with(BENCH, run_id, n, shaping)
+    }
+
+    /// [`Topology::lan`] with another tool's name prefixes.
+    pub fn lan_with(
+        prefix: Prefix,
+        run_id: &str,
+        n: usize,
+        shaping: &LinkShaping,
+    ) -> Result<Topology, HostError> {
         check_run_id(run_id)?;
         if n == 0 || n > MAX_LAN_HOSTS {
             return Err(HostError::Invalid(format!(
@@ -627,8 +674,8 @@ impl Topology {
             }
         }
         check_root()?;
-        let mut t = Topology::empty(run_id);
-        let bridge = format!("{LINK_PREFIX}{run_id}br");
+        let mut t = Topology::empty(run_id, prefix);
+        let bridge = format!("{}{run_id}br", prefix.link);
         t.add_link(
             &bridge,
             &[
@@ -645,8 +692,8 @@ impl Topology {
         t.bridge = Some(bridge.clone());
         let [a, b, c] = lan_subnet(run_id);
         for i in 0..n {
-            let ns = format!("{NETNS_PREFIX}{run_id}-h{i}");
-            let veth = format!("{LINK_PREFIX}{run_id}v{i}");
+            let ns = format!("{}{run_id}-h{i}", prefix.netns);
+            let veth = format!("{}{run_id}v{i}", prefix.link);
             let addr = Ipv4Addr::new(a, b, c, (i + 1) as u8);
             t.add_netns(&ns)?;
             t.add_link(
@@ -682,6 +729,11 @@ impl Topology {
             });
         }
         Ok(t)
+    }
+
+    /// The name prefixes of its namespaces and links.
+    pub fn prefix(&self) -> Prefix {
+        self.prefix
     }
 
     /// The run id the names derive from.

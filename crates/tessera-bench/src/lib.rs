@@ -30,6 +30,7 @@ pub mod procmon;
 pub mod report;
 pub mod results;
 pub mod runner;
+pub mod rustpeers;
 pub mod scenario;
 pub mod shm_floor;
 pub mod stats;
@@ -73,7 +74,9 @@ pub fn usage(prog: &str) -> String {
          \x20 --rounds N         repetitions of every cell (interleaved)\n\
          \x20 --pairs LIST       e.g. tessera,cyclone,udp,tessera>cyclone,cyclone>tessera,\n\
          \x20                    fastdds,fastdds-udp,tessera>fastdds,fastdds>tessera,\n\
-         \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory)\n\
+         \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory),\n\
+         \x20                    tessera-loan,tessera-loan-spin (shared memory, loans)\n\
+         \x20                    rustdds,dust_dds,zenoh,tessera>rustdds,rustdds>tessera\n\
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\
          \x20                    'throughput_ratio>=1.0', 'tessera.lost==0', 'failed==0'\n\
          \x20 --no-progress      no progress bar\n\
@@ -81,7 +84,8 @@ pub fn usage(prog: &str) -> String {
          \n\
          cleanup removes namespaces and links a killed run left behind (names tb-*).\n\
          Needs root (network namespaces). ddsperf comes from Debian's cyclonedds-tools;\n\
-         fastdds-perf is compiled with g++ against libfastrtps-dev when a Fast DDS pair runs.\n"
+         fastdds-perf is compiled with g++ against libfastrtps-dev when a Fast DDS pair runs;\n\
+         the RustDDS, dust_dds and Zenoh workers with cargo in workers/*/ when their pairs run.\n"
     )
 }
 

@@ -70,11 +70,26 @@ pub enum Implementation {
     /// (`TESSERA_WAIT=adaptive:1000`).
     #[serde(rename = "tessera-shm-spin")]
     TesseraShmSpin,
+    /// `tessera-shm` with zero-copy loans (`tessera perf --loan SIZE`): plain samples of the
+    /// point's size written through `loan()` and taken loaned, receive threads blocking.
+    #[serde(rename = "tessera-loan")]
+    TesseraLoan,
+    /// `tessera-loan` whose receive threads spin before they block, like `tessera-shm-spin`.
+    #[serde(rename = "tessera-loan-spin")]
+    TesseraLoanSpin,
     /// The raw shared-memory floor (`tessera bench shm`): a futex wake per hand-off.
     Shm,
     /// The raw shared-memory floor, both sides polling.
     #[serde(rename = "shm-spin")]
     ShmSpin,
+    /// RustDDS 0.15 through the `rustdds-perf` worker (`workers/rustdds/`, built on demand).
+    #[serde(rename = "rustdds")]
+    RustDds,
+    /// dust_dds 0.16 through the `dust_dds-perf` worker (`workers/dust_dds/`).
+    #[serde(rename = "dust_dds")]
+    DustDds,
+    /// Zenoh 1.10 in peer mode through the `zenoh-perf` worker (`workers/zenoh/`); not DDS.
+    Zenoh,
 }
 
 impl Implementation {
@@ -88,8 +103,13 @@ impl Implementation {
             Implementation::FastDdsUdp => "fastdds-udp",
             Implementation::TesseraShm => "tessera-shm",
             Implementation::TesseraShmSpin => "tessera-shm-spin",
+            Implementation::TesseraLoan => "tessera-loan",
+            Implementation::TesseraLoanSpin => "tessera-loan-spin",
             Implementation::Shm => "shm",
             Implementation::ShmSpin => "shm-spin",
+            Implementation::RustDds => "rustdds",
+            Implementation::DustDds => "dust_dds",
+            Implementation::Zenoh => "zenoh",
         }
     }
 
@@ -103,19 +123,29 @@ impl Implementation {
             Implementation::FastDdsUdp => "Fast DDS (UDP)",
             Implementation::TesseraShm => "Tessera (shm)",
             Implementation::TesseraShmSpin => "Tessera (shm, spin)",
+            Implementation::TesseraLoan => "Tessera (loans)",
+            Implementation::TesseraLoanSpin => "Tessera (loans, spin)",
             Implementation::Shm => "raw shm",
             Implementation::ShmSpin => "raw shm (spin)",
+            Implementation::RustDds => "RustDDS",
+            Implementation::DustDds => "dust_dds",
+            Implementation::Zenoh => "Zenoh",
         }
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 9] = [
+    pub const ALL: [Implementation; 14] = [
         Implementation::Tessera,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
+        Implementation::TesseraLoan,
+        Implementation::TesseraLoanSpin,
         Implementation::Cyclone,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
+        Implementation::RustDds,
+        Implementation::DustDds,
+        Implementation::Zenoh,
         Implementation::Udp,
         Implementation::Shm,
         Implementation::ShmSpin,
@@ -131,11 +161,32 @@ impl Implementation {
         matches!(self, Implementation::FastDds | Implementation::FastDdsUdp)
     }
 
+    /// True for the Rust-built peer workers (`workers/{rustdds,dust_dds,zenoh}`, [`crate::rustpeers`]).
+    pub fn is_rust_peer(self) -> bool {
+        matches!(
+            self,
+            Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh
+        )
+    }
+
     /// True for the variants that run `tessera perf` (one program, other transports or waits).
     pub fn is_tessera(self) -> bool {
         matches!(
             self,
-            Implementation::Tessera | Implementation::TesseraShm | Implementation::TesseraShmSpin
+            Implementation::Tessera
+                | Implementation::TesseraShm
+                | Implementation::TesseraShmSpin
+                | Implementation::TesseraLoan
+                | Implementation::TesseraLoanSpin
+        )
+    }
+
+    /// True for the Tessera variants that run `tessera perf --loan SIZE` (their own plain
+    /// types and topics: they pair only with themselves).
+    pub fn is_loan(self) -> bool {
+        matches!(
+            self,
+            Implementation::TesseraLoan | Implementation::TesseraLoanSpin
         )
     }
 

@@ -28,6 +28,8 @@ use super::scenario::{self, Experiment, Planned, Scenario};
 use super::stats::{self, IntervalSummary, Step};
 use super::{env, report};
 
+mod federated;
+
 /// UDP port of the raw floor's server side.
 const FLOOR_PORT: u16 = 7399;
 /// ddsperf's KS topic cannot carry less than this (its fixed part).
@@ -125,6 +127,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     } else {
         None
     };
+    let rust_peers = super::rustpeers::prepare(&mut scenario, &mut notes);
     notes.extend(scenario.notes.iter().cloned());
     notes.extend(scenario.skipped());
     notes.extend(standing_notes(&scenario));
@@ -135,6 +138,8 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         scenario: &scenario,
         logs: dir.join("logs"),
         fastdds,
+        rust_peers,
+        attach_to_node: std::cell::Cell::new(false),
     };
     let bar = progress_bar(plan.len() as u64, opts.progress);
     let mut points: Vec<Point> = Vec::new();
@@ -292,6 +297,23 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
              floor sends the exact size."
         ));
     }
+    if s.experiments.iter().any(|e| {
+        e.axes
+            .iter()
+            .any(|(n, _)| n == "applications" || n == "architecture")
+            && e.kind == Kind::Throughput
+    }) {
+        notes.push(
+            "Applications and federated cells: each application publishes `rate` samples/s, \
+             so the subscriber should receive applications × rate. Through a node the \
+             subscriber sees one writer per topic, the node's, carrying every application's \
+             samples, so ddsperf's per-writer sequence check cannot count losses: federated \
+             cells report received against offered, not lost samples. `datagrams/s on the LAN` \
+             counts what the hosts' LAN interfaces sent (loopback and shared memory excluded) \
+             over the last 60 % of the run; CPU per sample includes the node services."
+                .to_string(),
+        );
+    }
     let mcast_off = s.experiments.iter().any(|e| {
         e.axes
             .iter()
@@ -333,6 +355,18 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
              threads blocking; `tessera-shm-spin` also spins before blocking \
              (TESSERA_WAIT={SPIN_WAIT}), which costs CPU while samples keep coming."
         ));
+    }
+    if uses_any(Implementation::is_loan) {
+        notes.push(
+            "Loans: `tessera-loan` and `tessera-loan-spin` run `tessera perf --loan SIZE` on \
+             shared memory like `tessera-shm` and `tessera-shm-spin`: samples are `#[repr(C)]` \
+             plain types of exactly the point's size (16 B to 4 MiB) written through \
+             `DataWriter::loan`/`write_loan` and taken with `take_loaned`, so only a reference \
+             travels; a pong answers with a fresh loan carrying the ping's number (the \
+             payload is not echoed). Their topics and types are their own: they pair only \
+             with themselves."
+                .to_string(),
+        );
     }
     if uses_any(Implementation::is_shm_floor) {
         notes.push(
@@ -379,6 +413,7 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
             );
         }
     }
+    notes.extend(super::rustpeers::standing_notes(|i| uses(s, i)));
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
             "With `multicast = true` (the default) both implementations send data once per \
@@ -397,7 +432,21 @@ struct Ctx<'a> {
     logs: PathBuf,
     /// The Fast DDS worker, when a Fast DDS pair runs and it could be built.
     fastdds: Option<PathBuf>,
+    /// The Rust peer workers that runs need and could be built.
+    rust_peers: BTreeMap<Implementation, PathBuf>,
+    /// Tessera processes started now attach to their host's node service (a federated point,
+    /// while [`federated::Nodes`] has them attached).
+    attach_to_node: std::cell::Cell<bool>,
 }
+
+/// A flow's subscribers' throughput, its (reaped) workers (publishers first), CPU µs per
+/// delivered sample, and the LAN's datagram metrics when they were counted.
+type FlowOutcome = (
+    Option<ThroughputStats>,
+    Vec<Worker>,
+    Option<f64>,
+    BTreeMap<String, f64>,
+);
 
 /// A started worker process with what is needed to read it back.
 struct Worker {
@@ -475,6 +524,15 @@ pub const SPIN_WAIT: &str = "adaptive:1000";
 
 /// How long a Fast DDS worker may take to shut down cleanly after SIGTERM.
 const FASTDDS_STOP: Duration = Duration::from_secs(3);
+
+/// `--loan SIZE` for a loan pair (both sides: the type is chosen by the size), else nothing.
+fn loan_args(pair: Pair, size: u64) -> Vec<String> {
+    if pair.writer.is_loan() {
+        strings(&["--loan", &size.to_string()])
+    } else {
+        Vec::new()
+    }
+}
 
 fn parse_output(i: Implementation, text: &str) -> PerfOutput {
     match i {
@@ -574,15 +632,25 @@ impl Ctx<'_> {
         let mut cmd: Command = match implementation {
             Implementation::Tessera
             | Implementation::TesseraShm
-            | Implementation::TesseraShmSpin => {
+            | Implementation::TesseraShmSpin
+            | Implementation::TesseraLoan
+            | Implementation::TesseraLoanSpin => {
                 let mut c = topo.command(host, &self.opts.tessera_exe);
                 c.arg("perf").arg("--json");
                 if implementation != Implementation::Tessera {
                     // Shared memory where it reaches (same host), UDPv4 beyond it.
                     c.env("TESSERA_TRANSPORTS", "shm,udp4");
                 }
-                if implementation == Implementation::TesseraShmSpin {
+                if matches!(
+                    implementation,
+                    Implementation::TesseraShmSpin | Implementation::TesseraLoanSpin
+                ) {
                     c.env("TESSERA_WAIT", SPIN_WAIT);
+                }
+                if self.attach_to_node.get() {
+                    // Shared memory to the node, which does the networking.
+                    c.env("TESSERA_NODE", "1")
+                        .env("TESSERA_TRANSPORTS", "udp4,shm");
                 }
                 if !multicast {
                     // Like Cyclone's AllowMulticast=spdp below: discovery by multicast, data by
@@ -623,6 +691,13 @@ impl Ctx<'_> {
                     c.arg("--transport").arg("udp");
                 }
                 c
+            }
+            Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh => {
+                let exe = self
+                    .rust_peers
+                    .get(&implementation)
+                    .context("the worker is not built")?;
+                topo.command(host, exe)
             }
             Implementation::Udp | Implementation::Shm | Implementation::ShmSpin => {
                 anyhow::bail!("the raw floors have no ddsperf grammar")
@@ -866,7 +941,12 @@ impl Ctx<'_> {
         if best_effort {
             common.push("-u".into());
         }
+        common.extend(loan_args(p.pair, size));
         let run_s = (duration + warmup).ceil().max(2.0) as u64;
+        let mut nodes = federated::Nodes::new(self);
+        if param_str(&p.params, "architecture", "decentralized") == "federated" {
+            nodes.start(topo, subs)?;
+        }
         let mut pong_args = common.clone();
         pong_args.extend(strings(&[
             "-D",
@@ -882,7 +962,8 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() {
+        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() || p.pair.writer.is_rust_peer()
+        {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
         }
         args.extend(strings(&[
@@ -900,8 +981,10 @@ impl Ctx<'_> {
             "ping",
             Capture::File(self.log_path(seq, &exp.name, p.pair, "ping")),
         )?;
+        nodes.detach();
         let mut pids = vec![ping.proc.pid()];
         pids.extend(pongs.iter().map(|w| w.proc.pid()));
+        pids.extend(nodes.pids());
         let monitor = CpuMonitor::start(pids);
         let code = ping.proc.wait_timeout(secs(run_s as f64 + 40.0));
         let cpu = monitor.finish();
@@ -909,6 +992,7 @@ impl Ctx<'_> {
             w.stop();
         }
         ping.stop();
+        let nodes = nodes.stop();
         let out = ping.output();
         let exited = code.and(ping.proc.exited_at());
         let clock = report_clock_start(ping.proc.started(), exited, run_s as f64);
@@ -917,6 +1001,7 @@ impl Ctx<'_> {
         }
         let mut all: Vec<&Worker> = vec![&ping];
         all.extend(pongs.iter());
+        all.extend(nodes.iter());
         point.procs = collect_stats(&all);
         point.latency = round_trip(if !out.hist.is_empty() {
             stats::latency_from_pairs(&out.hist)
@@ -941,8 +1026,10 @@ impl Ctx<'_> {
     ) -> anyhow::Result<()> {
         let duration = exp.setting("duration_s", 3.0);
         let rate = param_u64(&p.params, "rate", 0);
-        let (t, workers, cpu_us) = self.flow(topo, exp, p, seq, duration, rate as f64, None)?;
+        let (t, workers, cpu_us, link) =
+            self.flow(topo, exp, p, seq, duration, rate as f64, None)?;
         point.procs = collect_stats(&workers.iter().collect::<Vec<_>>());
+        point.metrics.extend(link);
         if let Some(us) = cpu_us {
             point.metrics.insert(CPU_METRIC.into(), us);
         }
@@ -956,10 +1043,11 @@ impl Ctx<'_> {
         Ok(())
     }
 
-    /// One publisher → N subscribers flow at `rate` (0 = unpaced) for `duration` measured
-    /// seconds, optionally with a share of pings; returns the subscribers' throughput and the
-    /// (reaped) workers, publisher first, and the CPU µs per delivered sample of all of them
-    /// over the subscribers' common window ([`cpuwin`]).
+    /// One publisher (or `applications` of them, each at `rate`) → N subscribers at `rate`
+    /// (0 = unpaced) for `duration` measured seconds, optionally with a share of pings, through
+    /// each host's node service when the point is `federated`; returns the subscribers'
+    /// throughput, the (reaped) workers, publishers first, the CPU µs per delivered sample of
+    /// all of them over the subscribers' common window ([`cpuwin`]), and the LAN's datagrams.
     #[allow(clippy::too_many_arguments)]
     fn flow(
         &self,
@@ -970,7 +1058,7 @@ impl Ctx<'_> {
         duration: f64,
         rate: f64,
         ping_percent: Option<f64>,
-    ) -> anyhow::Result<(Option<ThroughputStats>, Vec<Worker>, Option<f64>)> {
+    ) -> anyhow::Result<FlowOutcome> {
         let size = param_u64(&p.params, "size", 16);
         let subs = param_u64(&p.params, "subscribers", 1) as usize;
         let multicast = p
@@ -1015,13 +1103,14 @@ impl Ctx<'_> {
             let out = sub.output();
             let cpu_us = throughput_cpu_per_sample(&cpu, &[(sub.proc.started(), &out)]);
             let t = throughput_from_subs(&[out], size, rate);
-            return Ok((t, vec![publisher, sub], cpu_us));
+            return Ok((t, vec![publisher, sub], cpu_us, BTreeMap::new()));
         }
 
         let mut common: Vec<String> = Vec::new();
         if reliability == "best_effort" {
             common.push("-u".into());
         }
+        common.extend(loan_args(p.pair, size));
         if let Some(h) = p.params.get("history").and_then(Value::as_str) {
             common.extend(strings(&[
                 "-k",
@@ -1031,6 +1120,12 @@ impl Ctx<'_> {
         if instances > 1 {
             // The subscriber checks received keys against the key count too.
             common.extend(strings(&["-n", &instances.to_string()]));
+        }
+        let apps = param_u64(&p.params, "applications", 1).max(1) as usize;
+        let federated = param_str(&p.params, "architecture", "decentralized") == "federated";
+        let mut nodes = federated::Nodes::new(self);
+        if federated {
+            nodes.start(topo, subs)?;
         }
         let mut sub_args = common.clone();
         sub_args.extend(strings(&[
@@ -1042,11 +1137,19 @@ impl Ctx<'_> {
         ]));
         let mut subscribers =
             self.spawn_readers(topo, exp, p, seq, "sub", subs, &sub_args, multicast)?;
+        // A Tessera publisher never counts a RustDDS reader as a ddsperf peer (no USER_DATA):
+        // it publishes at once, and the subscriber measures from its first sample anyway.
+        let minmatch =
+            if p.pair.writer.is_tessera() && super::rustpeers::writer_cannot_count(p.pair.reader) {
+                0
+            } else {
+                subs
+            };
         let mut args = common.clone();
         args.extend(strings(&[
             "-D",
             &(sub_s + 20).to_string(),
-            &format!("-Qminmatch:{subs}"),
+            &format!("-Qminmatch:{minmatch}"),
             "-Qinitwait:20",
             "pub",
         ]));
@@ -1061,28 +1164,52 @@ impl Ctx<'_> {
             // Without the optional `ping` keyword: ddsperf would read it as a new mode.
             args.push(format!("{pp}%"));
         }
-        let mut publisher = self.perf(
-            topo,
-            0,
-            p.pair.writer,
-            &args,
-            multicast,
-            "pub",
-            Capture::File(self.log_path(seq, &exp.name, p.pair, "pub")),
-        )?;
-        let mut pids = vec![publisher.proc.pid()];
+        let mut publishers = Vec::new();
+        for a in 0..apps {
+            let role = if apps > 1 {
+                format!("pub{}", a + 1)
+            } else {
+                "pub".to_string()
+            };
+            publishers.push(self.perf(
+                topo,
+                0,
+                p.pair.writer,
+                &args,
+                multicast,
+                &role,
+                Capture::File(self.log_path(seq, &exp.name, p.pair, &role)),
+            )?);
+        }
+        nodes.detach();
+        let mut pids: Vec<u32> = publishers.iter().map(|w| w.proc.pid()).collect();
         pids.extend(subscribers.iter().map(|w| w.proc.pid()));
+        pids.extend(nodes.pids());
         let monitor = CpuMonitor::start(pids);
         let deadline = Instant::now() + secs(sub_s as f64 + 40.0);
-        for s in &mut subscribers {
-            let left = deadline.saturating_duration_since(Instant::now());
-            s.proc.wait_timeout(left);
-        }
+        // Several applications or a node: count the datagrams that cross the LAN meanwhile.
+        let link = (apps > 1 || federated).then(|| federated::LinkWatch::start(topo));
+        let link = match link {
+            Some(mut w) => {
+                w.follow(topo, &mut subscribers, deadline);
+                Some(w)
+            }
+            None => {
+                for s in &mut subscribers {
+                    let left = deadline.saturating_duration_since(Instant::now());
+                    s.proc.wait_timeout(left);
+                }
+                None
+            }
+        };
         let cpu = monitor.finish();
-        publisher.stop();
+        for w in &mut publishers {
+            w.stop();
+        }
         for s in &mut subscribers {
             s.stop();
         }
+        let nodes = nodes.stop();
         let outs: Vec<PerfOutput> = subscribers.iter().map(Worker::output).collect();
         let started: Vec<(Instant, &PerfOutput)> = subscribers
             .iter()
@@ -1090,15 +1217,27 @@ impl Ctx<'_> {
             .zip(&outs)
             .collect();
         let cpu_us = throughput_cpu_per_sample(&cpu, &started);
-        let mut t = throughput_from_subs(&outs, size, rate);
+        let mut t = throughput_from_subs(&outs, size, rate * apps as f64);
         if let Some(t) = &mut t {
             if instances > 1 {
                 t.duplicates = None;
             }
+            if federated {
+                // ddsperf counts gaps per writer, and the subscriber's writer is its node's,
+                // carrying every application's samples interleaved: its gap count means
+                // nothing there. Received against offered (apps × rate) tells instead.
+                t.lost = 0;
+                t.duplicates = None;
+            }
         }
-        let mut workers = vec![publisher];
+        let link = match (link, t.as_ref()) {
+            (Some(link), Some(t)) => link.metrics(t.samples_per_s),
+            _ => BTreeMap::new(),
+        };
+        let mut workers = publishers;
         workers.extend(subscribers);
-        Ok((t, workers, cpu_us))
+        workers.extend(nodes);
+        Ok((t, workers, cpu_us, link))
     }
 
     fn rate_step_group(
@@ -1154,7 +1293,7 @@ impl Ctx<'_> {
                     .topology(exp, &p.params)
                     .and_then(|topo| self.flow(&topo, exp, p, seq, step_s, rate, Some(ping)));
                 match r {
-                    Ok((Some(t), workers, _)) => {
+                    Ok((Some(t), workers, _, _)) => {
                         let lat = workers
                             .first()
                             .map(|w| round_trip(latency_from_lines(&w.output())))
@@ -1179,7 +1318,7 @@ impl Ctx<'_> {
                         state[k].cpu.push([rate, cpu]);
                         state[k].steps.push(s);
                     }
-                    Ok((None, workers, _)) => {
+                    Ok((None, workers, _, _)) => {
                         state[k].failures += 1;
                         state[k].errors.push(format!(
                             "no subscriber data at {rate}/s: {}",
@@ -1383,21 +1522,8 @@ impl Ctx<'_> {
         }
         cmd.args(["-i", "0", "-l", &addr, "-p", port]);
         let server = Self::spawn_worker(cmd, "server", implementation, Capture::Lines)?;
-        let t0 = Instant::now();
-        while !server
-            .proc
-            .lines()
-            .iter()
-            .any(|(_, l)| l.contains("Server is running"))
-        {
-            if t0.elapsed() > secs(timeout.min(10.0)) {
-                anyhow::bail!(
-                    "the discovery server did not start: {}",
-                    tail(&server.proc.output())
-                );
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        }
+        wait_for_line(&server, "Server is running", secs(timeout.min(10.0)))
+            .context("the discovery server did not start")?;
         Ok((server, format!("{addr}:{port}")))
     }
 
@@ -1864,6 +1990,19 @@ fn throughput_cpu_per_sample(
 
 fn collect_stats(workers: &[&Worker]) -> Vec<super::results::ProcStats> {
     workers.iter().filter_map(|w| w.proc.stats()).collect()
+}
+
+/// Waits until `w` (captured by lines) printed a line containing `text`; fails with its last
+/// output when it exits first or `timeout` passes.
+fn wait_for_line(w: &Worker, text: &str, timeout: Duration) -> anyhow::Result<()> {
+    let t0 = Instant::now();
+    while !w.proc.lines().iter().any(|(_, l)| l.contains(text)) {
+        if t0.elapsed() > timeout || w.proc.exit_code().is_some() {
+            anyhow::bail!("{}", tail(&w.proc.output()));
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    Ok(())
 }
 
 fn check_result(ok: bool, code: Option<i32>, w: &Worker, what: &str) -> anyhow::Result<()> {

@@ -44,6 +44,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::results::{Implementation, Kind, Pair};
+use tessera_cli::perf::loan::{loan_sizes_text, LOAN_SIZES};
 
 /// The built-in presets: name, one-line description, TOML text.
 pub const PRESETS: &[(&str, &str, &str)] = &[
@@ -66,7 +67,8 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "peers",
         "under 5 minutes: latency, throughput and 1-to-4 fan-out for every installed \
-         implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, raw UDP), ranked",
+         implementation (Tessera, Cyclone, Fast DDS, Fast DDS over UDP, RustDDS, dust_dds, \
+         Zenoh, raw UDP), ranked",
         include_str!("presets/peers.toml"),
     ),
     (
@@ -78,7 +80,8 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     (
         "architecture",
         "discovery time, traffic and CPU from 2 to 100 participants, decentralized and through \
-         a discovery server (centralized)",
+         a discovery server (centralized); 1–16 applications to another host, decentralized and \
+         through a node service per host (federated)",
         include_str!("presets/architecture.toml"),
     ),
     (
@@ -187,6 +190,9 @@ pub struct ExperimentFile {
     pub size: Option<OneOrMany<u64>>,
     /// Subscriber-count axis.
     pub subscribers: Option<OneOrMany<u32>>,
+    /// Throughput: publishing applications (processes on host 0, each with one writer at
+    /// `rate`) axis; 1 unless set.
+    pub applications: Option<OneOrMany<u32>>,
     /// `reliable` / `best_effort`.
     pub reliability: Option<OneOrMany<String>>,
     /// `keep_all` / `keep_last_N`.
@@ -204,7 +210,9 @@ pub struct ExperimentFile {
     /// NASA test cases `a`…`i`.
     pub case: Option<OneOrMany<String>>,
     /// Discovery: `decentralized` (every participant discovers every other) and/or
-    /// `centralized` (through a discovery server: the implementation's own).
+    /// `centralized` (through a discovery server: the implementation's own). Throughput:
+    /// `decentralized` and/or `federated` (every application attached to its host's node
+    /// service, `tessera node`, which does the networking for all of them).
     pub architecture: Option<OneOrMany<String>>,
     /// Measured seconds per point.
     pub duration_s: Option<f64>,
@@ -353,10 +361,51 @@ impl Experiment {
                 return Err("the raw shared-memory floor serves one subscriber".into());
             }
         }
+        if pair.writer.is_loan() || pair.reader.is_loan() {
+            if !pair.is_same() {
+                return Err(
+                    "a loan pair has its own types and topics: it pairs only with itself".into(),
+                );
+            }
+            if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
+                return Err(format!(
+                    "`tessera perf --loan` has no {} experiment",
+                    self.kind.as_str()
+                ));
+            }
+            let size = cell.get("size").and_then(Value::as_u64).unwrap_or(16);
+            if !u32::try_from(size).is_ok_and(|s| LOAN_SIZES.contains(&s)) {
+                return Err(format!(
+                    "`tessera perf --loan` has no type of {size} B (sizes: {})",
+                    loan_sizes_text()
+                ));
+            }
+        }
         if cell.get("architecture").and_then(Value::as_str) == Some("centralized")
             && !(pair.writer.is_tessera() || pair.writer.is_fastdds())
         {
             return Err(format!("{} has no discovery server", pair.writer.display()));
+        }
+        if cell.get("architecture").and_then(Value::as_str) == Some("federated")
+            && !(pair.writer == Implementation::Tessera && pair.reader == Implementation::Tessera)
+        {
+            return Err(format!(
+                "federated runs Tessera's node service; {} has none",
+                if pair.writer == Implementation::Tessera {
+                    pair.reader.display()
+                } else {
+                    pair.writer.display()
+                }
+            ));
+        }
+        if cell
+            .get("applications")
+            .and_then(Value::as_u64)
+            .unwrap_or(1)
+            > 1
+            && has_udp
+        {
+            return Err("the raw UDP floor has one publisher".into());
         }
         let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
         if has_fastdds {
@@ -369,6 +418,21 @@ impl Experiment {
             }
             if self.setting("ping_percent", 0.0) > 0.0 {
                 return Err("fastdds-perf does not send pings among its data".into());
+            }
+        }
+        if pair.writer.is_rust_peer() || pair.reader.is_rust_peer() {
+            if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
+                return Err(format!(
+                    "the Rust peer workers speak ddsperf's ping/pong and pub/sub only, so they \
+                     have no {} experiment",
+                    self.kind.as_str()
+                ));
+            }
+            if self.setting("ping_percent", 0.0) > 0.0 {
+                return Err("the Rust peer workers do not send pings among their data".into());
+            }
+            if let Some(why) = crate::rustpeers::mixed_pair_gap(pair, self.kind.as_str()) {
+                return Err(why);
             }
         }
         let has_cyclone =
@@ -549,8 +613,9 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
     for l in labels {
         let p = Pair::from_label(l).ok_or_else(|| {
             format!(
-                "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, cyclone, fastdds, \
-                 fastdds-udp, udp, shm, shm-spin, or WRITER>READER \
+                "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, tessera-loan, \
+                 tessera-loan-spin, cyclone, fastdds, fastdds-udp, rustdds, dust_dds, zenoh, udp, \
+                 shm, shm-spin, or WRITER>READER \
                  of two DDS implementations, e.g. tessera>cyclone)"
             )
         })?;
@@ -602,6 +667,8 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
     const FLOW: &[&str] = &[
         "size",
         "subscribers",
+        "applications",
+        "architecture",
         "reliability",
         "history",
         "read_mode",
@@ -618,6 +685,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "subscribers",
             "reliability",
             "read_mode",
+            "architecture",
             "duration_s",
             "warmup_s",
         ],
@@ -664,6 +732,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
     check!(
         size,
         subscribers,
+        applications,
         reliability,
         history,
         read_mode,
@@ -787,6 +856,11 @@ fn build_experiment(
             let rm = strings(&e.read_mode, "listener");
             one_of("read_mode", &rm, &["listener", "waitset"])?;
             push_axis("read_mode", to_values_s(rm))?;
+            if e.architecture.is_some() {
+                let arch = strings(&e.architecture, "decentralized");
+                one_of("architecture", &arch, &["decentralized", "federated"])?;
+                push_axis("architecture", to_values_s(arch))?;
+            }
             settings.insert(
                 "duration_s".into(),
                 positive("duration_s", e.duration_s.unwrap_or(2.0), 3600.0)?,
@@ -857,6 +931,19 @@ fn build_experiment(
             }
             settings.insert("burst".into(), f64::from(burst));
             if kind == Kind::Throughput {
+                // Axes only when asked for, so that other tables keep their columns.
+                if let Some(apps) = &e.applications {
+                    let apps = apps.to_vec();
+                    if let Some(a) = apps.iter().find(|a| !(1..=64).contains(*a)) {
+                        return Err(format!("applications {a} is outside 1..=64"));
+                    }
+                    push_axis("applications", apps.into_iter().map(Value::from).collect())?;
+                }
+                if e.architecture.is_some() {
+                    let arch = strings(&e.architecture, "decentralized");
+                    one_of("architecture", &arch, &["decentralized", "federated"])?;
+                    push_axis("architecture", to_values_s(arch))?;
+                }
                 let rates = e.rate.as_ref().map(OneOrMany::to_vec).unwrap_or(vec![0]);
                 push_axis("rate", to_values_u(rates))?;
                 settings.insert(
@@ -1065,6 +1152,57 @@ mod tests {
     }
 
     #[test]
+    fn applications_and_the_federated_architecture_plan_for_tessera_only() {
+        let s = parse(
+            r#"
+            pairs = ["tessera", "cyclone", "udp"]
+            rounds = 1
+            [[experiment]]
+            name = "apps"
+            kind = "throughput"
+            hosts = 2
+            applications = [1, 16]
+            architecture = ["decentralized", "federated"]
+            rate = 1000
+            "#,
+        )
+        .unwrap();
+        let plan = s.plan();
+        let cells = |pair: &str, arch: &str| {
+            plan.iter()
+                .filter(|p| p.pair.label() == pair && p.params["architecture"] == arch)
+                .count()
+        };
+        assert_eq!(cells("tessera", "federated"), 2);
+        assert_eq!(cells("tessera", "decentralized"), 2);
+        assert_eq!(cells("cyclone", "federated"), 0);
+        assert_eq!(cells("cyclone", "decentralized"), 2);
+        // The raw floor has one publisher and no node.
+        assert_eq!(cells("udp", "decentralized"), 1);
+        let skipped = s.skipped().join("\n");
+        assert!(skipped.contains("node service"), "{skipped}");
+        assert!(skipped.contains("one publisher"), "{skipped}");
+        // A plain throughput experiment keeps its columns: no applications/architecture axis.
+        let plain = parse("[[experiment]]\nname = \"t\"\nkind = \"throughput\"\n").unwrap();
+        assert!(plain
+            .plan()
+            .iter()
+            .all(|p| !p.params.contains_key("architecture")
+                && !p.params.contains_key("applications")));
+        for bad in [
+            "applications = 0",
+            "applications = 65",
+            "architecture = \"centralized\"",
+        ] {
+            let text = format!("[[experiment]]\nname = \"t\"\nkind = \"throughput\"\n{bad}\n");
+            assert!(parse(&text).is_err(), "{bad} was accepted");
+        }
+        let lat =
+            "[[experiment]]\nname = \"l\"\nkind = \"latency\"\narchitecture = \"federated\"\n";
+        assert!(parse(lat).is_ok());
+    }
+
+    #[test]
     fn udp_and_cyclone_limits_are_reported_not_planned() {
         let s = parse(
             r#"
@@ -1142,6 +1280,44 @@ mod tests {
     }
 
     #[test]
+    fn loan_pairs_run_latency_and_throughput_of_their_sizes_only() {
+        let s = parse(
+            r#"
+            pairs = ["tessera-loan", "tessera-loan-spin", "tessera-loan>tessera"]
+            rounds = 1
+            [[experiment]]
+            name = "lat"
+            kind = "latency"
+            size = [16, 100, 4194304]
+            [[experiment]]
+            name = "disc"
+            kind = "discovery"
+            participants = 2
+            "#,
+        )
+        .unwrap();
+        let plan = s.plan();
+        let planned: Vec<(String, u64)> = plan
+            .iter()
+            .map(|p| (p.pair.label(), p.params["size"].as_u64().unwrap()))
+            .collect();
+        let want = |l: &str, n| (l.to_string(), n);
+        assert_eq!(
+            planned,
+            [
+                want("tessera-loan", 16),
+                want("tessera-loan-spin", 16),
+                want("tessera-loan", 4194304),
+                want("tessera-loan-spin", 4194304)
+            ]
+        );
+        let skipped = s.skipped().join("\n");
+        assert!(skipped.contains("pairs only with itself"), "{skipped}");
+        assert!(skipped.contains("no type of 100 B"), "{skipped}");
+        assert!(skipped.contains("no discovery experiment"), "{skipped}");
+    }
+
+    #[test]
     fn the_peers_preset_covers_every_implementation_in_every_cell() {
         let s = Scenario::load("peers").unwrap();
         let plan = s.plan();
@@ -1155,27 +1331,58 @@ mod tests {
             v.dedup();
             v
         };
-        for exp in ["latency", "throughput"] {
-            assert_eq!(
-                labels(exp),
-                [
-                    "cyclone",
-                    "fastdds",
-                    "fastdds-udp",
-                    "fastdds>tessera",
-                    "tessera",
-                    "tessera>fastdds",
-                    "udp"
-                ],
-                "{exp}"
-            );
-        }
+        let same = [
+            "cyclone",
+            "dust_dds",
+            "fastdds",
+            "fastdds-udp",
+            "rustdds",
+            "tessera",
+            "udp",
+            "zenoh",
+        ];
+        let with = |extra: &[&str]| {
+            let mut v: Vec<String> = same.iter().chain(extra).map(|s| s.to_string()).collect();
+            v.sort();
+            v
+        };
+        // RustDDS pairs with Tessera in throughput only (no PARTITION for the pongs); a
+        // dust_dds pong loses the pinger's odd timestamp: both are skipped with a note.
+        assert_eq!(
+            labels("latency"),
+            with(&["fastdds>tessera", "tessera>fastdds", "dust_dds>tessera"])
+        );
+        assert_eq!(
+            labels("throughput"),
+            with(&[
+                "fastdds>tessera",
+                "tessera>fastdds",
+                "rustdds>tessera",
+                "tessera>rustdds",
+                "dust_dds>tessera",
+                "tessera>dust_dds"
+            ])
+        );
         assert_eq!(
             labels("fan_out"),
-            ["cyclone", "fastdds", "fastdds-udp", "tessera"]
+            [
+                "cyclone",
+                "dust_dds",
+                "fastdds",
+                "fastdds-udp",
+                "rustdds",
+                "tessera",
+                "zenoh"
+            ]
         );
-        assert_eq!(plan.len(), 3 * 7 + 3 * 7 + 4);
-        assert!(s.notes.iter().any(|n| n.contains("not yet built")));
+        assert_eq!(plan.len(), 3 * 11 + 3 * 14 + 7);
+        let skipped = s.skipped();
+        for gap in [
+            "latency: Tessera → RustDDS skipped: RustDDS 0.15 has no PARTITION",
+            "latency: Tessera → dust_dds skipped: ddsperf's answer-me flag",
+        ] {
+            assert!(skipped.iter().any(|n| n.starts_with(gap)), "{gap}");
+        }
     }
 
     #[test]

@@ -4,15 +4,13 @@
 //! Faults start every 1.5–5 s after a 5 s warm-up (the group forms undisturbed) and last 2–8 s,
 //! ending by the run's duration. Each fault makes some members *faulty* (killed, paused, on the
 //! minority side of a partition, cut off one way, losing packets, rejoining after a restart);
-//! a fault starts only on members that are not faulty already, and only while the voters that
-//! are up stay a majority.
+//! a fault starts only on members that are not faulty already, and only while the members that
+//! are up stay a majority (`n - 2f > 0` with `f` faulty of `n`).
 //!
-//! That count includes dead voters: a restarted process comes back as a new member, and the old
-//! id stays a voter (Tessera removes no member by itself yet). With `n` members, `d` processes
-//! replaced so far and `f` members faulty, the voters are `n + d` and `n - f` of them are up, so
-//! a fault may start only if `n - 2f > d` still holds after it. In a group of three, the first
-//! kill or restart is therefore the last fault of its schedule (so such a last one is held back
-//! to the final 30 % of the run); in a group of five, faults go on, fewer at a time.
+//! A killed or restarted process comes back as a new member; the leader adds it and then removes
+//! the old id. Until that is done the member stays faulty: [`REJOIN_MS`] past the heal. (Before
+//! the leader removed dead ids, each replacement left a dead voter and the budget had to count
+//! them: a group of three could take one kill or restart per run.)
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -171,6 +169,20 @@ pub struct Schedule {
 /// Milliseconds of undisturbed start (the group forms).
 pub const WARMUP_MS: u64 = 5_000;
 
+/// Milliseconds a killed or restarted member stays faulty after the heal: the new process is
+/// discovered, added as a learner, caught up, made a voter, and the old id removed.
+pub const REJOIN_MS: u64 = 6_000;
+
+impl Fault {
+    /// Until when, for a fault healed at `end_ms`, its members count as faulty.
+    pub fn faulty_until(&self, end_ms: u64) -> u64 {
+        match self {
+            Fault::Kill { .. } | Fault::Restart { .. } => end_ms + REJOIN_MS,
+            _ => end_ms,
+        }
+    }
+}
+
 /// SplitMix64: tiny and fixed, so a seed means the same schedule in every build.
 #[derive(Debug, Clone)]
 pub struct Rng(u64);
@@ -222,29 +234,18 @@ impl Schedule {
         let mut rng = Rng::new(seed);
         let mut steps = Vec::new();
         let mut faults = Vec::new();
-        // (heal time, fault) of the faults not healed yet.
+        // (faulty until, fault) of the faults whose members are still faulty.
         let mut active: Vec<(u64, Fault)> = Vec::new();
-        // Processes replaced so far: dead voters. Counted when the fault heals; until then the
-        // member counts as faulty (the old id is down, the new one not yet a voter or still
-        // catching up), which is the stricter of the two.
-        let mut replaced = 0usize;
         let mut t = WARMUP_MS;
         loop {
             t += rng.range(1_500, 5_000);
             if t + 2_000 > duration_ms {
                 break;
             }
-            active.retain(|(end, f)| {
-                let healed = *end <= t;
-                if healed && matches!(f, Fault::Kill { .. } | Fault::Restart { .. }) {
-                    replaced += 1;
-                }
-                !healed
-            });
+            active.retain(|(until, _)| *until > t);
             let faulty: BTreeSet<usize> = active.iter().flat_map(|a| a.1.faulty()).collect();
-            // Whether `extra` more faulty members keep the up voters a majority: n - 2f > d.
-            let fits =
-                |extra: usize| members as i64 - 2 * (faulty.len() + extra) as i64 > replaced as i64;
+            // Whether `extra` more faulty members keep the up members a majority: n - 2f > 0.
+            let fits = |extra: usize| members as i64 - 2 * (faulty.len() + extra) as i64 > 0;
             let healthy: Vec<usize> = (0..members).filter(|m| !faulty.contains(m)).collect();
             if !fits(1) || nemeses.is_empty() {
                 continue;
@@ -252,19 +253,7 @@ impl Schedule {
             // The most members a partition's minority side may take.
             let room = (1..=healthy.len()).take_while(|&k| fits(k)).count();
             let end = (t + rng.range(2_000, 8_000)).min(duration_ms);
-            // A replacement after which no fault fits any more waits for the last 30 % of the
-            // run, so that the other nemeses get their turn first (groups of three).
-            let last_allowed = members as i64 - 2 <= replaced as i64 + 1;
-            let late = t * 10 >= duration_ms * 7;
-            let usable: Vec<Nemesis> = nemeses
-                .iter()
-                .copied()
-                .filter(|n| late || !last_allowed || !matches!(n, Nemesis::Kill | Nemesis::Restart))
-                .collect();
-            if usable.is_empty() {
-                continue;
-            }
-            let fault = match rng.pick(&usable) {
+            let fault = match rng.pick(nemeses) {
                 Nemesis::Kill => Fault::Kill {
                     member: rng.pick(&healthy),
                 },
@@ -298,7 +287,7 @@ impl Schedule {
                 }
             };
             let id = faults.len();
-            active.push((end, fault.clone()));
+            active.push((fault.faulty_until(end), fault.clone()));
             steps.push(Step {
                 at_ms: t,
                 id,
@@ -347,24 +336,34 @@ mod tests {
         assert!(a.faults.len() >= 3, "{a}");
     }
 
-    /// Replays many schedules and checks at every step that the up voters (dead ones
-    /// counted) stay a majority and that everything heals by the end.
+    /// Replays many schedules and checks at every step that the members up (a replaced one
+    /// counted down until it rejoined) stay a majority and that everything heals by the end.
     #[test]
-    fn the_up_voters_stay_a_majority_and_everything_heals_in_time() {
+    fn the_up_members_stay_a_majority_and_everything_heals_in_time() {
         for members in [3, 5] {
             let mut kinds = std::collections::HashSet::new();
+            let mut replacements = 0usize;
             for seed in 0..300 {
                 let s = Schedule::generate(members, seed, 60_000, &Nemesis::ALL);
                 let mut faulty: Vec<usize> = Vec::new();
                 let mut open = BTreeSet::new();
-                let mut replaced = 0usize;
+                // (until, members) of replaced members still rejoining.
+                let mut rejoining: Vec<(u64, Vec<usize>)> = Vec::new();
+                let mut replaced_in_run = 0usize;
                 for step in &s.steps {
+                    rejoining.retain(|(until, _)| *until > step.at_ms);
                     assert!(step.at_ms >= WARMUP_MS && step.at_ms <= 60_000);
                     let fault = &s.faults[step.id];
                     let f = fault.faulty();
                     match &step.action {
                         Action::Start(started) => {
                             assert!(f.iter().all(|m| !faulty.contains(m)), "{s}");
+                            assert!(
+                                rejoining
+                                    .iter()
+                                    .all(|(_, r)| f.iter().all(|m| !r.contains(m))),
+                                "{s}"
+                            );
                             faulty.extend(&f);
                             kinds.insert(std::mem::discriminant(started));
                             open.insert(step.id);
@@ -375,16 +374,28 @@ mod tests {
                                 let i = faulty.iter().position(|&x| x == m).unwrap();
                                 faulty.remove(i);
                             }
-                            replaced += matches!(fault, Fault::Kill { .. } | Fault::Restart { .. })
-                                as usize;
+                            if matches!(fault, Fault::Kill { .. } | Fault::Restart { .. }) {
+                                rejoining.push((step.at_ms + REJOIN_MS, fault.faulty()));
+                                replaced_in_run += 1;
+                            }
                         }
                     }
-                    let (voters, up) = (members + replaced, members - faulty.len());
-                    assert!(2 * up > voters, "seed {seed}, {members} members:\n{s}");
+                    let down = faulty.len() + rejoining.iter().map(|r| r.1.len()).sum::<usize>();
+                    assert!(
+                        2 * (members - down) > members,
+                        "seed {seed}, {members} members:\n{s}"
+                    );
                 }
                 assert!(open.is_empty() && faulty.is_empty());
+                replacements = replacements.max(replaced_in_run);
             }
             assert_eq!(kinds.len(), 6, "every kind of fault occurs");
+            // No budget for dead voters any more: a group of three takes several replacements
+            // in one run.
+            assert!(
+                replacements >= 3,
+                "{members} members: at most {replacements} replacements"
+            );
         }
     }
 

@@ -63,10 +63,14 @@ pub struct NodeConfig {
     /// The network participant's configuration (`None`: the environment's, as any
     /// participant; `ignore_local` is always set).
     pub network: Option<ParticipantConfig>,
+    /// How long a busy flow gathers samples into one datagram ([`sched::Coalescer`]; zero:
+    /// each sample is sent when the flow's queue empties). Flows with a latency budget or a
+    /// positive transport priority do not wait.
+    pub batch_window: Duration,
 }
 
 impl NodeConfig {
-    /// Defaults for `domain`: looks every 100 ms, no rate limit.
+    /// Defaults for `domain`: looks every 100 ms, no rate limit, a 1 ms batch window.
     pub fn new(domain: u32) -> NodeConfig {
         NodeConfig {
             domain,
@@ -74,6 +78,7 @@ impl NodeConfig {
             type_timeout: Duration::from_secs(2),
             rates: HashMap::new(),
             network: None,
+            batch_window: sched::BATCH_WINDOW,
         }
     }
 }
@@ -119,7 +124,7 @@ impl Node {
         net_cfg.ignore_local = true;
         net_cfg.node = Some(false);
         let net = DomainParticipant::with_qos(config.domain, Default::default(), net_cfg)?;
-        let sched = sched::Scheduler::start(config.rates.clone());
+        let sched = sched::Scheduler::start(config.rates.clone(), config.batch_window);
         let shared = Arc::new(Shared {
             config,
             local,

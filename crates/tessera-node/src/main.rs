@@ -11,12 +11,13 @@ use std::time::{Duration, Instant};
 use tessera_node::{Node, NodeConfig, Rate};
 
 const USAGE: &str = "usage: tessera node [-d DOMAIN] [--rate TOPIC=BYTES[/BURST]]... \
-                     [--default-rate BYTES[/BURST]] [--stats SECS]";
+                     [--default-rate BYTES[/BURST]] [--batch-window MICROS] [--stats SECS]";
 
 fn parse(args: &[String]) -> Result<(NodeConfig, u64), String> {
     let mut domain = 0u32;
     let mut rates: HashMap<Option<String>, Rate> = HashMap::new();
     let mut stats = 5u64;
+    let mut window = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -33,12 +34,21 @@ fn parse(args: &[String]) -> Result<(NodeConfig, u64), String> {
                 rates.insert(None, val()?.parse()?);
             }
             "--stats" => stats = val()?.parse().map_err(|_| "bad --stats".to_string())?,
+            "--batch-window" => {
+                let us: u64 = val()?
+                    .parse()
+                    .map_err(|_| "bad --batch-window (microseconds)".to_string())?;
+                window = Some(Duration::from_micros(us));
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     let mut c = NodeConfig::new(domain);
     c.rates = rates;
+    if let Some(w) = window {
+        c.batch_window = w;
+    }
     Ok((c, stats))
 }
 

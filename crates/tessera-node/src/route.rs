@@ -201,13 +201,15 @@ impl Route {
         };
         // Both proxies in the applications' partitions, so they match the same peers.
         let partition = Partition(partitions.clone());
-        let reader = from
-            .create_subscriber(SubscriberQos {
-                partition: partition.clone(),
-                ..Default::default()
-            })
-            .and_then(|s| s.create_untyped_datareader_for(from_topic.untyped(), reader_qos))
-            .map_err(err)?;
+        let (from, from_topic) = (from.clone(), from_topic.untyped().clone());
+        let sub_qos = SubscriberQos {
+            partition: partition.clone(),
+            ..Default::default()
+        };
+        let make_reader = move || {
+            from.create_subscriber(sub_qos.clone())
+                .and_then(|s| s.create_untyped_datareader_for(&from_topic, reader_qos.clone()))
+        };
         let writer = to
             .create_publisher(PublisherQos {
                 partition,
@@ -215,6 +217,18 @@ impl Route {
             })
             .and_then(|p| p.create_untyped_datawriter(to_topic.untyped(), writer_qos))
             .map_err(err)?;
+        // A volatile topic goes to the network only once a reader there wants it: until then
+        // the node has no proxy reader, so the applications' samples are not copied to it
+        // (local traffic stays between the applications). A durable one is read at once, so
+        // that the network writer's history serves late joiners.
+        let source = if dir == Direction::ToNetwork && !writer_durable {
+            Source::WhenMatched {
+                make: Box::new(make_reader),
+                watch: writer.clone(),
+            }
+        } else {
+            Source::Ready(make_reader().map_err(err)?)
+        };
         let stop = Arc::new(AtomicBool::new(false));
         let sink = match dir {
             Direction::ToNetwork => {
@@ -227,7 +241,11 @@ impl Route {
         let (c, s) = (counters.clone(), stop.clone());
         let thread = std::thread::Builder::new()
             .name(format!("tessera-node-{topic}"))
-            .spawn(move || pump(reader, sink, &c, &s))
+            .spawn(move || {
+                if let Some(reader) = source.reader(&s) {
+                    pump(reader, sink, &c, &s);
+                }
+            })
             .map_err(|e| format!("{topic}: {e}"))?;
         Ok(Route {
             topic: topic.to_owned(),
@@ -263,6 +281,40 @@ impl Drop for Sink {
     fn drop(&mut self) {
         if let Sink::Scheduled(s, flow, _) = self {
             s.close_flow(*flow);
+        }
+    }
+}
+
+/// Where a route reads from: a proxy reader made at once, or once the route's network writer
+/// matches a reader.
+enum Source {
+    Ready(UntypedDataReader),
+    WhenMatched {
+        make: Box<dyn Fn() -> tessera::Result<UntypedDataReader> + Send>,
+        watch: UntypedDataWriter,
+    },
+}
+
+/// How often a route without its proxy reader looks for a matched network reader.
+const MATCH_POLL: Duration = Duration::from_millis(20);
+
+impl Source {
+    /// The proxy reader, waiting for a network reader first if need be; `None` when stopped.
+    fn reader(self, stop: &AtomicBool) -> Option<UntypedDataReader> {
+        match self {
+            Source::Ready(r) => Some(r),
+            Source::WhenMatched { make, watch } => {
+                while !stop.load(Ordering::Relaxed) {
+                    if !watch.matched_subscriptions().is_empty() {
+                        match make() {
+                            Ok(r) => return Some(r),
+                            Err(e) => tracing::debug!(%e, "node: proxy reader not created"),
+                        }
+                    }
+                    std::thread::sleep(MATCH_POLL);
+                }
+                None
+            }
         }
     }
 }

@@ -268,3 +268,57 @@ fn samples_with_a_latency_budget_share_datagrams() {
         2 * n
     );
 }
+
+/// A volatile topic with readers only on the node's own host costs the node nothing: its proxy
+/// reader comes when a reader beyond the node appears, so until then the applications' samples
+/// go only to each other (no copy to the node), and after it they are forwarded.
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_topic_is_read_by_the_node_only_once_the_network_wants_it() {
+    require_netns();
+    let domain = 76;
+    let node = Node::start(NodeConfig::new(domain)).unwrap();
+    let a = participant(domain, true);
+    let b = participant(domain, true);
+    let wa = writer::<Keyed>(&a, "Local", writer_qos());
+    let r_b = reader::<Keyed>(&b, "Local");
+    wait_until(20, "the node's route", || {
+        node.routes()
+            .iter()
+            .any(|r| r.topic == "Local" && r.direction == Direction::ToNetwork)
+    });
+    wait_until(10, "the local match", || {
+        wa.publication_matched_status().current_count >= 1
+    });
+    for seq in 0..20 {
+        wa.write(&Keyed { id: 1, seq }).unwrap();
+    }
+    let (got, _) = take_n(&r_b, 20);
+    assert_eq!(got, (0..20).collect::<Vec<_>>());
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(
+        wa.publication_matched_status().current_count,
+        1,
+        "the node read a topic nobody beyond it wants"
+    );
+    let forwarded = |node: &Node| {
+        node.routes()
+            .into_iter()
+            .find(|r| r.topic == "Local" && r.direction == Direction::ToNetwork)
+            .map_or(0, |r| r.samples)
+    };
+    assert_eq!(forwarded(&node), 0);
+
+    // Another host's reader appears: the node now reads and forwards.
+    let remote = participant(domain, false);
+    let r_remote = reader::<Keyed>(&remote, "Local");
+    wait_until(10, "the node's proxy reader", || {
+        wa.publication_matched_status().current_count >= 2
+    });
+    for seq in 20..30 {
+        wa.write(&Keyed { id: 1, seq }).unwrap();
+    }
+    let (got, _) = take_n(&r_remote, 10);
+    assert_eq!(got, (20..30).collect::<Vec<_>>());
+    assert_eq!(forwarded(&node), 10);
+}

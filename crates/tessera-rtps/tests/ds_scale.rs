@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
+use tessera_rtps::qos::Partition;
 use tessera_rtps::sim::epoch;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::MessageReceiver;
@@ -47,21 +48,40 @@ fn prefix(i: usize) -> GuidPrefix {
 }
 
 /// How the clients' topics are laid out.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq)]
 enum Layout {
-    /// Every client on one topic (the ddsperf pong).
+    /// Every client on one topic, every endpoint in the default partition.
     Shared,
     /// Clients in pairs, each pair on a topic of its own.
     Pairs,
+    /// ddsperf's pong: on one topic, a reader and a writer in the default partition (its data
+    /// and ping endpoints), a reader in a partition named after itself, and one writer per peer
+    /// in that peer's partition (its pong writers). Each client needs 4 endpoints per peer,
+    /// where topic alone would give it N per peer.
+    Pong,
 }
 
 impl Layout {
     fn topic(self, i: usize) -> String {
         match self {
-            Layout::Shared => "pong".into(),
+            Layout::Shared | Layout::Pong => "pong".into(),
             Layout::Pairs => format!("pair{}", i / 2),
         }
     }
+}
+
+/// Client `i`'s own partition in the `Pong` layout.
+fn own_partition(i: usize) -> Vec<String> {
+    vec![format!("client{i}")]
+}
+
+/// One endpoint a client will announce: its GUID, partitions, and whether it is announced at
+/// the start (else when its peer is discovered).
+#[derive(Clone)]
+struct Planned {
+    guid: Guid,
+    partitions: Vec<String>,
+    at_start: bool,
 }
 
 /// One run's shape.
@@ -92,7 +112,7 @@ impl Setup {
     /// and one per peer.
     fn writers(&self) -> usize {
         let peers = match self.layout {
-            Layout::Shared => self.n - 1,
+            Layout::Shared | Layout::Pong => self.n - 1,
             Layout::Pairs => 1,
         };
         if self.progressive {
@@ -100,6 +120,53 @@ impl Setup {
         } else {
             self.n - 1
         }
+    }
+
+    /// Every endpoint client `i` announces, in order.
+    fn plan(&self, i: usize) -> Vec<Planned> {
+        let reader = |key: u32, partitions: Vec<String>| Planned {
+            guid: Guid::new(
+                prefix(i),
+                EntityId::new(key, entity_kind::USER_READER_WITH_KEY),
+            ),
+            partitions,
+            at_start: true,
+        };
+        if self.layout == Layout::Pong {
+            let mut out = vec![reader(1, vec![]), reader(2, own_partition(i))];
+            out.push(Planned {
+                guid: writer_guid(i, 0),
+                partitions: vec![],
+                at_start: true,
+            });
+            // The pong writer for peer j has key 3 + j, so both modes announce the same set.
+            out.extend((0..self.n).filter(|&j| j != i).map(|j| Planned {
+                guid: writer_guid(i, 1 + j),
+                partitions: own_partition(j),
+                at_start: !self.progressive,
+            }));
+            return out;
+        }
+        let at_start = if self.progressive { 1 } else { self.writers() };
+        let mut out = vec![reader(1, vec![])];
+        out.extend((0..self.writers()).map(|k| Planned {
+            guid: writer_guid(i, k),
+            partitions: vec![],
+            at_start: k < at_start,
+        }));
+        out
+    }
+}
+
+fn announce(c: &mut DiscoveryServerClient, topic: &str, e: &Planned, now: Instant) {
+    if e.guid.entity_id.is_writer() {
+        let mut w = DiscoveredWriterData::new(e.guid, topic, "T");
+        w.qos.partition = Partition(e.partitions.clone());
+        c.announce_writer(w, now);
+    } else {
+        let mut r = DiscoveredReaderData::new(e.guid, topic, "T");
+        r.qos.partition = Partition(e.partitions.clone());
+        c.announce_reader(r, now);
     }
 }
 
@@ -132,6 +199,8 @@ struct Net {
     datagrams: u64,
     /// Writers each client announced so far.
     announced: Vec<usize>,
+    /// What each client announces (`Pong`: the writer for a discovered peer comes from here).
+    plans: Vec<Vec<Planned>>,
     /// When each client starts (progressive runs start one every `STAGGER`, as processes a
     /// script launches); before that it neither sends nor receives.
     start: Vec<Instant>,
@@ -140,7 +209,7 @@ struct Net {
 const STAGGER: Duration = Duration::from_millis(1);
 
 impl Net {
-    fn new(setup: Setup) -> (Net, Vec<Vec<Guid>>) {
+    fn new(setup: Setup) -> (Net, Vec<Vec<Planned>>) {
         let Setup { n, layout, .. } = setup;
         let now = epoch();
         let mut server = DiscoveryServerEngine::new(
@@ -157,34 +226,18 @@ impl Net {
         );
         server.set_relay_coalesce(setup.coalesce);
         let mut clients = Vec::new();
-        let mut endpoints = Vec::new();
+        let mut plans = Vec::new();
         for i in 0..n {
             let mut d = SpdpParticipantData::new(prefix(i));
             d.domain_id = Some(0);
             d.metatraffic_unicast_locators = vec![meta(i)];
             let mut c = ds_client(d, now);
-            let topic = layout.topic(i);
-            let mut mine = Vec::new();
-            let r = Guid::new(
-                prefix(i),
-                EntityId::new(1, entity_kind::USER_READER_WITH_KEY),
-            );
-            c.announce_reader(DiscoveredReaderData::new(r, &topic, "T"), now);
-            mine.push(r);
-            let at_start = if setup.progressive {
-                1
-            } else {
-                setup.writers()
-            };
-            for k in 0..setup.writers() {
-                let w = writer_guid(i, k);
-                if k < at_start {
-                    c.announce_writer(DiscoveredWriterData::new(w, &topic, "T"), now);
-                }
-                mine.push(w);
+            let plan = setup.plan(i);
+            for e in plan.iter().filter(|e| e.at_start) {
+                announce(&mut c, &layout.topic(i), e, now);
             }
             clients.push(c);
-            endpoints.push(mine);
+            plans.push(plan);
         }
         let stagger = if setup.progressive {
             STAGGER
@@ -210,8 +263,14 @@ impl Net {
             flight: Vec::new(),
             relayed: 0,
             datagrams: 0,
+            plans: plans.clone(),
         };
-        (net, endpoints)
+        (net, plans)
+    }
+
+    /// The client with `p`, if any.
+    fn by_prefix(&self, p: GuidPrefix) -> Option<usize> {
+        (0..self.clients.len()).find(|&j| prefix(j) == p)
     }
 
     fn collect(&mut self) {
@@ -231,6 +290,22 @@ impl Net {
                 match e {
                     EngineEvent::RemoteEndpoint(info) => {
                         self.told[i].insert(info.guid());
+                    }
+                    EngineEvent::ParticipantDiscovered(p)
+                        if self.setup.progressive
+                            && self.setup.layout == Layout::Pong
+                            && p.guid_prefix != server_prefix(0) =>
+                    {
+                        // The pong writer for the new peer, in its partition.
+                        let topic = self.setup.layout.topic(i);
+                        let j = self.by_prefix(p.guid_prefix);
+                        let planned = self.plans[i]
+                            .iter()
+                            .find(|e| j.is_some_and(|j| e.guid == writer_guid(i, 1 + j)))
+                            .cloned();
+                        if let Some(e) = planned {
+                            announce(&mut self.clients[i], &topic, &e, now);
+                        }
                     }
                     EngineEvent::ParticipantDiscovered(p)
                         if self.setup.progressive && p.guid_prefix != server_prefix(0) =>
@@ -339,12 +414,23 @@ impl Net {
     }
 }
 
-/// What client `i` must be told: every endpoint of every other client on its topic (it has
-/// both a reader and writers there).
-fn expected(layout: Layout, endpoints: &[Vec<Guid>], i: usize) -> HashSet<Guid> {
-    (0..endpoints.len())
+/// What client `i` must be told: every endpoint of every other client on its topic that one of
+/// its own endpoints of the other kind can match by partition. The layouts use exact names
+/// only, so lists match when they share a name (the default partition is the empty list).
+fn expected(layout: Layout, plans: &[Vec<Planned>], i: usize) -> HashSet<Guid> {
+    let meet = |a: &[String], b: &[String]| {
+        (a.is_empty() && b.is_empty()) || a.iter().any(|x| b.contains(x))
+    };
+    (0..plans.len())
         .filter(|&j| j != i && layout.topic(j) == layout.topic(i))
-        .flat_map(|j| endpoints[j].iter().copied())
+        .flat_map(|j| plans[j].iter())
+        .filter(|h| {
+            plans[i].iter().any(|g| {
+                g.guid.entity_id.is_writer() != h.guid.entity_id.is_writer()
+                    && meet(&g.partitions, &h.partitions)
+            })
+        })
+        .map(|h| h.guid)
         .collect()
 }
 
@@ -364,6 +450,10 @@ fn run(setup: Setup) -> Outcome {
     for (i, (want, told)) in want.iter().zip(&net.told).enumerate() {
         let missing = want.difference(told).count();
         let extra: Vec<&Guid> = told.difference(want).collect();
+        assert!(
+            !want.is_empty(),
+            "{layout:?} n={n}: client {i} needs nothing"
+        );
         assert_eq!(
             missing, 0,
             "{layout:?} n={n}: client {i} missed {missing} endpoints"
@@ -406,6 +496,7 @@ fn assert_linear(n: usize, layout: Layout) {
     let pairs = match layout {
         Layout::Shared => n * (n - 1) * n,
         Layout::Pairs => n * n,
+        Layout::Pong => 4 * n * (n - 1),
     } as u64;
     assert!(
         o.relay_checks <= 3 * pairs,
@@ -419,6 +510,29 @@ fn server_work_is_linear_in_what_it_relays() {
     assert_linear(12, Layout::Shared);
     assert_linear(24, Layout::Shared);
     assert_linear(24, Layout::Pairs);
+    assert_linear(24, Layout::Pong);
+}
+
+/// ddsperf's pong shape, with writers created as peers are discovered: each client is told of
+/// the 4 endpoints per peer it can match (checked in `run`), not the N per peer on its topic, so
+/// the server writes a small fraction of what the same clients without partitions cost.
+#[test]
+fn partitions_keep_what_clients_are_told_linear() {
+    let setup = |layout| Setup {
+        n: 24,
+        layout,
+        progressive: true,
+        server_batch: 64,
+        coalesce: RELAY_COALESCE,
+    };
+    let pong = run(setup(Layout::Pong));
+    let shared = run(setup(Layout::Shared));
+    assert!(
+        pong.relayed * 3 < shared.relayed,
+        "partitioned clients were written {} samples, the same clients without partitions {}",
+        pong.relayed,
+        shared.relayed
+    );
 }
 
 /// Clients starting a millisecond apart, writers created one per discovered peer: a server that
@@ -449,6 +563,14 @@ fn scale_report() {
     for n in [10, 50, 100] {
         run(Setup::upfront(n, Layout::Pairs));
         run(Setup::upfront(n, Layout::Shared));
+        run(Setup::upfront(n, Layout::Pong));
+        run(Setup {
+            n,
+            layout: Layout::Pong,
+            progressive: true,
+            server_batch: 64,
+            coalesce: RELAY_COALESCE,
+        });
         for (server_batch, coalesce) in [
             (1, Duration::ZERO),
             (1, RELAY_COALESCE),

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use tessera_rtps::discovery::ds_common::server_prefix;
 use tessera_rtps::discovery::*;
+use tessera_rtps::qos::Partition;
 use tessera_rtps::sim::epoch;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
 use tessera_rtps::wire::{MessageReceiver, Submessage};
@@ -185,6 +186,19 @@ impl Net {
         g
     }
 
+    /// A reader of client `i` (entity key `key`) in `partitions`; announced again with other
+    /// partitions, it is an update of the same reader.
+    fn reader_in(&mut self, i: usize, key: u32, topic: &str, partitions: &[&str]) -> Guid {
+        let g = Guid::new(
+            prefix(i),
+            EntityId::new(key, entity_kind::USER_READER_WITH_KEY),
+        );
+        let mut r = DiscoveredReaderData::new(g, topic, "T");
+        r.qos.partition = Partition::new(partitions.iter().copied());
+        self.clients[i].announce_reader(r, self.now);
+        g
+    }
+
     fn discovered(&self, i: usize) -> Vec<GuidPrefix> {
         self.events[i]
             .iter()
@@ -238,6 +252,37 @@ fn clients_match_through_the_server_and_the_topic_filter_holds() {
     assert_eq!(n.discovered(2), [prefix(3)]);
     assert!(n.matched(3, w3, _other));
     assert_eq!(n.discovered(0), [prefix(1)]);
+}
+
+/// Clients are told only of endpoints they can match by topic and partition (a pattern
+/// included), and an endpoint whose partitions change is relayed to the clients it now matches.
+#[test]
+fn the_partition_filter_holds_and_follows_a_change() {
+    let mut n = Net::new(3);
+    let w = {
+        let g = Guid::new(
+            prefix(0),
+            EntityId::new(1, entity_kind::USER_WRITER_WITH_KEY),
+        );
+        let mut d = DiscoveredWriterData::new(g, "Square", "T");
+        d.qos.partition = Partition::new(["sensors"]);
+        n.clients[0].announce_writer(d, n.now);
+        g
+    };
+    let r1 = n.reader_in(1, 2, "Square", &["actuators"]);
+    let r2 = n.reader_in(2, 2, "Square", &["sens*"]);
+    n.run_for(Duration::from_secs(2));
+    assert!(n.matched(0, w, r2), "{:?}", n.events[0]);
+    assert!(n.matched(2, r2, w), "{:?}", n.events[2]);
+    assert_eq!(n.server.relayed_to(prefix(1)), Some(vec![]));
+    assert!(n.discovered(1).is_empty(), "{:?}", n.events[1]);
+    // Client 1's reader moves to the writer's partition: now both are told of each other.
+    n.reader_in(1, 2, "Square", &["sensors"]);
+    n.run_for(Duration::from_secs(2));
+    assert!(n.matched(1, r1, w), "{:?}", n.events[1]);
+    assert!(n.matched(0, w, r1), "{:?}", n.events[0]);
+    // Client 1 and 2 have no writer: neither was told of the other's reader.
+    assert!(!n.discovered(2).contains(&prefix(1)));
 }
 
 #[test]

@@ -11,18 +11,20 @@
 //! **Formation** (a maintenance thread per group, every 150 ms). The member with the lowest id
 //! (GUID prefix) among those known bootstraps the group with all of them once it knows three, or
 //! after [`FORMATION_WAIT`] with fewer (then it warns: a group of two cannot survive a crash) —
-//! unless gossip said a group is already formed: then it waits to be added. Any member asks the
-//! leader to add (learner, then voter) a known member that is not yet a voter. This assumes
+//! unless gossip said a group is already formed: then it waits to be added. The leader adds
+//! (learner, then voter) a live member that is not yet a voter, and removes the id of a member
+//! that is gone: its participant left or lost liveliness (all its ATOMIC endpoints of the group
+//! unmatched), or it stopped answering while a successor (the same process restarted under a new
+//! id) joined; it keeps three voters at least ([`tessera_atomic::ConsensusGroup::reconcile`]).
+//! This assumes
 //! discovery and gossip converged within the wait: two members that bootstrap without knowing
-//! each other would form two groups (a join protocol that refuses that is future work). Members
-//! that leave stay voters until removed ([`tessera_atomic::ConsensusGroup::remove_member`]; no
-//! automatic removal yet).
+//! each other would form two groups (a join protocol that refuses that is future work).
 //!
 //! **Deliveries.** A pump thread per group hands committed entries, in log order, to the
 //! participant's ATOMIC readers of that group (as local deliveries: no RTPS involved), retrying a
 //! reader whose history refuses one until it makes room, so no committed sample is skipped.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
@@ -31,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tessera_atomic::{
-    ConsensusGroup, ConsensusThread, Delivery, Entry, EntryKind, GroupSpec, MemberAddr, MemberId,
-    ProposeError, Timing,
+    Change, ConsensusGroup, ConsensusThread, Delivery, Entry, EntryKind, GroupSpec, MemberAddr,
+    MemberId, ProposeError, Timing,
 };
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{locator_kind, Guid, GuidPrefix, Locator, Timestamp};
@@ -90,6 +92,11 @@ pub(crate) struct Group {
     member: Arc<dyn ConsensusGroup>,
     /// Known members (this one included) and their consensus addresses, from SEDP.
     peers: Mutex<BTreeMap<MemberId, SocketAddr>>,
+    /// Per remote member, its ATOMIC endpoints matched with ours in this group.
+    endpoints: Mutex<BTreeMap<MemberId, BTreeSet<Guid>>>,
+    /// Members whose every matched endpoint unmatched (left, or lease expired): the leader
+    /// removes them; a later match brings one back.
+    gone: Mutex<BTreeSet<MemberId>>,
     readers: Mutex<Vec<Weak<dyn LocalReader>>>,
     stop: AtomicBool,
     created: Instant,
@@ -186,17 +193,18 @@ impl Group {
             }
             return;
         }
-        // Any member may ask (its request goes to the leader): the leader may not have
-        // discovered the newcomer itself.
-        for (id, addr) in known {
-            if !voters.contains(&id) {
-                match self.member.add_voter(id, addr, Duration::from_secs(2)) {
-                    Ok(()) => {
-                        tracing::info!(group = %self.name, member = %id, "ATOMIC member added")
-                    }
-                    Err(e) => tracing::debug!(group = %self.name, member = %id, "adding: {e}"),
-                }
+        // The leader adds live newcomers (gossip reaches those its discovery has not seen)
+        // and removes the ids of members that are gone; elsewhere this does nothing.
+        let gone = self.gone.lock().clone();
+        match self.member.reconcile(&gone, Duration::from_secs(2)) {
+            Ok(Some(Change::Added(id))) => {
+                tracing::info!(group = %self.name, member = %id, "ATOMIC member added")
             }
+            Ok(Some(Change::Removed(id))) => {
+                tracing::info!(group = %self.name, member = %id, "ATOMIC member removed (gone)")
+            }
+            Ok(None) => {}
+            Err(e) => tracing::debug!(group = %self.name, "membership: {e}"),
         }
     }
 
@@ -302,6 +310,8 @@ impl AtomicService {
                     me: self.me,
                     member: Arc::new(member) as Arc<dyn ConsensusGroup>,
                     peers: Mutex::new(BTreeMap::from([(self.me, addr)])),
+                    endpoints: Mutex::new(BTreeMap::new()),
+                    gone: Mutex::new(BTreeSet::new()),
                     readers: Mutex::new(Vec::new()),
                     stop: AtomicBool::new(false),
                     created: Instant::now(),
@@ -336,21 +346,41 @@ impl AtomicService {
     }
 
     /// An endpoint matched `local`. An ATOMIC one names its participant's member of `local`'s
-    /// group; an EVENTUAL reader of an ATOMIC writer gets nothing yet (committed samples for
-    /// EVENTUAL readers are future work): say so.
+    /// group; an EVENTUAL reader of an ATOMIC writer is not a member (the writer sends it
+    /// committed samples over RTPS, see `publication/atomic.rs`).
     pub(crate) fn matched(&self, local: Guid, remote: &RemoteEndpoint) {
         let group = self.inner.lock().by_endpoint.get(&local).cloned();
         let Some(g) = group else { return };
-        match remote.consensus.as_ref().and_then(from_locator) {
-            Some(addr) => {
-                g.peers.lock().insert(MemberId(remote.guid.prefix.0), addr);
-            }
-            None if local.entity_id.is_writer() => tracing::warn!(
-                group = %g.name,
-                reader = ?remote.guid,
-                "an EVENTUAL reader matched an ATOMIC writer: it receives nothing (not supported yet)"
-            ),
-            None => {}
+        if let Some(addr) = remote.consensus.as_ref().and_then(from_locator) {
+            let id = MemberId(remote.guid.prefix.0);
+            g.peers.lock().insert(id, addr);
+            g.endpoints
+                .lock()
+                .entry(id)
+                .or_default()
+                .insert(remote.guid);
+            g.gone.lock().remove(&id);
+        }
+    }
+
+    /// An endpoint unmatched `local` (deleted, or its participant left or lost liveliness).
+    /// When it was the last ATOMIC endpoint of its participant matched in `local`'s group, that
+    /// member is gone: the leader removes it from the voters.
+    pub(crate) fn unmatched(&self, local: Guid, remote: Guid) {
+        let group = self.inner.lock().by_endpoint.get(&local).cloned();
+        let Some(g) = group else { return };
+        let id = MemberId(remote.prefix.0);
+        if id == self.me {
+            return;
+        }
+        let mut eps = g.endpoints.lock();
+        let Some(set) = eps.get_mut(&id) else { return };
+        set.remove(&remote);
+        if set.is_empty() {
+            eps.remove(&id);
+            g.peers.lock().remove(&id);
+            g.gone.lock().insert(id);
+            tracing::debug!(group = %g.name, member = %id, "ATOMIC member gone");
         }
     }
 

@@ -15,6 +15,8 @@ impl AtomicService {
 
     pub(crate) fn matched(&self, _local: Guid, _remote: &RemoteEndpoint) {}
 
+    pub(crate) fn unmatched(&self, _local: Guid, _remote: Guid) {}
+
     pub(crate) fn close(&self) {}
 }
 

@@ -877,6 +877,7 @@ impl ParticipantShared {
                     }
                 }
                 MatchAction::UnmatchWriter { local, remote } => {
+                    self.atomic.unmatched(local, remote);
                     let w = self.endpoints.read().writers.get(&local.entity_id).cloned();
                     if let Some(w) = w {
                         w.unmatched(remote);
@@ -898,6 +899,7 @@ impl ParticipantShared {
                     remote,
                     lost,
                 } => {
+                    self.atomic.unmatched(local, remote);
                     let r = self.endpoints.read().readers.get(&local.entity_id).cloned();
                     if let Some(r) = r {
                         let old = self.endpoints.write().remove_reader_of(&remote, local);

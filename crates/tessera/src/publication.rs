@@ -251,12 +251,14 @@ impl WriterEndpoint {
         source_ns: i64,
     ) -> Result<()> {
         self.submit_with(payload, key_hash, status, key_only, source_ns, None, None)
+            .map(drop)
     }
 
     /// [`Self::submit`] with what only some writes have: the remote readers whose content
     /// filters drop the sample (`filtered_out`: they get a GAP or nothing for it), and the
     /// original writer and sequence number a durability service's replay stands for
-    /// (`origin`, sent with PID_ORIGINAL_WRITER_INFO).
+    /// (`origin`, sent with PID_ORIGINAL_WRITER_INFO). Returns the sample's sequence number
+    /// (`None`: a write of a coherent set, numbered when the set ends).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn submit_with(
         &self,
@@ -267,16 +269,26 @@ impl WriterEndpoint {
         source_ns: i64,
         filtered_out: Option<Arc<[Guid]>>,
         origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
-    ) -> Result<()> {
+    ) -> Result<Option<SequenceNumber>> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
         }
         if !self.enabled.load(Ordering::Relaxed) {
             return Err(Error::NotEnabled);
         }
-        if let Some(a) = self.atomic.get() {
-            return a.submit(self.guid, &payload, key_hash, status, source_ns);
-        }
+        // ATOMIC: commit first; then, for EVENTUAL readers only, on through the history
+        // (in commit order: the guard is held to the end).
+        let _order = match self.atomic.get() {
+            Some(a) => {
+                let guard = a.order();
+                a.submit(self.guid, &payload, key_hash, status, source_ns)?;
+                if guard.is_none() {
+                    return Ok(None);
+                }
+                guard
+            }
+            None => None,
+        };
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
@@ -411,7 +423,7 @@ impl WriterEndpoint {
                 }
                 drop(core);
                 notify_local(p, &locals, &outcomes);
-                return Ok(());
+                return Ok(Some(seq));
             }
         }
         outbox::flush_writer(p, &mut core, now);
@@ -429,7 +441,7 @@ impl WriterEndpoint {
         }
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
         outbox::wait_sent(p, deadline);
-        Ok(())
+        Ok(Some(seq))
     }
 
     /// Records a remote reader's path size (`add`) or forgets one (`remove`), and sizes the
@@ -643,7 +655,13 @@ impl LocalWriter for WriterEndpoint {
         local: Option<Arc<dyn LocalReader>>,
         now: Instant,
     ) {
-        if remote.guid.prefix == self.guid.prefix {
+        let rtps = self
+            .atomic
+            .get()
+            .is_none_or(|a| a.reader_matched(remote.guid, remote.consensus.is_some()));
+        if !rtps {
+            // An ATOMIC reader of an ATOMIC writer: served by its consensus member.
+        } else if remote.guid.prefix == self.guid.prefix {
             if let Some(reader) = local {
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
@@ -708,6 +726,9 @@ impl LocalWriter for WriterEndpoint {
     }
 
     fn unmatched(&self, remote: Guid) {
+        if let Some(a) = self.atomic.get() {
+            a.reader_unmatched(remote);
+        }
         if remote.prefix == self.guid.prefix {
             let old = self.unmatched_local(remote);
             // The last reference to a deleted reader may go here: not under our lock.
@@ -860,6 +881,7 @@ impl<T: TopicType> DataWriter<T> {
         let filtered_out = self.ep.filters.dropping(sample);
         self.ep
             .submit_with(payload, key_hash, 0, false, source_ns, filtered_out, None)
+            .map(drop)
     }
 
     /// Remembers an instance this writer registered or wrote (one hash lookup when known).

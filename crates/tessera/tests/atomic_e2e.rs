@@ -219,3 +219,68 @@ fn writers_that_never_match_each_other_join_one_group_and_a_latecomer_joins_it()
     assert_eq!(check(&h), vec![]);
     assert_eq!(log2.deliveries, log3.deliveries);
 }
+
+/// An EVENTUAL reader (default Consistency) of an ATOMIC topic is no member of the group: the
+/// writer sends it each committed sample over RTPS, in commit order; ATOMIC readers still get
+/// each sample once, from their member only.
+#[test]
+#[ignore = "opens TCP sockets (consensus): run inside scripts/netns-run"]
+fn eventual_readers_of_an_atomic_writer_receive_the_committed_samples_in_order() {
+    let net = InProcessNetwork::new();
+    let ps: Vec<_> = (0..4).map(|_| participant(&net)).collect();
+    let atomic_readers: Vec<_> = ps[..3].iter().map(reader).collect();
+    let eventual = |p: &DomainParticipant| {
+        let qos =
+            TopicQos::default().with_reliability(Reliability::reliable(Duration::from_secs(1)));
+        let t = p.create_topic::<Op>("Ledger", qos).unwrap();
+        let rq = DataReaderQos::from_topic(t.qos()).with_history(History::KeepAll);
+        p.create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&t, rq)
+            .unwrap()
+    };
+    // One in a participant of its own, one beside the writer.
+    let remote_eventual = eventual(&ps[3]);
+    let local_eventual = eventual(&ps[0]);
+    let w = writer(&ps[0]);
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.matched_subscriptions().len() < 5 {
+        assert!(Instant::now() < deadline, "{:?}", w.matched_subscriptions());
+        thread::sleep(Duration::from_millis(20));
+    }
+    let mut acked = Vec::new();
+    let mut n = 0;
+    while acked.len() < 20 {
+        n += 1;
+        let op = Op { writer: 0, n };
+        match w.write(&op) {
+            Ok(()) => acked.push(value(&op)),
+            // The group may still be forming: nothing appended.
+            Err(tessera::Error::Timeout) => {}
+            Err(e) => panic!("write {n}: {e}"),
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(20),
+            "{acked:?}"
+        );
+    }
+    let got = |r: &DataReader<Op>, want: usize| {
+        let mut log = MemberLog::default();
+        take_into(r, &mut log, want);
+        let mut got: Vec<u64> = log.deliveries.into_iter().map(|d| d.1).collect();
+        // Nothing more arrives (no sample twice).
+        thread::sleep(Duration::from_millis(300));
+        got.extend(
+            r.take(256)
+                .unwrap()
+                .iter()
+                .filter_map(|s| s.data.as_ref().map(value)),
+        );
+        got
+    };
+    assert_eq!(got(&remote_eventual, 20), acked, "remote EVENTUAL reader");
+    assert_eq!(got(&local_eventual, 20), acked, "local EVENTUAL reader");
+    for (i, r) in atomic_readers.iter().enumerate() {
+        assert_eq!(got(r, 20), acked, "ATOMIC reader {i}");
+    }
+}

@@ -186,23 +186,38 @@ fn keep_last_reuses_chunks_and_readers_never_see_a_torn_sample() {
     let w = writer(&a, "LoansLast", History::KeepLast(2), None);
     let r = reader(&b, "LoansLast");
     matched(&w, &[&r]);
-    // More samples than the pool has chunks (2 + 16): the writer reuses released ones.
-    let mut last = None;
-    let mut take = || {
-        for s in r.take_loaned(8).unwrap() {
-            if let Some(f) = s.data {
-                check(&f);
-                last = Some(f.seq);
+    // The reader takes on its own thread: samples it has not taken hold their chunks, and a
+    // writer whose every chunk is held waits in `loan` (a taker on the writer's thread would
+    // wait with it).
+    let taker = {
+        let r = r.clone();
+        std::thread::spawn(move || {
+            let t0 = std::time::Instant::now();
+            let mut last = None;
+            while last != Some(199) && t0.elapsed() < Duration::from_secs(10) {
+                let got = r.take_loaned(8).unwrap();
+                if got.is_empty() {
+                    std::thread::sleep(Duration::from_micros(200));
+                }
+                for s in got {
+                    if let Some(f) = s.data {
+                        check(&f);
+                        last = Some(f.seq);
+                    }
+                }
             }
-        }
-        last
+            last
+        })
     };
+    // More samples than the pool has chunks (2 + 16): the writer reuses released ones.
     for seq in 0..200u64 {
         write_frame(&w, seq);
-        take();
     }
-    wait_until(10, "the last sample", || take() == Some(199));
+    assert_eq!(taker.join().unwrap(), Some(199), "the last sample");
     assert!(w.loans_in_use() <= 2 + 16);
+    // A reliable reader never gets a reference to a chunk the writer reused before the
+    // reader had it: no sample is refused as stale.
+    assert_eq!(r.undecodable_samples(), 0);
 }
 
 #[test]
@@ -334,6 +349,48 @@ fn child_reader_holds_loans() {
     assert!(held.iter().all(|f| f.is_loaned()));
     println!("holding");
     std::thread::sleep(Duration::from_secs(60));
+}
+
+const LEAK_DOMAIN: &str = "TESSERA_LOANS_TEST_LEAK_DOMAIN";
+
+/// Not a test of its own: the process of `a_pool_is_unlinked_at_exit_even_if_its_writer_leaks`.
+/// It publishes a loan and exits with its writer (and so its pool) never dropped, as when a
+/// thread still holds the writer when `main` returns. Without the parent's variable it returns
+/// at once.
+#[test]
+#[ignore = "child process of a_pool_is_unlinked_at_exit_even_if_its_writer_leaks"]
+fn child_leaks_its_writer() {
+    let Ok(domain) = std::env::var(LEAK_DOMAIN) else {
+        return;
+    };
+    let p = participant(domain.parse().unwrap(), &SHM);
+    let w = writer(&p, "LoansLeak", History::KeepLast(1), None);
+    write_frame(&w, 1);
+    println!("pools: {:?}", pools(domain.parse().unwrap()));
+    std::mem::forget(w);
+    std::mem::forget(p);
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_pool_is_unlinked_at_exit_even_if_its_writer_leaks() {
+    support::require_netns();
+    let domain = 75;
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "child_leaks_its_writer",
+            "--exact",
+            "--ignored",
+            "--nocapture",
+        ])
+        .env(LEAK_DOMAIN, domain.to_string())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}");
+    // The child had a pool while it ran, and none is left.
+    assert!(stdout.contains("pools: [\"tessera-pool-75-"), "{stdout}");
+    assert_eq!(pools(domain), Vec::<String>::new());
 }
 
 /// Loans the child holds: every chunk of a pool of `max_samples` 4 (4 + 16).

@@ -20,7 +20,7 @@ trap _ds_cleanup EXIT
 ds_wait_running() {
     local i
     for ((i = 0; i < 50; i++)); do
-        grep -q "Server is running" "$WORK/$1.log" && return 0
+        grep -q "Server is running" "$WORK/$1.log" 2>/dev/null && return 0
         sleep 0.1
     done
     fail "$1 did not start"

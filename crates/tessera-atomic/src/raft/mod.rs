@@ -24,7 +24,7 @@ use self::net::{
 };
 use self::store::{MemLog, StateMachine};
 use crate::entry::{Delivery, Entry, MemberId};
-use crate::group::{ConsensusGroup, MemberAddr, MembershipError, ProposeError};
+use crate::group::{Change, ConsensusGroup, MemberAddr, MembershipError, ProposeError, MIN_VOTERS};
 use crate::sim::SimNet;
 
 /// What applying one entry produced, returned to the proposer.
@@ -115,6 +115,12 @@ pub struct Timing {
     /// Keep this many entries in the log after a snapshot (a member further behind gets the
     /// snapshot and a [`Delivery::Skipped`]).
     pub keep_log: u64,
+    /// A voter that has not acknowledged the leader for this long counts as dead for
+    /// [`ConsensusGroup::reconcile`]; a member counts as live if it answered a gossip round
+    /// within this long.
+    pub dead_after: Duration,
+    /// How long [`ConsensusThread::open`] waits for the member to be set up.
+    pub open: Duration,
 }
 
 impl Default for Timing {
@@ -123,6 +129,8 @@ impl Default for Timing {
             heartbeat: Duration::from_millis(50),
             election: (Duration::from_millis(150), Duration::from_millis(300)),
             keep_log: 10_000,
+            dead_after: Duration::from_secs(2),
+            open: Duration::from_secs(10),
         }
     }
 }
@@ -148,6 +156,17 @@ pub enum OpenError {
     /// The consensus library refused the configuration or failed to start.
     #[error("consensus: {0}")]
     Consensus(String),
+    /// The consensus thread is running but did not set the member up in time (it is starved,
+    /// or initializing with the initial members hung).
+    #[error("the consensus group {group:?} was not formed within {} s ({members} member(s) seen)", .waited.as_secs_f64())]
+    NotFormed {
+        /// The group.
+        group: String,
+        /// How long the open waited ([`Timing::open`]).
+        waited: Duration,
+        /// The members it knew of, itself included.
+        members: usize,
+    },
     /// The consensus thread is gone.
     #[error("the consensus thread stopped")]
     Closed,
@@ -249,24 +268,63 @@ impl ConsensusThread {
             sim: spec.sim.clone(),
         };
         let (me, initial) = (spec.me, spec.initial.clone());
-        let raft = run_on(&self.handle, Duration::from_secs(10), async move {
-            let raft = Raft::new(
-                me,
-                config,
-                factory,
-                MemLog::default(),
-                StateMachine::new(tx),
-            )
-            .await
-            .map_err(|e| OpenError::Consensus(e.to_string()))?;
-            if let Some(members) = initial {
-                raft.initialize(net::initial_members(&members))
-                    .await
-                    .map_err(|e| OpenError::Consensus(e.to_string()))?;
+        let seen = spec.initial.as_ref().map_or(1, Vec::len);
+        // Handed over under `abandoned`'s lock: a member set up after open() gave up is shut
+        // down, never left running (it would campaign under this id, unreachable and unstoppable).
+        let (out, got) = crossbeam_channel::bounded(1);
+        let abandoned = Arc::new(std::sync::Mutex::new(false));
+        let ab = abandoned.clone();
+        self.handle.spawn(async move {
+            let made = async {
+                let raft = Raft::new(
+                    me,
+                    config,
+                    factory,
+                    MemLog::default(),
+                    StateMachine::new(tx),
+                )
+                .await
+                .map_err(|e| OpenError::Consensus(e.to_string()))?;
+                if let Some(members) = initial {
+                    raft.initialize(net::initial_members(&members))
+                        .await
+                        .map_err(|e| OpenError::Consensus(e.to_string()))?;
+                }
+                Ok::<_, OpenError>(raft)
             }
-            Ok::<_, OpenError>(raft)
-        })
-        .ok_or(OpenError::Closed)??;
+            .await;
+            let leftover = {
+                let gave_up = ab.lock().unwrap_or_else(|e| e.into_inner());
+                if *gave_up {
+                    Some(made)
+                } else {
+                    let _ = out.send(made);
+                    None
+                }
+            };
+            if let Some(Ok(raft)) = leftover {
+                let _ = raft.shutdown().await;
+            }
+        });
+        let raft = got.recv_timeout(spec.timing.open).ok().or_else(|| {
+            *abandoned.lock().unwrap_or_else(|e| e.into_inner()) = true;
+            got.try_recv().ok()
+        });
+        let raft = match raft {
+            Some(r) => r?,
+            // Only a runtime that is gone is "stopped"; a live one that did not answer in time
+            // is a group that was not formed.
+            None if self.join.as_ref().is_none_or(|j| j.is_finished()) => {
+                return Err(OpenError::Closed)
+            }
+            None => {
+                return Err(OpenError::NotFormed {
+                    group: spec.group,
+                    waited: spec.timing.open,
+                    members: seen,
+                })
+            }
+        };
         let addr = match (&spec.sim, self.tcp) {
             (None, Some(a)) => MemberAddr::Tcp(a),
             _ => MemberAddr::Sim(spec.me),
@@ -295,6 +353,10 @@ impl ConsensusThread {
             raft,
             known,
             others_formed: Default::default(),
+            heard: Default::default(),
+            peak: std::sync::Mutex::new((0, 0)),
+            dead_after: spec.timing.dead_after,
+            fresh: spec.timing.heartbeat * 4,
             handle: self.handle.clone(),
             deliveries: rx,
             sim: spec.sim,
@@ -323,6 +385,14 @@ pub struct OpenRaftGroup {
     known: Known,
     /// A gossip answer said its member is in a formed group: join it, never bootstrap another.
     others_formed: Arc<std::sync::atomic::AtomicBool>,
+    /// When each member last answered a gossip round of this one: who is live.
+    heard: Arc<std::sync::Mutex<BTreeMap<MemberId, Instant>>>,
+    /// (term, the most voters that acknowledged at once while this member led in it).
+    peak: std::sync::Mutex<(u64, usize)>,
+    /// [`Timing::dead_after`].
+    dead_after: Duration,
+    /// A voter that acknowledged within this long (four heartbeats) is answering now.
+    fresh: Duration,
     handle: tokio::runtime::Handle,
     deliveries: Receiver<Delivery>,
     sim: Option<SimNet>,
@@ -507,6 +577,7 @@ impl ConsensusGroup for OpenRaftGroup {
             self.sim.clone(),
         );
         let others_formed = self.others_formed.clone();
+        let heard = self.heard.clone();
         let fut = async move {
             let list = known_list(&known);
             let calls = list.iter().filter(|(id, _)| *id != me).map(|(id, addr)| {
@@ -516,10 +587,15 @@ impl ConsensusGroup for OpenRaftGroup {
                     target: *id,
                     req: Request::Gossip(list.clone()),
                 };
-                async move { link.call(env, timeout).await }
+                let id = *id;
+                async move { (id, link.call(env, timeout).await) }
             });
-            for r in futures_util::future::join_all(calls).await {
+            for (id, r) in futures_util::future::join_all(calls).await {
                 if let Ok(Response::Gossip(theirs, formed)) = r {
+                    heard
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .insert(id, Instant::now());
                     merge_known(&known, &theirs);
                     if formed {
                         others_formed.store(true, std::sync::atomic::Ordering::Relaxed);
@@ -569,6 +645,70 @@ impl ConsensusGroup for OpenRaftGroup {
             .unwrap_or(Err(MembershipError::Closed))
     }
 
+    fn reconcile(
+        &self,
+        gone: &std::collections::BTreeSet<MemberId>,
+        timeout: Duration,
+    ) -> Result<Option<Change>, MembershipError> {
+        let plan = {
+            let m = self.raft.metrics();
+            let m = m.borrow_watched();
+            if m.current_leader != Some(self.me) {
+                return Ok(None);
+            }
+            let cfg = m.membership_config.membership();
+            let voters: Vec<MemberId> = cfg.voter_ids().collect();
+            let learners: Vec<MemberId> = cfg.learner_ids().collect();
+            // No entry, or none yet, is silence: the leader never heard it since it leads.
+            let silent = |id: &MemberId| {
+                m.heartbeat
+                    .as_ref()
+                    .and_then(|h| h.get(id).copied().flatten())
+                    .is_none_or(|t| openraft::Instant::elapsed(&*t) >= self.dead_after)
+            };
+            let heard = self.heard.lock().unwrap_or_else(|e| e.into_inner());
+            let live = |id: &MemberId| {
+                *id == self.me || heard.get(id).is_some_and(|t| t.elapsed() < self.dead_after)
+            };
+            // The most voters that answered at once under this leadership: a silent voter
+            // beyond that many was replaced (its process came back under a new id); one within
+            // it is only cut off or paused, and stays. "Answered" is within a few heartbeats,
+            // so a killed voter no longer counts by the time its successor can join.
+            let fresh = |id: &MemberId| {
+                *id == self.me
+                    || m.heartbeat
+                        .as_ref()
+                        .and_then(|h| h.get(id).copied().flatten())
+                        .is_some_and(|t| openraft::Instant::elapsed(&*t) < self.fresh)
+            };
+            let responsive = voters.iter().filter(|v| fresh(v)).count();
+            let floor = {
+                let mut p = self.peak.lock().unwrap_or_else(|e| e.into_inner());
+                if p.0 != m.current_term {
+                    *p = (m.current_term, 0);
+                }
+                p.1 = p.1.max(responsive);
+                p.1.max(MIN_VOTERS)
+            };
+            plan_change(
+                self.me,
+                &voters,
+                &learners,
+                &self.known().into_iter().collect::<Vec<_>>(),
+                gone,
+                floor,
+                silent,
+                live,
+            )
+        };
+        let Some(change) = plan else { return Ok(None) };
+        match &change {
+            Plan::Add(id, addr) => self.add_voter(*id, addr.clone(), timeout)?,
+            Plan::Remove(id) => self.remove_member(*id, timeout)?,
+        }
+        Ok(Some(change.done()))
+    }
+
     fn leader(&self) -> Option<MemberId> {
         self.raft.metrics().borrow_watched().current_leader
     }
@@ -583,6 +723,59 @@ impl ConsensusGroup for OpenRaftGroup {
     }
 }
 
+/// The one membership change [`ConsensusGroup::reconcile`] makes next.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Plan {
+    Add(MemberId, MemberAddr),
+    Remove(MemberId),
+}
+
+impl Plan {
+    fn done(&self) -> Change {
+        match self {
+            Plan::Add(id, _) => Change::Added(*id),
+            Plan::Remove(id) => Change::Removed(*id),
+        }
+    }
+}
+
+/// Decides [`ConsensusGroup::reconcile`]'s next change (see there) at leader `me`: `silent`
+/// says a node has not acknowledged the leader lately, `live` that it answered gossip lately.
+/// A silent voter goes only while more than `floor` voters stay (at least [`MIN_VOTERS`]: the
+/// most that answered at once, so only a replaced one goes), one in `gone` while more than
+/// [`MIN_VOTERS`] stay.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn plan_change(
+    me: MemberId,
+    voters: &[MemberId],
+    learners: &[MemberId],
+    known: &[(MemberId, MemberAddr)],
+    gone: &std::collections::BTreeSet<MemberId>,
+    floor: usize,
+    silent: impl Fn(&MemberId) -> bool,
+    live: impl Fn(&MemberId) -> bool,
+) -> Option<Plan> {
+    let dead = |id: &MemberId| *id != me && (gone.contains(id) || (silent(id) && !live(id)));
+    if let Some((id, addr)) = known
+        .iter()
+        .find(|(id, _)| !voters.contains(id) && !gone.contains(id) && live(id))
+    {
+        return Some(Plan::Add(*id, addr.clone()));
+    }
+    if let Some(id) = learners.iter().find(|id| dead(id)) {
+        return Some(Plan::Remove(*id));
+    }
+    let removable = |id: &&MemberId| {
+        *id != &me
+            && if gone.contains(id) {
+                voters.len() > MIN_VOTERS
+            } else {
+                voters.len() > floor.max(MIN_VOTERS) && dead(id)
+            }
+    };
+    voters.iter().find(removable).map(|id| Plan::Remove(*id))
+}
+
 impl Drop for OpenRaftGroup {
     fn drop(&mut self) {
         // Unreachable at once (a crash, as far as the others can tell), then stopped.
@@ -594,5 +787,150 @@ impl Drop for OpenRaftGroup {
         self.handle.spawn(async move {
             let _ = raft.shutdown().await;
         });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use super::*;
+
+    fn m(b: u8) -> MemberId {
+        MemberId([b; 12])
+    }
+
+    fn known(ids: &[u8]) -> Vec<(MemberId, MemberAddr)> {
+        ids.iter()
+            .map(|b| (m(*b), MemberAddr::Sim(m(*b))))
+            .collect()
+    }
+
+    #[test]
+    fn a_live_newcomer_is_added_before_a_dead_voter_goes_and_three_voters_stay() {
+        let none = BTreeSet::new();
+        let dead_2 = |id: &MemberId| *id == m(2);
+        let up = |id: &MemberId| *id != m(2);
+        // Member 2 was killed; 4 is its new incarnation: added first.
+        let p = plan_change(
+            m(0),
+            &[m(0), m(1), m(2)],
+            &[],
+            &known(&[0, 1, 2, 4]),
+            &none,
+            3,
+            dead_2,
+            up,
+        );
+        assert_eq!(p, Some(Plan::Add(m(4), MemberAddr::Sim(m(4)))));
+        // Four voters: the silent one goes.
+        let v = [m(0), m(1), m(2), m(4)];
+        let p = plan_change(m(0), &v, &[], &known(&[0, 1, 2, 4]), &none, 3, dead_2, up);
+        assert_eq!(p, Some(Plan::Remove(m(2))));
+        // Three voters, one silent and no successor: it stays (two would tolerate no more).
+        let p = plan_change(
+            m(0),
+            &[m(0), m(1), m(2)],
+            &[],
+            &known(&[0, 1, 2]),
+            &none,
+            3,
+            dead_2,
+            up,
+        );
+        assert_eq!(p, None);
+        // Reported gone: not added back even if it answers, and removed above the floor.
+        let gone = BTreeSet::from([m(4)]);
+        let p = plan_change(
+            m(0),
+            &[m(0), m(1), m(3)],
+            &[],
+            &known(&[0, 1, 3, 4]),
+            &gone,
+            3,
+            |_| false,
+            |_| true,
+        );
+        assert_eq!(p, None);
+        let p = plan_change(
+            m(0),
+            &v,
+            &[],
+            &known(&[0, 1, 2, 4]),
+            &gone,
+            3,
+            |_| false,
+            |_| true,
+        );
+        assert_eq!(p, Some(Plan::Remove(m(4))));
+        // A dead learner goes whatever the count; the leader never removes itself.
+        let p = plan_change(
+            m(0),
+            &[m(0), m(1)],
+            &[m(5)],
+            &known(&[0, 1]),
+            &none,
+            3,
+            |id| *id == m(5),
+            |id| *id != m(5),
+        );
+        assert_eq!(p, Some(Plan::Remove(m(5))));
+        // Five voters, 0 leading.
+        fn plan5(
+            gone: &BTreeSet<MemberId>,
+            floor: usize,
+            silent: impl Fn(&MemberId) -> bool,
+            live: impl Fn(&MemberId) -> bool,
+        ) -> Option<Plan> {
+            let v5 = [m(0), m(1), m(2), m(3), m(4)];
+            let k = known(&[0, 1, 2, 3, 4]);
+            plan_change(m(0), &v5, &[], &k, gone, floor, silent, live)
+        }
+        let p = plan5(&none, 3, |_| true, |_| false);
+        assert_eq!(p, Some(Plan::Remove(m(1))));
+        // Five voters that all answered once: one cut off stays (no successor came).
+        let p = plan5(&none, 5, |id| *id == m(3), |id| *id != m(3));
+        assert_eq!(p, None);
+        // Reported gone, it goes all the same.
+        let gone3 = BTreeSet::from([m(3)]);
+        let p = plan5(&gone3, 5, |_| false, |_| true);
+        assert_eq!(p, Some(Plan::Remove(m(3))));
+    }
+
+    #[test]
+    fn an_open_that_times_out_says_the_group_was_not_formed() {
+        let t = ConsensusThread::start("notformed", None).unwrap();
+        let net = SimNet::new(1);
+        let e = t
+            .open(GroupSpec {
+                group: "g".into(),
+                me: m(1),
+                initial: Some(vec![
+                    (m(1), MemberAddr::Sim(m(1))),
+                    (m(2), MemberAddr::Sim(m(2))),
+                ]),
+                sim: Some(net.clone()),
+                timing: Timing {
+                    open: Duration::ZERO,
+                    ..Timing::default()
+                },
+            })
+            .err()
+            .expect("no time to open");
+        assert!(
+            matches!(e, OpenError::NotFormed { members: 2, .. }),
+            "{e:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "the consensus group \"g\" was not formed within 0 s (2 member(s) seen)"
+        );
+        // The member set up after open() gave up was shut down: it does not go on campaigning
+        // under m(1) (a live one retries its election every 150-300 ms; a message or two in
+        // flight at the shutdown may still land early on).
+        std::thread::sleep(Duration::from_millis(1000));
+        let settled = net.counts();
+        std::thread::sleep(Duration::from_millis(1500));
+        assert_eq!(net.counts(), settled);
     }
 }

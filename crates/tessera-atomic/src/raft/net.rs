@@ -14,6 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use openraft::alias::{SnapshotMetaOf, SnapshotOf, VoteOf};
+use openraft::async_runtime::WatchReceiver;
 use openraft::error::{
     ClientWriteError, NetworkError, RPCError, ReplicationClosed, StreamingError, Unreachable,
 };
@@ -129,8 +130,20 @@ pub(crate) async fn membership_local(raft: &Raft, req: &Request) -> Result<(), M
             }
         }
         Request::Remove(id) => {
-            raft.change_membership(ChangeMembers::RemoveVoters(BTreeSet::from([*id])), false)
-                .await
+            // A learner is not a voter: openraft refuses RemoveVoters for it.
+            let is_voter = raft
+                .metrics()
+                .borrow_watched()
+                .membership_config
+                .voter_ids()
+                .any(|v| v == *id);
+            let ids = BTreeSet::from([*id]);
+            let change = if is_voter {
+                ChangeMembers::RemoveVoters(ids)
+            } else {
+                ChangeMembers::RemoveNodes(ids)
+            };
+            raft.change_membership(change, false).await
         }
         _ => {
             return Err(MembershipOutcome::Refused(

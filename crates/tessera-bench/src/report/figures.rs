@@ -40,6 +40,8 @@ pub(super) fn style_of(pair: &str) -> Style {
         "fastdds>tessera" => (RGBColor(140, 86, 75), Marker::Triangle),
         "tessera-shm" => (RGBColor(0, 60, 140), Marker::Square),
         "tessera-shm-spin" => (RGBColor(120, 170, 220), Marker::Diamond),
+        "tessera-loan" => (RGBColor(0, 120, 110), Marker::Square),
+        "tessera-loan-spin" => (RGBColor(100, 200, 180), Marker::Diamond),
         "shm" => (RGBColor(60, 60, 60), Marker::Square),
         "shm-spin" => (RGBColor(160, 160, 160), Marker::Diamond),
         other => {

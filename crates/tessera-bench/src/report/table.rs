@@ -15,6 +15,8 @@ const PAIR_ORDER: &[&str] = &[
     "tessera",
     "tessera-shm",
     "tessera-shm-spin",
+    "tessera-loan",
+    "tessera-loan-spin",
     "cyclone",
     "fastdds",
     "fastdds-udp",
@@ -209,7 +211,12 @@ fn headline(kind: Kind, cell: &Cell<'_>) -> String {
             (Some(p), None) => fmt_num(p),
             _ => na(),
         },
-        Kind::Throughput => m("samples_per_s").map(fmt_num).unwrap_or_else(na),
+        Kind::Throughput => match (m("samples_per_s"), m("link_datagrams_per_s")) {
+            // Points that counted the LAN (several applications, a node service).
+            (Some(t), Some(d)) => format!("{} ({} datagrams/s on the LAN)", fmt_num(t), fmt_num(d)),
+            (Some(t), None) => fmt_num(t),
+            _ => na(),
+        },
         Kind::RateStep => match (m("max_sustainable_rate"), m("knee_rate")) {
             (Some(a), Some(k)) => format!("{} / {}", fmt_num(a), fmt_num(k)),
             (Some(a), None) => fmt_num(a),

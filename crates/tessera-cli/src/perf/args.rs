@@ -3,7 +3,8 @@
 //! Options are single letters parsed like GNU `getopt` with the option string
 //! `1cd:D:i:n:k:ulLK:T:Q:R:Xh` (options may be grouped, arguments attached or separate, options
 //! and mode words may be interleaved, `--` ends the options). Two long options are added
-//! (tessera extensions): `--json` and `--warmup SECS` (or `--warmup=SECS`). The remaining words form the mode mini-language:
+//! (tessera extensions): `--json`, `--warmup SECS` (or `--warmup=SECS`) and `--loan SIZE` (or
+//! `--loan=SIZE`). The remaining words form the mode mini-language:
 //!
 //! ```text
 //! ping [R[Hz|kHz]|inf] [size S] [waitset|listener]
@@ -173,6 +174,9 @@ pub struct PerfConfig {
     pub ping_fraction: u32,
     /// Octets in the `KS` baggage sequence (`size` minus 12, 0 for the minimum).
     pub baggage: u32,
+    /// `--loan SIZE` (tessera extension): samples of this many bytes, a fixed-size plain type
+    /// written through loans and taken loaned (see `perf::loan`).
+    pub loan: Option<u32>,
 }
 
 impl Default for PerfConfig {
@@ -201,6 +205,7 @@ impl Default for PerfConfig {
             burst: 1,
             ping_fraction: 0,
             baggage: 0,
+            loan: None,
         }
     }
 }
@@ -226,6 +231,9 @@ impl PerfConfig {
 
     /// Reported/counted size of one sample ("size" in the report lines).
     pub fn payload_size(&self) -> u32 {
+        if let Some(size) = self.loan {
+            return size;
+        }
         self.topic.payload_size(self.baggage)
     }
 
@@ -351,6 +359,16 @@ OPTIONS:
   --warmup SECS       leave the round trips of the first SECS seconds after
                       the first pong out of the whole-run (summary) latency
                       histogram; the per-second lines still count them
+  --loan SIZE         zero-copy loans: every process of the run passes the
+                      same SIZE (16, 1k, 4k, 16k, 64k, 256k, 1M or 4M bytes);
+                      samples are a plain type of exactly SIZE bytes written
+                      with loan()/write_loan() and taken with take_loaned(),
+                      so on shared memory (TESSERA_TRANSPORTS=shm,udp4)
+                      only a reference travels; a pong answers with a new
+                      loan carrying the ping's number. \"size\", if given,
+                      must equal SIZE; -T and -n do not apply. The receive
+                      threads wait as in every run (TESSERA_WAIT=block,
+                      spin:US, adaptive:US or poll)
 
 MODE... is any sequence of:
   ping [R[Hz]] [size S] [waitset|listener]
@@ -743,6 +761,35 @@ fn parse_criterion(c: &mut Criteria, arg: &str) -> Result<(), ArgsError> {
     Err(invalid(format!("-Q {arg}: invalid success criterium")))
 }
 
+/// The argument of the long option `--NAME ARG` or `--NAME=ARG` when `a` is that option (`i`
+/// then points past ARG); `None` for any other word.
+fn long_arg(
+    prog: &str,
+    name: &str,
+    a: &str,
+    args: &[String],
+    i: &mut usize,
+) -> Result<Option<String>, ArgsError> {
+    let Some(rest) = a.strip_prefix("--").and_then(|r| r.strip_prefix(name)) else {
+        return Ok(None);
+    };
+    if let Some(v) = rest.strip_prefix('=') {
+        return Ok(Some(v.to_string()));
+    }
+    if !rest.is_empty() {
+        return Ok(None);
+    }
+    match args.get(*i) {
+        Some(v) => {
+            *i += 1;
+            Ok(Some(v.clone()))
+        }
+        None => Err(ArgsError::Usage {
+            diagnostic: Some(format!("{prog}: option '--{name}' requires an argument")),
+        }),
+    }
+}
+
 /// Parses the arguments following `perf` (i.e. without the program name). `prog` is used in
 /// getopt-style diagnostics.
 pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
@@ -760,23 +807,17 @@ pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
             cfg.json = true;
             continue;
         }
-        if a == "--warmup" || a.starts_with("--warmup=") {
-            let v = match a.strip_prefix("--warmup=") {
-                Some(v) => v.to_string(),
-                None if i < args.len() => {
-                    i += 1;
-                    args[i - 1].clone()
-                }
-                None => {
-                    return Err(ArgsError::Usage {
-                        diagnostic: Some(format!("{prog}: option '--warmup' requires an argument")),
-                    })
-                }
-            };
+        if let Some(v) = long_arg(prog, "warmup", a, args, &mut i)? {
             match v.parse::<f64>() {
                 Ok(d) if d >= 0.0 && d.is_finite() => cfg.warmup = Some(d),
                 _ => return Err(invalid(format!("--warmup {v}: invalid duration"))),
             }
+            continue;
+        }
+        if let Some(v) = long_arg(prog, "loan", a, args, &mut i)? {
+            let words = ["--loan".to_string(), v];
+            let size = simple_uint32(&words, &mut 0, "--loan", Some(SIZE_UNITS))?.unwrap_or(0);
+            cfg.loan = Some(size);
             continue;
         }
         if a == "--help" {
@@ -856,10 +897,45 @@ pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
             cfg.baggage
         )));
     }
+    if let Some(size) = cfg.loan {
+        check_loan(&cfg, size)?;
+        return Ok(cfg);
+    }
     if cfg.baggage > 0 {
         cfg.baggage -= 12;
     }
     Ok(cfg)
+}
+
+/// `--loan SIZE`: a size with a loan type, the default topic type, one key value, and a
+/// `size` (if any) equal to SIZE (`cfg.baggage` still holds the `size` word's value).
+fn check_loan(cfg: &PerfConfig, size: u32) -> Result<(), ArgsError> {
+    use super::loan::{loan_sizes_text, LOAN_SIZES};
+    if !LOAN_SIZES.contains(&size) {
+        return Err(invalid(format!(
+            "--loan {size} invalid: no loan type of that size (sizes: {})",
+            loan_sizes_text()
+        )));
+    }
+    if cfg.topic != TopicKind::KS {
+        return Err(invalid(format!(
+            "-T {} invalid with --loan: the loan types are fixed by the size",
+            cfg.topic.suffix()
+        )));
+    }
+    if cfg.nkeyvals != 1 {
+        return Err(invalid(format!(
+            "-n {} invalid with --loan: the loan types have no key",
+            cfg.nkeyvals
+        )));
+    }
+    if cfg.baggage != 0 && cfg.baggage != size {
+        return Err(invalid(format!(
+            "size {} invalid with --loan {size}: the loan type has {size} bytes",
+            cfg.baggage
+        )));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -475,6 +475,7 @@ fn usage_text_mentions_every_option() {
         "-i",
         "--json",
         "--warmup",
+        "--loan",
         "ping",
         "pong",
         "sub",
@@ -504,4 +505,39 @@ fn warmup_option() {
         assert!(invalid_msg(bad).contains("--warmup"), "{bad:?}");
     }
     assert!(usage_diag(&["ping", "--warmup"]).is_some());
+}
+
+#[test]
+fn loan_option() {
+    assert_eq!(ok(&["ping"]).loan, None);
+    let c = ok(&["--loan", "64k", "ping", "size", "65536"]);
+    assert_eq!(c.loan, Some(65536));
+    assert_eq!(c.payload_size(), 65536);
+    assert_eq!(
+        c.baggage, 65536,
+        "the size word is kept, not turned into baggage"
+    );
+    // Each mode, the long form, and every size of the list.
+    assert_eq!(ok(&["pong", "--loan=4M"]).payload_size(), 4 << 20);
+    assert_eq!(ok(&["--loan", "16", "sub"]).loan, Some(16));
+    assert_eq!(
+        ok(&["--loan", "1M", "pub", "size", "1M"]).loan,
+        Some(1 << 20)
+    );
+    for &size in crate::perf::loan::LOAN_SIZES {
+        assert_eq!(ok(&["--loan", &size.to_string(), "pong"]).loan, Some(size));
+    }
+    // A size without a loan type, or a `size` that disagrees, is a clear error.
+    let m = invalid_msg(&["--loan", "100", "ping"]);
+    assert!(
+        m.contains("no loan type of that size") && m.contains("4194304"),
+        "{m}"
+    );
+    let m = invalid_msg(&["--loan", "16", "ping", "size", "64k"]);
+    assert!(m.contains("size 65536 invalid with --loan 16"), "{m}");
+    assert!(invalid_msg(&["--loan", "x", "ping"]).contains("--loan"));
+    // The type and the key count are fixed by the loan type.
+    assert!(invalid_msg(&["--loan", "16", "-TOU", "ping"]).contains("-T OU"));
+    assert!(invalid_msg(&["--loan", "16", "-n", "4", "pub"]).contains("-n 4"));
+    assert!(usage_diag(&["ping", "--loan"]).is_some());
 }

@@ -6,6 +6,7 @@
 
 pub mod args;
 pub mod cnum;
+pub mod loan;
 pub mod peers;
 pub mod protocol;
 pub mod report;

@@ -146,13 +146,18 @@ pub enum TopicRole {
 
 /// `DDSPerf` + `R`|`U` + `Data`|`Ping`|`Pong` + type suffix, e.g. `DDSPerfRDataKS`.
 pub fn topic_name(role: TopicRole, reliable: bool, kind: TopicKind) -> String {
+    topic_name_with_suffix(role, reliable, kind.suffix())
+}
+
+/// ddsperf's topic naming with any type suffix (`tessera perf --loan` names its own types).
+pub fn topic_name_with_suffix(role: TopicRole, reliable: bool, suffix: &str) -> String {
     let r = if reliable { 'R' } else { 'U' };
     let role = match role {
         TopicRole::Data => "Data",
         TopicRole::Ping => "Ping",
         TopicRole::Pong => "Pong",
     };
-    format!("DDSPerf{r}{role}{}", kind.suffix())
+    format!("DDSPerf{r}{role}{suffix}")
 }
 
 /// The participant USER_DATA ddsperf advertises: `DDSPerf:<R>:<pid>:<hostname>`, no terminating

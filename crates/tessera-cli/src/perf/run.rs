@@ -50,11 +50,12 @@ use tessera::{
 };
 
 use super::args::{History, PerfConfig, PubRate, SubMode};
+use super::loan::{with_loan_type, LoanSample, LoanTypeFn, PerfIo};
 use super::peers::PeerTable;
 use super::protocol::{
     data_timestamp, guid_partition, is_ping_timestamp, one_way_latency_ns, pong_timestamp_for_data,
-    pong_timestamp_for_ping, topic_name, user_data, MatchMask, TopicKind, TopicRole,
-    CPU_STATS_TOPIC, DATA_MAX_SAMPLES, DATA_TAKE_MAX, PINGPONG_TAKE_MAX,
+    pong_timestamp_for_ping, user_data, MatchMask, TopicKind, TopicRole, CPU_STATS_TOPIC,
+    DATA_MAX_SAMPLES, DATA_TAKE_MAX, PINGPONG_TAKE_MAX,
 };
 use super::report::{verdict, ExtendedStats, PeerLabel, ReportLine, Reporter, Stamp, VerdictInput};
 use super::stats::{
@@ -62,8 +63,8 @@ use super::stats::{
 };
 use super::sysinfo::{self, CpuSampler, NetloadSampler};
 use super::types::{
-    CpuStats, Keyed256, Keyed32, KeyedSeq, OneULong, PerfSample, Struct16, Struct256, Struct32k,
-    Struct4k, Unkeyed1024, Unkeyed16,
+    CpuStats, Keyed256, Keyed32, KeyedSeq, OneULong, Struct16, Struct256, Struct32k, Struct4k,
+    Unkeyed1024, Unkeyed16,
 };
 use super::{EXIT_BAD_ARGS, EXIT_DDS_ERROR};
 
@@ -81,6 +82,17 @@ pub fn run(cfg: &PerfConfig) -> i32 {
         Ok(b) => b,
         Err(code) => return code,
     };
+    if let Some(size) = cfg.loan {
+        /// The run with the loan type of the size.
+        struct Loaned<'a>(&'a PerfConfig, Base);
+        impl LoanTypeFn<i32> for Loaned<'_> {
+            fn call<T: PerfIo + LoanSample>(self) -> i32 {
+                run_typed::<T>(self.0, self.1)
+            }
+        }
+        // The size was checked by the argument parser.
+        return with_loan_type(size, Loaned(cfg, base)).unwrap_or(EXIT_BAD_ARGS);
+    }
     match cfg.topic {
         TopicKind::KS => run_typed::<KeyedSeq>(cfg, base),
         TopicKind::K32 => run_typed::<Keyed32>(cfg, base),
@@ -168,7 +180,7 @@ struct PongSource {
 /// The split keeps the type-independent code (the main loop, the reports, the verdict) out of
 /// the ten monomorphized copies of the run, one per `-T` type: a smaller `tessera` binary, whose
 /// text is most of its resident memory.
-struct Ctx<T: PerfSample> {
+struct Ctx<T: PerfIo> {
     shared: Shared,
     ping_writer: DataWriter<T>,
     /// Pong writer per peer participant, by GUID prefix.
@@ -177,7 +189,7 @@ struct Ctx<T: PerfSample> {
     data_writer: DataWriter<T>,
 }
 
-impl<T: PerfSample> std::ops::Deref for Ctx<T> {
+impl<T: PerfIo> std::ops::Deref for Ctx<T> {
     type Target = Shared;
 
     fn deref(&self) -> &Shared {
@@ -193,7 +205,7 @@ trait Typed {
     fn retransmitted_samples(&self) -> u64;
 }
 
-impl<T: PerfSample> Typed for Ctx<T> {
+impl<T: PerfIo> Typed for Ctx<T> {
     fn send_ping(&self, seq: u32) {
         Ctx::send_ping(self, seq);
     }
@@ -268,10 +280,10 @@ impl Shared {
     }
 }
 
-impl<T: PerfSample> Ctx<T> {
-    /// Writes `sample` with timestamp `ts` on `w` and flushes the batch (ping/pong traffic).
-    fn write_flush(w: &DataWriter<T>, sample: &T, ts: i64) {
-        if w.write_with_timestamp(sample, ts).is_ok() {
+impl<T: PerfIo> Ctx<T> {
+    /// Flushes the batch after a ping/pong write that succeeded.
+    fn flush_ok(w: &DataWriter<T>, r: tessera::Result<()>) {
+        if r.is_ok() {
             w.flush();
         }
     }
@@ -285,10 +297,10 @@ impl<T: PerfSample> Ctx<T> {
     /// deadlocks on the participant's endpoint table. Pong writers are KEEP_LAST(1), so
     /// writing never blocks while the lock is held; writers are dropped only after they leave
     /// the map ([`Ctx::remove_pong_writers`]).
-    fn answer(&self, writer_guid: &[u8; 16], sample: &T, ts: i64) {
+    fn answer(&self, writer_guid: &[u8; 16], sample: &T::Item, ts: i64) {
         let writers = self.pong_writers.read().unwrap_or_else(|e| e.into_inner());
         if let Some(w) = writers.get(&prefix_of(writer_guid)) {
-            Self::write_flush(w, sample, ts);
+            Self::flush_ok(w, T::echo(w, sample, ts));
         }
     }
 
@@ -316,7 +328,7 @@ impl<T: PerfSample> Ctx<T> {
 
     /// Takes up to [`DATA_TAKE_MAX`] data samples and accounts them; answers those flagged as
     /// pings. Returns how many samples were taken.
-    fn process_data(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T>>) -> usize {
+    fn process_data(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T::Item>>) -> usize {
         buf.clear();
         let mut any_ping = false;
         let n;
@@ -324,13 +336,15 @@ impl<T: PerfSample> Ctx<T> {
             // Take under the tracker's lock, so that batches taken by concurrent callers
             // (two receive threads, or the start-up drain) are accounted in order.
             let mut seq = lock(&self.seq);
-            n = reader.take_into(buf, DATA_TAKE_MAX);
+            n = T::take(reader, buf, DATA_TAKE_MAX);
             if n == 0 {
                 return 0;
             }
             let now = now_ns();
             for s in buf.iter() {
-                let Some(d) = &s.data else { continue };
+                let Some(d) = s.data.as_ref().map(T::data) else {
+                    continue;
+                };
                 let ts = s.info.source_timestamp;
                 let w = &s.info.publication_handle;
                 let r = seq.on_sample(
@@ -360,9 +374,8 @@ impl<T: PerfSample> Ctx<T> {
     }
 
     /// Takes pings and answers each on the pong writer for its sender.
-    fn process_ping(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T>>) -> usize {
-        buf.clear();
-        let n = reader.take_into(buf, PINGPONG_TAKE_MAX);
+    fn process_ping(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T::Item>>) -> usize {
+        let n = T::take(reader, buf, PINGPONG_TAKE_MAX);
         for s in buf.iter() {
             if let Some(d) = &s.data {
                 self.answer(
@@ -377,9 +390,8 @@ impl<T: PerfSample> Ctx<T> {
 
     /// Takes pongs: records the latency per pong writer and, in as-fast-as-possible mode,
     /// sends the next ping once every peer answered.
-    fn process_pong(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T>>) -> usize {
-        buf.clear();
-        let n = reader.take_into(buf, PINGPONG_TAKE_MAX);
+    fn process_pong(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T::Item>>) -> usize {
+        let n = T::take(reader, buf, PINGPONG_TAKE_MAX);
         if n == 0 {
             return 0;
         }
@@ -407,10 +419,10 @@ impl<T: PerfSample> Ctx<T> {
                     .stats
                     .record_with(one_way_latency_ns(now, ts), overall);
             }
-            let next = lock(&self.ping).on_pong(is_ping_timestamp(ts), d.seq(), now);
+            let next = lock(&self.ping).on_pong(is_ping_timestamp(ts), T::data(d).seq(), now);
             if let Some(seq) = next {
-                d.set_seq(seq);
-                Self::write_flush(&self.ping_writer, d, now_ns() | 1);
+                let w = &self.ping_writer;
+                Self::flush_ok(w, T::write_next(w, d, seq, now_ns() | 1));
             }
         }
         n
@@ -418,9 +430,9 @@ impl<T: PerfSample> Ctx<T> {
 
     /// Sends a ping with sequence number `seq` (from the main loop's timer).
     fn send_ping(&self, seq: u32) {
-        let mut s = T::new_sample(self.cfg.baggage);
-        s.set_seq(seq);
-        Self::write_flush(&self.ping_writer, &s, now_ns() | 1);
+        let mut t = T::template(self.cfg.baggage);
+        let w = &self.ping_writer;
+        Self::flush_ok(w, T::write_new(w, &mut t, seq, 0, now_ns() | 1));
     }
 }
 
@@ -432,11 +444,11 @@ enum ReaderRole {
     Pong,
 }
 
-fn process<T: PerfSample>(
+fn process<T: PerfIo>(
     ctx: &Ctx<T>,
     role: ReaderRole,
     reader: &DataReader<T>,
-    buf: &mut Vec<Sample<T>>,
+    buf: &mut Vec<Sample<T::Item>>,
 ) -> usize {
     match role {
         ReaderRole::Data => ctx.process_data(reader, buf),
@@ -448,14 +460,14 @@ fn process<T: PerfSample>(
 /// Reader listener: handles data when `handle_data` (listener trigger mode; for the data
 /// reader only once `Ctx::data_on` is set) and always tells the discovery thread about
 /// matches.
-struct ReaderListener<T: PerfSample> {
+struct ReaderListener<T: PerfIo> {
     ctx: Arc<Ctx<T>>,
     role: ReaderRole,
     handle_data: bool,
-    buf: Mutex<Vec<Sample<T>>>,
+    buf: Mutex<Vec<Sample<T::Item>>>,
 }
 
-impl<T: PerfSample> DataReaderListener<T> for ReaderListener<T> {
+impl<T: PerfIo> DataReaderListener<T> for ReaderListener<T> {
     fn on_data_available(&self, reader: &DataReader<T>) {
         if !self.handle_data
             || (self.role == ReaderRole::Data && !self.ctx.data_on.load(Ordering::Acquire))
@@ -476,14 +488,14 @@ struct WriterListener {
     matched: Sender<()>,
 }
 
-impl<T: PerfSample> DataWriterListener<T> for WriterListener {
+impl<T: PerfIo> DataWriterListener<T> for WriterListener {
     fn on_publication_matched(&self, _writer: &DataWriter<T>, _s: PublicationMatchedStatus) {
         let _ = self.matched.try_send(());
     }
 }
 
 /// A thread servicing `reader` after waitset triggers (or by polling every 1 ms).
-fn spawn_reader_thread<T: PerfSample>(
+fn spawn_reader_thread<T: PerfIo>(
     name: &str,
     ctx: Arc<Ctx<T>>,
     role: ReaderRole,
@@ -518,7 +530,7 @@ fn spawn_reader_thread<T: PerfSample>(
 }
 
 /// Our local endpoints whose matches the discovery thread attributes to peers.
-struct MatchSources<T: PerfSample> {
+struct MatchSources<T: PerfIo> {
     data_writer: DataWriter<T>,
     data_reader: Option<DataReader<T>>,
     ping_reader: DataReader<T>,
@@ -527,7 +539,7 @@ struct MatchSources<T: PerfSample> {
 
 /// Everything the discovery thread needs that depends on the sample type: creating and
 /// removing pong writers, and listing the matches of our endpoints.
-struct DiscoveryTyped<T: PerfSample> {
+struct DiscoveryTyped<T: PerfIo> {
     ctx: Arc<Ctx<T>>,
     participant: DomainParticipant,
     pong_topic: Topic<T>,
@@ -548,7 +560,7 @@ trait DiscoveryOps: Send {
     fn current_matches(&self) -> Vec<(Guid, MatchMask)>;
 }
 
-impl<T: PerfSample> DiscoveryOps for DiscoveryTyped<T> {
+impl<T: PerfIo> DiscoveryOps for DiscoveryTyped<T> {
     fn shared(&self) -> &Shared {
         &self.ctx
     }
@@ -854,7 +866,7 @@ impl Shared {
     }
 }
 
-fn run_typed<T: PerfSample>(cfg: &PerfConfig, base: Base) -> i32 {
+fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
     let (pid, sigset, own_guid) = (base.pid, base.sigset, base.own_guid);
     let (hostname, participant) = (&base.hostname, &base.participant);
     let (publisher, subscriber) = (&base.publisher, &base.subscriber);
@@ -871,21 +883,21 @@ fn run_typed<T: PerfSample>(cfg: &PerfConfig, base: Base) -> i32 {
     let data_topic = tryd!(
         "dds_create_topic(data)",
         participant.create_topic::<T>(
-            &topic_name(TopicRole::Data, cfg.reliable, cfg.topic),
+            &T::topic_name(TopicRole::Data, cfg.reliable, cfg.topic),
             tqos.clone()
         )
     );
     let ping_topic = tryd!(
         "dds_create_topic(ping)",
         participant.create_topic::<T>(
-            &topic_name(TopicRole::Ping, cfg.reliable, cfg.topic),
+            &T::topic_name(TopicRole::Ping, cfg.reliable, cfg.topic),
             tqos.clone()
         )
     );
     let pong_topic = tryd!(
         "dds_create_topic(pong)",
         participant.create_topic::<T>(
-            &topic_name(TopicRole::Pong, cfg.reliable, cfg.topic),
+            &T::topic_name(TopicRole::Pong, cfg.reliable, cfg.topic),
             tqos.clone()
         )
     );
@@ -1110,7 +1122,7 @@ const WRITER_LINGER: Duration = Duration::from_secs(1);
 
 /// The writer linger: a reliable publisher waits up to [`WRITER_LINGER`] for acknowledgments
 /// before its writer is deleted; with `-X` the retransmit counter is reported once more after.
-fn linger<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>, tref: i64) {
+fn linger<T: PerfIo>(ctx: &Ctx<T>, w: &DataWriter<T>, tref: i64) {
     let cfg = &ctx.cfg;
     if !cfg.publishes() || !cfg.reliable {
         return;
@@ -1133,7 +1145,7 @@ fn linger<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>, tref: i64) {
 
 /// Starts the data-path threads (publisher, subscriber/ping/pong service threads) or
 /// switches on the data listener.
-fn start_threads<T: PerfSample>(
+fn start_threads<T: PerfIo>(
     ctx: &Arc<Ctx<T>>,
     data_reader: &Option<DataReader<T>>,
     data_writer: &DataWriter<T>,
@@ -1188,15 +1200,12 @@ fn start_threads<T: PerfSample>(
 }
 
 /// The publishing loop (§7): registers the instances, then writes as fast as allowed.
-fn publish<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>) {
+fn publish<T: PerfIo>(ctx: &Ctx<T>, w: &DataWriter<T>) {
     let cfg = &ctx.cfg;
     let n = cfg.nkeyvals.max(1);
-    let mut sample = T::new_sample(cfg.baggage);
-    for k in 0..n {
-        sample.set_keyval(k);
-        let _ = w.register_instance(&sample);
-    }
-    sample.set_keyval(0);
+    let mut sample = T::template(cfg.baggage);
+    T::register(w, &mut sample, n);
+    let (mut seq, mut keyval) = (0u32, 0u32);
     let rate = match cfg.pub_rate {
         PubRate::Hz(r) => Some(r),
         PubRate::Unlimited | PubRate::Off => None,
@@ -1207,7 +1216,7 @@ fn publish<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>) {
     let mut rng = Rng::new();
     while !ctx.stopping() {
         let flag = cfg.ping_fraction != 0 && rng.next_u32() <= cfg.ping_fraction;
-        match w.write_with_timestamp(&sample, data_timestamp(t, flag)) {
+        match T::write_new(w, &mut sample, seq, keyval, data_timestamp(t, flag)) {
             Ok(()) => {}
             Err(tessera::Error::Timeout) => {
                 ctx.emit(&ReportLine::WriteError {
@@ -1238,9 +1247,9 @@ fn publish<T: PerfSample>(ctx: &Ctx<T>, w: &DataWriter<T>) {
         };
         lock(&ctx.pubhist).record(dt.max(0) as u64);
         dec.after_write(dt);
-        sample.set_seq(sample.seq().wrapping_add(1));
+        seq = seq.wrapping_add(1);
         if n > 1 {
-            sample.set_keyval((sample.keyval() + 1) % n);
+            keyval = (keyval + 1) % n;
         }
         if pacer.after_write() {
             let mut slept = false;

@@ -375,7 +375,8 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
     let run_id = hosts::new_run_id();
     let dir = o.out.join(format!("seed-{seed}-{run_id}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let topo = Topology::lan(&run_id, o.members, &LinkShaping::default())?;
+    // Its own name prefix: the bench's cleanup of stale `tb-*` hosts never takes a run's.
+    let topo = Topology::lan_with(hosts::JEPSEN, &run_id, o.members, &LinkShaping::default())?;
     let member_bin = std::env::current_exe()?.with_file_name("tessera-jepsen-member");
     if !member_bin.exists() {
         bail!(

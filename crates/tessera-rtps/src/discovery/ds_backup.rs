@@ -227,27 +227,33 @@ impl DiscoveryServerEngine {
             );
             restored += 1;
             for (g, origin, topic, payload) in s.endpoints {
-                let valid = if g.entity_id.is_writer() {
+                let partitions = if g.entity_id.is_writer() {
                     DiscoveredWriterData::decode(payload)
-                        .is_ok_and(|w| w.guid == g && w.topic_name == topic)
+                        .ok()
+                        .filter(|w| w.guid == g && w.topic_name == topic)
+                        .map(|w| w.qos.partition.0)
                 } else {
                     DiscoveredReaderData::decode(payload)
-                        .is_ok_and(|r| r.guid == g && r.topic_name == topic)
+                        .ok()
+                        .filter(|r| r.guid == g && r.topic_name == topic)
+                        .map(|r| r.qos.partition.0)
                 };
-                if g.prefix != p || !valid {
+                let Some(partitions) = partitions.filter(|_| g.prefix == p) else {
                     self.counters.undecodable += 1;
                     continue;
-                }
+                };
                 if let Some(c) = self.clients.get_mut(&p) {
+                    let indexed = partitions.clone();
                     c.endpoints.insert(
                         g,
                         Endpoint {
                             topic: topic.to_string(),
+                            partitions,
                             payload: Arc::new(payload.to_vec()),
                             origin,
                         },
                     );
-                    self.index_add(g, topic);
+                    self.index_add(g, topic, &indexed);
                 }
             }
         }

@@ -116,6 +116,9 @@ pub enum DsServerEvent {
 
 struct Endpoint {
     topic: String,
+    /// Its (publisher's or subscriber's) partitions: clients are told only of endpoints that
+    /// can match one of theirs, topic and partition.
+    partitions: Vec<String>,
     payload: Arc<Vec<u8>>,
     origin: (Guid, SequenceNumber),
 }
@@ -430,7 +433,7 @@ impl DiscoveryServerEngine {
             // Known through a link, now talking to us itself: it becomes our client.
             if let Some(old) = self.clients.remove(&src) {
                 for (g, e) in &old.endpoints {
-                    self.index_remove(*g, &e.topic);
+                    self.index_remove(*g, &e.topic, &e.partitions);
                 }
             }
         }
@@ -628,11 +631,13 @@ impl DiscoveryServerEngine {
             return;
         }
         let decoded = if publication {
-            DiscoveredWriterData::decode(&s.payload).map(|w| (w.guid, w.topic_name))
+            DiscoveredWriterData::decode(&s.payload)
+                .map(|w| (w.guid, w.topic_name, w.qos.partition.0))
         } else {
-            DiscoveredReaderData::decode(&s.payload).map(|r| (r.guid, r.topic_name))
+            DiscoveredReaderData::decode(&s.payload)
+                .map(|r| (r.guid, r.topic_name, r.qos.partition.0))
         };
-        let (guid, topic) = match decoded {
+        let (guid, topic, partitions) = match decoded {
             Ok(x) => x,
             Err(_) => {
                 self.counters.undecodable += 1;
@@ -660,19 +665,17 @@ impl DiscoveryServerEngine {
             guid,
             Endpoint {
                 topic: topic.clone(),
+                partitions: partitions.clone(),
                 payload: payload.clone(),
                 origin: (s.writer, s.seq),
             },
         );
         let moved = old.as_ref().is_some_and(|o| o.topic != topic);
-        if let Some(old) = old.as_ref().filter(|_| moved) {
-            self.index_remove(guid, &old.topic);
+        if let Some(old) = old.as_ref() {
+            self.index_remove(guid, &old.topic, &old.partitions);
         }
+        self.index_add(guid, &topic, &partitions);
         self.generation += 1;
-        if old.is_none() || moved {
-            let first = self.index_add(guid, &topic);
-            self.endpoint_arrived(guid, &topic, first, now);
-        }
         // An update goes again to those told of the old version.
         if old.is_some() {
             let ts = Some(self.wall(now));
@@ -695,6 +698,10 @@ impl DiscoveryServerEngine {
                 }
             }
         }
+        if old.is_none() || moved || old.as_ref().is_some_and(|o| o.partitions != partitions) {
+            // New, or now matching others: tell whoever it may match that was not told.
+            self.endpoint_arrived(guid, &topic, now);
+        }
     }
 
     /// An endpoint is gone: DATA(Uw/Ur) to every client told of it.
@@ -707,7 +714,7 @@ impl DiscoveryServerEngine {
             return;
         };
         self.generation += 1;
-        self.index_remove(g, &e.topic);
+        self.index_remove(g, &e.topic, &e.partitions);
         let ts = Some(self.wall(now));
         let mut key_payload = Vec::new();
         super::encode_dispose_key_payload(BuiltinTopicKind::Endpoint, g, &mut key_payload);
@@ -746,7 +753,7 @@ impl DiscoveryServerEngine {
         };
         self.generation += 1;
         for (g, e) in &c.endpoints {
-            self.index_remove(*g, &e.topic);
+            self.index_remove(*g, &e.topic, &e.partitions);
         }
         let g = |e| Guid::new(p, e);
         self.pdp_reader.remove_writer(g(EntityId::SPDP_WRITER));

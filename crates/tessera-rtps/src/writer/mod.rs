@@ -709,6 +709,15 @@ impl WriterCore {
         }
     }
 
+    /// Asks reliable readers for an acknowledgment at least every `samples` new samples (never
+    /// less often than the history's own rhythm): for a writer whose samples hold a resource
+    /// that only acknowledgments release, such as a zero-copy loan's chunk under KEEP_LAST.
+    pub fn ack_at_least_every(&mut self, samples: usize) {
+        let n = samples.clamp(1, i64::MAX as usize) as i64;
+        self.sh.base_ack_every = self.sh.base_ack_every.min(n);
+        self.sh.ack_every = self.sh.ack_every.min(n);
+    }
+
     /// How many samples some reliable reader has not acknowledged yet.
     pub fn unacked_samples(&self) -> u64 {
         let floor = self.reliable_floor();

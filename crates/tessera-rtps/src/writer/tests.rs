@@ -527,3 +527,48 @@ fn filtered_entries_stay_bounded_under_keep_last() {
         w.sh.filtered_out.len()
     );
 }
+
+/// The final flags of the heartbeats piggybacked on 16 writes of a KEEP_LAST(2) writer, one
+/// drained after each write.
+fn piggybacked_final_flags(w: &mut WriterCore, now: Instant) -> Vec<bool> {
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    drain(w, now);
+    sync(w, 1, now);
+    drain(w, now);
+    (0..16)
+        .map(|_| {
+            w.write(pl(8), None, 0, false, None, now).unwrap();
+            let flags: Vec<bool> = drain(w, now)
+                .iter()
+                .flat_map(|t| t.submessages.iter())
+                .filter_map(|s| match s {
+                    OutSubmessage::Heartbeat(h) => Some(h.final_flag),
+                    _ => None,
+                })
+                .collect();
+            assert_eq!(flags.len(), 1, "one piggybacked heartbeat per write");
+            flags[0]
+        })
+        .collect()
+}
+
+#[test]
+fn ack_at_least_every_asks_for_acknowledgments_that_often() {
+    let now = t0();
+    let keep_last = |c: &mut WriterConfig| c.history = HistoryKind::KeepLast(2);
+    // KEEP_LAST asks every 128 samples: none of 16 piggybacked heartbeats asks.
+    let mut w = writer(keep_last);
+    assert!(piggybacked_final_flags(&mut w, now).iter().all(|f| *f));
+    // Asked to, it asks every 4th sample.
+    let mut w = writer(keep_last);
+    w.ack_at_least_every(4);
+    let asks = piggybacked_final_flags(&mut w, now)
+        .iter()
+        .filter(|f| !**f)
+        .count();
+    assert_eq!(asks, 4);
+    // Never less often than the history's own rhythm.
+    let mut w = writer(|c| c.max_samples = 16);
+    w.ack_at_least_every(64);
+    assert_eq!(w.sh.ack_every, 2);
+}

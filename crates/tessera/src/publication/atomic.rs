@@ -1,8 +1,17 @@
 //! ATOMIC writers (Consistency QoS): `write` proposes the serialized sample to the topic's
-//! consensus group and returns once it is committed; nothing goes through the writer's RTPS
-//! history (the group's log is the history; readers get entries from their own member).
+//! consensus group and returns once it is committed. ATOMIC readers get entries from their own
+//! member (the group's log is their history), never over RTPS.
+//!
+//! EVENTUAL readers of the topic (no consensus address in their SEDP data) are not members:
+//! after the commit the writer sends the sample to them through its RTPS history, as an
+//! EVENTUAL writer would, so they receive committed samples only, each writer's in its commit
+//! order (one write at a time per writer from proposal to history). A write that ended
+//! indeterminate is not sent, even if it commits later: they may miss such a sample, never get
+//! an uncommitted one. Samples of different writers are ordered per writer only (as EVENTUAL
+//! promises); the total order is for members.
 
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -21,9 +30,45 @@ pub(crate) struct AtomicWriter {
     /// commit of it can never be delivered after a newer sample (apply drops it).
     next_sn: AtomicI64,
     timeout: Duration,
+    /// The matched EVENTUAL readers (remote and local), served over RTPS after each commit.
+    eventual: parking_lot::Mutex<BTreeSet<Guid>>,
+    /// `eventual`'s length: one load per write.
+    eventual_count: AtomicUsize,
+    /// Held from proposal to history, so that EVENTUAL readers get this writer's samples in
+    /// commit order even when several threads write.
+    order: parking_lot::Mutex<()>,
 }
 
 impl AtomicWriter {
+    /// A reader matched: true when it is EVENTUAL (served over RTPS); an ATOMIC one (with a
+    /// consensus address) gets the log from its own member and nothing over RTPS.
+    pub(crate) fn reader_matched(&self, reader: Guid, consensus: bool) -> bool {
+        if consensus {
+            return false;
+        }
+        let mut e = self.eventual.lock();
+        e.insert(reader);
+        self.eventual_count.store(e.len(), Ordering::Relaxed);
+        true
+    }
+
+    /// A reader unmatched.
+    pub(crate) fn reader_unmatched(&self, reader: Guid) {
+        let mut e = self.eventual.lock();
+        e.remove(&reader);
+        self.eventual_count.store(e.len(), Ordering::Relaxed);
+    }
+
+    /// Whether a committed sample must also go through the writer's RTPS history.
+    pub(crate) fn has_eventual_readers(&self) -> bool {
+        self.eventual_count.load(Ordering::Relaxed) > 0
+    }
+
+    /// Serializes this writer's writes while EVENTUAL readers are matched (see the module).
+    pub(crate) fn order(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+        self.has_eventual_readers().then(|| self.order.lock())
+    }
+
     /// Proposes one sample (or dispose/unregister) and waits for its commit.
     pub(crate) fn submit(
         &self,
@@ -74,5 +119,8 @@ pub(crate) fn setup(
         group,
         next_sn: AtomicI64::new(1),
         timeout: side.reliability.max_blocking_time.max(ATOMIC_WRITE_TIMEOUT),
+        eventual: parking_lot::Mutex::new(BTreeSet::new()),
+        eventual_count: AtomicUsize::new(0),
+        order: parking_lot::Mutex::new(()),
     }))
 }

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use parking_lot::Mutex;
 use tessera_rtps::cdr::{Plain, TopicType};
 use tessera_rtps::fasthash::FastHashMap;
-use tessera_rtps::types::{locator_kind, Guid, Locators};
+use tessera_rtps::types::{locator_kind, Guid, Locators, SequenceNumber};
 
 use super::{now_nanos, DataWriter, WriterEndpoint};
 use crate::error::{Error, Result};
@@ -91,21 +91,46 @@ struct WriterPool {
 
 struct PoolState {
     alloc: ChunkAlloc,
-    /// Published chunks and the reference buffers the history shares: a chunk goes back to
-    /// the allocator once only this list holds its buffer.
-    kept: Vec<(Arc<Vec<u8>>, u32)>,
+    /// Published chunks, see [`Kept`].
+    kept: Vec<Kept>,
     dead_check: Instant,
 }
 
+/// A published chunk: the reference buffer the history shares, and the sample's sequence
+/// number once `submit` gave it.
+struct Kept {
+    payload: Arc<Vec<u8>>,
+    chunk: u32,
+    seq: Option<SequenceNumber>,
+}
+
 impl PoolState {
-    fn reclaim(&mut self, own: &OwnPool) {
+    /// Gives back the chunks nothing needs any more: the history let the sample go (KEEP_LAST
+    /// replaced it, or it was acknowledged) and every matched reliable reader acknowledged it.
+    ///
+    /// The second condition closes a race: KEEP_LAST drops a sample from the history as soon
+    /// as a newer one replaces it, while its reference may still be on its way to a reader
+    /// that has not taken hold of the chunk yet. Reused then, the reference would arrive stale.
+    /// A reliable reader takes hold when the reference arrives, before it acknowledges it, so
+    /// an acknowledged chunk is either held (and the allocator skips it) or never referenced
+    /// again. Best-effort readers acknowledge nothing: they may still see a stale reference,
+    /// which they count as undecodable.
+    fn reclaim(&mut self, own: &OwnPool, ep: &WriterEndpoint) {
         let alloc = &mut self.alloc;
-        self.kept.retain(|(buf, chunk)| {
-            let shared = Arc::strong_count(buf) > 1;
-            if !shared {
-                alloc.release(own.pool(), *chunk);
+        // The writer's core is locked once, and only when some chunk is otherwise free.
+        let mut core = None;
+        self.kept.retain(|k| {
+            if Arc::strong_count(&k.payload) > 1 {
+                return true;
             }
-            shared
+            if let Some(seq) = k.seq {
+                let core = core.get_or_insert_with(|| ep.core.lock());
+                if !core.is_acked_by_all(seq) {
+                    return true;
+                }
+            }
+            alloc.release(own.pool(), k.chunk);
+            false
         });
     }
 }
@@ -141,6 +166,11 @@ impl WriterEndpoint {
             geo,
             T::LAYOUT,
         )?;
+        // A chunk comes back only once reliable readers acknowledged its sample (see
+        // `PoolState::reclaim`): ask for acknowledgments well before the pool runs dry.
+        self.core
+            .lock()
+            .ack_at_least_every((chunks / 4).max(1) as usize);
         let pool = Arc::new(WriterPool {
             own,
             state: Mutex::new(PoolState {
@@ -231,7 +261,7 @@ impl<T: Plain + TopicType> DataWriter<T> {
         loop {
             {
                 let mut st = pool.state.lock();
-                st.reclaim(&pool.own);
+                st.reclaim(&pool.own, &self.ep);
                 if let Some(chunk) = st.alloc.loan(pool.own.pool()) {
                     return Ok(Loan {
                         pool: pool.clone(),
@@ -259,23 +289,44 @@ impl<T: Plain + TopicType> DataWriter<T> {
     /// Publishes a loaned sample: readers reached through shared memory get a reference to
     /// the slot (no copy); others, or all when some reader is not reached that way or `T` is
     /// keyed, get the value serialized from the slot (see the module docs).
-    pub fn write_loan(&self, mut loan: Loan<T>) -> Result<()> {
+    pub fn write_loan(&self, loan: Loan<T>) -> Result<()> {
+        self.write_loan_with_timestamp(loan, now_nanos())
+    }
+
+    /// [`Self::write_loan`] with an explicit source timestamp (ns since the Unix epoch), as
+    /// [`DataWriter::write_with_timestamp`].
+    pub fn write_loan_with_timestamp(&self, mut loan: Loan<T>, source_ns: i64) -> Result<()> {
         if T::KEYED || !self.ep.loans.all_shm() || self.ep.filters.dropping(&*loan).is_some() {
-            return self.write(&loan);
+            return self.write_with_timestamp(&loan, source_ns);
         }
         let pool = loan.pool.clone();
         let payload = {
             let mut st = pool.state.lock();
             let r = st.alloc.publish(pool.own.pool(), loan.chunk);
             let payload = Arc::new(crate::loan::loan_payload(&r));
-            st.kept.push((payload.clone(), loan.chunk));
+            st.kept.push(Kept {
+                payload: payload.clone(),
+                chunk: loan.chunk,
+                seq: None,
+            });
             payload
         };
         loan.written = true;
         self.ep.track_keyless();
         // On failure the history did not take the payload: the chunk is reclaimed by the
-        // next loan.
-        self.ep.submit(payload, None, 0, false, now_nanos())
+        // next loan. On success its sequence number is recorded while `payload` still keeps
+        // the chunk from being reclaimed.
+        let seq = self
+            .ep
+            .submit_with(payload.clone(), None, 0, false, source_ns, None, None)?;
+        if seq.is_some() {
+            let mut st = pool.state.lock();
+            if let Some(k) = st.kept.iter_mut().rev().find(|k| k.chunk == loan.chunk) {
+                k.seq = seq;
+            }
+        }
+        drop(payload);
+        Ok(())
     }
 
     /// Chunks of this writer's loan pool in use (kept by the history, lent, or held by
@@ -283,7 +334,7 @@ impl<T: Plain + TopicType> DataWriter<T> {
     pub fn loans_in_use(&self) -> usize {
         self.ep.loans.pool.get().map_or(0, |p| {
             let mut st = p.state.lock();
-            st.reclaim(&p.own);
+            st.reclaim(&p.own, &self.ep);
             st.alloc.in_use()
         })
     }

@@ -113,15 +113,17 @@ impl UntypedDataWriter {
             return Err(Error::BadParameter(format!("status info {status_info:#x}")));
         }
         let key = self.support.is_keyed().then_some(key_hash);
-        self.ep.submit_with(
-            Arc::new(payload.to_vec()),
-            key,
-            status_info,
-            status_info != 0,
-            source_ns,
-            None,
-            Some(original),
-        )
+        self.ep
+            .submit_with(
+                Arc::new(payload.to_vec()),
+                key,
+                status_info,
+                status_info != 0,
+                source_ns,
+                None,
+                Some(original),
+            )
+            .map(drop)
     }
 
     /// Registers the instance of a serialized sample and returns its handle (no data sent).

@@ -654,7 +654,10 @@ impl OwnPool {
             Pool::init(region, geo, owner, id, layout).map_err(io::Error::other)
         };
         match setup() {
-            Ok(pool) => Ok(OwnPool { pool, path }),
+            Ok(pool) => {
+                exit_unlink::remember(&path);
+                Ok(OwnPool { pool, path })
+            }
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
                 Err(e)
@@ -677,6 +680,48 @@ impl Drop for OwnPool {
     fn drop(&mut self) {
         self.pool.close();
         let _ = std::fs::remove_file(&self.path);
+        exit_unlink::forget(&self.path);
+    }
+}
+
+/// The files of this process's own pools, unlinked when the process exits even if a writer
+/// was never dropped: a `DataWriter` kept alive by a thread still running when `main`
+/// returns (a listener in progress, a leaked handle) would otherwise leave its pool in
+/// `/dev/shm` after a clean exit. Readers that map a pool keep their mapping; processes killed
+/// before they exit are reclaimed by the next participant as before.
+mod exit_unlink {
+    use std::path::{Path, PathBuf};
+    use std::sync::{Mutex, Once, PoisonError};
+
+    static PATHS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+    pub(super) fn remember(path: &Path) {
+        static AT_EXIT: Once = Once::new();
+        AT_EXIT.call_once(|| {
+            // SAFETY: `unlink_all` is an `extern "C"` function without arguments that never
+            // unwinds, as `atexit` requires.
+            unsafe { libc::atexit(unlink_all) };
+        });
+        PATHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path.to_path_buf());
+    }
+
+    pub(super) fn forget(path: &Path) {
+        PATHS
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .retain(|p| p != path);
+    }
+
+    extern "C" fn unlink_all() {
+        // `try_lock`: a thread that held the lock when `exit` was called never lets it go.
+        if let Ok(paths) = PATHS.try_lock() {
+            for p in paths.iter() {
+                let _ = std::fs::remove_file(p);
+            }
+        }
     }
 }
 
