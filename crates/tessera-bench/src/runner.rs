@@ -1139,12 +1139,15 @@ impl Ctx<'_> {
             self.spawn_readers(topo, exp, p, seq, "sub", subs, &sub_args, multicast)?;
         // A Tessera publisher never counts a RustDDS reader as a ddsperf peer (no USER_DATA):
         // it publishes at once, and the subscriber measures from its first sample anyway.
-        let minmatch =
-            if p.pair.writer.is_tessera() && super::rustpeers::writer_cannot_count(p.pair.reader) {
-                0
-            } else {
-                subs
-            };
+        // Through a node the publisher sees the node, not the subscribers' participants: the
+        // same.
+        let minmatch = if federated
+            || (p.pair.writer.is_tessera() && super::rustpeers::writer_cannot_count(p.pair.reader))
+        {
+            0
+        } else {
+            subs
+        };
         let mut args = common.clone();
         args.extend(strings(&[
             "-D",
