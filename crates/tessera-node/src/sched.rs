@@ -1,8 +1,9 @@
 //! The network scheduler: which outgoing flow (one per topic routed to the network) sends next.
 //!
 //! [`Plan`] is the policy, sans-IO (sizes and `now` in, the flow to serve out), so it is tested
-//! on a virtual clock; [`Scheduler`] is its thread, which writes the chosen samples to the
-//! network writers.
+//! on a virtual clock; [`Scheduler`] applies it, writing the chosen samples to the network
+//! writers: on the queueing route's thread when there is nothing to order ([`Plan::serve_inline`]),
+//! else on its own thread, which also does the timed work.
 //!
 //! Sending: the network writers batch; a flow's batch goes out when its queue empties, held
 //! for up to [`BATCH_WINDOW`] while the flow is busy ([`Coalescer`]), so the samples of many
