@@ -43,12 +43,17 @@ use std::time::{Duration, Instant};
 use tessera::qos::TopicQos;
 use tessera::{DomainParticipant, TopicType};
 
-/// ddsperf's `KeyedSeq`, so the same binary also talks to `ddsperf` (see perf.rs).
+/// ddsperf's `KeyedSeq`, so the same binary also talks to `ddsperf` (see perf.rs). Its key is
+/// must-understand, as in ddsperf's IDL compiled by Cyclone: without it the XTypes type
+/// identifiers differ, and Cyclone 0.10.2 matches only after resolving our type over
+/// TypeLookup — which under load sometimes did not happen within a test's run (ddsperf then
+/// received nothing from a writer it had discovered: "unresolved wr type KeyedSeq").
 #[derive(TopicType, Debug, Clone)]
 #[topic(type_name = "KeyedSeq")]
 pub(crate) struct KeyedSeq {
     pub(crate) seq: u32,
     #[key]
+    #[must_understand]
     pub(crate) keyval: u32,
     pub(crate) baggage: Vec<u8>,
 }
