@@ -12,18 +12,12 @@ PEER="${PEER:-$REPO_ROOT/target/release/examples/peer}"
 [[ -x "$PEER" ]] || fail "test peer not built (cargo build --release -p tessera --examples)"
 [[ -x "$TESSERA_BIN" ]] || fail "$TESSERA_BIN missing (cargo build --release -p tessera-cli)"
 
-run_pair() { # $1: label; servers must be running
-    ROS_DISCOVERY_SERVER="127.0.0.1:11811" start_bg "sub$1" "$PEER" sub --topic DsLinked --count 200 --timeout "$2"
-    sleep 0.2
-    ROS_DISCOVERY_SERVER=";127.0.0.1:11812" start_bg "pub$1" "$PEER" pub --topic DsLinked --count 200 --linger 3 --timeout "$2"
-}
-
 # Control: two servers, no link.
 start_bg s0 "$TESSERA_BIN" discovery-server -i 0 -l 127.0.0.1 -p 11811
 start_bg s1 "$TESSERA_BIN" discovery-server -i 1 -l 127.0.0.1 -p 11812
 ds_wait_running s0
 ds_wait_running s1
-run_pair _apart 5
+ds_linked_pair _apart 5 DsLinked
 rc=0
 wait_pid sub_apart 15 || rc=$?
 [[ $rc -ne 0 ]] || fail "clients of unlinked servers exchanged data"
@@ -36,15 +30,8 @@ start_bg l0 "$TESSERA_BIN" discovery-server -i 0 -l 127.0.0.1 -p 11811 --link ";
 start_bg l1 "$TESSERA_BIN" discovery-server -i 1 -l 127.0.0.1 -p 11812
 ds_wait_running l0
 ds_wait_running l1
-run_pair _linked 20
-rc=0
-wait_pid sub_linked 30 || rc=$?
-[[ $rc -eq 0 ]] || fail "subscriber (server 0) exited $rc"
-rc=0
-wait_pid pub_linked 30 || rc=$?
-[[ $rc -eq 0 ]] || fail "publisher (server 1) exited $rc"
-grep -q "^sub: received 200 of 200 " "$WORK/sub_linked.log" || fail "subscriber did not get every sample"
-log "through the link: $(grep '^sub:' "$WORK/sub_linked.log" | cut -c1-70)"
+ds_linked_pair _linked 20 DsLinked
+ds_expect_linked _linked
 stop_bg l0
 stop_bg l1
 log "ok"

@@ -16,31 +16,12 @@ PEER="${PEER:-$REPO_ROOT/target/release/examples/peer}"
 [[ -x "$TESSERA_BIN" ]] || fail "$TESSERA_BIN missing (cargo build --release -p tessera-cli)"
 command -v fast-discovery-server >/dev/null || fail "fast-discovery-server not found (scripts/install-deps installs fastdds-tools)"
 
-# run_pair LABEL TIMEOUT: the two clients; prints nothing, leaves sub$LABEL/pub$LABEL running.
-run_pair() {
-    ROS_DISCOVERY_SERVER="127.0.0.1:11811" start_bg "sub$1" "$PEER" sub --topic DsFdLinked --count 200 --timeout "$2"
-    sleep 0.2
-    ROS_DISCOVERY_SERVER=";127.0.0.1:11812" start_bg "pub$1" "$PEER" pub --topic DsFdLinked --count 200 --linger 3 --timeout "$2"
-}
-
-# expect_pair LABEL: both clients end well and every sample arrived.
-expect_pair() {
-    local rc=0
-    wait_pid "sub$1" 30 || rc=$?
-    [[ $rc -eq 0 ]] || fail "$1: subscriber (server 0) exited $rc"
-    rc=0
-    wait_pid "pub$1" 30 || rc=$?
-    [[ $rc -eq 0 ]] || fail "$1: publisher (server 1) exited $rc"
-    grep -q "^sub: received 200 of 200 " "$WORK/sub$1.log" || fail "$1: subscriber did not get every sample"
-    log "$1: $(grep '^sub:' "$WORK/sub$1.log" | cut -c1-70)"
-}
-
 # (a) Control.
 start_bg s0 "$TESSERA_BIN" discovery-server -i 0 -l 127.0.0.1 -p 11811
 start_bg s1 fast-discovery-server -i 1 -l 127.0.0.1 -p 11812
 ds_wait_running s0
 ds_wait_running s1
-run_pair _apart 5
+ds_linked_pair _apart 5 DsFdLinked
 rc=0
 wait_pid sub_apart 15 || rc=$?
 [[ $rc -ne 0 ]] || fail "clients of unlinked servers exchanged data"
@@ -53,8 +34,8 @@ start_bg t0 "$TESSERA_BIN" discovery-server -i 0 -l 127.0.0.1 -p 11811 --link ";
 start_bg f1 fast-discovery-server -i 1 -l 127.0.0.1 -p 11812
 ds_wait_running t0
 ds_wait_running f1
-run_pair _tessera_links 20
-expect_pair _tessera_links
+ds_linked_pair _tessera_links 20 DsFdLinked
+ds_expect_linked _tessera_links
 stop_bg t0
 stop_bg f1
 
@@ -63,8 +44,8 @@ start_bg t0b "$TESSERA_BIN" discovery-server -i 0 -l 127.0.0.1 -p 11811
 ROS_DISCOVERY_SERVER="127.0.0.1:11811" start_bg f1b fast-discovery-server -i 1 -l 127.0.0.1 -p 11812
 ds_wait_running t0b
 ds_wait_running f1b
-run_pair _fastdds_links 20
-expect_pair _fastdds_links
+ds_linked_pair _fastdds_links 20 DsFdLinked
+ds_expect_linked _fastdds_links
 stop_bg t0b
 stop_bg f1b
 log "ok"

@@ -1191,20 +1191,16 @@ impl Ctx<'_> {
         let monitor = CpuMonitor::start(pids);
         let deadline = Instant::now() + secs(sub_s as f64 + 40.0);
         // Several applications or a node: count the datagrams that cross the LAN meanwhile.
-        let link = (apps > 1 || federated).then(|| federated::LinkWatch::start(topo));
-        let link = match link {
-            Some(mut w) => {
-                w.follow(topo, &mut subscribers, deadline);
-                Some(w)
-            }
+        let mut link = (apps > 1 || federated).then(|| federated::LinkWatch::start(topo));
+        match link.as_mut() {
+            Some(w) => w.follow(topo, &mut subscribers, deadline),
             None => {
                 for s in &mut subscribers {
                     let left = deadline.saturating_duration_since(Instant::now());
                     s.proc.wait_timeout(left);
                 }
-                None
             }
-        };
+        }
         let cpu = monitor.finish();
         for w in &mut publishers {
             w.stop();

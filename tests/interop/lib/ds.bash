@@ -90,3 +90,24 @@ ds_mixed_clients() {
     [[ $rc -eq 0 ]] || fail "Fast DDS publisher exited $rc"
     log "fast dds -> tessera: $(grep '^sub:' "$WORK/mtsub.log" | cut -c1-70)"
 }
+
+# ds_linked_pair LABEL TIMEOUT TOPIC: a subscriber that knows only server 0 (127.0.0.1:11811)
+# and a publisher that knows only server 1 (127.0.0.1:11812), 200 reliable samples on TOPIC;
+# started as sub$LABEL and pub$LABEL. Server links are what lets them meet.
+ds_linked_pair() {
+    ROS_DISCOVERY_SERVER="127.0.0.1:11811" start_bg "sub$1" "$PEER" sub --topic "$3" --count 200 --timeout "$2"
+    sleep 0.2
+    ROS_DISCOVERY_SERVER=";127.0.0.1:11812" start_bg "pub$1" "$PEER" pub --topic "$3" --count 200 --linger 3 --timeout "$2"
+}
+
+# ds_expect_linked LABEL: both clients of ds_linked_pair end well and every sample arrived.
+ds_expect_linked() {
+    local rc=0
+    wait_pid "sub$1" 30 || rc=$?
+    [[ $rc -eq 0 ]] || fail "$1: subscriber (server 0) exited $rc"
+    rc=0
+    wait_pid "pub$1" 30 || rc=$?
+    [[ $rc -eq 0 ]] || fail "$1: publisher (server 1) exited $rc"
+    grep -q "^sub: received 200 of 200 " "$WORK/sub$1.log" || fail "$1: subscriber did not get every sample"
+    log "$1: $(grep '^sub:' "$WORK/sub$1.log" | cut -c1-70)"
+}
