@@ -53,6 +53,11 @@ pub enum Implementation {
     Tessera,
     /// Cyclone DDS through Debian's `ddsperf`.
     Cyclone,
+    /// Cyclone DDS 0.10.2 through the `cyclone-perf` worker (`workers/cyclone/`, C against
+    /// Debian's libddsc, built on demand): ddsperf's protocol with a histogram of every round
+    /// trip, a count mode and first/all answers.
+    #[serde(rename = "cyclone-c")]
+    CycloneC,
     /// The raw UDP floor built into `tessera bench` (no middleware at all).
     Udp,
     /// Fast DDS 2.9 through the `fastdds-perf` worker (`workers/fastdds/`), with its default
@@ -98,6 +103,7 @@ impl Implementation {
         match self {
             Implementation::Tessera => "tessera",
             Implementation::Cyclone => "cyclone",
+            Implementation::CycloneC => "cyclone-c",
             Implementation::Udp => "udp",
             Implementation::FastDds => "fastdds",
             Implementation::FastDdsUdp => "fastdds-udp",
@@ -118,6 +124,7 @@ impl Implementation {
         match self {
             Implementation::Tessera => "Tessera",
             Implementation::Cyclone => "Cyclone DDS",
+            Implementation::CycloneC => "Cyclone DDS (C worker)",
             Implementation::Udp => "raw UDP",
             Implementation::FastDds => "Fast DDS",
             Implementation::FastDdsUdp => "Fast DDS (UDP)",
@@ -134,13 +141,14 @@ impl Implementation {
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 14] = [
+    pub const ALL: [Implementation; 15] = [
         Implementation::Tessera,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
         Implementation::TesseraLoan,
         Implementation::TesseraLoanSpin,
         Implementation::Cyclone,
+        Implementation::CycloneC,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
         Implementation::RustDds,

@@ -127,6 +127,21 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     } else {
         None
     };
+    let cyclonec = if uses(&scenario, Implementation::CycloneC) {
+        match super::cyclonec::ensure_worker(&opts.bench_exe) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                scenario.drop_implementation(Implementation::CycloneC);
+                notes.push(format!(
+                    "Cyclone DDS (C worker) skipped: {e}; every cyclone-c pair is left out of \
+                     this run."
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let rust_peers = super::rustpeers::prepare(&mut scenario, &mut notes);
     notes.extend(scenario.notes.iter().cloned());
     notes.extend(scenario.skipped());
@@ -138,6 +153,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         scenario: &scenario,
         logs: dir.join("logs"),
         fastdds,
+        cyclonec,
         rust_peers,
         attach_to_node: std::cell::Cell::new(false),
     };
@@ -413,6 +429,9 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
             );
         }
     }
+    if uses(s, Implementation::CycloneC) {
+        notes.push(super::cyclonec::standing_note());
+    }
     notes.extend(super::rustpeers::standing_notes(|i| uses(s, i)));
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
@@ -432,6 +451,8 @@ struct Ctx<'a> {
     logs: PathBuf,
     /// The Fast DDS worker, when a Fast DDS pair runs and it could be built.
     fastdds: Option<PathBuf>,
+    /// The C Cyclone worker, when a `cyclone-c` pair runs and it could be built.
+    cyclonec: Option<PathBuf>,
     /// The Rust peer workers that runs need and could be built.
     rust_peers: BTreeMap<Implementation, PathBuf>,
     /// Tessera processes started now attach to their host's node service (a federated point,
@@ -463,7 +484,9 @@ impl Worker {
     /// [`FASTDDS_STOP`] to delete its participant, which removes its shared-memory segments
     /// (killed, it would leave them in /dev/shm); everything else is killed at once.
     fn stop(&mut self) {
-        let graceful = self.implementation.is_fastdds() || self.implementation.is_tessera();
+        let graceful = self.implementation.is_fastdds()
+            || self.implementation.is_tessera()
+            || self.implementation == Implementation::CycloneC;
         if graceful && self.proc.signal(libc::SIGTERM).is_ok() {
             self.proc.wait_timeout(FASTDDS_STOP);
         }
@@ -691,6 +714,13 @@ impl Ctx<'_> {
                     c.arg("--transport").arg("udp");
                 }
                 c
+            }
+            Implementation::CycloneC => {
+                let exe = self
+                    .cyclonec
+                    .as_ref()
+                    .context("the C Cyclone worker is not built")?;
+                topo.command(host, exe)
             }
             Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh => {
                 let exe = self
@@ -962,7 +992,10 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() || p.pair.writer.is_rust_peer()
+        if p.pair.writer.is_tessera()
+            || p.pair.writer.is_fastdds()
+            || p.pair.writer.is_rust_peer()
+            || p.pair.writer == Implementation::CycloneC
         {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
         }

@@ -407,17 +407,25 @@ impl Experiment {
         {
             return Err("the raw UDP floor has one publisher".into());
         }
-        let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
-        if has_fastdds {
+        // The C/C++ workers speak ddsperf's ping/pong and pub/sub, nothing more.
+        let has = |i: Implementation| pair.writer == i || pair.reader == i;
+        let native_worker = if pair.writer.is_fastdds() || pair.reader.is_fastdds() {
+            Some("fastdds-perf")
+        } else if has(Implementation::CycloneC) {
+            Some("cyclone-perf")
+        } else {
+            None
+        };
+        if let Some(worker) = native_worker {
             if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
                 return Err(format!(
-                    "fastdds-perf speaks ddsperf's ping/pong and pub/sub only, so it has no {} \
+                    "{worker} speaks ddsperf's ping/pong and pub/sub only, so it has no {} \
                      experiment",
                     self.kind.as_str()
                 ));
             }
             if self.setting("ping_percent", 0.0) > 0.0 {
-                return Err("fastdds-perf does not send pings among its data".into());
+                return Err(format!("{worker} does not send pings among its data"));
             }
         }
         if pair.writer.is_rust_peer() || pair.reader.is_rust_peer() {
@@ -1333,6 +1341,7 @@ mod tests {
         };
         let same = [
             "cyclone",
+            "cyclone-c",
             "dust_dds",
             "fastdds",
             "fastdds-udp",
@@ -1351,11 +1360,18 @@ mod tests {
         // with a note.
         assert_eq!(
             labels("latency"),
-            with(&["fastdds>tessera", "tessera>fastdds"])
+            with(&[
+                "cyclone-c>tessera",
+                "fastdds>tessera",
+                "tessera>cyclone-c",
+                "tessera>fastdds"
+            ])
         );
         assert_eq!(
             labels("throughput"),
             with(&[
+                "cyclone-c>tessera",
+                "tessera>cyclone-c",
                 "fastdds>tessera",
                 "tessera>fastdds",
                 "rustdds>tessera",
@@ -1368,6 +1384,7 @@ mod tests {
             labels("fan_out"),
             [
                 "cyclone",
+                "cyclone-c",
                 "dust_dds",
                 "fastdds",
                 "fastdds-udp",
@@ -1376,7 +1393,7 @@ mod tests {
                 "zenoh"
             ]
         );
-        assert_eq!(plan.len(), 3 * 10 + 3 * 14 + 7);
+        assert_eq!(plan.len(), 3 * 13 + 3 * 17 + 8);
         let skipped = s.skipped();
         for gap in [
             "latency: Tessera → RustDDS skipped: RustDDS 0.15 has no PARTITION",
