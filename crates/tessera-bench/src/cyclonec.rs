@@ -208,13 +208,15 @@ mod tests {
         assert_eq!(peers.len(), 2, "{peers:?}");
         assert!(o.errors.is_empty() && o.subs.is_empty());
         let hist_n: u64 = o.hist.iter().map(|(_, n)| n).sum();
+        // Recorded with `--count 400`: 400 measured pings, each answered by both pongers.
+        assert_eq!(o.pings, Some(400));
         let fa = o.answers.as_ref().expect("first/all answers");
         // Every measured ping has one first and one last answer, and two answers in all.
         let first_n: u64 = fa.first.iter().map(|(_, n)| n).sum();
         let all_n: u64 = fa.all.iter().map(|(_, n)| n).sum();
         assert_eq!(first_n, all_n);
         assert!(
-            first_n > 100 && hist_n >= 2 * first_n - 2,
+            first_n == 400 && hist_n >= 2 * first_n - 2,
             "{first_n} {hist_n}"
         );
         let first = crate::stats::latency_from_pairs(&fa.first).unwrap();

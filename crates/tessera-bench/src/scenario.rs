@@ -19,7 +19,10 @@
 //!
 //! Kinds and their axes (defaults in parentheses):
 //! - `latency`: `size` (16), `subscribers` (1), `reliability` (reliable), `read_mode`
-//!   (listener); `duration_s` (2), `warmup_s` (0.5).
+//!   (listener); `duration_s` (2), `warmup_s` (0.5); `count` (unset: a round-trip count
+//!   instead of the duration, for every worker that can stop after N; ddsperf and the raw
+//!   floors stay duration-based). With `subscribers` > 1 one pinger waits for N pongers;
+//!   the report gives each ping's first and last answer.
 //! - `throughput`: `size`, `subscribers`, `reliability`, `history` (keep_all), `read_mode`,
 //!   `instances` (1), `rate` (0 = unpaced), `burst` (1), `multicast` (true), `case` (NASA test
 //!   case letters `a`…`i`, which set instances, reliability and read_mode); `duration_s` (3).
@@ -218,6 +221,9 @@ pub struct ExperimentFile {
     pub duration_s: Option<f64>,
     /// Warm-up (primer) seconds excluded from latency statistics.
     pub warmup_s: Option<f64>,
+    /// Latency: measured round trips per point (count mode; `duration_s` is then unused
+    /// except by workers that cannot count).
+    pub count: Option<u64>,
     /// Rate stepping: first offered rate.
     pub start_rate: Option<u64>,
     /// Rate stepping: increment.
@@ -438,6 +444,14 @@ impl Experiment {
             }
             if self.setting("ping_percent", 0.0) > 0.0 {
                 return Err("the Rust peer workers do not send pings among their data".into());
+            }
+            let subs = cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1);
+            if self.kind == Kind::Latency && subs > 1 && pair.writer.is_rust_peer() {
+                return Err(
+                    "a Rust peer worker's ping waits for one pong (a middleware may clear the \
+                     timestamp's answer-me bit, so it cannot tell pongs apart): no 1-to-N latency"
+                        .into(),
+                );
             }
             if let Some(why) = crate::rustpeers::mixed_pair_gap(pair, self.kind.as_str()) {
                 return Err(why);
@@ -696,6 +710,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "architecture",
             "duration_s",
             "warmup_s",
+            "count",
         ],
         Kind::Throughput => FLOW,
         Kind::RateStep => &[
@@ -752,6 +767,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
         architecture,
         duration_s,
         warmup_s,
+        count,
         start_rate,
         step_rate,
         max_rate,
@@ -878,6 +894,12 @@ fn build_experiment(
                 return Err(format!("warmup_s must be in [0, 60], not {w}"));
             }
             settings.insert("warmup_s".into(), w);
+            if let Some(n) = e.count {
+                if !(1..=10_000_000).contains(&n) {
+                    return Err(format!("count must be in 1..=10000000, not {n}"));
+                }
+                settings.insert("count".into(), n as f64);
+            }
         }
         Kind::Throughput | Kind::RateStep => {
             push_axis("size", to_values_u(sizes.unwrap_or(vec![16])))?;
@@ -1125,6 +1147,42 @@ mod tests {
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::parse(text, "test")
+    }
+
+    #[test]
+    fn latency_takes_a_round_trip_count() {
+        let s = parse(
+            "[[experiment]]\nname = \"l\"\nkind = \"latency\"\ncount = 10000\nsubscribers = [2, 4]",
+        )
+        .unwrap();
+        assert_eq!(s.experiments[0].settings.get("count"), Some(&10_000.0));
+        let s = parse("[[experiment]]\nname = \"l\"\nkind = \"latency\"").unwrap();
+        assert_eq!(s.experiments[0].settings.get("count"), None);
+        for (bad, why) in [
+            ("kind = \"latency\"\ncount = 0", "count must be"),
+            ("kind = \"latency\"\ncount = -5", ""),
+            ("kind = \"throughput\"\ncount = 100", "not a parameter"),
+        ] {
+            let e = parse(&format!("[[experiment]]\nname = \"l\"\n{bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // A Rust peer cannot ping several pongers; Tessera and the C worker can.
+        let s = parse(
+            "pairs = [\"tessera\", \"cyclone-c\", \"rustdds\", \"zenoh\"]\n\
+             [[experiment]]\nname = \"l\"\nkind = \"latency\"\nsubscribers = [1, 2]",
+        )
+        .unwrap();
+        let planned: Vec<String> = s
+            .plan()
+            .iter()
+            .map(|p| format!("{}/{}", p.pair.label(), p.params["subscribers"]))
+            .collect();
+        for want in ["tessera/2", "cyclone-c/2", "rustdds/1", "zenoh/1"] {
+            assert!(planned.contains(&want.to_string()), "{planned:?}");
+        }
+        assert!(!planned.iter().any(|p| p == "rustdds/2" || p == "zenoh/2"));
     }
 
     #[test]
@@ -1393,7 +1451,13 @@ mod tests {
                 "zenoh"
             ]
         );
-        assert_eq!(plan.len(), 3 * 13 + 3 * 17 + 8);
+        assert_eq!(
+            labels("latency_1_to_n"),
+            ["cyclone", "cyclone-c", "tessera"]
+        );
+        let one_to_n = &s.experiments[3];
+        assert_eq!(one_to_n.settings.get("count"), Some(&10_000.0));
+        assert_eq!(plan.len(), 3 * 13 + 3 * 17 + 8 + 2 * 3);
         let skipped = s.skipped();
         for gap in [
             "latency: Tessera → RustDDS skipped: RustDDS 0.15 has no PARTITION",
