@@ -37,7 +37,9 @@
 //! Pairs: `tessera`, `cyclone`, `fastdds` (Fast DDS 2.9 with its default transports),
 //! `fastdds-udp` (UDPv4 only), `udp` (the raw floor: latency and throughput with one subscriber
 //! only), and mixed pairs of the DDS implementations such as `tessera>cyclone` or
-//! `fastdds>tessera` (writer first). Fast DDS pairs run latency and throughput only.
+//! `fastdds>tessera` (writer first), and `cyclone-c` (Cyclone DDS through its C worker, with
+//! full latency histograms, beside ddsperf's `cyclone`). Fast DDS and `cyclone-c` pairs run
+//! latency and throughput only.
 //!
 //! A run-wide `notes = ["…"]` list is copied into the report's notes.
 
