@@ -505,8 +505,10 @@ static void send_ping(void) {
   pthread_mutex_unlock(&ping_write);
 }
 
-// Takes everything `r` has, `batch` samples at a time on loan, and hands each valid one to `f`.
-#define TAKE_MAX 1000
+// Takes everything `r` has, TAKE_MAX samples at a time on loan, and hands each valid one to
+// `f`. The arrays live on the caller's stack, a Cyclone receive thread's in listener mode:
+// 256 samples keep them near 20 KiB.
+#define TAKE_MAX 256
 static void take_all(dds_entity_t r, void (*f)(const KeyedSeq *, const dds_sample_info_t *)) {
   void *buf[TAKE_MAX];
   dds_sample_info_t info[TAKE_MAX];
