@@ -880,6 +880,23 @@ pub(super) fn build(rs: &ResultSet) -> Vec<Figure> {
                 ],
             )),
             Kind::Reliability => out.extend(reliability(&exp, &cells)),
+            Kind::Failure => out.extend(bars(
+                &exp,
+                &cells,
+                "failure",
+                "kill -9 of the shared part: longest gap in the flow, and recovery after restart",
+                &[
+                    ("gap_ms", "longest gap in the flow (ms)"),
+                    (
+                        "late_join_ms",
+                        "late reader's first sample (ms after it started)",
+                    ),
+                    (
+                        "recovered_ms",
+                        "both readers receiving (ms after the restart)",
+                    ),
+                ],
+            )),
         }
         out.extend(cases(&exp, kind, &cells));
     }
