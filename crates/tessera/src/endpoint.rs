@@ -32,6 +32,9 @@ pub(crate) struct RemoteEndpoint {
     /// A remote reader's content filter (PID_CONTENT_FILTER_PROPERTY), for writer-side
     /// filtering; `None` for writers and local readers.
     pub content_filter: Option<tessera_rtps::discovery::ContentFilterProperty>,
+    /// A remote reader's TIME_BASED_FILTER minimum separation, for filtering at the writer;
+    /// zero for writers and local readers.
+    pub min_separation: std::time::Duration,
 }
 
 /// The policies of a writer that its readers enforce at run time.

@@ -38,6 +38,7 @@ mod loan;
 mod local;
 mod policies;
 mod publisher;
+mod time_filter;
 mod untyped;
 pub use loan::Loan;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
@@ -149,6 +150,8 @@ pub(crate) struct WriterEndpoint {
     reader_locators: Mutex<Vec<(Guid, Locators)>>,
     /// Matched remote readers' content filters, evaluated at `write` (see [`filters`]).
     pub(crate) filters: filters::WriterFilters,
+    /// Remote readers' TIME_BASED_FILTER, applied before sending.
+    time_filters: time_filter::WriterTimeFilters,
     /// The loan pool and which remote readers can resolve loans (see [`loan`]).
     loans: loan::WriterLoans,
 }
@@ -228,6 +231,7 @@ impl WriterEndpoint {
             alive: AtomicBool::new(true),
             reader_locators: Mutex::new(Vec::new()),
             filters: Default::default(),
+            time_filters: Default::default(),
             loans: Default::default(),
         })
     }
@@ -252,6 +256,36 @@ impl WriterEndpoint {
     ) -> Result<()> {
         self.submit_with(payload, key_hash, status, key_only, source_ns, None, None)
             .map(drop)
+    }
+
+    /// `filtered_out` plus the remote readers whose TIME_BASED_FILTER drops this sample (a
+    /// dispose or unregister goes to all, and the instance's next sample too).
+    fn time_filtered(
+        &self,
+        filtered_out: Option<Arc<[Guid]>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+    ) -> Option<Arc<[Guid]>> {
+        if status != 0 || key_only {
+            if let Some(k) = key_hash {
+                self.time_filters.forget(k);
+            }
+            return filtered_out;
+        }
+        let mut readers = Vec::new();
+        self.time_filters
+            .dropping(key_hash, source_ns, &mut readers);
+        if readers.is_empty() {
+            return filtered_out;
+        }
+        for g in filtered_out.iter().flat_map(|f| f.iter()) {
+            if !readers.contains(g) {
+                readers.push(*g);
+            }
+        }
+        Some(readers.into())
     }
 
     /// [`Self::submit`] with what only some writes have: the remote readers whose content
@@ -289,6 +323,7 @@ impl WriterEndpoint {
             }
             None => None,
         };
+        let filtered_out = self.time_filtered(filtered_out, key_hash, status, key_only, source_ns);
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
@@ -666,11 +701,12 @@ impl LocalWriter for WriterEndpoint {
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
         } else {
-            // A reader the writer filters for is served alone: a multicast group gets every
-            // sample (its members filter for themselves).
+            // A reader the writer filters for (content, or time-based) is served alone: a
+            // multicast group gets every sample (its members filter for themselves).
             let filtered = self
                 .filters
-                .set(remote.guid, remote.content_filter.as_ref());
+                .set(remote.guid, remote.content_filter.as_ref())
+                | self.time_filters.set(remote.guid, remote.min_separation);
             self.loans.matched(remote.guid, &remote.locators);
             let multicast = if filtered {
                 Locators::new()
@@ -735,6 +771,7 @@ impl LocalWriter for WriterEndpoint {
             drop(old);
         } else {
             self.filters.remove(remote);
+            self.time_filters.remove(remote);
             self.loans.unmatched(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);
