@@ -173,8 +173,9 @@ pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 
 /// Sends one encoded datagram to every locator without blocking, from any thread: what a
 /// destination cannot take now waits in its send queue (see [`crate::outbox::SendQueues`]).
-pub(crate) fn send_datagram(ctx: &RuntimeContext, buf: &[u8], dests: &[Locator]) {
+/// `tos`: the datagram's traffic class (IP TOS byte; 0: unmarked).
+pub(crate) fn send_datagram(ctx: &RuntimeContext, buf: &[u8], dests: &[Locator], tos: u8) {
     for l in dests {
-        ctx.send_queues.send(ctx, buf, l);
+        ctx.send_queues.send(ctx, buf, l, tos);
     }
 }

@@ -21,7 +21,7 @@ use crate::status::{
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
@@ -152,6 +152,8 @@ pub(crate) struct WriterEndpoint {
     pub(crate) filters: filters::WriterFilters,
     /// Remote readers' TIME_BASED_FILTER, applied before sending.
     time_filters: time_filter::WriterTimeFilters,
+    /// The traffic class (IP TOS byte) of this writer's datagrams, from TRANSPORT_PRIORITY.
+    tos: AtomicU8,
     /// The loan pool and which remote readers can resolve loans (see [`loan`]).
     loans: loan::WriterLoans,
 }
@@ -232,8 +234,14 @@ impl WriterEndpoint {
             reader_locators: Mutex::new(Vec::new()),
             filters: Default::default(),
             time_filters: Default::default(),
+            tos: AtomicU8::new(crate::transport::tos_of_priority(qos.transport_priority.0)),
             loans: Default::default(),
         })
+    }
+
+    /// The traffic class of this writer's datagrams (IP TOS byte; 0: unmarked).
+    pub(crate) fn tos(&self) -> u8 {
+        self.tos.load(Ordering::Relaxed)
     }
 
     fn status_changed(&self, mask: StatusMask) {
@@ -461,7 +469,7 @@ impl WriterEndpoint {
                 return Ok(Some(seq));
             }
         }
-        outbox::flush_writer(p, &mut core, now);
+        outbox::flush_writer(p, &mut core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -510,7 +518,7 @@ impl WriterEndpoint {
     fn flush_batch(&self) {
         let now = Instant::now();
         let mut core = self.core.lock();
-        outbox::flush_writer(&self.ctx, &mut core, now);
+        outbox::flush_writer(&self.ctx, &mut core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -626,7 +634,7 @@ impl WriterEndpoint {
             }
         }
         core.handle_timeout(now);
-        outbox::flush_writer(ctx, &mut core, now);
+        outbox::flush_writer(ctx, &mut core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -660,7 +668,7 @@ impl LocalWriter for WriterEndpoint {
                 "datagram size changed by the loss watch (readers asking for repairs)"
             );
         }
-        outbox::flush_writer(ctx, &mut core, now);
+        outbox::flush_writer(ctx, &mut core, now, self.tos());
         let next = core.poll_timeout();
         drop(core);
         self.wake_waiters();
@@ -733,7 +741,7 @@ impl LocalWriter for WriterEndpoint {
                 self.reliable,
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
-            outbox::flush_writer(ctx, &mut core, now);
+            outbox::flush_writer(ctx, &mut core, now, self.tos());
             drop(core);
             if self.liveliness_kind != LivelinessKind::Automatic {
                 let mut rl = self.reader_locators.lock();
