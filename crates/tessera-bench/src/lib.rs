@@ -35,6 +35,7 @@ pub mod rustpeers;
 pub mod scenario;
 pub mod shm_floor;
 pub mod stats;
+pub mod stream;
 pub mod worker;
 
 use std::path::PathBuf;

@@ -26,6 +26,9 @@ pub enum Kind {
     LateJoiner,
     /// The DerechoDDS test: a critical reliable flow beside best-effort background traffic.
     Reliability,
+    /// A paced stream while the architecture's shared part (discovery server, node service)
+    /// is killed and restarted: what keeps flowing, what is lost, how long recovery takes.
+    Failure,
 }
 
 impl Kind {
@@ -38,6 +41,7 @@ impl Kind {
             Kind::Discovery => "discovery",
             Kind::LateJoiner => "late_joiner",
             Kind::Reliability => "reliability",
+            Kind::Failure => "failure",
         }
     }
 }

@@ -28,6 +28,7 @@ use super::scenario::{self, Experiment, Planned, Scenario};
 use super::stats::{self, IntervalSummary, Step};
 use super::{env, report};
 
+mod failure;
 mod federated;
 
 /// UDP port of the raw floor's server side.
@@ -935,6 +936,7 @@ impl Ctx<'_> {
                 Kind::Discovery => self.discovery(&topo, exp, p, &mut point),
                 Kind::LateJoiner => self.late_joiner(&topo, exp, p, seq, &mut point),
                 Kind::Reliability => self.reliability(&topo, exp, p, seq, &mut point),
+                Kind::Failure => self.failure(&topo, exp, p, seq, &mut point),
                 Kind::RateStep => unreachable!("rate steps run as groups"),
             };
             drop(topo);

@@ -30,6 +30,10 @@
 //!   `step_duration_s` (2), `ping_percent` (1), `tolerance` (0.02).
 //! - `discovery`: `participants` (2, 5, 10); `timeout_s` (30).
 //! - `late_joiner`: `samples` (100), `size`; `timeout_s`. Tessera only.
+//! - `failure`: `architecture` (decentralized, centralized, centralized-redundant, federated),
+//!   `rate` (500), `size` (64); `duration_s` (2.5, the outage). A paced stream from host 0 to
+//!   host 1 while the shared part is killed with -9 and restarted `duration_s` later, with a
+//!   second reader joining during the outage. Tessera only.
 //! - `reliability`: `phase` (alone, steady, bursty), `rate` (20000), `size` (128), `link_mbit`
 //!   (100), `background_size` (8192), `background_load` (1.0 = the background offers the
 //!   link's capacity), `burst_on_s` (1), `burst_off_s` (2), `duration_s` (10).
@@ -86,7 +90,7 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "architecture",
         "discovery time, traffic and CPU from 2 to 100 participants, decentralized and through \
          a discovery server (centralized); 1–16 applications to another host, decentralized and \
-         through a node service per host (federated)",
+         through a node service per host (federated); the server or node killed mid-stream",
         include_str!("presets/architecture.toml"),
     ),
     (
@@ -468,6 +472,15 @@ impl Experiment {
                     .into(),
             );
         }
+        if self.kind == Kind::Failure
+            && !(pair.writer == Implementation::Tessera && pair.reader == Implementation::Tessera)
+        {
+            return Err(
+                "the failure experiment kills Tessera's discovery server and node service \
+                 (the pair `tessera`); Cyclone has neither"
+                    .into(),
+            );
+        }
         if !pair.is_same() && matches!(self.kind, Kind::Discovery | Kind::Reliability) {
             return Err(format!(
                 "mixed pairs are not defined for {}",
@@ -661,14 +674,24 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
         "discovery" => Kind::Discovery,
         "late_joiner" => Kind::LateJoiner,
         "reliability" => Kind::Reliability,
+        "failure" => Kind::Failure,
         other => {
             return Err(format!(
                 "unknown kind {other:?} (latency, throughput, rate_step, discovery, \
-                 late_joiner, reliability)"
+                 late_joiner, reliability, failure)"
             ))
         }
     })
 }
+
+/// The architectures of the `failure` kind: which shared part is killed (none, the discovery
+/// server, one of two linked servers, the publisher's node service).
+pub const FAILURE_ARCHITECTURES: &[&str] = &[
+    "decentralized",
+    "centralized",
+    "centralized-redundant",
+    "federated",
+];
 
 /// The NASA report's point-to-point test cases: (instances, reliability, read mode).
 pub fn nasa_case(letter: &str) -> Option<(u32, &'static str, &'static str)> {
@@ -734,6 +757,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
         ],
         Kind::Discovery => &["participants", "architecture", "timeout_s"],
         Kind::LateJoiner => &["samples", "size", "timeout_s"],
+        Kind::Failure => &["architecture", "rate", "size", "duration_s"],
         Kind::Reliability => &[
             "phase",
             "rate",
@@ -1031,6 +1055,21 @@ fn build_experiment(
             settings.insert(
                 "timeout_s".into(),
                 positive("timeout_s", e.timeout_s.unwrap_or(30.0), 600.0)?,
+            );
+        }
+        Kind::Failure => {
+            let arch = strings(&e.architecture, "decentralized");
+            one_of("architecture", &arch, FAILURE_ARCHITECTURES)?;
+            push_axis("architecture", to_values_s(arch))?;
+            let rates = e.rate.as_ref().map(OneOrMany::to_vec).unwrap_or(vec![500]);
+            if let Some(r) = rates.iter().find(|r| !(10..=10_000).contains(*r)) {
+                return Err(format!("rate {r} is outside 10..=10000 samples/s"));
+            }
+            push_axis("rate", to_values_u(rates))?;
+            push_axis("size", to_values_u(sizes.unwrap_or(vec![64])))?;
+            settings.insert(
+                "duration_s".into(),
+                positive("duration_s", e.duration_s.unwrap_or(2.5), 60.0)?,
             );
         }
         Kind::LateJoiner => {

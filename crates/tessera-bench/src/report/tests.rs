@@ -510,3 +510,25 @@ fn the_report_shows_each_latency_cells_mode_and_its_first_and_all_answers() {
     assert!(md.contains("## Latency modes and 1-to-N answers"), "{md}");
     assert!(doc::html(&rs, &[], &[]).contains("Latency modes and 1-to-N answers"));
 }
+
+#[test]
+fn latency_against_cpu_has_one_point_per_pair_with_both_figures() {
+    let rs = peers_like();
+    let figs = figures::build(&rs);
+    let f = figs
+        .iter()
+        .find(|f| f.name == "latency-latency-cpu")
+        .expect("a latency-vs-CPU figure");
+    assert_eq!(f.panels.len(), 1);
+    let mut pts: Vec<(f64, f64)> = f.panels[0].lines.iter().map(|l| l.pts[0]).collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // CPU (x) is half the latency (y) in `peers_like`; the failed pair has no point.
+    assert_eq!(pts, vec![(10.0, 20.0), (20.0, 40.0), (25.0, 50.0)]);
+    assert!(f.panels[0].lines.iter().all(|l| l.pts.len() == 1));
+    // A cell with a single pair has nothing to compare: no figure from the throughput-only set.
+    let mut one = ResultSet::default();
+    one.points.push(rs.points[0].clone());
+    assert!(figures::build(&one)
+        .iter()
+        .all(|f| !f.name.ends_with("latency-cpu")));
+}
