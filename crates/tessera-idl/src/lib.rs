@@ -10,7 +10,15 @@
 //! Each IDL struct becomes a `#[derive(TopicType)]` struct registered under its scoped IDL
 //! name (`Module::Struct`, what Cyclone's `idlc` and Fast DDS's `fastddsgen` register), each
 //! module a `pub mod`, each enum a Rust enum with its CDR encoding, typedefs type aliases and
-//! constants `pub const`s.
+//! constants `pub const`s. Modules reopened across files (as every ROS 2 interface file
+//! reopens `module std_msgs { module msg {`) become one Rust module.
+//!
+//! # ROS 2 interfaces
+//! The `.idl` files `rosidl_adapter` writes from `.msg` files (`@verbatim` comments, `@default`
+//! values, typedef'd arrays such as `double__36`, `Foo_Constants` modules) compile as they are.
+//! With [`Options::ros2_names`] (`tessera idl --ros2-names`) each struct is registered under
+//! the name ROS 2's DDS type support uses on the wire, `std_msgs::msg::dds_::Header_`; ROS 2
+//! topics are named `rt/<topic>` on the wire (`/chatter` is `rt/chatter`).
 //!
 //! # Supported
 //! Modules, structs (with inheritance) that are `@final`, `@appendable` or `@mutable` (also
@@ -24,7 +32,8 @@
 //! XTypes identity and bytes.
 //!
 //! # Not yet
-//! Unions, maps, bitmasks, `wchar`/`wstring`, `fixed`, `long double`, `@key` on an optional
+//! Unions, maps and bitmasks (the runtime's derive and XTypes type descriptions have no form
+//! for them yet, so there is nothing correct to generate), `wchar`/`wstring`, `fixed`, `long double`, `@key` on an optional
 //! member (refused as the spec says): each is refused with an error at its file, line and
 //! column rather than generated with a different wire form.
 
@@ -38,7 +47,7 @@ mod gen;
 pub mod lex;
 pub mod parse;
 
-pub use gen::generate;
+pub use gen::{generate, generate_with, Options};
 pub use parse::Def;
 
 /// A position in an IDL file.
@@ -186,23 +195,37 @@ pub fn compile_str(src: &str, name: &str) -> Result<String, IdlError> {
 
 /// Compiles `path` (and its includes) to Rust source.
 pub fn compile_file(path: &Path, include_dirs: &[PathBuf]) -> Result<String, IdlError> {
+    compile_file_with(path, include_dirs, Options::default())
+}
+
+/// Compiles `path` (and its includes) to Rust source with `opts` (e.g. ROS 2's type names).
+pub fn compile_file_with(
+    path: &Path,
+    include_dirs: &[PathBuf],
+    opts: Options,
+) -> Result<String, IdlError> {
     let defs = parse_file(path, include_dirs)?;
     let name = path.file_name().map_or_else(
         || path.display().to_string(),
         |n| n.to_string_lossy().into_owned(),
     );
-    generate(&defs, &name)
+    generate_with(&defs, &name, opts)
 }
 
 /// For `build.rs`: compiles each of `files` to `$OUT_DIR/<file stem>.rs` and tells Cargo to
 /// rerun when one of them changes.
 pub fn build(files: &[&str], include_dirs: &[&str]) -> Result<(), IdlError> {
+    build_with(files, include_dirs, Options::default())
+}
+
+/// [`build`] with `opts`: `Options { ros2_names: true }` for ROS 2 interface IDL.
+pub fn build_with(files: &[&str], include_dirs: &[&str], opts: Options) -> Result<(), IdlError> {
     let out_dir = PathBuf::from(std::env::var_os("OUT_DIR").unwrap_or_else(|| ".".into()));
     let incs: Vec<PathBuf> = include_dirs.iter().map(PathBuf::from).collect();
     for f in files {
         let path = Path::new(f);
         println!("cargo:rerun-if-changed={f}");
-        let code = compile_file(path, &incs)?;
+        let code = compile_file_with(path, &incs, opts)?;
         let stem = path
             .file_stem()
             .map_or_else(|| "idl".into(), |s| s.to_string_lossy().into_owned());

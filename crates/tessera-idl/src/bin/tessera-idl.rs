@@ -1,4 +1,4 @@
-//! `tessera idl FILE.idl... [-I DIR]... [-o DIR]` (also runnable as `tessera-idl`): compiles
+//! `tessera idl FILE.idl... [-I DIR]... [-o DIR] [--ros2-names]` (also runnable as `tessera-idl`): compiles
 //! OMG IDL to Rust (see the `tessera_idl` crate docs). Without `-o` the code goes to standard
 //! output; with it, each FILE.idl becomes DIR/FILE.rs. Exit status: 0, 1 on an IDL error
 //! (printed as `file:line:col: message`), 3 on bad arguments.
@@ -7,11 +7,12 @@ use std::path::PathBuf;
 
 fn usage(prog: &str) -> String {
     format!(
-        "usage: {prog} FILE.idl... [-I DIR]... [-o DIR]\n\
+        "usage: {prog} FILE.idl... [-I DIR]... [-o DIR] [--ros2-names]\n\
          \n\
          Compiles OMG IDL to Rust types with #[derive(TopicType)].\n\
          \x20 -I DIR   search DIR for #include files (after the including file's directory)\n\
-         \x20 -o DIR   write DIR/<file stem>.rs for each input instead of printing the code\n"
+         \x20 -o DIR   write DIR/<file stem>.rs for each input instead of printing the code\n\
+         \x20 --ros2-names  register types under ROS 2's DDS names (pkg::msg::dds_::Type_)\n"
     )
 }
 
@@ -21,12 +22,14 @@ fn main() {
     let mut files = Vec::new();
     let mut includes: Vec<PathBuf> = Vec::new();
     let mut out_dir: Option<PathBuf> = None;
+    let mut opts = tessera_idl::Options::default();
     while let Some(a) = args.next() {
         match a.as_str() {
             "-h" | "--help" => {
                 print!("{}", usage(&prog));
                 return;
             }
+            "--ros2-names" => opts.ros2_names = true,
             "-I" | "-o" => {
                 let Some(v) = args.next() else {
                     eprint!("{prog}: {a} needs a directory\n{}", usage(&prog));
@@ -51,7 +54,7 @@ fn main() {
         std::process::exit(3);
     }
     for f in &files {
-        let code = match tessera_idl::compile_file(f, &includes) {
+        let code = match tessera_idl::compile_file_with(f, &includes, opts) {
             Ok(c) => c,
             Err(e) => {
                 eprintln!("{e}");

@@ -32,14 +32,14 @@ pub struct KeyedSeq {
     pub seq: u32,
     #[key]
     pub keyval: u32,
-    pub baggage: Vec<u8>,
+    pub baggage: ::std::vec::Vec<u8>,
 }
 
 #[derive(::tessera::TopicType, Debug, Clone, PartialEq)]
 #[topic(type_name = "CPUStatThread")]
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct CPUStatThread {
-    pub name: String,
+    pub name: ::std::string::String,
     pub u_pct: i32,
     pub s_pct: i32,
 }
@@ -49,13 +49,13 @@ pub struct CPUStatThread {
 #[allow(non_snake_case, non_camel_case_types)]
 pub struct CPUStats {
     #[key]
-    pub hostname: String,
+    pub hostname: ::std::string::String,
     #[key]
     pub pid: u32,
     pub maxrss: f64,
     pub vcsw: u32,
     pub ivcsw: u32,
     pub some_above: bool,
-    pub cpu: Vec<CPUStatThread>,
+    pub cpu: ::std::vec::Vec<CPUStatThread>,
 }
 

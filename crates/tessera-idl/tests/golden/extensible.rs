@@ -23,23 +23,23 @@ pub mod xt {
         pub sensor: i32,
         #[id(7)]
         #[optional]
-        pub value: Option<f64>,
+        pub value: ::std::option::Option<f64>,
         #[id(8)]
         #[must_understand]
         #[bound(16)]
-        pub unit: String,
+        pub unit: ::std::string::String,
         #[id(9)]
         #[bound(4)]
-        pub palette: Vec<Color>,
+        pub palette: ::std::vec::Vec<Color>,
     }
 
     #[derive(::tessera::TopicType, Debug, Clone, PartialEq)]
     #[topic(type_name = "xt::Tagged", extensibility = "appendable")]
     #[allow(non_snake_case, non_camel_case_types)]
     pub struct Tagged {
-        pub name: String,
+        pub name: ::std::string::String,
         #[optional]
-        pub count: Option<i32>,
+        pub count: ::std::option::Option<i32>,
     }
 
 }

@@ -21,7 +21,7 @@ pub mod common {
     }
 
     #[allow(non_camel_case_types)]
-    pub type SmallLongs = Vec<i32>;
+    pub type SmallLongs = ::std::vec::Vec<i32>;
 
     #[allow(non_camel_case_types)]
     pub type Vec3 = [f64; 3];
@@ -49,7 +49,7 @@ pub mod robot {
         pub struct Header {
             pub stamp: common::Stamp,
             #[bound(32)]
-            pub frame_id: String,
+            pub frame_id: ::std::string::String,
         }
 
         #[derive(::tessera::TopicType, Debug, Clone, PartialEq)]
@@ -58,20 +58,20 @@ pub mod robot {
         pub struct Pose {
             pub stamp: common::Stamp,
             #[bound(32)]
-            pub frame_id: String,
+            pub frame_id: ::std::string::String,
             #[key]
             pub id: u32,
             pub position: common::Vec3,
             pub covariance: [[f32; 3]; 2],
             pub mode: common::Mode,
             pub hints: common::SmallLongs,
-            pub blobs: Vec<Vec<u8>>,
+            pub blobs: ::std::vec::Vec<::std::vec::Vec<u8>>,
             pub valid: bool,
             pub grade: char,
             pub tiny: i8,
             pub big: u64,
             pub s: [i16; 4],
-            pub r#type: String,
+            pub r#type: ::std::string::String,
         }
 
     }

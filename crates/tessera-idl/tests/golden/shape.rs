@@ -6,11 +6,11 @@
 pub struct ShapeType {
     #[key]
     #[bound(128)]
-    pub color: String,
+    pub color: ::std::string::String,
     pub x: i32,
     pub y: i32,
     pub shapesize: i32,
     #[uint8]
-    pub additional_payload_size: Vec<u8>,
+    pub additional_payload_size: ::std::vec::Vec<u8>,
 }
 
