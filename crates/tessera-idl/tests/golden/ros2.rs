@@ -238,6 +238,14 @@ pub mod geometry_msgs {
             pub angular: geometry_msgs::msg::Vector3,
         }
 
+        #[derive(::tessera::TopicType, Debug, Clone, PartialEq)]
+        #[topic(type_name = "geometry_msgs::msg::dds_::TwistWithCovariance_")]
+        #[allow(non_snake_case, non_camel_case_types)]
+        pub struct TwistWithCovariance {
+            pub twist: geometry_msgs::msg::Twist,
+            pub covariance: double__36,
+        }
+
     }
 }
 #[allow(non_snake_case, non_camel_case_types, clippy::all)]
