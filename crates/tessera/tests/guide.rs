@@ -79,6 +79,32 @@ fn every_rust_and_xml_block_is_the_file_it_names() {
     assert_eq!(rust, run);
 }
 
+/// Every relative link of the guide (`](path)` or `](path#anchor)`) names a file that exists.
+#[test]
+fn relative_links_name_existing_files() {
+    let dir = repo().join("docs/guide");
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let page = entry.unwrap().path();
+        if page.extension().is_none_or(|e| e != "md") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&page).unwrap();
+        for (at, _) in text.match_indices("](") {
+            let target = &text[at + 2..];
+            let target = &target[..target.find(')').expect("a link ends")];
+            let path = target.split('#').next().unwrap();
+            if path.is_empty() || path.contains("://") {
+                continue;
+            }
+            assert!(
+                dir.join(path).exists(),
+                "{}: link to {target} names no file",
+                page.display()
+            );
+        }
+    }
+}
+
 #[test]
 fn guide_start_runs() {
     guide_start::main().unwrap();
