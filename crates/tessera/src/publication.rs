@@ -33,6 +33,7 @@ use tessera_rtps::writer::{WriteError, WriterCore};
 
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
+mod coherent;
 mod filters;
 mod loan;
 mod local;
@@ -336,14 +337,7 @@ impl WriterEndpoint {
             if now >= deadline {
                 return Err(Error::Timeout);
             }
-            // Let the event thread resend heartbeats so readers ack promptly.
-            p.kick.ensure_by(Some(now));
-            self.waiting.fetch_add(1, Ordering::AcqRel);
-            let _ = self
-                .space
-                .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            now = Instant::now();
+            now = self.wait_space(&mut core, now, deadline);
         };
         let life = self.lifespan_ns.load(Ordering::Relaxed);
         if life != 0 {
@@ -392,6 +386,7 @@ impl WriterEndpoint {
                     status,
                     key_only,
                     timestamp: Some(ts),
+                    coherent_set: core.coherent_set(),
                 },
             );
         }
@@ -426,10 +421,7 @@ impl WriterEndpoint {
                 return Ok(Some(seq));
             }
         }
-        outbox::flush_writer(p, &mut core, now);
-        self.unflushed.store(0, Ordering::Relaxed);
-        self.unflushed_samples.store(0, Ordering::Relaxed);
-        self.batch_started.store(0, Ordering::Relaxed);
+        self.send_all(p, &mut core, now);
         let next = core.poll_timeout();
         drop(core);
         p.kick.ensure_by(next);
@@ -471,11 +463,34 @@ impl WriterEndpoint {
         }
     }
 
+    /// Waits up to 10 ms (and at most until `deadline`), with the core lock released, for
+    /// acknowledgments to free history space; returns the time then.
+    fn wait_space(
+        &self,
+        core: &mut parking_lot::MutexGuard<'_, WriterCore>,
+        now: Instant,
+        deadline: Instant,
+    ) -> Instant {
+        // Let the event thread resend heartbeats so readers ack promptly.
+        self.ctx.kick.ensure_by(Some(now));
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _ = self
+            .space
+            .wait_until(core, deadline.min(now + Duration::from_millis(10)));
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        Instant::now()
+    }
+
     /// Sends every batched sample now.
     fn flush_batch(&self) {
         let now = Instant::now();
         let mut core = self.core.lock();
-        outbox::flush_writer(&self.ctx, &mut core, now);
+        self.send_all(&self.ctx, &mut core, now);
+    }
+
+    /// Sends what the core holds (under its lock) and starts a new batch.
+    fn send_all(&self, ctx: &RuntimeContext, core: &mut WriterCore, now: Instant) {
+        outbox::flush_writer(ctx, core, now);
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
