@@ -320,7 +320,12 @@ impl WriterEndpoint {
                     now,
                 ) {
                     Ok(seq) => {
-                        if let Some(readers) = filtered_out {
+                        // Inside a coherent set a GAP would be a hole that makes the
+                        // reader drop the whole set: such samples go to every reader,
+                        // whose own filter drops them (see `crate::presentation`).
+                        if let Some(readers) =
+                            filtered_out.filter(|_| core.coherent_set().is_none())
+                        {
                             core.filter_out(seq, readers);
                         }
                         break seq;
