@@ -21,8 +21,12 @@
 //! GROUP scope (a set across the writers of one publisher, PID_GROUP_COHERENT_SET) is treated
 //! as TOPIC scope.
 
+use crate::error::{Error, Result};
+use crate::history::History;
 use crate::qos::{Presentation, PresentationAccessScope};
+use crate::sample::SerializedPayload;
 use crate::subscription::ReaderEndpoint;
+use crate::Subscriber;
 use parking_lot::Mutex;
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -41,6 +45,68 @@ pub(crate) fn setup_reader(ep: &ReaderEndpoint, p: &Presentation) {
     }
     if p.ordered_access && p.access_scope >= PresentationAccessScope::Topic {
         ep.history.lock().set_ordered(true);
+    }
+}
+
+impl ReaderEndpoint {
+    /// Puts one delivered sample, still serialized, in the history: a copy of its payload, or
+    /// the writer's own buffer when `shared` (local delivery). A reader with coherent access
+    /// holds the samples of a coherent set back and stores the whole set, under this one
+    /// history lock, when it is complete. Returns whether the history changed in a way
+    /// readers should hear about.
+    pub(crate) fn accept(
+        &self,
+        d: &Delivered<'_>,
+        shared: Option<&Arc<Vec<u8>>>,
+        history: &mut History<SerializedPayload>,
+        rejected: &mut u32,
+    ) -> bool {
+        if let Some(sets) = self.coherent.get() {
+            let offer = sets.lock().offer(d, shared);
+            match offer {
+                Offer::Pass => {}
+                Offer::Held => return false,
+                Offer::Release { samples, then_pass } => {
+                    let mut changed = false;
+                    for h in samples {
+                        let mut held = h.delivered;
+                        if let Some(b) = &h.shared {
+                            held.payload = Cow::Borrowed(b.as_slice());
+                        }
+                        changed |= self.accept_one(&held, h.shared.as_ref(), history, rejected);
+                    }
+                    if then_pass {
+                        changed |= self.accept_one(d, shared, history, rejected);
+                    }
+                    return changed;
+                }
+            }
+        }
+        self.accept_one(d, shared, history, rejected)
+    }
+}
+
+impl Subscriber {
+    /// Marks the start of a series of reads or takes of this subscriber's readers (DDS
+    /// `begin_access`). Calls nest. Tessera hands out coherent sets whole (per writer)
+    /// and in order whether or not the reads are bracketed, so the bracket only counts; it is
+    /// here so that code written for GROUP access scope runs unchanged.
+    pub fn begin_access(&self) -> Result<()> {
+        *self.access.lock() += 1;
+        Ok(())
+    }
+
+    /// Ends the series of accesses begun with [`Subscriber::begin_access`];
+    /// [`Error::PreconditionNotMet`] without a matching `begin_access`.
+    pub fn end_access(&self) -> Result<()> {
+        let mut depth = self.access.lock();
+        if *depth == 0 {
+            return Err(Error::PreconditionNotMet(
+                "end_access without begin_access".into(),
+            ));
+        }
+        *depth -= 1;
+        Ok(())
     }
 }
 

@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
 use crate::participant::DomainParticipant;
-use crate::presentation::{CoherentSets, Offer};
+use crate::presentation::CoherentSets;
 use crate::qos::{DataReaderQos, SubscriberQos};
 use crate::qos_rt::group::Group;
 use crate::qos_rt::reader::{finite_ns, watched_lease, Admission, ReaderPolicies, WriterTerms};
@@ -47,8 +47,8 @@ use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 pub struct Subscriber {
     participant: DomainParticipant,
     group: Arc<Group<SubscriberQos, ReaderOwner>>,
-    /// Nesting depth of `begin_access`.
-    access: Arc<Mutex<u32>>,
+    /// Nesting depth of `begin_access` (see [`crate::presentation`]).
+    pub(crate) access: Arc<Mutex<u32>>,
 }
 
 impl Subscriber {
@@ -58,28 +58,6 @@ impl Subscriber {
             group: Group::new(qos),
             access: Arc::new(Mutex::new(0)),
         }
-    }
-
-    /// Marks the start of a series of reads or takes of this subscriber's readers (DDS
-    /// `begin_access`). Calls nest. Tessera hands out coherent sets whole (per writer)
-    /// and in order whether or not the reads are bracketed, so the bracket only counts; it is
-    /// here so that code written for GROUP access scope runs unchanged.
-    pub fn begin_access(&self) -> Result<()> {
-        *self.access.lock() += 1;
-        Ok(())
-    }
-
-    /// Ends the series of accesses begun with [`Subscriber::begin_access`];
-    /// [`Error::PreconditionNotMet`] without a matching `begin_access`.
-    pub fn end_access(&self) -> Result<()> {
-        let mut depth = self.access.lock();
-        if *depth == 0 {
-            return Err(Error::PreconditionNotMet(
-                "end_access without begin_access".into(),
-            ));
-        }
-        *depth -= 1;
-        Ok(())
     }
 
     /// The subscriber QoS (as `set_qos` last changed it).
@@ -566,44 +544,8 @@ impl ReaderEndpoint {
         }
     }
 
-    /// Puts one delivered sample, still serialized, in the history: a copy of its payload, or
-    /// the writer's own buffer when `shared` (local delivery). A reader with coherent access
-    /// holds the samples of a coherent set back and stores the whole set, under this one
-    /// history lock, when it is complete. Returns whether the history changed in a way
-    /// readers should hear about.
-    fn accept(
-        &self,
-        d: &Delivered<'_>,
-        shared: Option<&Arc<Vec<u8>>>,
-        history: &mut History<SerializedPayload>,
-        rejected: &mut u32,
-    ) -> bool {
-        if let Some(sets) = self.coherent.get() {
-            let offer = sets.lock().offer(d, shared);
-            match offer {
-                Offer::Pass => {}
-                Offer::Held => return false,
-                Offer::Release { samples, then_pass } => {
-                    let mut changed = false;
-                    for h in samples {
-                        let mut held = h.delivered;
-                        if let Some(b) = &h.shared {
-                            held.payload = std::borrow::Cow::Borrowed(b.as_slice());
-                        }
-                        changed |= self.accept_one(&held, h.shared.as_ref(), history, rejected);
-                    }
-                    if then_pass {
-                        changed |= self.accept_one(d, shared, history, rejected);
-                    }
-                    return changed;
-                }
-            }
-        }
-        self.accept_one(d, shared, history, rejected)
-    }
-
     /// [`Self::accept`] for one sample that is not (or no longer) held in a coherent set.
-    fn accept_one(
+    pub(crate) fn accept_one(
         &self,
         d: &Delivered<'_>,
         shared: Option<&Arc<Vec<u8>>>,
