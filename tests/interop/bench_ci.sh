@@ -16,7 +16,7 @@ leftovers() {
     local ns links procs
     ns="$(ip netns list 2>/dev/null | grep -c '^tb-' || true)"
     links="$(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | grep -c '^tb' || true)"
-    procs="$(pgrep -f "$TESSERA_BIN perf|$BENCH_BIN (udp|worker)|ddsperf" -c || true)"
+    procs="$(pgrep -f "$TESSERA_BIN (perf|node|discovery-server)|$(dirname "$TESSERA_BIN")/tessera-node|$BENCH_BIN (udp|worker)|ddsperf" -c || true)"
     echo "$ns $links $procs"
 }
 
@@ -39,7 +39,7 @@ python3 - "$out/results.json" <<'PY' || fail "results.json check"
 import json, sys
 rs = json.load(open(sys.argv[1]))
 kinds = {p["kind"] for p in rs["points"] if p["ok"]}
-want = {"latency", "throughput", "rate_step", "discovery", "late_joiner", "reliability"}
+want = {"latency", "throughput", "rate_step", "discovery", "late_joiner", "reliability", "failure"}
 missing = want - kinds
 assert not missing, f"no successful point of kind(s) {missing}"
 pairs = {p["pair"] for p in rs["points"] if p["ok"]}
@@ -49,6 +49,15 @@ central = [p for p in rs["points"] if p["kind"] == "discovery" and p["ok"]
            and p["params"].get("architecture") == "centralized"]
 assert central, "no successful discovery point through a discovery server"
 assert all(p["metrics"].get("discovery_datagrams", 0) > 0 for p in central), "no traffic counted"
+fail = {p["params"]["architecture"]: p["metrics"] for p in rs["points"]
+        if p["kind"] == "failure" and p["ok"]}
+# One of two linked servers killed: data flows peer to peer, and the late reader is discovered.
+red = fail["centralized-redundant"]
+assert red["outage_flow_pct"] > 80 and "late_join_ms" in red, f"redundant servers: {red}"
+# The publisher's node killed: nothing crosses until it is back, then both readers receive.
+fed = fail["federated"]
+assert fed["outage_flow_pct"] < 20 and "recovered_ms" in fed, f"federated: {fed}"
+print("failure:", {a: {k: round(v) for k, v in m.items()} for a, m in fail.items()})
 print("kinds:", sorted(kinds), "pairs:", sorted(pairs), "points:", len(rs["points"]))
 PY
 

@@ -6,6 +6,7 @@
 //!
 //! Grammar (as `workers/fastdds/fastdds_perf.cpp`):
 //!   WORKER [-i ID] [-D S] [-u] [-k N|all] [-n N] [-1] [-T KS] [-X] [--json] [--warmup S]
+//!          [--count N]   (stop once N round trips past the warm-up were measured)
 //!          [-Q minmatch:N|initwait:S|roundtrips:N|samples:N] MODE...
 //!   MODE: ping [size S] [listener|waitset|polling] | pong [listener|waitset|polling]
 //!         | sub [listener|waitset|polling] | pub [R[Hz|kHz]] [size S] [burst N]
@@ -42,6 +43,8 @@ pub struct Config {
     pub q_roundtrips: u64,
     pub q_samples: u64,
     pub warmup_s: f64,
+    /// `--count N`: stop once N round trips past the warm-up were measured (0: no count).
+    pub count: u64,
     pub ping: bool,
     pub ping_size: u32,
     pub pong: bool,
@@ -69,6 +72,7 @@ impl Default for Config {
             q_roundtrips: 0,
             q_samples: 0,
             warmup_s: 0.0,
+            count: 0,
             ping: false,
             ping_size: KS_FIXED,
             pong: false,
@@ -143,6 +147,13 @@ pub fn parse_args(a: &[String]) -> Result<Config, String> {
             "--warmup" => {
                 i += 1;
                 c.warmup_s = num(a.get(i).ok_or("--warmup requires a value")?, "--warmup")?;
+            }
+            "--count" => {
+                i += 1;
+                c.count = num(a.get(i).ok_or("--count requires a value")?, "--count")?;
+                if c.count == 0 {
+                    return Err("--count must be at least 1".into());
+                }
             }
             "-u" => c.best_effort = true,
             "-1" => c.sub_every_second = true,
@@ -520,6 +531,8 @@ struct State {
     cur_seq: u32,
     pinging: bool,
     last_ping: Option<Instant>,
+    /// Round trips past the warm-up, for `--count`.
+    measured: u64,
     key_error: bool,
     exit_code: i32,
 }
@@ -638,6 +651,13 @@ impl Perf {
             l.total += 1;
             if t - first >= self.cfg.warmup_s {
                 l.run.record(one_way);
+                if seq == st.cur_seq {
+                    st.measured += 1;
+                    if self.cfg.count > 0 && st.measured >= self.cfg.count {
+                        self.stop.store(true, Ordering::Relaxed);
+                        self.wake.notify_all();
+                    }
+                }
             }
             // One peer per ping in the bench's latency cells: a pong of the current ping
             // releases the next. Not the timestamp's odd bit, as ddsperf does: a middleware
@@ -882,6 +902,10 @@ impl Perf {
             drop(self.wake.wait_timeout(st, wait).unwrap());
         }
         self.stop.store(true, Ordering::Relaxed);
+        if cfg.count > 0 && prev.elapsed() > Duration::ZERO {
+            // `--count` ends between reports: the last part's lines too.
+            self.report(t0.elapsed().as_secs_f64(), prev.elapsed().as_secs_f64());
+        }
         if let Some(p) = publisher {
             let _ = p.join();
         }
@@ -913,6 +937,11 @@ mod tests {
         .unwrap();
         assert!(c.ping && !c.pong && c.ping_size == 4096 && c.minmatch == 1);
         assert_eq!((c.duration_s, c.initwait_s, c.warmup_s), (3.0, 20.0, 0.5));
+        assert_eq!(c.count, 0);
+        let c = parse_args(&args("-D 60 --warmup 0.5 --count 10000 ping size 16")).unwrap();
+        assert_eq!((c.count, c.duration_s), (10000, 60.0));
+        assert!(parse_args(&args("--count 0 ping")).is_err());
+        assert!(parse_args(&args("--count ping")).is_err());
         let c = parse_args(&args("-u -k all -n 4 -D 3 -1 sub waitset")).unwrap();
         assert!(c.best_effort && c.sub && c.sub_every_second && c.keep_last.is_none());
         assert_eq!((c.nkeys, c.read_mode.as_str()), (4, "waitset"));
@@ -930,6 +959,28 @@ mod tests {
         ] {
             assert!(parse_args(&args(bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn count_mode_stops_after_n_measured_round_trips() {
+        let p = Perf::new(Config {
+            count: 3,
+            ping: true,
+            ..Default::default()
+        });
+        p.lock().pinging = true;
+        let pong = |p: &Perf| {
+            let seq = p.lock().cur_seq;
+            p.on_pong([1; 16], "peer", seq, wall_ns());
+        };
+        pong(&p);
+        // A stale pong (an earlier ping's) is no round trip of the current ping.
+        p.on_pong([1; 16], "peer", 0, wall_ns());
+        pong(&p);
+        assert!(!p.stopping());
+        pong(&p);
+        assert!(p.stopping());
+        assert_eq!(p.lock().measured, 3);
     }
 
     #[test]

@@ -7,6 +7,7 @@
 //     -n N   keys       -1    sub line every s  -T KS (the only type) -X  accepted, ignored
 //     -Q minmatch:N | initwait:S | roundtrips:N | samples:N
 //     --warmup S   round trips of the first S s after the first pong stay out of the summary
+//     --count N    stop once N pings past the warm-up were answered by every peer
 //     --transport default|udp   Fast DDS defaults (shared memory + UDPv4) or UDPv4 only;
 //                               also FASTDDS_PERF_TRANSPORT
 //     --json       accepted: output is always tessera perf's JSON lines
@@ -212,6 +213,7 @@ struct Config {
     uint64_t q_roundtrips = 0;
     uint64_t q_samples = 0;
     double warmup_s = 0;
+    uint64_t count = 0;  // --count: 0 = no count
     bool udp_only = false;
     bool ping = false;
     bool pong = false;
@@ -298,6 +300,10 @@ Config parse_args(int argc, char** argv) {
         if (o == "--json" || o == "-X") {
         } else if (o == "--warmup") {
             if (i + 1 >= a.size() || !parse_f(a[i + 1], c.warmup_s)) usage_error("bad --warmup");
+            ++i;
+        } else if (o == "--count") {
+            if (i + 1 >= a.size() || !parse_u64(a[i + 1], c.count) || c.count == 0)
+                usage_error("bad --count");
             ++i;
         } else if (o == "--transport") {
             if (i + 1 >= a.size()) usage_error("--transport requires default or udp");
@@ -531,6 +537,7 @@ struct Perf : public DomainParticipantListener {
     std::vector<std::string> lat_order;
     double first_pong_t = -1;
     bool pinging = false;
+    uint64_t measured_pings = 0;  // for --count
     // sub state
     std::map<std::string, SeqState> seqs;  // by publication handle
     uint64_t total = 0, lost = 0, bytes = 0, last_total = 0, last_lost = 0, last_bytes = 0;
@@ -830,8 +837,16 @@ struct Perf : public DomainParticipantListener {
             if (first_pong_t < 0) first_pong_t = t;
             it->second.interval.push_back(one_way);
             ++it->second.total;
-            if (t - first_pong_t >= cfg.warmup_s) it->second.run.record(one_way);
-            if (pinging && d.seq == cur_seq && ++pongs_seen == expected_pongs_locked()) send = true;
+            const bool measured = t - first_pong_t >= cfg.warmup_s;
+            if (measured) it->second.run.record(one_way);
+            if (pinging && d.seq == cur_seq && ++pongs_seen == expected_pongs_locked()) {
+                send = true;
+                if (measured && cfg.count && ++measured_pings >= cfg.count) {
+                    send = false;
+                    g_stop = true;
+                    wake.notify_all();
+                }
+            }
         }
         if (send) send_ping();
     }
@@ -1057,6 +1072,12 @@ struct Perf : public DomainParticipantListener {
             wake.wait_until(lk, until);
         }
         g_stop = true;
+        if (cfg.count) {
+            // --count ends between reports: the last part's lines too.
+            const auto now = Steady::now();
+            report(std::chrono::duration<double>(now - g_t0).count(),
+                   std::chrono::duration<double>(now - prev).count());
+        }
         if (publisher.joinable()) publisher.join();
         check_criteria();
         return shutdown(exit_code);

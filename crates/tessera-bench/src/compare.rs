@@ -83,6 +83,7 @@ pub fn headline_metrics(kind: Kind) -> &'static [(&'static str, bool)] {
         Kind::Discovery => &[("discovery_ms", true)],
         Kind::LateJoiner => &[("first_sample_ms", true)],
         Kind::Reliability => &[("completion_s", true)],
+        Kind::Failure => &[("gap_ms", true), ("recovered_ms", true)],
     }
 }
 

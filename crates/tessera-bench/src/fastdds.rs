@@ -44,7 +44,7 @@ pub enum BuildError {
 }
 
 /// FNV-1a, 64 bits: a stable name for one source + command (not a security hash).
-fn fnv1a(parts: &[&str]) -> u64 {
+pub(crate) fn fnv1a(parts: &[&str]) -> u64 {
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;
     for p in parts {
         for b in p.bytes().chain([0u8]) {
@@ -64,7 +64,7 @@ pub fn binary_name() -> String {
 }
 
 /// Directories tried for the cache, in order.
-fn cache_dirs(bench_exe: &Path) -> Vec<PathBuf> {
+pub(crate) fn cache_dirs(bench_exe: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(d) = bench_exe.parent() {
         dirs.push(d.to_path_buf());
@@ -77,7 +77,29 @@ fn cache_dirs(bench_exe: &Path) -> Vec<PathBuf> {
     dirs
 }
 
-fn on_path(program: &str) -> bool {
+/// A binary that needs no build: the override's (`Err` with its value when it names no
+/// executable: empty disables the worker), else `name` cached in one of `dirs`; `None`: build.
+pub(crate) fn prebuilt(
+    override_value: Option<std::ffi::OsString>,
+    dirs: &[PathBuf],
+    name: &str,
+) -> Option<Result<PathBuf, String>> {
+    if let Some(o) = override_value {
+        let p = PathBuf::from(&o);
+        return Some(if crate::env::is_executable(&p) {
+            Ok(p)
+        } else {
+            Err(o.to_string_lossy().into_owned())
+        });
+    }
+    dirs.iter()
+        .map(|d| d.join(name))
+        .find(|p| crate::env::is_executable(p))
+        .map(Ok)
+}
+
+/// Whether `program` is an executable in a `PATH` directory.
+pub(crate) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| crate::env::is_executable(&d.join(program))))
         .unwrap_or(false)
@@ -85,22 +107,10 @@ fn on_path(program: &str) -> bool {
 
 /// The worker binary: the cached one, or a fresh build of [`SOURCE`].
 pub fn ensure_worker(bench_exe: &Path) -> Result<PathBuf, BuildError> {
-    if let Some(o) = std::env::var_os(OVERRIDE_ENV) {
-        let p = PathBuf::from(&o);
-        return if crate::env::is_executable(&p) {
-            Ok(p)
-        } else {
-            Err(BuildError::Override(o.to_string_lossy().into_owned()))
-        };
-    }
     let name = binary_name();
     let dirs = cache_dirs(bench_exe);
-    if let Some(found) = dirs
-        .iter()
-        .map(|d| d.join(&name))
-        .find(|p| crate::env::is_executable(p))
-    {
-        return Ok(found);
+    if let Some(found) = prebuilt(std::env::var_os(OVERRIDE_ENV), &dirs, &name) {
+        return found.map_err(BuildError::Override);
     }
     if !on_path("g++") {
         return Err(BuildError::NoCompiler);
@@ -108,14 +118,23 @@ pub fn ensure_worker(bench_exe: &Path) -> Result<PathBuf, BuildError> {
     if !Path::new(HEADER).exists() {
         return Err(BuildError::NoHeaders);
     }
+    build_in_first(&dirs, &name, build_in).map_err(BuildError::Failed)
+}
+
+/// Builds `name` with `build` in the first of `dirs` where that works; the last error if none.
+pub(crate) fn build_in_first(
+    dirs: &[PathBuf],
+    name: &str,
+    build: fn(&Path, &str) -> Result<PathBuf, String>,
+) -> Result<PathBuf, String> {
     let mut last = String::from("no writable cache directory");
     for dir in dirs {
-        match build_in(&dir, &name) {
+        match build(dir, name) {
             Ok(p) => return Ok(p),
             Err(e) => last = e,
         }
     }
-    Err(BuildError::Failed(last))
+    Err(last)
 }
 
 /// Writes the source into `dir` and compiles it to `dir/name` (through a temporary name, so a
@@ -147,21 +166,21 @@ fn build_in(dir: &Path, name: &str) -> Result<PathBuf, String> {
         ));
     }
     std::fs::rename(&tmp, &out).map_err(|e| format!("{}: {e}", out.display()))?;
-    remove_stale(dir, name);
+    remove_stale(dir, name, "fastdds-perf-");
     Ok(out)
 }
 
-/// Removes the binaries of earlier sources from `dir` (each build has its own name, so they
-/// would pile up as the source changes). A running one keeps its inode; nothing fails if one
-/// cannot be removed.
-fn remove_stale(dir: &Path, current: &str) {
+/// Removes the binaries of earlier sources from `dir`: `prefix` and 16 hex digits, other than
+/// `current` (each build has its own name, so they would pile up as the source changes). A
+/// running one keeps its inode; nothing fails if one cannot be removed.
+pub(crate) fn remove_stale(dir: &Path, current: &str, prefix: &str) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let n = e.file_name();
         let n = n.to_string_lossy();
-        let hex = n.strip_prefix("fastdds-perf-").unwrap_or("");
+        let hex = n.strip_prefix(prefix).unwrap_or("");
         if n != current && hex.len() == 16 && hex.bytes().all(|b| b.is_ascii_hexdigit()) {
             let _ = std::fs::remove_file(e.path());
         }
@@ -193,7 +212,7 @@ mod tests {
         for f in keep.iter().chain(&["fastdds-perf-0123456789abcdef"]) {
             std::fs::write(dir.join(f), b"").unwrap();
         }
-        remove_stale(&dir, "fastdds-perf-00000000000000aa");
+        remove_stale(&dir, "fastdds-perf-00000000000000aa", "fastdds-perf-");
         let mut left: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())

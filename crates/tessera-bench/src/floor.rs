@@ -574,6 +574,7 @@ fn ping<W: Write>(
     let t = (mono_ns() - clock.tstart) as f64 / 1e9;
     rep.emit_at(
         &ReportLine::Summary {
+            answers: None,
             pid: clock.pid,
             latency: overall,
             received: 0,
@@ -617,6 +618,7 @@ fn pong<W: Write>(
     let t = (mono_ns() - clock.tstart) as f64 / 1e9;
     rep.emit_at(
         &ReportLine::Summary {
+            answers: None,
             pid: clock.pid,
             latency: Vec::new(),
             received: echoed,
@@ -698,6 +700,7 @@ fn publish<W: Write>(
     let t = (mono_ns() - clock.tstart) as f64 / 1e9;
     rep.emit_at(
         &ReportLine::Summary {
+            answers: None,
             pid: clock.pid,
             latency: Vec::new(),
             received: 0,
@@ -767,6 +770,7 @@ fn subscribe<W: Write>(
     let t = (mono_ns() - clock.tstart) as f64 / 1e9;
     rep.emit_at(
         &ReportLine::Summary {
+            answers: None,
             pid: clock.pid,
             latency: Vec::new(),
             received,

@@ -20,6 +20,7 @@
 
 pub mod compare;
 pub mod cpuwin;
+pub mod cyclonec;
 pub mod env;
 pub mod expect;
 pub mod fastdds;
@@ -34,6 +35,7 @@ pub mod rustpeers;
 pub mod scenario;
 pub mod shm_floor;
 pub mod stats;
+pub mod stream;
 pub mod worker;
 
 use std::path::PathBuf;
@@ -77,6 +79,7 @@ pub fn usage(prog: &str) -> String {
          \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory),\n\
          \x20                    tessera-loan,tessera-loan-spin (shared memory, loans)\n\
          \x20                    rustdds,dust_dds,zenoh,tessera>rustdds,rustdds>tessera\n\
+         \x20                    cyclone-c,tessera>cyclone-c,cyclone-c>tessera (C worker)\n\
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\
          \x20                    'throughput_ratio>=1.0', 'tessera.lost==0', 'failed==0'\n\
          \x20 --no-progress      no progress bar\n\
@@ -84,7 +87,8 @@ pub fn usage(prog: &str) -> String {
          \n\
          cleanup removes namespaces and links a killed run left behind (names tb-*).\n\
          Needs root (network namespaces). ddsperf comes from Debian's cyclonedds-tools;\n\
-         fastdds-perf is compiled with g++ against libfastrtps-dev when a Fast DDS pair runs;\n\
+         fastdds-perf is compiled with g++ against libfastrtps-dev when a Fast DDS pair runs,\n\
+         cyclone-perf with idlc and cc against cyclonedds-dev when a cyclone-c pair runs;\n\
          the RustDDS, dust_dds and Zenoh workers with cargo in workers/*/ when their pairs run.\n"
     )
 }

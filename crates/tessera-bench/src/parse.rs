@@ -41,9 +41,37 @@ pub struct PerfOutput {
     /// The whole-run latency histogram of the JSON `summary` line, all pong sources merged:
     /// `(value_ns, count)` ascending by value. Empty for ddsperf (it prints none).
     pub hist: Vec<(u64, u64)>,
+    /// Per ping, the first and the last answer (the summary's `first` and `all`), when the
+    /// pinger reports them (a 1-to-N ping: `cyclone-perf`, `tessera perf`).
+    pub answers: Option<Answers>,
+    /// Pings answered by every peer in the measured part of the run (the summary's `pings`).
+    pub pings: Option<u64>,
     /// Error lines (`[PID] error: ...`, `write error: ...`, `received key ...`, JSON `error`
     /// lines), their message only.
     pub errors: Vec<String>,
+}
+
+/// The 1-to-N answer histograms of a pinger, one-way ns like [`PerfOutput::hist`]: per ping
+/// the time to its first pong (DerechoDDS's "first answer") and to its last ("all answers").
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Answers {
+    /// `(value_ns, count)` of the first answers, ascending.
+    pub first: Vec<(u64, u64)>,
+    /// `(value_ns, count)` of the last answers, ascending.
+    pub all: Vec<(u64, u64)>,
+}
+
+/// The pairs of a JSON `[[value, count], ...]` histogram, merged into `into`; malformed pairs
+/// are skipped.
+fn add_hist(h: Option<&Value>, into: &mut std::collections::BTreeMap<u64, u64>) {
+    for pair in h.and_then(Value::as_array).into_iter().flatten() {
+        if let Some([val, cnt]) = pair.as_array().map(Vec::as_slice) {
+            if let (Some(val), Some(cnt)) = (val.as_u64(), cnt.as_u64()) {
+                let e = into.entry(val).or_insert(0);
+                *e = e.saturating_add(cnt);
+            }
+        }
+    }
 }
 
 /// One per-second round-trip latency line.
@@ -334,20 +362,18 @@ fn parse_json_line(
                 .into_iter()
                 .flatten()
             {
-                for pair in src
-                    .get("hist")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let Some([val, cnt]) = pair.as_array().map(Vec::as_slice) {
-                        if let (Some(val), Some(cnt)) = (val.as_u64(), cnt.as_u64()) {
-                            let e = hist.entry(val).or_insert(0);
-                            *e = e.saturating_add(cnt);
-                        }
-                    }
-                }
+                add_hist(src.get("hist"), hist);
             }
+            if let (Some(first), Some(all)) = (v.get("first"), v.get("all")) {
+                let (mut f, mut a) = Default::default();
+                add_hist(first.get("hist"), &mut f);
+                add_hist(all.get("hist"), &mut a);
+                out.answers = Some(Answers {
+                    first: f.into_iter().collect(),
+                    all: a.into_iter().collect(),
+                });
+            }
+            out.pings = u(v, "pings");
         }
         Some("error") => {
             let msg = st(v, "message")

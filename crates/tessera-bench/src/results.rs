@@ -26,6 +26,9 @@ pub enum Kind {
     LateJoiner,
     /// The DerechoDDS test: a critical reliable flow beside best-effort background traffic.
     Reliability,
+    /// A paced stream while the architecture's shared part (discovery server, node service)
+    /// is killed and restarted: what keeps flowing, what is lost, how long recovery takes.
+    Failure,
 }
 
 impl Kind {
@@ -38,6 +41,7 @@ impl Kind {
             Kind::Discovery => "discovery",
             Kind::LateJoiner => "late_joiner",
             Kind::Reliability => "reliability",
+            Kind::Failure => "failure",
         }
     }
 }
@@ -53,6 +57,11 @@ pub enum Implementation {
     Tessera,
     /// Cyclone DDS through Debian's `ddsperf`.
     Cyclone,
+    /// Cyclone DDS 0.10.2 through the `cyclone-perf` worker (`workers/cyclone/`, C against
+    /// Debian's libddsc, built on demand): ddsperf's protocol with a histogram of every round
+    /// trip, a count mode and first/all answers.
+    #[serde(rename = "cyclone-c")]
+    CycloneC,
     /// The raw UDP floor built into `tessera bench` (no middleware at all).
     Udp,
     /// Fast DDS 2.9 through the `fastdds-perf` worker (`workers/fastdds/`), with its default
@@ -98,6 +107,7 @@ impl Implementation {
         match self {
             Implementation::Tessera => "tessera",
             Implementation::Cyclone => "cyclone",
+            Implementation::CycloneC => "cyclone-c",
             Implementation::Udp => "udp",
             Implementation::FastDds => "fastdds",
             Implementation::FastDdsUdp => "fastdds-udp",
@@ -118,6 +128,7 @@ impl Implementation {
         match self {
             Implementation::Tessera => "Tessera",
             Implementation::Cyclone => "Cyclone DDS",
+            Implementation::CycloneC => "Cyclone DDS (C worker)",
             Implementation::Udp => "raw UDP",
             Implementation::FastDds => "Fast DDS",
             Implementation::FastDdsUdp => "Fast DDS (UDP)",
@@ -134,13 +145,14 @@ impl Implementation {
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 14] = [
+    pub const ALL: [Implementation; 15] = [
         Implementation::Tessera,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
         Implementation::TesseraLoan,
         Implementation::TesseraLoanSpin,
         Implementation::Cyclone,
+        Implementation::CycloneC,
         Implementation::FastDds,
         Implementation::FastDdsUdp,
         Implementation::RustDds,

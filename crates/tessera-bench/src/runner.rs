@@ -28,6 +28,7 @@ use super::scenario::{self, Experiment, Planned, Scenario};
 use super::stats::{self, IntervalSummary, Step};
 use super::{env, report};
 
+mod failure;
 mod federated;
 
 /// UDP port of the raw floor's server side.
@@ -127,6 +128,21 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
     } else {
         None
     };
+    let cyclonec = if uses(&scenario, Implementation::CycloneC) {
+        match super::cyclonec::ensure_worker(&opts.bench_exe) {
+            Ok(p) => Some(p),
+            Err(e) => {
+                scenario.drop_implementation(Implementation::CycloneC);
+                notes.push(format!(
+                    "Cyclone DDS (C worker) skipped: {e}; every cyclone-c pair is left out of \
+                     this run."
+                ));
+                None
+            }
+        }
+    } else {
+        None
+    };
     let rust_peers = super::rustpeers::prepare(&mut scenario, &mut notes);
     notes.extend(scenario.notes.iter().cloned());
     notes.extend(scenario.skipped());
@@ -138,6 +154,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         scenario: &scenario,
         logs: dir.join("logs"),
         fastdds,
+        cyclonec,
         rust_peers,
         attach_to_node: std::cell::Cell::new(false),
     };
@@ -413,6 +430,35 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
             );
         }
     }
+    if uses(s, Implementation::CycloneC) {
+        notes.push(super::cyclonec::standing_note());
+    }
+    for e in s
+        .experiments
+        .iter()
+        .filter(|e| e.settings.contains_key("count"))
+    {
+        let n = e.setting("count", 0.0);
+        let duration_based: BTreeSet<&str> = e
+            .pairs
+            .iter()
+            .filter(|p| count_mode(e, p.writer).is_none())
+            .map(|p| p.writer.display())
+            .collect();
+        let mut note = format!(
+            "{}: every pinger that can stops after {n:.0} round trips past the warm-up \
+             (count mode; -D only bounds it at {COUNT_MODE_LIMIT_S} s).",
+            e.name
+        );
+        if !duration_based.is_empty() {
+            note.push_str(&format!(
+                " {} cannot stop after a count: its cells run for duration_s ({} s).",
+                duration_based.into_iter().collect::<Vec<_>>().join(", "),
+                e.setting("duration_s", 2.0)
+            ));
+        }
+        notes.push(note);
+    }
     notes.extend(super::rustpeers::standing_notes(|i| uses(s, i)));
     if mcast_off || s.experiments.iter().any(|e| e.kind == Kind::Throughput) {
         notes.push(
@@ -432,6 +478,8 @@ struct Ctx<'a> {
     logs: PathBuf,
     /// The Fast DDS worker, when a Fast DDS pair runs and it could be built.
     fastdds: Option<PathBuf>,
+    /// The C Cyclone worker, when a `cyclone-c` pair runs and it could be built.
+    cyclonec: Option<PathBuf>,
     /// The Rust peer workers that runs need and could be built.
     rust_peers: BTreeMap<Implementation, PathBuf>,
     /// Tessera processes started now attach to their host's node service (a federated point,
@@ -463,7 +511,9 @@ impl Worker {
     /// [`FASTDDS_STOP`] to delete its participant, which removes its shared-memory segments
     /// (killed, it would leave them in /dev/shm); everything else is killed at once.
     fn stop(&mut self) {
-        let graceful = self.implementation.is_fastdds() || self.implementation.is_tessera();
+        let graceful = self.implementation.is_fastdds()
+            || self.implementation.is_tessera()
+            || self.implementation == Implementation::CycloneC;
         if graceful && self.proc.signal(libc::SIGTERM).is_ok() {
             self.proc.wait_timeout(FASTDDS_STOP);
         }
@@ -692,6 +742,13 @@ impl Ctx<'_> {
                 }
                 c
             }
+            Implementation::CycloneC => {
+                let exe = self
+                    .cyclonec
+                    .as_ref()
+                    .context("the C Cyclone worker is not built")?;
+                topo.command(host, exe)
+            }
             Implementation::RustDds | Implementation::DustDds | Implementation::Zenoh => {
                 let exe = self
                     .rust_peers
@@ -879,6 +936,7 @@ impl Ctx<'_> {
                 Kind::Discovery => self.discovery(&topo, exp, p, &mut point),
                 Kind::LateJoiner => self.late_joiner(&topo, exp, p, seq, &mut point),
                 Kind::Reliability => self.reliability(&topo, exp, p, seq, &mut point),
+                Kind::Failure => self.failure(&topo, exp, p, seq, &mut point),
                 Kind::RateStep => unreachable!("rate steps run as groups"),
             };
             drop(topo);
@@ -942,7 +1000,12 @@ impl Ctx<'_> {
             common.push("-u".into());
         }
         common.extend(loan_args(p.pair, size));
-        let run_s = (duration + warmup).ceil().max(2.0) as u64;
+        // Count mode: the pinger stops after N measured round trips; -D only bounds it.
+        let count = count_mode(exp, p.pair.writer);
+        let run_s = match count {
+            Some(_) => (warmup + COUNT_MODE_LIMIT_S).ceil() as u64,
+            None => (duration + warmup).ceil().max(2.0) as u64,
+        };
         let mut nodes = federated::Nodes::new(self);
         if param_str(&p.params, "architecture", "decentralized") == "federated" {
             nodes.start(topo, subs)?;
@@ -962,9 +1025,15 @@ impl Ctx<'_> {
             &format!("-Qminmatch:{subs}"),
             "-Qinitwait:20",
         ]));
-        if p.pair.writer.is_tessera() || p.pair.writer.is_fastdds() || p.pair.writer.is_rust_peer()
+        if p.pair.writer.is_tessera()
+            || p.pair.writer.is_fastdds()
+            || p.pair.writer.is_rust_peer()
+            || p.pair.writer == Implementation::CycloneC
         {
             args.extend(strings(&["--warmup", &format!("{warmup}")]));
+        }
+        if let Some(n) = count {
+            args.extend(strings(&["--count", &n.to_string()]));
         }
         args.extend(strings(&[
             "ping",
@@ -995,10 +1064,24 @@ impl Ctx<'_> {
         let nodes = nodes.stop();
         let out = ping.output();
         let exited = code.and(ping.proc.exited_at());
-        let clock = report_clock_start(ping.proc.started(), exited, run_s as f64);
-        if let Some(us) = latency_cpu_per_round_trip(&cpu, clock, &out) {
+        // A counting pinger ends with a line at its last instant, whatever -D said.
+        let ran_s = match count {
+            Some(_) => out.latency.iter().map(|l| l.t).fold(0.0, f64::max),
+            None => run_s as f64,
+        };
+        let clock = report_clock_start(ping.proc.started(), exited, ran_s);
+        let cpu_us = if count.is_some() {
+            latency_cpu_from_run_start(&cpu, clock, &out)
+        } else {
+            latency_cpu_per_round_trip(&cpu, clock, &out)
+        };
+        if let Some(us) = cpu_us {
             point.metrics.insert(CPU_METRIC.into(), us);
         }
+        if let Some(n) = count {
+            point.metrics.insert(COUNT_TARGET.into(), n as f64);
+        }
+        point.metrics.extend(answer_metrics(&out, subs, cpu_us));
         let mut all: Vec<&Worker> = vec![&ping];
         all.extend(pongs.iter());
         all.extend(nodes.iter());
@@ -1013,7 +1096,8 @@ impl Ctx<'_> {
             code,
             &ping,
             "no round trips reported",
-        )
+        )?;
+        count_reached(count, &out)
     }
 
     fn throughput(
@@ -1951,12 +2035,112 @@ fn report_clock_start(started: Instant, exited: Option<Instant>, duration: f64) 
         .unwrap_or(started)
 }
 
+/// Longest a count-mode pinger may run after its warm-up before it is stopped (-D): the seeds'
+/// 10,000 round trips take about a second at 16 B and ten at 64 KiB here.
+const COUNT_MODE_LIMIT_S: f64 = 60.0;
+
+/// Metric: the round trips a count-mode cell asked for (absent: duration-based).
+pub const COUNT_TARGET: &str = "count_target";
+/// Metrics of a 1-to-N latency cell: per ping, the round trip to its first and to its last
+/// pong (median and p99, µs).
+pub const FIRST_ANSWER_P50: &str = "first_answer_p50_us";
+/// See [`FIRST_ANSWER_P50`].
+pub const FIRST_ANSWER_P99: &str = "first_answer_p99_us";
+/// See [`FIRST_ANSWER_P50`].
+pub const ALL_ANSWERS_P50: &str = "all_answers_p50_us";
+/// See [`FIRST_ANSWER_P50`].
+pub const ALL_ANSWERS_P99: &str = "all_answers_p99_us";
+/// Metric: CPU µs of every process of a 1-to-N latency cell per ping (every ponger answered).
+pub const CPU_PER_PING: &str = "cpu_us_per_ping";
+
+/// The round-trip count of an experiment's `count` setting, when `writer` can stop after N
+/// round trips (ddsperf and the raw floors cannot: their cells stay duration-based).
+fn count_mode(exp: &Experiment, writer: Implementation) -> Option<u64> {
+    let n = exp.settings.get("count").map(|&n| n as u64)?;
+    let can = !matches!(
+        writer,
+        Implementation::Cyclone
+            | Implementation::Udp
+            | Implementation::Shm
+            | Implementation::ShmSpin
+    );
+    can.then_some(n)
+}
+
+/// An error when a count-mode pinger stopped (at its -D bound) before N measured round trips.
+fn count_reached(count: Option<u64>, out: &PerfOutput) -> anyhow::Result<()> {
+    let Some(n) = count else { return Ok(()) };
+    let got = out
+        .pings
+        .unwrap_or_else(|| out.hist.iter().map(|(_, c)| c).sum());
+    if got < n {
+        anyhow::bail!("{got} of {n} round trips in {COUNT_MODE_LIMIT_S} s");
+    }
+    Ok(())
+}
+
+/// The metrics of a 1-to-N latency point: the CPU per ping (`cpu_per_pong`: CPU µs per pong,
+/// every pong counted, so N per ping) and, when the pinger reports them, its first/all
+/// answers (round trips, µs); nothing for 1-to-1.
+fn answer_metrics(
+    out: &PerfOutput,
+    subscribers: usize,
+    cpu_per_pong: Option<f64>,
+) -> BTreeMap<String, f64> {
+    let mut m = BTreeMap::new();
+    if subscribers < 2 {
+        return m;
+    }
+    if let Some(us) = cpu_per_pong {
+        m.insert(CPU_PER_PING.to_string(), us * subscribers as f64);
+    }
+    let Some(a) = out.answers.as_ref() else {
+        return m;
+    };
+    for (hist, p50, p99) in [
+        (&a.first, FIRST_ANSWER_P50, FIRST_ANSWER_P99),
+        (&a.all, ALL_ANSWERS_P50, ALL_ANSWERS_P99),
+    ] {
+        if let Some(l) = round_trip(stats::latency_from_pairs(hist)) {
+            m.insert(p50.to_string(), l.p50_us);
+            m.insert(p99.to_string(), l.p99_us);
+        }
+    }
+    m
+}
+
+/// CPU µs per round trip of a count-mode point: from the run's start (its report clock's zero)
+/// to its last line, every round trip counted (a counting run may last less than a second, so
+/// its per-second lines may be a single one).
+fn latency_cpu_from_run_start(
+    cpu: &cpuwin::CpuSeries,
+    started: Instant,
+    out: &PerfOutput,
+) -> Option<f64> {
+    latency_cpu(cpu, out, |lines| {
+        let from_zero = std::iter::once((0.0, 0)).chain(lines);
+        cpuwin::cumulative(started, from_zero)
+    })
+}
+
 /// CPU µs per round trip of a latency point: the window of the ping's per-second lines (each
 /// counting the second before it), one stream per pong peer.
 fn latency_cpu_per_round_trip(
     cpu: &cpuwin::CpuSeries,
     started: Instant,
     out: &PerfOutput,
+) -> Option<f64> {
+    latency_cpu(cpu, out, |lines| {
+        cpuwin::cumulative_per_second(started, cpu.start().unwrap_or(started), lines)
+    })
+}
+
+/// CPU µs per round trip over the window the pong peers' latency lines share, each peer's
+/// `(t, count)` lines made into cumulative counts by `stream`.
+fn latency_cpu(
+    cpu: &cpuwin::CpuSeries,
+    out: &PerfOutput,
+    stream: impl Fn(Vec<(f64, u64)>) -> cpuwin::Counts,
 ) -> Option<f64> {
     let mut per_peer: BTreeMap<&str, Vec<(f64, u64)>> = BTreeMap::new();
     for l in &out.latency {
@@ -1965,10 +2149,7 @@ fn latency_cpu_per_round_trip(
             .or_default()
             .push((l.t, l.summary.count));
     }
-    let streams: Vec<cpuwin::Counts> = per_peer
-        .into_values()
-        .map(|lines| cpuwin::cumulative_per_second(started, cpu.start().unwrap_or(started), lines))
-        .collect();
+    let streams: Vec<cpuwin::Counts> = per_peer.into_values().map(stream).collect();
     let (from, to) = cpuwin::common_window(&streams)?;
     cpuwin::cpu_us_per_sample(cpu, &streams, from, to)
 }
@@ -2113,6 +2294,78 @@ pub fn current_exe() -> anyhow::Result<PathBuf> {
 mod tests {
     use super::*;
     use crate::parse::{LatencyLine, SubLine};
+
+    fn hist(v: &[(u64, u64)]) -> Vec<(u64, u64)> {
+        v.to_vec()
+    }
+
+    #[test]
+    fn one_to_n_answers_are_round_trips_and_cpu_is_per_ping() {
+        let out = PerfOutput {
+            answers: Some(crate::parse::Answers {
+                // One-way ns: the first answers around 10 µs, the last around 25 µs.
+                first: hist(&[(9_000, 40), (10_000, 50), (30_000, 10)]),
+                all: hist(&[(20_000, 30), (25_000, 60), (60_000, 10)]),
+            }),
+            ..Default::default()
+        };
+        let m = answer_metrics(&out, 4, Some(12.5));
+        // Doubled to round trips (the histogram's buckets hold ~3 significant digits).
+        assert!((m[FIRST_ANSWER_P50] - 20.0).abs() < 0.1, "{m:?}");
+        assert!((m[ALL_ANSWERS_P50] - 50.0).abs() < 0.1, "{m:?}");
+        assert!(m[FIRST_ANSWER_P99] > m[FIRST_ANSWER_P50]);
+        assert!(m[ALL_ANSWERS_P99] >= 100.0);
+        // 12.5 µs per pong, four pongs per ping.
+        assert_eq!(m[CPU_PER_PING], 50.0);
+        // 1-to-1, or a pinger without answers: nothing.
+        assert!(answer_metrics(&out, 1, Some(12.5)).is_empty());
+        // A pinger without answers (ddsperf): the CPU per ping only.
+        let m = answer_metrics(&PerfOutput::default(), 4, Some(1.0));
+        assert_eq!(
+            m.into_iter().collect::<Vec<_>>(),
+            [(CPU_PER_PING.to_string(), 4.0)]
+        );
+    }
+
+    #[test]
+    fn count_mode_is_for_workers_that_can_count_and_must_be_reached() {
+        let s = crate::scenario::Scenario::parse(
+            "[[experiment]]\nname = \"l\"\nkind = \"latency\"\ncount = 500",
+            "t",
+        )
+        .unwrap();
+        let e = &s.experiments[0];
+        for i in [
+            Implementation::Tessera,
+            Implementation::CycloneC,
+            Implementation::FastDds,
+            Implementation::Zenoh,
+        ] {
+            assert_eq!(count_mode(e, i), Some(500), "{i:?}");
+        }
+        for i in [
+            Implementation::Cyclone,
+            Implementation::Udp,
+            Implementation::Shm,
+        ] {
+            assert_eq!(count_mode(e, i), None, "{i:?}");
+        }
+        let mut out = PerfOutput {
+            pings: Some(499),
+            hist: hist(&[(1000, 900)]),
+            ..Default::default()
+        };
+        assert!(count_reached(Some(500), &out)
+            .unwrap_err()
+            .to_string()
+            .contains("499 of 500"));
+        out.pings = Some(500);
+        assert!(count_reached(Some(500), &out).is_ok());
+        // Without a `pings` figure the histogram's round trips count.
+        out.pings = None;
+        assert!(count_reached(Some(500), &out).is_ok());
+        assert!(count_reached(None, &PerfOutput::default()).is_ok());
+    }
 
     #[test]
     fn traffic_counters_parse() {

@@ -19,7 +19,10 @@
 //!
 //! Kinds and their axes (defaults in parentheses):
 //! - `latency`: `size` (16), `subscribers` (1), `reliability` (reliable), `read_mode`
-//!   (listener); `duration_s` (2), `warmup_s` (0.5).
+//!   (listener); `duration_s` (2), `warmup_s` (0.5); `count` (unset: a round-trip count
+//!   instead of the duration, for every worker that can stop after N; ddsperf and the raw
+//!   floors stay duration-based). With `subscribers` > 1 one pinger waits for N pongers;
+//!   the report gives each ping's first and last answer.
 //! - `throughput`: `size`, `subscribers`, `reliability`, `history` (keep_all), `read_mode`,
 //!   `instances` (1), `rate` (0 = unpaced), `burst` (1), `multicast` (true), `case` (NASA test
 //!   case letters `a`…`i`, which set instances, reliability and read_mode); `duration_s` (3).
@@ -27,6 +30,10 @@
 //!   `step_duration_s` (2), `ping_percent` (1), `tolerance` (0.02).
 //! - `discovery`: `participants` (2, 5, 10); `timeout_s` (30).
 //! - `late_joiner`: `samples` (100), `size`; `timeout_s`. Tessera only.
+//! - `failure`: `architecture` (decentralized, centralized, centralized-redundant, federated),
+//!   `rate` (500), `size` (64); `duration_s` (2.5, the outage). A paced stream from host 0 to
+//!   host 1 while the shared part is killed with -9 and restarted `duration_s` later, with a
+//!   second reader joining during the outage. Tessera only.
 //! - `reliability`: `phase` (alone, steady, bursty), `rate` (20000), `size` (128), `link_mbit`
 //!   (100), `background_size` (8192), `background_load` (1.0 = the background offers the
 //!   link's capacity), `burst_on_s` (1), `burst_off_s` (2), `duration_s` (10).
@@ -34,7 +41,9 @@
 //! Pairs: `tessera`, `cyclone`, `fastdds` (Fast DDS 2.9 with its default transports),
 //! `fastdds-udp` (UDPv4 only), `udp` (the raw floor: latency and throughput with one subscriber
 //! only), and mixed pairs of the DDS implementations such as `tessera>cyclone` or
-//! `fastdds>tessera` (writer first). Fast DDS pairs run latency and throughput only.
+//! `fastdds>tessera` (writer first), and `cyclone-c` (Cyclone DDS through its C worker, with
+//! full latency histograms, beside ddsperf's `cyclone`). Fast DDS and `cyclone-c` pairs run
+//! latency and throughput only.
 //!
 //! A run-wide `notes = ["…"]` list is copied into the report's notes.
 
@@ -81,7 +90,7 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         "architecture",
         "discovery time, traffic and CPU from 2 to 100 participants, decentralized and through \
          a discovery server (centralized); 1–16 applications to another host, decentralized and \
-         through a node service per host (federated)",
+         through a node service per host (federated); the server or node killed mid-stream",
         include_str!("presets/architecture.toml"),
     ),
     (
@@ -218,6 +227,9 @@ pub struct ExperimentFile {
     pub duration_s: Option<f64>,
     /// Warm-up (primer) seconds excluded from latency statistics.
     pub warmup_s: Option<f64>,
+    /// Latency: measured round trips per point (count mode; `duration_s` is then unused
+    /// except by workers that cannot count).
+    pub count: Option<u64>,
     /// Rate stepping: first offered rate.
     pub start_rate: Option<u64>,
     /// Rate stepping: increment.
@@ -407,17 +419,25 @@ impl Experiment {
         {
             return Err("the raw UDP floor has one publisher".into());
         }
-        let has_fastdds = pair.writer.is_fastdds() || pair.reader.is_fastdds();
-        if has_fastdds {
+        // The C/C++ workers speak ddsperf's ping/pong and pub/sub, nothing more.
+        let has = |i: Implementation| pair.writer == i || pair.reader == i;
+        let native_worker = if pair.writer.is_fastdds() || pair.reader.is_fastdds() {
+            Some("fastdds-perf")
+        } else if has(Implementation::CycloneC) {
+            Some("cyclone-perf")
+        } else {
+            None
+        };
+        if let Some(worker) = native_worker {
             if !matches!(self.kind, Kind::Latency | Kind::Throughput) {
                 return Err(format!(
-                    "fastdds-perf speaks ddsperf's ping/pong and pub/sub only, so it has no {} \
+                    "{worker} speaks ddsperf's ping/pong and pub/sub only, so it has no {} \
                      experiment",
                     self.kind.as_str()
                 ));
             }
             if self.setting("ping_percent", 0.0) > 0.0 {
-                return Err("fastdds-perf does not send pings among its data".into());
+                return Err(format!("{worker} does not send pings among its data"));
             }
         }
         if pair.writer.is_rust_peer() || pair.reader.is_rust_peer() {
@@ -431,6 +451,14 @@ impl Experiment {
             if self.setting("ping_percent", 0.0) > 0.0 {
                 return Err("the Rust peer workers do not send pings among their data".into());
             }
+            let subs = cell.get("subscribers").and_then(Value::as_u64).unwrap_or(1);
+            if self.kind == Kind::Latency && subs > 1 && pair.writer.is_rust_peer() {
+                return Err(
+                    "a Rust peer worker's ping waits for one pong (a middleware may clear the \
+                     timestamp's answer-me bit, so it cannot tell pongs apart): no 1-to-N latency"
+                        .into(),
+                );
+            }
             if let Some(why) = crate::rustpeers::mixed_pair_gap(pair, self.kind.as_str()) {
                 return Err(why);
             }
@@ -441,6 +469,15 @@ impl Experiment {
             return Err(
                 "ddsperf has no TRANSIENT_LOCAL data, so it cannot express a late \
                         joiner to history"
+                    .into(),
+            );
+        }
+        if self.kind == Kind::Failure
+            && !(pair.writer == Implementation::Tessera && pair.reader == Implementation::Tessera)
+        {
+            return Err(
+                "the failure experiment kills Tessera's discovery server and node service \
+                 (the pair `tessera`); Cyclone has neither"
                     .into(),
             );
         }
@@ -637,14 +674,24 @@ fn parse_kind(s: &str) -> Result<Kind, String> {
         "discovery" => Kind::Discovery,
         "late_joiner" => Kind::LateJoiner,
         "reliability" => Kind::Reliability,
+        "failure" => Kind::Failure,
         other => {
             return Err(format!(
                 "unknown kind {other:?} (latency, throughput, rate_step, discovery, \
-                 late_joiner, reliability)"
+                 late_joiner, reliability, failure)"
             ))
         }
     })
 }
+
+/// The architectures of the `failure` kind: which shared part is killed (none, the discovery
+/// server, one of two linked servers, the publisher's node service).
+pub const FAILURE_ARCHITECTURES: &[&str] = &[
+    "decentralized",
+    "centralized",
+    "centralized-redundant",
+    "federated",
+];
 
 /// The NASA report's point-to-point test cases: (instances, reliability, read mode).
 pub fn nasa_case(letter: &str) -> Option<(u32, &'static str, &'static str)> {
@@ -688,6 +735,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
             "architecture",
             "duration_s",
             "warmup_s",
+            "count",
         ],
         Kind::Throughput => FLOW,
         Kind::RateStep => &[
@@ -709,6 +757,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
         ],
         Kind::Discovery => &["participants", "architecture", "timeout_s"],
         Kind::LateJoiner => &["samples", "size", "timeout_s"],
+        Kind::Failure => &["architecture", "rate", "size", "duration_s"],
         Kind::Reliability => &[
             "phase",
             "rate",
@@ -744,6 +793,7 @@ fn set_fields(e: &ExperimentFile) -> Vec<&'static str> {
         architecture,
         duration_s,
         warmup_s,
+        count,
         start_rate,
         step_rate,
         max_rate,
@@ -870,6 +920,12 @@ fn build_experiment(
                 return Err(format!("warmup_s must be in [0, 60], not {w}"));
             }
             settings.insert("warmup_s".into(), w);
+            if let Some(n) = e.count {
+                if !(1..=10_000_000).contains(&n) {
+                    return Err(format!("count must be in 1..=10000000, not {n}"));
+                }
+                settings.insert("count".into(), n as f64);
+            }
         }
         Kind::Throughput | Kind::RateStep => {
             push_axis("size", to_values_u(sizes.unwrap_or(vec![16])))?;
@@ -1001,6 +1057,21 @@ fn build_experiment(
                 positive("timeout_s", e.timeout_s.unwrap_or(30.0), 600.0)?,
             );
         }
+        Kind::Failure => {
+            let arch = strings(&e.architecture, "decentralized");
+            one_of("architecture", &arch, FAILURE_ARCHITECTURES)?;
+            push_axis("architecture", to_values_s(arch))?;
+            let rates = e.rate.as_ref().map(OneOrMany::to_vec).unwrap_or(vec![500]);
+            if let Some(r) = rates.iter().find(|r| !(10..=10_000).contains(*r)) {
+                return Err(format!("rate {r} is outside 10..=10000 samples/s"));
+            }
+            push_axis("rate", to_values_u(rates))?;
+            push_axis("size", to_values_u(sizes.unwrap_or(vec![64])))?;
+            settings.insert(
+                "duration_s".into(),
+                positive("duration_s", e.duration_s.unwrap_or(2.5), 60.0)?,
+            );
+        }
         Kind::LateJoiner => {
             let n = e
                 .samples
@@ -1117,6 +1188,42 @@ mod tests {
 
     fn parse(text: &str) -> Result<Scenario, ScenarioError> {
         Scenario::parse(text, "test")
+    }
+
+    #[test]
+    fn latency_takes_a_round_trip_count() {
+        let s = parse(
+            "[[experiment]]\nname = \"l\"\nkind = \"latency\"\ncount = 10000\nsubscribers = [2, 4]",
+        )
+        .unwrap();
+        assert_eq!(s.experiments[0].settings.get("count"), Some(&10_000.0));
+        let s = parse("[[experiment]]\nname = \"l\"\nkind = \"latency\"").unwrap();
+        assert_eq!(s.experiments[0].settings.get("count"), None);
+        for (bad, why) in [
+            ("kind = \"latency\"\ncount = 0", "count must be"),
+            ("kind = \"latency\"\ncount = -5", ""),
+            ("kind = \"throughput\"\ncount = 100", "not a parameter"),
+        ] {
+            let e = parse(&format!("[[experiment]]\nname = \"l\"\n{bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(why), "{bad}: {e}");
+        }
+        // A Rust peer cannot ping several pongers; Tessera and the C worker can.
+        let s = parse(
+            "pairs = [\"tessera\", \"cyclone-c\", \"rustdds\", \"zenoh\"]\n\
+             [[experiment]]\nname = \"l\"\nkind = \"latency\"\nsubscribers = [1, 2]",
+        )
+        .unwrap();
+        let planned: Vec<String> = s
+            .plan()
+            .iter()
+            .map(|p| format!("{}/{}", p.pair.label(), p.params["subscribers"]))
+            .collect();
+        for want in ["tessera/2", "cyclone-c/2", "rustdds/1", "zenoh/1"] {
+            assert!(planned.contains(&want.to_string()), "{planned:?}");
+        }
+        assert!(!planned.iter().any(|p| p == "rustdds/2" || p == "zenoh/2"));
     }
 
     #[test]
@@ -1333,6 +1440,7 @@ mod tests {
         };
         let same = [
             "cyclone",
+            "cyclone-c",
             "dust_dds",
             "fastdds",
             "fastdds-udp",
@@ -1351,7 +1459,12 @@ mod tests {
         // with a note.
         assert_eq!(
             labels("latency"),
-            with(&["fastdds>tessera", "tessera>fastdds"])
+            with(&[
+                "cyclone-c>tessera",
+                "fastdds>tessera",
+                "tessera>cyclone-c",
+                "tessera>fastdds"
+            ])
         );
         assert_eq!(
             labels("throughput"),
@@ -1368,6 +1481,7 @@ mod tests {
             labels("fan_out"),
             [
                 "cyclone",
+                "cyclone-c",
                 "dust_dds",
                 "fastdds",
                 "fastdds-udp",
@@ -1376,7 +1490,10 @@ mod tests {
                 "zenoh"
             ]
         );
-        assert_eq!(plan.len(), 3 * 10 + 3 * 14 + 7);
+        assert_eq!(labels("latency_1_to_n"), ["cyclone-c", "tessera"]);
+        let one_to_n = &s.experiments[3];
+        assert_eq!(one_to_n.settings.get("count"), Some(&10_000.0));
+        assert_eq!(plan.len(), 3 * 13 + 3 * 15 + 8 + 2 * 2);
         let skipped = s.skipped();
         for gap in [
             "latency: Tessera → RustDDS skipped: RustDDS 0.15 has no PARTITION",

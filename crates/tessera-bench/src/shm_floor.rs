@@ -479,6 +479,7 @@ fn ping<W: Write>(cfg: &ShmConfig, rep: &mut Reporter<W>, stop: &AtomicBool) -> 
     };
     rep.emit_at(
         &ReportLine::Summary {
+            answers: None,
             pid,
             latency: overall,
             received: 0,
@@ -510,6 +511,7 @@ fn pong<W: Write>(cfg: &ShmConfig, rep: &mut Reporter<W>, stop: &AtomicBool) -> 
     }
     rep.emit_at(
         &ReportLine::Summary {
+            answers: None,
             pid: std::process::id(),
             latency: Vec::new(),
             received: echoed,

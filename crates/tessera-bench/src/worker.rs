@@ -85,6 +85,8 @@ pub enum WorkerCommand {
     LateWriter(LateWriterOpts),
     /// `late-reader`.
     LateReader(LateReaderOpts),
+    /// `stream-writer` (`true`) or `stream-reader` (the failure experiment, [`crate::stream`]).
+    Stream(crate::stream::StreamOpts, bool),
 }
 
 /// Usage text of `tessera bench worker`.
@@ -92,7 +94,10 @@ pub fn usage() -> &'static str {
     "usage: tessera bench worker late-writer --samples K [--size S] [--keys N] [--domain D]\n\
      \x20                                        [--topic NAME] [--duration S]\n\
      \x20      tessera bench worker late-reader --samples K [--timeout S] [--domain D]\n\
-     \x20                                        [--topic NAME]\n"
+     \x20                                        [--topic NAME]\n\
+     \x20      tessera bench worker stream-writer --rate HZ [--size S] [--domain D]\n\
+     \x20                                        [--topic NAME] [--duration S]\n\
+     \x20      tessera bench worker stream-reader [--domain D] [--topic NAME] [--duration S]\n"
 }
 
 fn num<T: std::str::FromStr>(v: &str, opt: &str) -> Result<T, String> {
@@ -108,6 +113,11 @@ pub fn parse_args(args: &[String]) -> Result<WorkerCommand, String> {
         words.next();
     }
     let writer = match words.next() {
+        Some(w @ ("stream-writer" | "stream-reader")) => {
+            let writer = w == "stream-writer";
+            return crate::stream::parse_opts(words, writer)
+                .map(|o| WorkerCommand::Stream(o, writer));
+        }
         Some("late-writer") => true,
         Some("late-reader") => false,
         Some(other) => return Err(format!("unknown worker {other:?}")),
@@ -163,12 +173,14 @@ fn ms(d: Duration) -> f64 {
     (d.as_secs_f64() * 1e6).round() / 1e3
 }
 
-fn line<W: Write>(out: &mut W, v: serde_json::Value) {
+/// Prints one JSON line and flushes it (the runner times lines as they come).
+pub(crate) fn line<W: Write>(out: &mut W, v: serde_json::Value) {
     let _ = writeln!(out, "{v}");
     let _ = out.flush();
 }
 
-fn dds_error<W: Write>(out: &mut W, t0: Instant, what: &str, e: tessera::Error) -> i32 {
+/// Prints an `error` line; returns exit status 2.
+pub(crate) fn dds_error<W: Write>(out: &mut W, t0: Instant, what: &str, e: tessera::Error) -> i32 {
     line(
         out,
         json!({"type": "error", "t": since(t0), "message": format!("{what}: {e}")}),
@@ -306,7 +318,8 @@ fn stdin_is_pipe() -> bool {
     }
 }
 
-fn stop_sources(tx: Sender<()>) {
+/// Stops the worker on SIGINT/SIGTERM and, when stdin is a pipe, on its closing.
+pub(crate) fn stop_sources(tx: Sender<()>) {
     static SET: AtomicBool = AtomicBool::new(false);
     if !SET.swap(true, Ordering::AcqRel) {
         let t = tx.clone();
@@ -345,6 +358,7 @@ pub fn main(args: &[String]) -> i32 {
             late_writer(&o, io::stdout(), t0, &rx)
         }
         WorkerCommand::LateReader(o) => late_reader(&o, io::stdout(), t0),
+        WorkerCommand::Stream(o, writer) => crate::stream::main(&o, writer, t0),
     }
 }
 

@@ -949,6 +949,7 @@ impl DiscoveryRuntime {
                 consensus,
                 writer_terms: writer_terms(info),
                 content_filter: None,
+                min_separation: std::time::Duration::ZERO,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -981,6 +982,10 @@ impl DiscoveryRuntime {
             content_filter: match info {
                 RemoteEndpointInfo::Reader(r) => r.content_filter.clone(),
                 RemoteEndpointInfo::Writer(_) => None,
+            },
+            min_separation: match info {
+                RemoteEndpointInfo::Reader(r) => r.qos.time_based_filter.minimum_separation,
+                RemoteEndpointInfo::Writer(_) => std::time::Duration::ZERO,
             },
         }
     }

@@ -32,6 +32,9 @@ pub(crate) struct RemoteEndpoint {
     /// A remote reader's content filter (PID_CONTENT_FILTER_PROPERTY), for writer-side
     /// filtering; `None` for writers and local readers.
     pub content_filter: Option<tessera_rtps::discovery::ContentFilterProperty>,
+    /// A remote reader's TIME_BASED_FILTER minimum separation, for filtering at the writer;
+    /// zero for writers and local readers.
+    pub min_separation: std::time::Duration,
 }
 
 /// The policies of a writer that its readers enforce at run time.
@@ -170,8 +173,9 @@ pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 
 /// Sends one encoded datagram to every locator without blocking, from any thread: what a
 /// destination cannot take now waits in its send queue (see [`crate::outbox::SendQueues`]).
-pub(crate) fn send_datagram(ctx: &RuntimeContext, buf: &[u8], dests: &[Locator]) {
+/// `tos`: the datagram's traffic class (IP TOS byte; 0: unmarked).
+pub(crate) fn send_datagram(ctx: &RuntimeContext, buf: &[u8], dests: &[Locator], tos: u8) {
     for l in dests {
-        ctx.send_queues.send(ctx, buf, l);
+        ctx.send_queues.send(ctx, buf, l, tos);
     }
 }

@@ -34,7 +34,17 @@ thread_local! {
 }
 
 /// Encodes and sends everything `poll` yields, one datagram per transmit.
-pub(crate) fn drain(ctx: &RuntimeContext, mut poll: impl FnMut(&mut Transmit) -> bool) {
+pub(crate) fn drain(ctx: &RuntimeContext, poll: impl FnMut(&mut Transmit) -> bool) {
+    drain_marked(ctx, 0, poll)
+}
+
+/// [`drain`] for datagrams of traffic class `tos` (the IP TOS byte, from a writer's
+/// TRANSPORT_PRIORITY; 0: unmarked).
+pub(crate) fn drain_marked(
+    ctx: &RuntimeContext,
+    tos: u8,
+    mut poll: impl FnMut(&mut Transmit) -> bool,
+) {
     TRANSMIT.with(|cell| {
         let (t, qos_scratch) = &mut *cell.borrow_mut();
         while poll(t) {
@@ -46,7 +56,7 @@ pub(crate) fn drain(ctx: &RuntimeContext, mut poll: impl FnMut(&mut Transmit) ->
                 for sm in &t.submessages {
                     m.submessage(&sm.as_submessage(qos_scratch));
                 }
-                send_datagram(ctx, buf, t.dest.locators().as_slice());
+                send_datagram(ctx, buf, t.dest.locators().as_slice(), tos);
             });
         }
         // The last datagram's DATA submessages share their samples' payloads: kept in this
@@ -56,9 +66,9 @@ pub(crate) fn drain(ctx: &RuntimeContext, mut poll: impl FnMut(&mut Transmit) ->
     });
 }
 
-/// Sends every datagram a writer core has ready.
-pub(crate) fn flush_writer(ctx: &RuntimeContext, core: &mut WriterCore, now: Instant) {
-    drain(ctx, |t| core.poll_transmit_into(now, t));
+/// Sends every datagram a writer core has ready, in traffic class `tos`.
+pub(crate) fn flush_writer(ctx: &RuntimeContext, core: &mut WriterCore, now: Instant, tos: u8) {
+    drain_marked(ctx, tos, |t| core.poll_transmit_into(now, t));
 }
 
 /// Sends every datagram (ACKNACK, NACK_FRAG) a reader core has ready.
@@ -85,7 +95,10 @@ pub(crate) struct SendQueues {
 
 #[derive(Debug, Default)]
 struct DestQueue {
-    q: VecDeque<Box<[u8]>>,
+    /// Datagrams and their traffic classes, in the order they were sent.
+    q: VecDeque<(Box<[u8]>, u8)>,
+    /// How many of `q` are marked (a class above 0): while none is, `q` is a plain FIFO.
+    marked: usize,
     bytes: usize,
     /// An application thread is sending this queue's head with a blocking send: others queue
     /// behind it instead of overtaking.
@@ -101,8 +114,8 @@ enum Attempt {
     Failed,
 }
 
-fn attempt(ctx: &RuntimeContext, buf: &[u8], dest: &Locator) -> Attempt {
-    match ctx.transport.try_send_to(buf, dest) {
+fn attempt(ctx: &RuntimeContext, buf: &[u8], dest: &Locator, tos: u8) -> Attempt {
+    match ctx.transport.try_send_to_marked(buf, dest, tos) {
         Ok(()) => {
             ctx.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
             Attempt::Sent
@@ -121,15 +134,16 @@ fn fail(ctx: &RuntimeContext, dest: &Locator, e: &io::Error) {
 }
 
 impl SendQueues {
-    /// Sends `buf` to `dest` without blocking, or queues it behind what `dest` already has.
-    pub fn send(&self, ctx: &RuntimeContext, buf: &[u8], dest: &Locator) {
+    /// Sends `buf` (traffic class `tos`) to `dest` without blocking, or queues it behind what
+    /// `dest` already has.
+    pub fn send(&self, ctx: &RuntimeContext, buf: &[u8], dest: &Locator, tos: u8) {
         if self.queued.load(Ordering::Acquire) == 0 {
-            match attempt(ctx, buf, dest) {
+            match attempt(ctx, buf, dest, tos) {
                 Attempt::Sent | Attempt::Failed => return,
                 Attempt::WouldBlock => {}
             }
             let mut dests = self.dests.lock();
-            self.push(&mut dests, *dest, buf);
+            self.push(&mut dests, *dest, buf, tos);
             return;
         }
         let mut dests = self.dests.lock();
@@ -139,17 +153,23 @@ impl SendQueues {
                 self.drain_one(ctx, *dest, d);
             }
             if !d.q.is_empty() || d.busy {
-                self.push(&mut dests, *dest, buf);
+                self.push(&mut dests, *dest, buf, tos);
                 return;
             }
             dests.remove(dest);
         }
-        if let Attempt::WouldBlock = attempt(ctx, buf, dest) {
-            self.push(&mut dests, *dest, buf);
+        if let Attempt::WouldBlock = attempt(ctx, buf, dest, tos) {
+            self.push(&mut dests, *dest, buf, tos);
         }
     }
 
-    fn push(&self, dests: &mut FastHashMap<Locator, DestQueue>, dest: Locator, buf: &[u8]) {
+    fn push(
+        &self,
+        dests: &mut FastHashMap<Locator, DestQueue>,
+        dest: Locator,
+        buf: &[u8],
+        tos: u8,
+    ) {
         let d = dests.entry(dest).or_default();
         if d.q.len() >= SEND_QUEUE_DATAGRAMS || d.bytes + buf.len() > SEND_QUEUE_BYTES {
             self.dropped.fetch_add(1, Ordering::Relaxed);
@@ -165,21 +185,35 @@ impl SendQueues {
             return;
         }
         d.bytes += buf.len();
-        d.q.push_back(buf.into());
+        d.marked += usize::from(tos != 0);
+        d.q.push_back((buf.into(), tos));
         self.queued.fetch_add(1, Ordering::Release);
     }
 
-    fn pop(&self, d: &mut DestQueue) -> Option<Box<[u8]>> {
-        let b = d.q.pop_front()?;
-        d.bytes -= b.len();
+    /// Which queued datagram goes next: the oldest of the highest class. Datagrams of one
+    /// writer share a class, so each writer's order is kept; a marked (higher-priority)
+    /// writer's datagrams pass unmarked ones queued before them.
+    fn next(d: &DestQueue) -> Option<usize> {
+        if d.marked == 0 {
+            return (!d.q.is_empty()).then_some(0);
+        }
+        let top = d.q.iter().map(|e| e.1).max()?;
+        d.q.iter().position(|e| e.1 == top)
+    }
+
+    fn pop(&self, d: &mut DestQueue) -> Option<(Box<[u8]>, u8)> {
+        let e = d.q.remove(Self::next(d)?)?;
+        d.bytes -= e.0.len();
+        d.marked -= usize::from(e.1 != 0);
         self.queued.fetch_sub(1, Ordering::Release);
-        Some(b)
+        Some(e)
     }
 
     /// Sends `d`'s datagrams until the destination would block again.
     fn drain_one(&self, ctx: &RuntimeContext, dest: Locator, d: &mut DestQueue) {
-        while let Some(b) = d.q.front() {
-            match attempt(ctx, b, &dest) {
+        while let Some(i) = Self::next(d) {
+            let (b, tos) = &d.q[i];
+            match attempt(ctx, b, &dest, *tos) {
                 Attempt::WouldBlock => return,
                 Attempt::Sent | Attempt::Failed => {
                     let _ = self.pop(d);
@@ -225,12 +259,12 @@ impl SendQueues {
                     None => None,
                 }
             };
-            let Some((dest, b)) = next else {
+            let Some((dest, (b, tos))) = next else {
                 // Every backlog is being sent by another application thread.
                 std::thread::sleep(Duration::from_micros(200));
                 continue;
             };
-            match ctx.transport.send_to(&b, &dest) {
+            match ctx.transport.send_to_marked(&b, &dest, tos) {
                 Ok(()) => {
                     ctx.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
                 }
@@ -324,4 +358,28 @@ fn finite(d: std::time::Duration) -> Option<std::time::Duration> {
 /// Whether a writer with this QoS serializes as XCDR2 (its first data representation).
 pub(crate) fn prefers_xcdr2(qos: &DataWriterQos) -> bool {
     qos.data_representation.offered() == tessera_rtps::qos::data_representation::XCDR2
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_queue_sends_marked_datagrams_first_and_each_class_in_order() {
+        let queues = SendQueues::default();
+        let mut dests = FastHashMap::default();
+        let dest = Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, 7411);
+        let ef = crate::transport::tos_of_priority(46);
+        for (b, tos) in [(b"a", 0), (b"b", 0), (b"c", ef), (b"d", 0), (b"e", ef)] {
+            queues.push(&mut dests, dest, b, tos);
+        }
+        let d = dests.get_mut(&dest).unwrap();
+        let mut order = Vec::new();
+        while let Some((b, _)) = queues.pop(d) {
+            order.push(b[0]);
+        }
+        assert_eq!(order, b"ceabd".to_vec());
+        assert!(queues.is_empty());
+        assert_eq!((d.bytes, d.marked), (0, 0));
+    }
 }

@@ -21,7 +21,7 @@ use crate::status::{
 use crate::TopicType;
 use parking_lot::{Condvar, Mutex, RwLock};
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
@@ -39,6 +39,7 @@ mod loan;
 mod local;
 mod policies;
 mod publisher;
+mod time_filter;
 mod untyped;
 pub use loan::Loan;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
@@ -150,6 +151,10 @@ pub(crate) struct WriterEndpoint {
     reader_locators: Mutex<Vec<(Guid, Locators)>>,
     /// Matched remote readers' content filters, evaluated at `write` (see [`filters`]).
     pub(crate) filters: filters::WriterFilters,
+    /// Remote readers' TIME_BASED_FILTER, applied before sending.
+    time_filters: time_filter::WriterTimeFilters,
+    /// The traffic class (IP TOS byte) of this writer's datagrams, from TRANSPORT_PRIORITY.
+    tos: AtomicU8,
     /// The loan pool and which remote readers can resolve loans (see [`loan`]).
     loans: loan::WriterLoans,
 }
@@ -229,8 +234,15 @@ impl WriterEndpoint {
             alive: AtomicBool::new(true),
             reader_locators: Mutex::new(Vec::new()),
             filters: Default::default(),
+            time_filters: Default::default(),
+            tos: AtomicU8::new(crate::transport::tos_of_priority(qos.transport_priority.0)),
             loans: Default::default(),
         })
+    }
+
+    /// The traffic class of this writer's datagrams (IP TOS byte; 0: unmarked).
+    pub(crate) fn tos(&self) -> u8 {
+        self.tos.load(Ordering::Relaxed)
     }
 
     fn status_changed(&self, mask: StatusMask) {
@@ -253,6 +265,36 @@ impl WriterEndpoint {
     ) -> Result<()> {
         self.submit_with(payload, key_hash, status, key_only, source_ns, None, None)
             .map(drop)
+    }
+
+    /// `filtered_out` plus the remote readers whose TIME_BASED_FILTER drops this sample (a
+    /// dispose or unregister goes to all, and the instance's next sample too).
+    fn time_filtered(
+        &self,
+        filtered_out: Option<Arc<[Guid]>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+    ) -> Option<Arc<[Guid]>> {
+        if status != 0 || key_only {
+            if let Some(k) = key_hash {
+                self.time_filters.forget(k);
+            }
+            return filtered_out;
+        }
+        let mut readers = Vec::new();
+        self.time_filters
+            .dropping(key_hash, source_ns, &mut readers);
+        if readers.is_empty() {
+            return filtered_out;
+        }
+        for g in filtered_out.iter().flat_map(|f| f.iter()) {
+            if !readers.contains(g) {
+                readers.push(*g);
+            }
+        }
+        Some(readers.into())
     }
 
     /// [`Self::submit`] with what only some writes have: the remote readers whose content
@@ -290,6 +332,7 @@ impl WriterEndpoint {
             }
             None => None,
         };
+        let filtered_out = self.time_filtered(filtered_out, key_hash, status, key_only, source_ns);
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
         let mut now = Instant::now();
@@ -495,7 +538,7 @@ impl WriterEndpoint {
 
     /// Sends what the core holds (under its lock) and starts a new batch.
     fn send_all(&self, ctx: &RuntimeContext, core: &mut WriterCore, now: Instant) {
-        outbox::flush_writer(ctx, core, now);
+        outbox::flush_writer(ctx, core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -611,7 +654,7 @@ impl WriterEndpoint {
             }
         }
         core.handle_timeout(now);
-        outbox::flush_writer(ctx, &mut core, now);
+        outbox::flush_writer(ctx, &mut core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -645,7 +688,7 @@ impl LocalWriter for WriterEndpoint {
                 "datagram size changed by the loss watch (readers asking for repairs)"
             );
         }
-        outbox::flush_writer(ctx, &mut core, now);
+        outbox::flush_writer(ctx, &mut core, now, self.tos());
         let next = core.poll_timeout();
         drop(core);
         self.wake_waiters();
@@ -686,11 +729,12 @@ impl LocalWriter for WriterEndpoint {
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
         } else {
-            // A reader the writer filters for is served alone: a multicast group gets every
-            // sample (its members filter for themselves).
+            // A reader the writer filters for (content, or time-based) is served alone: a
+            // multicast group gets every sample (its members filter for themselves).
             let filtered = self
                 .filters
-                .set(remote.guid, remote.content_filter.as_ref());
+                .set(remote.guid, remote.content_filter.as_ref())
+                | self.time_filters.set(remote.guid, remote.min_separation);
             self.loans.matched(remote.guid, &remote.locators);
             let multicast = if filtered {
                 Locators::new()
@@ -717,7 +761,7 @@ impl LocalWriter for WriterEndpoint {
                 self.reliable,
             );
             self.set_path_size(&mut core, Some((remote.guid, size)), None);
-            outbox::flush_writer(ctx, &mut core, now);
+            outbox::flush_writer(ctx, &mut core, now, self.tos());
             drop(core);
             if self.liveliness_kind != LivelinessKind::Automatic {
                 let mut rl = self.reader_locators.lock();
@@ -755,6 +799,7 @@ impl LocalWriter for WriterEndpoint {
             drop(old);
         } else {
             self.filters.remove(remote);
+            self.time_filters.remove(remote);
             self.loans.unmatched(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);

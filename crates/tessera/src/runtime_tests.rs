@@ -88,6 +88,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
         multicast: Locators::new(),
         writer_terms: Default::default(),
         content_filter: None,
+        min_separation: Duration::ZERO,
     }
 }
 

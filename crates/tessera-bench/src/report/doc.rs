@@ -376,6 +376,16 @@ pub(crate) fn markdown(rs: &ResultSet, charts: &[Rendered], failures: &[String])
             md.push('\n');
         }
     }
+    let modes = super::answers::tables(rs);
+    if !modes.is_empty() {
+        md.push_str("## Latency modes and 1-to-N answers\n\n");
+        md.push_str(super::answers::INTRO);
+        md.push_str("\n\n");
+        for t in &modes {
+            md.push_str(&markdown_table(t));
+            md.push('\n');
+        }
+    }
     if !charts.is_empty() {
         md.push_str("## Charts\n\n");
         for c in charts {
@@ -501,6 +511,16 @@ pub(crate) fn html(rs: &ResultSet, charts: &[Rendered], failures: &[String]) -> 
             esc(RANKING_INTRO)
         ));
         for t in &ranked {
+            h.push_str(&html_table(t));
+        }
+    }
+    let modes = super::answers::tables(rs);
+    if !modes.is_empty() {
+        h.push_str(&format!(
+            "<h2>Latency modes and 1-to-N answers</h2>\n<p>{}</p>\n",
+            esc(super::answers::INTRO)
+        ));
+        for t in &modes {
             h.push_str(&html_table(t));
         }
     }

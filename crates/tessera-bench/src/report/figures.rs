@@ -34,6 +34,9 @@ pub(super) fn style_of(pair: &str) -> Style {
         "tessera>cyclone" => (RGBColor(44, 160, 44), Marker::Square),
         "cyclone>tessera" => (RGBColor(148, 103, 189), Marker::Diamond),
         "udp" => (RGBColor(100, 100, 100), Marker::Cross),
+        "cyclone-c" => (RGBColor(255, 170, 60), Marker::Circle),
+        "tessera>cyclone-c" => (RGBColor(120, 200, 100), Marker::Circle),
+        "cyclone-c>tessera" => (RGBColor(190, 150, 220), Marker::Circle),
         "fastdds" => (RGBColor(214, 39, 40), Marker::Square),
         "fastdds-udp" => (RGBColor(227, 119, 194), Marker::Diamond),
         "tessera>fastdds" => (RGBColor(23, 190, 207), Marker::Triangle),
@@ -373,12 +376,68 @@ fn has_sizes(cells: &[Cell<'_>]) -> bool {
     distinct_numbers(&refs, "size") >= 2
 }
 
+/// Latency against what it cost: one point per pair (median round trip, median CPU per round
+/// trip of both processes) in a panel per cell, so that a faster design and a busier one are
+/// told apart at a glance. Only cells where two pairs or more have both figures.
+fn latency_vs_cpu(exp: &str, cells: &[Cell<'_>]) -> Vec<Figure> {
+    let (varying, fixed) = split_params(cells);
+    let pairs = pairs_of(cells);
+    let point = |c: &Cell<'_>| Some((c.median(crate::runner::CPU_METRIC)?, c.median("p50_us")?));
+    let mut panels = Vec::new();
+    let mut used = BTreeSet::new();
+    for (label, fc) in facets(cells, &varying, &[]) {
+        let pts: Vec<(&String, (f64, f64))> = pairs
+            .iter()
+            .filter_map(|pair| {
+                let c = fc.iter().find(|c| c.pair == pair)?;
+                Some((pair, point(c)?))
+            })
+            .collect();
+        if pts.len() < 2 {
+            continue;
+        }
+        let mut panel = Panel::new(
+            label,
+            Axis::new("CPU per round trip (µs, both processes)", Scale::Linear),
+            Axis::new("round-trip latency p50 (µs)", Scale::Linear),
+        );
+        for (pair, xy) in pts {
+            used.insert(pair.clone());
+            panel.lines.push(Line {
+                style: style_of(pair),
+                pts: vec![xy],
+                dashed: false,
+                markers: true,
+            });
+        }
+        panels.push(panel);
+    }
+    let pairs: Vec<String> = pairs.into_iter().filter(|p| used.contains(p)).collect();
+    let mut out = figures(
+        format!("{}-latency-cpu", slug(exp)),
+        title(
+            exp,
+            "latency against CPU per round trip (lower left is better)",
+            &fixed,
+        ),
+        panels,
+        legend_for(&pairs, Swatch::Line),
+    );
+    // Each panel has its own ranges: CPU and latency differ by orders of magnitude across
+    // payloads.
+    for f in &mut out {
+        f.share_y = false;
+    }
+    out
+}
+
 fn latency(exp: &str, cells: &[Cell<'_>]) -> Vec<Figure> {
+    let mut out = latency_vs_cpu(exp, cells);
     if !has_sizes(cells) {
-        return Vec::new();
+        return out;
     }
     let payload = Axis::new("payload (bytes)", Scale::Log2);
-    let mut out = line_figure(
+    out.extend(line_figure(
         exp,
         cells,
         LineSpec {
@@ -390,7 +449,7 @@ fn latency(exp: &str, cells: &[Cell<'_>]) -> Vec<Figure> {
             metric: "p50_us",
             log_ratio: 50.0,
         },
-    );
+    ));
     out.extend(line_figure(
         exp,
         cells,
@@ -880,6 +939,23 @@ pub(super) fn build(rs: &ResultSet) -> Vec<Figure> {
                 ],
             )),
             Kind::Reliability => out.extend(reliability(&exp, &cells)),
+            Kind::Failure => out.extend(bars(
+                &exp,
+                &cells,
+                "failure",
+                "kill -9 of the shared part: longest gap in the flow, and recovery after restart",
+                &[
+                    ("gap_ms", "longest gap in the flow (ms)"),
+                    (
+                        "late_join_ms",
+                        "late reader's first sample (ms after it started)",
+                    ),
+                    (
+                        "recovered_ms",
+                        "both readers receiving (ms after the restart)",
+                    ),
+                ],
+            )),
         }
         out.extend(cases(&exp, kind, &cells));
     }

@@ -19,6 +19,7 @@
 //! only non-positive values on a log axis, ...) is skipped, never fatal: a long run must not lose
 //! its report to a plotting corner case.
 
+mod answers;
 mod chart;
 mod csv;
 mod doc;

@@ -18,10 +18,13 @@ const PAIR_ORDER: &[&str] = &[
     "tessera-loan",
     "tessera-loan-spin",
     "cyclone",
+    "cyclone-c",
     "fastdds",
     "fastdds-udp",
     "tessera>cyclone",
     "cyclone>tessera",
+    "tessera>cyclone-c",
+    "cyclone-c>tessera",
     "tessera>fastdds",
     "fastdds>tessera",
     "udp",
@@ -179,6 +182,12 @@ fn what(kind: Kind) -> &'static str {
         }
         Kind::LateJoiner => "late joiner: time to first sample, ms",
         Kind::Reliability => "critical flow: completion time s / retransmits",
+        Kind::Failure => {
+            "the shared part killed with -9 (none when decentralized) and restarted: the flow \
+             during the outage (% of the rate), its longest gap, samples lost, the late reader's \
+             first sample (ms after it started) and when both readers receive again (ms after \
+             the restart)"
+        }
     }
 }
 
@@ -191,6 +200,7 @@ fn ratio_metric(kind: Kind) -> (&'static str, bool) {
         Kind::Discovery => ("discovery_ms", true),
         Kind::LateJoiner => ("first_sample_ms", true),
         Kind::Reliability => ("completion_s", true),
+        Kind::Failure => ("gap_ms", true),
     }
 }
 
@@ -238,6 +248,7 @@ fn headline(kind: Kind, cell: &Cell<'_>) -> String {
             _ => na(),
         },
         Kind::LateJoiner => m("first_sample_ms").map(fmt_num).unwrap_or_else(na),
+        Kind::Failure => failure_headline(&m),
         Kind::Reliability => match (m("completion_s"), m("retransmits")) {
             (Some(c), Some(r)) => format!("{} s / {}", fmt_num(c), fmt_count(r)),
             (Some(c), None) => format!("{} s", fmt_num(c)),
@@ -250,6 +261,20 @@ fn headline(kind: Kind, cell: &Cell<'_>) -> String {
     } else {
         s
     }
+}
+
+/// A failure cell: `flow 100% · gap 4 ms · lost 0 · join 35 ms · back 0 ms`; a reader that
+/// never got a sample shows `never`.
+fn failure_headline(m: &dyn Fn(&str) -> Option<f64>) -> String {
+    let ms = |n: &str| m(n).map_or("never".to_string(), |v| format!("{} ms", fmt_num(v)));
+    format!(
+        "flow {}% · gap {} · lost {} · join {} · back {}",
+        m("outage_flow_pct").map_or("–".to_string(), |v| format!("{v:.0}")),
+        ms("gap_ms"),
+        m("lost").map_or("–".to_string(), fmt_count),
+        ms("late_join_ms"),
+        ms("recovered_ms"),
+    )
 }
 
 /// Cells grouped by experiment, experiments in first-measured order.

@@ -421,3 +421,114 @@ fn the_ranking_orders_each_cell_with_ratios_to_the_best_and_cpu() {
     assert!(terminal_summary(&rs).contains("Ranking (best first per cell)"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A count-based 1-to-2 latency cell of Tessera and the C Cyclone worker beside ddsperf's
+/// duration-based one, and a plain latency experiment that has neither.
+#[test]
+fn the_report_shows_each_latency_cells_mode_and_its_first_and_all_answers() {
+    use crate::runner::{
+        ALL_ANSWERS_P50, ALL_ANSWERS_P99, COUNT_TARGET, CPU_PER_PING, FIRST_ANSWER_P50,
+        FIRST_ANSWER_P99,
+    };
+    let mut rs = ResultSet::default();
+    let cell: BTreeMap<String, Value> = [
+        ("size".to_string(), Value::from(16)),
+        ("subscribers".to_string(), Value::from(2)),
+    ]
+    .into();
+    for (label, count, first, all) in [
+        ("tessera", Some(10_000.0), Some(40.0), Some(55.0)),
+        ("cyclone-c", Some(10_000.0), Some(25.0), Some(31.0)),
+        ("cyclone", None, None, None),
+    ] {
+        let mut p = Point::new(
+            "one_to_n",
+            Kind::Latency,
+            Pair::from_label(label).unwrap(),
+            cell.clone(),
+            0,
+        );
+        p.latency = Some(LatencyStats {
+            count: 20_000,
+            p50_us: 30.0,
+            ..Default::default()
+        });
+        p.metrics.insert(CPU_PER_PING.into(), 50.0);
+        if let Some(n) = count {
+            p.metrics.insert(COUNT_TARGET.into(), n);
+        }
+        if let (Some(f), Some(a)) = (first, all) {
+            for (k, v) in [
+                (FIRST_ANSWER_P50, f),
+                (FIRST_ANSWER_P99, f * 2.0),
+                (ALL_ANSWERS_P50, a),
+                (ALL_ANSWERS_P99, a * 2.0),
+            ] {
+                p.metrics.insert(k.into(), v);
+            }
+        }
+        rs.points.push(p);
+    }
+    let mut plain = Point::new(
+        "latency",
+        Kind::Latency,
+        Pair::from_label("tessera").unwrap(),
+        [("size".to_string(), Value::from(16))].into(),
+        0,
+    );
+    plain.latency = Some(LatencyStats {
+        p50_us: 30.0,
+        ..Default::default()
+    });
+    rs.points.push(plain);
+
+    let t = answers::tables(&rs);
+    assert_eq!(
+        t.len(),
+        1,
+        "only the counted 1-to-N experiment has the section"
+    );
+    assert_eq!(t[0].experiment, "one_to_n");
+    let h = &t[0].headers;
+    let col = |name: &str| h.iter().position(|x| x == name).unwrap();
+    let row = |pair: &str| {
+        t[0].rows
+            .iter()
+            .find(|r| r[col("pair")] == pair)
+            .unwrap_or_else(|| panic!("{pair}: {:?}", t[0].rows))
+            .clone()
+    };
+    let c = row("Cyclone DDS (C worker)");
+    assert_eq!(c[col("mode")], "count 10000");
+    assert_eq!(c[col("first answer p50 µs")], "25.0");
+    assert_eq!(c[col("all answers p99 µs")], "62.0");
+    let d = row("Cyclone DDS");
+    assert_eq!(d[col("mode")], "duration");
+    assert_eq!(d[col("first answer p50 µs")], "–");
+    assert_eq!(d[col("CPU µs/ping (all processes)")], "50.0");
+    let md = doc::markdown(&rs, &[], &[]);
+    assert!(md.contains("## Latency modes and 1-to-N answers"), "{md}");
+    assert!(doc::html(&rs, &[], &[]).contains("Latency modes and 1-to-N answers"));
+}
+
+#[test]
+fn latency_against_cpu_has_one_point_per_pair_with_both_figures() {
+    let rs = peers_like();
+    let figs = figures::build(&rs);
+    let f = figs
+        .iter()
+        .find(|f| f.name == "latency-latency-cpu")
+        .expect("a latency-vs-CPU figure");
+    assert_eq!(f.panels.len(), 1);
+    let mut pts: Vec<(f64, f64)> = f.panels[0].lines.iter().map(|l| l.pts[0]).collect();
+    pts.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // CPU (x) is half the latency (y) in `peers_like`; the failed pair has no point.
+    assert_eq!(pts, vec![(10.0, 20.0), (20.0, 40.0), (25.0, 50.0)]);
+    assert!(f.panels[0].lines.iter().all(|l| l.pts.len() == 1));
+    // A cell with a single pair has nothing to compare: no figure from the throughput-only set.
+    let mut one = ResultSet::default();
+    one.points.push(rs.points[0].clone());
+    assert!(figures::build(&one)
+        .iter()
+        .all(|f| !f.name.ends_with("latency-cpu")));
+}

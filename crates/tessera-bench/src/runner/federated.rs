@@ -41,6 +41,10 @@ fn parse_link(text: &str, iface: &str) -> Option<Traffic> {
 pub(super) struct Nodes<'c, 'a> {
     ctx: &'c Ctx<'a>,
     workers: Vec<Worker>,
+    /// The host of each of `workers`.
+    hosts: Vec<usize>,
+    /// Nodes killed by [`Nodes::kill`], kept for their figures.
+    killed: Vec<Worker>,
 }
 
 impl<'c, 'a> Nodes<'c, 'a> {
@@ -48,6 +52,8 @@ impl<'c, 'a> Nodes<'c, 'a> {
         Nodes {
             ctx,
             workers: Vec::new(),
+            hosts: Vec::new(),
+            killed: Vec::new(),
         }
     }
 
@@ -60,23 +66,47 @@ impl<'c, 'a> Nodes<'c, 'a> {
         hosts.sort_unstable();
         hosts.dedup();
         for h in hosts {
-            let mut cmd = topo.command(h, &self.ctx.opts.tessera_exe);
-            cmd.args(["node", "--stats", "0"]);
-            // The node reaches its applications by shared memory, the LAN by UDP.
-            cmd.env("TESSERA_TRANSPORTS", "udp4,shm");
-            let node = Ctx::spawn_worker(
-                cmd,
-                &format!("node{h}"),
-                Implementation::Tessera,
-                Capture::Lines,
-            )?;
-            // An application that finds no node runs decentralized: never start one early.
-            wait_for_line(&node, "tessera node: serving", secs(10.0))
-                .with_context(|| format!("the node service on host {h} did not start"))?;
-            self.workers.push(node);
+            self.start_one(topo, h)?;
         }
         self.ctx.attach_to_node.set(true);
         Ok(())
+    }
+
+    /// Starts host `h`'s node and waits until it serves.
+    fn start_one(&mut self, topo: &Topology, h: usize) -> anyhow::Result<()> {
+        let mut cmd = topo.command(h, &self.ctx.opts.tessera_exe);
+        cmd.args(["node", "--stats", "0"]);
+        // The node reaches its applications by shared memory, the LAN by UDP.
+        cmd.env("TESSERA_TRANSPORTS", "udp4,shm");
+        let node = Ctx::spawn_worker(
+            cmd,
+            &format!("node{h}"),
+            Implementation::Tessera,
+            Capture::Lines,
+        )?;
+        // An application that finds no node runs decentralized: never start one early.
+        wait_for_line(&node, "tessera node: serving", secs(10.0))
+            .with_context(|| format!("the node service on host {h} did not start"))?;
+        self.workers.push(node);
+        self.hosts.push(h);
+        Ok(())
+    }
+
+    /// Kills host `h`'s node with SIGKILL, as a crash would; false when none runs there.
+    pub(super) fn kill(&mut self, h: usize) -> bool {
+        let Some(i) = self.hosts.iter().position(|&x| x == h) else {
+            return false;
+        };
+        self.hosts.remove(i);
+        let mut w = self.workers.remove(i);
+        w.proc.kill();
+        self.killed.push(w);
+        true
+    }
+
+    /// Starts host `h`'s node again after [`Nodes::kill`].
+    pub(super) fn restart(&mut self, topo: &Topology, h: usize) -> anyhow::Result<()> {
+        self.start_one(topo, h)
     }
 
     /// Processes started from now on run decentralized again.
@@ -88,6 +118,13 @@ impl<'c, 'a> Nodes<'c, 'a> {
         self.workers.iter().map(|w| w.proc.pid()).collect()
     }
 
+    /// The nodes' TESSERA_NODE environment for processes started by hand (not through
+    /// [`Ctx::perf`], which reads the context's flag).
+    pub(super) fn attach(cmd: &mut std::process::Command) {
+        cmd.env("TESSERA_NODE", "1")
+            .env("TESSERA_TRANSPORTS", "udp4,shm");
+    }
+
     /// Stops the nodes (SIGTERM: they leave cleanly) and hands them back for their figures.
     pub(super) fn stop(mut self) -> Vec<Worker> {
         self.detach();
@@ -95,6 +132,7 @@ impl<'c, 'a> Nodes<'c, 'a> {
         for w in &mut workers {
             w.stop();
         }
+        workers.append(&mut self.killed);
         workers
     }
 }

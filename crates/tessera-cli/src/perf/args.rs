@@ -159,6 +159,9 @@ pub struct PerfConfig {
     /// after the first pong are left out of the whole-run histogram (the JSON summary); the
     /// per-second lines still count them.
     pub warmup: Option<f64>,
+    /// `--count N` (tessera extension): end the run once N pings past the warm-up were answered
+    /// by every peer (`-D` still ends it earlier).
+    pub count: Option<u64>,
     /// Ping schedule.
     pub ping: PingInterval,
     /// Trigger mode of the ping and pong readers (`ping`/`pong` modes share it).
@@ -198,6 +201,7 @@ impl Default for PerfConfig {
             sub_every_second: false,
             json: false,
             warmup: None,
+            count: None,
             ping: PingInterval::Never,
             pingpong_trigger: Trigger::Listener,
             sub: None,
@@ -359,6 +363,8 @@ OPTIONS:
   --warmup SECS       leave the round trips of the first SECS seconds after
                       the first pong out of the whole-run (summary) latency
                       histogram; the per-second lines still count them
+  --count N           end the run once N pings past the warm-up were answered
+                      by every peer (-D still ends it earlier)
   --loan SIZE         zero-copy loans: every process of the run passes the
                       same SIZE (16, 1k, 4k, 16k, 64k, 256k, 1M or 4M bytes);
                       samples are a plain type of exactly SIZE bytes written
@@ -811,6 +817,17 @@ pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
             match v.parse::<f64>() {
                 Ok(d) if d >= 0.0 && d.is_finite() => cfg.warmup = Some(d),
                 _ => return Err(invalid(format!("--warmup {v}: invalid duration"))),
+            }
+            continue;
+        }
+        if let Some(v) = long_arg(prog, "count", a, args, &mut i)? {
+            match v.parse::<u64>() {
+                Ok(n) if n > 0 => cfg.count = Some(n),
+                _ => {
+                    return Err(invalid(format!(
+                        "--count {v}: invalid number of round trips"
+                    )))
+                }
             }
             continue;
         }

@@ -508,6 +508,21 @@ fn warmup_option() {
 }
 
 #[test]
+fn count_option() {
+    assert_eq!(ok(&["ping"]).count, None);
+    assert_eq!(ok(&["--count", "10000", "ping"]).count, Some(10000));
+    assert_eq!(ok(&["ping", "--count=5"]).count, Some(5));
+    for bad in [
+        &["--count", "0", "ping"][..],
+        &["--count=x", "ping"],
+        &["--count=-3"],
+    ] {
+        assert!(invalid_msg(bad).contains("--count"), "{bad:?}");
+    }
+    assert!(usage_diag(&["ping", "--count"]).is_some());
+}
+
+#[test]
 fn loan_option() {
     assert_eq!(ok(&["ping"]).loan, None);
     let c = ok(&["--loan", "64k", "ping", "size", "65536"]);

@@ -282,6 +282,10 @@ pub enum ReportLine {
         pid: u32,
         /// Whole-run latency per pong source.
         latency: Vec<(PeerLabel, OverallLatency)>,
+        /// Pings past the warm-up answered by every peer, with per ping the time to its first
+        /// pong and to its last (1-to-N "first answer" and "all answers"); `None` without
+        /// pinging.
+        answers: Option<PingAnswers>,
         /// Data samples received in total.
         received: u64,
         /// Data samples lost in total.
@@ -670,25 +674,50 @@ impl ReportLine {
             ReportLine::Summary {
                 pid,
                 latency,
+                answers,
                 received,
                 lost,
                 exit_code,
             } => {
+                let overall = |o: &OverallLatency| {
+                    json!({"cnt": o.cnt,
+                           "mean_us": us(o.mean_ns), "min_us": us(o.min_ns as f64),
+                           "p50_us": us(o.p50_ns as f64), "p90_us": us(o.p90_ns as f64),
+                           "p99_us": us(o.p99_ns as f64), "p999_us": us(o.p999_ns as f64),
+                           "max_us": us(o.max_ns as f64), "hist": o.hist})
+                };
                 let lat: Vec<Value> = latency
                     .iter()
                     .map(|(peer, o)| {
-                        json!({"peer": peer.to_string(), "cnt": o.cnt,
-                               "mean_us": us(o.mean_ns), "min_us": us(o.min_ns as f64),
-                               "p50_us": us(o.p50_ns as f64), "p90_us": us(o.p90_ns as f64),
-                               "p99_us": us(o.p99_ns as f64), "p999_us": us(o.p999_ns as f64),
-                               "max_us": us(o.max_ns as f64), "hist": o.hist})
+                        let mut v = overall(o);
+                        v["peer"] = json!(peer.to_string());
+                        v
                     })
                     .collect();
-                json!({"type": "summary", "pid": pid, "latency": lat,
-                       "received": received, "lost": lost, "exit_code": exit_code})
+                let mut v = json!({"type": "summary", "pid": pid, "latency": lat,
+                       "received": received, "lost": lost, "exit_code": exit_code});
+                if let Some(a) = answers {
+                    v["pings"] = json!(a.pings);
+                    if let (Some(f), Some(l)) = (&a.first, &a.all) {
+                        v["first"] = overall(f);
+                        v["all"] = overall(l);
+                    }
+                }
+                v
             }
         })
     }
+}
+
+/// A pinger's answers per ping (see [`ReportLine::Summary`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PingAnswers {
+    /// Pings past the warm-up answered by every peer.
+    pub pings: u64,
+    /// Per ping, the one-way time to its first pong (`None` before the first).
+    pub first: Option<OverallLatency>,
+    /// Per ping, the one-way time to its last pong.
+    pub all: Option<OverallLatency>,
 }
 
 /// Writes report lines as text or JSON lines.

@@ -568,6 +568,7 @@ fn json_lines() {
         let summary = ReportLine::Summary {
             pid: 1,
             latency: vec![],
+            answers: None,
             received: 10,
             lost: 1,
             exit_code: 0,
@@ -590,6 +591,7 @@ fn json_lines() {
         .emit(&ReportLine::Summary {
             pid: 1,
             latency: vec![],
+            answers: None,
             received: 0,
             lost: 0,
             exit_code: 0
@@ -628,7 +630,12 @@ fn event_lines_get_a_time_and_summary_carries_the_histogram() {
         };
         let summary = ReportLine::Summary {
             pid: 1,
-            latency: vec![(PeerLabel::Handle(0xab), o)],
+            latency: vec![(PeerLabel::Handle(0xab), o.clone())],
+            answers: Some(PingAnswers {
+                pings: 3,
+                first: Some(o.clone()),
+                all: Some(OverallLatency { max_ns: 4000, ..o }),
+            }),
             received: 0,
             lost: 0,
             exit_code: 0,
@@ -649,6 +656,10 @@ fn event_lines_get_a_time_and_summary_carries_the_histogram() {
         serde_json::json!([[1000, 2], [2000, 1]])
     );
     assert_eq!(v[2]["latency"][0]["peer"], "ab");
+    // A pinger's first and all answers per ping.
+    assert_eq!(v[2]["pings"], 3);
+    assert_eq!(v[2]["first"]["hist"], v[2]["latency"][0]["hist"]);
+    assert_eq!(v[2]["all"]["max_us"], 4.0);
 
     // Text mode is unchanged by the time.
     let mut out = Vec::new();

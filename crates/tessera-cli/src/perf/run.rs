@@ -49,7 +49,7 @@ use tessera::{
     Topic, WaitSet,
 };
 
-use super::args::{History, PerfConfig, PubRate, SubMode};
+use super::args::{History, PerfConfig, PingInterval, PubRate, SubMode};
 use super::loan::{with_loan_type, LoanSample, LoanTypeFn, PerfIo};
 use super::peers::PeerTable;
 use super::protocol::{
@@ -57,7 +57,9 @@ use super::protocol::{
     pong_timestamp_for_ping, user_data, MatchMask, TopicKind, TopicRole, CPU_STATS_TOPIC,
     DATA_MAX_SAMPLES, DATA_TAKE_MAX, PINGPONG_TAKE_MAX,
 };
-use super::report::{verdict, ExtendedStats, PeerLabel, ReportLine, Reporter, Stamp, VerdictInput};
+use super::report::{
+    verdict, ExtendedStats, PeerLabel, PingAnswers, ReportLine, Reporter, Stamp, VerdictInput,
+};
 use super::stats::{
     ClockDecimator, KeyOutOfRange, LatencyStats, PingScheduler, PubHist, PubPacer, SeqTracker,
 };
@@ -237,6 +239,45 @@ struct Shared {
     t_events_ref: i64,
     /// When the first pong arrived (ns; 0: none yet), for `--warmup`.
     first_pong: AtomicI64,
+    /// Per ping, its first and last answers (1-to-N) and the pings counted for `--count`.
+    answers: Mutex<Answers>,
+}
+
+/// What a pinger knows of its pings' answers: the first pong of the current ping, and per
+/// measured ping (past the warm-up, answered by every peer) the one-way time to its first
+/// pong and to its last.
+struct Answers {
+    /// The current ping's sequence number and its first pong's one-way latency (ns).
+    current: Option<(u32, i64)>,
+    first: LatencyStats,
+    all: LatencyStats,
+    pings: u64,
+}
+
+impl Answers {
+    fn new() -> Self {
+        Answers {
+            current: None,
+            first: LatencyStats::new(),
+            all: LatencyStats::new(),
+            pings: 0,
+        }
+    }
+
+    /// A pong of the current ping `seq` with one-way latency `ns`; `completed`: it was the
+    /// last one expected; `measured`: past the warm-up. Returns the measured pings so far.
+    fn on_pong(&mut self, seq: u32, ns: i64, completed: bool, measured: bool) -> u64 {
+        if self.current.map(|(s, _)| s) != Some(seq) {
+            self.current = Some((seq, ns));
+        }
+        if completed && measured {
+            let first = self.current.map_or(ns, |(_, f)| f);
+            self.first.record(first);
+            self.all.record(ns);
+            self.pings += 1;
+        }
+        self.pings
+    }
 }
 
 impl Shared {
@@ -401,6 +442,7 @@ impl<T: PerfIo> Ctx<T> {
             let ts = s.info.source_timestamp;
             let w = s.info.publication_handle;
             let Some(d) = s.data.as_mut() else { continue };
+            let ns = one_way_latency_ns(now, ts);
             {
                 let h = handle_of(&w);
                 let mut pongs = lock(&self.pongs);
@@ -415,11 +457,21 @@ impl<T: PerfIo> Ctx<T> {
                         pongs.len() - 1
                     }
                 };
-                pongs[idx]
-                    .stats
-                    .record_with(one_way_latency_ns(now, ts), overall);
+                pongs[idx].stats.record_with(ns, overall);
             }
-            let next = lock(&self.ping).on_pong(is_ping_timestamp(ts), T::data(d).seq(), now);
+            let seq = T::data(d).seq();
+            let (current, next) = {
+                let mut sched = lock(&self.ping);
+                let current = is_ping_timestamp(ts) && seq == sched.current_seq();
+                (current, sched.on_pong(is_ping_timestamp(ts), seq, now))
+            };
+            if current {
+                let pings = lock(&self.answers).on_pong(seq, ns, next.is_some(), overall);
+                if self.cfg.count.is_some_and(|n| pings >= n) {
+                    self.request_stop();
+                    continue;
+                }
+            }
             if let Some(seq) = next {
                 let w = &self.ping_writer;
                 Self::flush_ok(w, T::write_next(w, d, seq, now_ns() | 1));
@@ -842,6 +894,7 @@ impl Shared {
             data_on: AtomicBool::new(false),
             t_events_ref: cfg.time_ref.unwrap_or(base.t_process),
             first_pong: AtomicI64::new(0),
+            answers: Mutex::new(Answers::new()),
         }
     }
 
@@ -1307,10 +1360,16 @@ fn main_loop(
     let mut aborted = false;
 
     loop {
-        if ctx.stopping() {
+        // `--count` ends the run between reports: one last report then, so that the
+        // per-second lines cover the whole run.
+        let last_report = ctx.stopping() && cfg.count.is_some();
+        if ctx.stopping() && !last_report {
             break;
         }
         let now = now_ns();
+        if last_report {
+            tnext = now;
+        }
         let mut deadline = tnext;
         for d in [tend, tmaxwait, lock(&ctx.peers).next_deadline(), tping]
             .into_iter()
@@ -1327,7 +1386,7 @@ fn main_loop(
         for line in lock(&ctx.peers).check_deadlines(now) {
             ctx.emit(&line);
         }
-        if let Some(tp) = tping {
+        if let Some(tp) = tping.filter(|_| !last_report) {
             if now >= tp {
                 let action = lock(&ctx.ping).on_timer(now);
                 if let Some(total) = action.warn_timeouts {
@@ -1367,6 +1426,9 @@ fn main_loop(
             if now > tnext - SEC + SEC / 2 {
                 tnext = now + SEC;
             }
+        }
+        if last_report {
+            break;
         }
         if let Some(tmw) = tmaxwait {
             if now >= tmw && lock(&ctx.peers).match_count() < cfg.criteria.min_match {
@@ -1560,10 +1622,19 @@ fn finish(ctx: &Shared, aborted: bool, rss: Option<(f64, f64)>) -> i32 {
     for l in &lines {
         ctx.emit(l);
     }
+    let answers = (cfg.ping != PingInterval::Never).then(|| {
+        let a = lock(&ctx.answers);
+        PingAnswers {
+            pings: a.pings,
+            first: a.first.overall(),
+            all: a.all.overall(),
+        }
+    });
     if cfg.json {
         ctx.emit(&ReportLine::Summary {
             pid: ctx.pid,
             latency: overall,
+            answers,
             received,
             lost,
             exit_code: code,
@@ -1607,6 +1678,25 @@ mod tests {
                 assert_ne!(hs[i], hs[j], "{i} {j}");
             }
         }
+    }
+
+    #[test]
+    fn answers_keep_the_first_and_the_last_pong_of_each_ping() {
+        let mut a = Answers::new();
+        // Ping 1, three peers answering in turn (all pongs carry the ping's timestamp).
+        assert_eq!(a.on_pong(1, 10, false, true), 0);
+        assert_eq!(a.on_pong(1, 30, false, true), 0);
+        assert_eq!(a.on_pong(1, 50, true, true), 1);
+        // Ping 2 in the warm-up: not counted.
+        a.on_pong(2, 7, false, false);
+        assert_eq!(a.on_pong(2, 9, true, false), 1);
+        // Ping 3.
+        a.on_pong(3, 20, false, true);
+        assert_eq!(a.on_pong(3, 40, true, true), 2);
+        let first = a.first.overall().unwrap();
+        let all = a.all.overall().unwrap();
+        assert_eq!(first.hist, vec![(10, 1), (20, 1)]);
+        assert_eq!(all.hist, vec![(40, 1), (50, 1)]);
     }
 
     #[test]

@@ -642,6 +642,11 @@ impl PingScheduler {
         self.twarn = now + 3_333_000_000;
     }
 
+    /// Sequence number of the ping now waiting for its pongs.
+    pub fn current_seq(&self) -> u32 {
+        self.cur_seq
+    }
+
     /// Pongs expected per ping.
     pub fn expected(&self) -> u32 {
         self.expected

@@ -62,6 +62,10 @@ impl WriterEndpoint {
             qos.writer_data_lifecycle.autodispose_unregistered_instances,
             Ordering::Relaxed,
         );
+        self.tos.store(
+            crate::transport::tos_of_priority(qos.transport_priority.0),
+            Ordering::Relaxed,
+        );
     }
 
     /// The liveliness of this writer was asserted at `now` (a write, or `assert_liveliness`).
@@ -107,7 +111,7 @@ impl WriterEndpoint {
             crate::endpoint::with_send_buf(|buf| {
                 let mut m = tessera_rtps::wire::MessageBuilder::new(buf, self.ctx.guid_prefix);
                 m.submessage(&Submessage::Heartbeat(hb));
-                crate::endpoint::send_datagram(&self.ctx, buf, &dests);
+                crate::endpoint::send_datagram(&self.ctx, buf, &dests, self.tos());
             });
         }
         Ok(())

@@ -99,6 +99,8 @@ struct Net {
     faults: Mutex<FaultConfig>,
     rng: Mutex<u64>,
     dropped: AtomicU64,
+    /// Datagrams sent marked with each DSCP (the TOS byte >> 2; 0: unmarked, not counted).
+    marked: [AtomicU64; 64],
 }
 
 impl Default for InProcessNetwork {
@@ -119,8 +121,18 @@ impl InProcessNetwork {
                 faults: Mutex::new(f),
                 rng: Mutex::new(f.seed),
                 dropped: AtomicU64::new(0),
+                marked: std::array::from_fn(|_| AtomicU64::new(0)),
             }),
         }
+    }
+
+    /// Datagrams sent so far marked with DSCP `dscp` (1..=63: a writer's TRANSPORT_PRIORITY,
+    /// see [`super::tos_of_priority`]), as a router would see them.
+    pub fn marked_datagrams(&self, dscp: u8) -> u64 {
+        self.net
+            .marked
+            .get(usize::from(dscp))
+            .map_or(0, |c| c.load(Ordering::Relaxed))
     }
 
     /// Sets the faults of every link (except nodes with their own) and reseeds the generator.
@@ -257,6 +269,17 @@ pub struct InProcessTransport {
 }
 
 impl InProcessTransport {
+    fn count_mark(&self, tos: u8) {
+        if let Some(c) = self
+            .net
+            .marked
+            .get(usize::from(tos >> 2))
+            .filter(|_| tos >> 2 != 0)
+        {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// Joins `network` as a new node in `domain`.
     pub fn new(network: &InProcessNetwork, domain: u32) -> InProcessTransport {
         let net = network.net.clone();
@@ -496,6 +519,19 @@ impl Transport for InProcessTransport {
 
     fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
         self.send(buf, dest, false)
+    }
+
+    fn send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        self.count_mark(tos);
+        self.send(buf, dest, true)
+    }
+
+    fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        let r = self.send(buf, dest, false);
+        if r.is_ok() {
+            self.count_mark(tos);
+        }
+        r
     }
 
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {

@@ -30,6 +30,7 @@ pub mod shm;
 pub mod shm_pool;
 pub mod shm_ring;
 pub mod tcp;
+mod tos;
 pub mod udp;
 pub mod udp6;
 pub mod wait;
@@ -168,6 +169,19 @@ impl AllowMulticast {
     }
 }
 
+/// The IP TOS byte a writer's TRANSPORT_PRIORITY marks its datagrams with: a value in 1..=63
+/// is the DSCP itself (46: expedited forwarding, 34: AF41, 8: CS1 …), shifted into the TOS
+/// byte; above 63 is 63; 0 and below leave datagrams unmarked. Linux also derives the
+/// datagram's queueing priority from it (`rt_tos2priority`), so local queueing disciplines
+/// see the class too.
+pub fn tos_of_priority(priority: i32) -> u8 {
+    if priority <= 0 {
+        0
+    } else {
+        (priority.min(63) as u8) << 2
+    }
+}
+
 /// One way of moving datagrams between participants. Object-safe: a participant holds
 /// `Arc<dyn Transport>`s in a [`Transports`] registry.
 pub trait Transport: Send + Sync + std::fmt::Debug {
@@ -196,6 +210,20 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
     /// Sends one datagram without blocking: [`io::ErrorKind::WouldBlock`] when the transport
     /// has no room now (the caller queues it). Unreachable locators are skipped (`Ok`).
     fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()>;
+
+    /// [`Transport::send_to`] for a datagram of traffic class `tos` (the IP TOS byte: DSCP
+    /// << 2, from the writer's TRANSPORT_PRIORITY, see [`tos_of_priority`]; 0: unmarked).
+    /// Transports without classes ignore it.
+    fn send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        let _ = tos;
+        self.send_to(buf, dest)
+    }
+
+    /// [`Transport::try_send_to`] for a datagram of traffic class `tos`.
+    fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        let _ = tos;
+        self.try_send_to(buf, dest)
+    }
 
     /// Starts the receive threads, delivering to `handler`. Called once; dropping the returned
     /// [`Receivers`] stops and joins the threads.
@@ -386,6 +414,24 @@ impl Transports {
     /// Sends without blocking ([`io::ErrorKind::WouldBlock`] when there is no room now).
     pub fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
         match self.for_locator(dest) {
+            Some(t) => t.try_send_to(buf, dest),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Transports::send_to`] for traffic class `tos` ([`Transport::send_to_marked`]).
+    pub fn send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        match self.for_locator(dest) {
+            Some(t) if tos != 0 => t.send_to_marked(buf, dest, tos),
+            Some(t) => t.send_to(buf, dest),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Transports::try_send_to`] for traffic class `tos`.
+    pub fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        match self.for_locator(dest) {
+            Some(t) if tos != 0 => t.try_send_to_marked(buf, dest, tos),
             Some(t) => t.try_send_to(buf, dest),
             None => Ok(()),
         }

@@ -708,21 +708,24 @@ impl UdpTransport {
     /// Sends one datagram; blocks while the send buffer is full. Unknown locator kinds (UDPv6,
     /// shared memory, ...) and multicast while multicast is off are skipped and return `Ok`.
     pub fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        self.send_with(buf, dest, 0)
+        self.send_with(buf, dest, 0, 0)
     }
 
     /// Like [`UdpTransport::send_to`] but never blocks: a full send buffer is
     /// [`io::ErrorKind::WouldBlock`] (counted as `would_block`, not as an error).
     pub fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        self.send_with(buf, dest, libc::MSG_DONTWAIT)
+        self.send_with(buf, dest, libc::MSG_DONTWAIT, 0)
     }
 
-    fn send_with(&self, buf: &[u8], dest: &Locator, flags: libc::c_int) -> io::Result<()> {
+    /// Sends with IP TOS byte `tos` (0: the socket's default), `flags` as `sendmsg`'s.
+    fn send_with(&self, buf: &[u8], dest: &Locator, flags: libc::c_int, tos: u8) -> io::Result<()> {
         let Some(a) = self.dest(dest) else {
             self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        let r = if flags == 0 {
+        let r = if let (SocketAddr::V4(v4), true) = (a, tos != 0) {
+            super::tos::send_marked(self.send.as_raw_fd(), buf, v4, tos, flags)
+        } else if flags == 0 {
             self.send.send_to(buf, a)
         } else {
             SockRef::from(&self.send).send_to_with_flags(buf, &SockAddr::from(a), flags)
@@ -916,6 +919,14 @@ impl super::Transport for UdpTransport {
 
     fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
         UdpTransport::try_send_to(self, buf, dest)
+    }
+
+    fn send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        self.send_with(buf, dest, 0, tos)
+    }
+
+    fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        self.send_with(buf, dest, libc::MSG_DONTWAIT, tos)
     }
 
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {

@@ -435,6 +435,52 @@ fn time_based_filter_set_on_an_enabled_reader(t: Transport) {
     );
 }
 
+/// TIME_BASED_FILTER at the writer: a remote reader asking for 100 ms between samples of an
+/// instance is not sent the others (the writer counts them filtered and sends GAPs, so the
+/// reliable reader neither waits for them nor drops them itself), while a reader beside it
+/// that asked for nothing gets every sample.
+fn time_based_filter_applied_at_the_writer(t: Transport) {
+    let ps = t.participants(2);
+    let w = writer::<Keyed>(&ps[0], "Q_tbf_writer", keep_all_writer());
+    let thin = reader::<Keyed>(
+        &ps[1],
+        "Q_tbf_writer",
+        keep_all_reader().with_time_based_filter(TimeBasedFilter {
+            minimum_separation: ms(100),
+        }),
+    );
+    let all = reader::<Keyed>(&ps[1], "Q_tbf_writer", keep_all_reader());
+    matched(&w, &thin);
+    matched(&w, &all);
+    for seq in 0..40 {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+        std::thread::sleep(ms(5));
+    }
+    w.write(&Keyed { id: 2, seq: 0 }).unwrap();
+    w.wait_for_acknowledgments(Duration::from_secs(10))
+        .expect("GAPs keep the filtered reader acknowledging");
+    let mut got = Vec::new();
+    wait_until(10, "the last sample", || {
+        got.extend(seqs(&thin.take(usize::MAX).unwrap()));
+        got.contains(&(2, 0))
+    });
+    let ones = got.iter().filter(|(id, _)| *id == 1).count();
+    // 200 ms of writes at 5 ms: two or three pass a 100 ms separation (sleeps overshoot).
+    assert!((2..=4).contains(&ones), "{got:?}");
+    let filtered = w.protocol_counters().samples_filtered;
+    assert!(filtered >= 36 - ones as u64, "writer filtered {filtered}");
+    assert_eq!(
+        thin.policy_drops().filtered,
+        0,
+        "the writer filtered them all"
+    );
+    let mut every = Vec::new();
+    wait_until(10, "every sample at the unfiltered reader", || {
+        every.extend(seqs(&all.take(usize::MAX).unwrap()));
+        every.len() == 41
+    });
+}
+
 /// MANUAL_BY_TOPIC liveliness: a writer that neither writes nor asserts within its lease loses
 /// its liveliness (LIVELINESS_LOST), its readers see it not alive (LIVELINESS_CHANGED, its
 /// instances NOT_ALIVE_NO_WRITERS), and `assert_liveliness` brings it back.
@@ -543,7 +589,10 @@ fn time_based_filter_thins_instances(t: Transport) {
         (1..=5).contains(&of_one),
         "{of_one} samples of instance 1: {got:?}"
     );
-    assert!(r.policy_drops().filtered >= 25);
+    // Dropped at the writer (it knows the separation from SEDP) or, for samples written
+    // before it did, by the reader.
+    let dropped = r.policy_drops().filtered + w.protocol_counters().samples_filtered;
+    assert!(dropped >= 25, "{dropped}");
 }
 
 /// `set_qos` on enabled entities: a writer's new OWNERSHIP_STRENGTH wins instances from its
@@ -792,6 +841,7 @@ per_transport!(
     ownership_fails_over_on_missed_deadline,
     ownership_fails_over_on_lost_liveliness,
     time_based_filter_set_on_an_enabled_reader,
+    time_based_filter_applied_at_the_writer,
     manual_liveliness_lost_and_regained,
     participant_liveliness_asserts_writers,
     time_based_filter_thins_instances,
