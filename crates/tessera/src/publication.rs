@@ -155,6 +155,10 @@ pub(crate) struct WriterEndpoint {
     time_filters: time_filter::WriterTimeFilters,
     /// The traffic class (IP TOS byte) of this writer's datagrams, from TRANSPORT_PRIORITY.
     tos: AtomicU8,
+    /// Matched remote readers without coherent access: a GAP for each end-of-set marker.
+    without_coherent_access: Mutex<Vec<Guid>>,
+    /// The publisher offers coherent access (PRESENTATION), so this writer may write sets.
+    pub(crate) coherent_publisher: AtomicBool,
     /// The loan pool and which remote readers can resolve loans (see [`loan`]).
     loans: loan::WriterLoans,
 }
@@ -236,6 +240,8 @@ impl WriterEndpoint {
             filters: Default::default(),
             time_filters: Default::default(),
             tos: AtomicU8::new(crate::transport::tos_of_priority(qos.transport_priority.0)),
+            without_coherent_access: Mutex::new(Vec::new()),
+            coherent_publisher: AtomicBool::new(false),
             loans: Default::default(),
         })
     }
@@ -735,6 +741,18 @@ impl LocalWriter for WriterEndpoint {
                 .filters
                 .set(remote.guid, remote.content_filter.as_ref())
                 | self.time_filters.set(remote.guid, remote.min_separation);
+            // Under a coherent publisher, a reader without coherent access is served alone
+            // too: it gets a GAP for each set's end marker.
+            let marker_gap =
+                !remote.coherent_access && self.coherent_publisher.load(Ordering::Relaxed);
+            let filtered = filtered | marker_gap;
+            {
+                let mut nc = self.without_coherent_access.lock();
+                nc.retain(|g| *g != remote.guid);
+                if marker_gap {
+                    nc.push(remote.guid);
+                }
+            }
             self.loans.matched(remote.guid, &remote.locators);
             let multicast = if filtered {
                 Locators::new()
@@ -800,6 +818,7 @@ impl LocalWriter for WriterEndpoint {
         } else {
             self.filters.remove(remote);
             self.time_filters.remove(remote);
+            self.without_coherent_access.lock().retain(|g| *g != remote);
             self.loans.unmatched(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);

@@ -372,3 +372,35 @@ fn a_content_filtered_coherent_reader_gets_the_sets_passing_samples() {
     assert_eq!(take_n(&r, 2), [11, 12]);
     assert_eq!(r.coherent_set_counters().sets_dropped, 0);
 }
+
+/// A reader without coherent access is sent a GAP for the end-of-set marker, not the marker
+/// (a payload-less DATA that Fast DDS 2.9 delivers as a sample with the previous one's
+/// contents), while a coherent reader beside it still gets the marker and the set.
+#[test]
+fn readers_without_coherent_access_get_a_gap_for_the_marker() {
+    let net = InProcessNetwork::new();
+    let (pw, pc, pp) = (participant(&net), participant(&net), participant(&net));
+    let publ = publisher(&pw, presentation(TOPIC, true, false));
+    let w = writer(&pw, &publ, "MarkerGap");
+    let coherent = reader(
+        &pc,
+        &subscriber(&pc, presentation(TOPIC, true, false)),
+        "MarkerGap",
+    );
+    let plain = reader(&pp, &subscriber(&pp, Presentation::default()), "MarkerGap");
+    wait_matched(&w, &[&coherent, &plain]);
+    for set in 1..=3 {
+        publ.begin_coherent_changes().unwrap();
+        for i in 0..2 {
+            w.write(&part(10 * set + i, set, 8)).unwrap();
+        }
+        publ.end_coherent_changes().unwrap();
+    }
+    assert_eq!(take_n(&coherent, 6), [10, 11, 20, 21, 30, 31]);
+    assert_eq!(take_n(&plain, 6), [10, 11, 20, 21, 30, 31]);
+    w.wait_for_acknowledgments(Duration::from_secs(10)).unwrap();
+    let c = w.protocol_counters();
+    // One marker per set, filtered for the plain reader only.
+    assert_eq!(c.samples_filtered, 3, "{c:?}");
+    assert_eq!(coherent.coherent_set_counters().sets_delivered, 3);
+}

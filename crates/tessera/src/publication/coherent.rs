@@ -35,7 +35,17 @@ impl WriterEndpoint {
         let mut core = self.core.lock();
         let seq = loop {
             match core.end_coherent_set(Some(ts), now) {
-                Ok(Some(seq)) => break seq,
+                Ok(Some(seq)) => {
+                    // Readers that do not assemble sets have no use for the marker (a payload-
+                    // less DATA that some vendors deliver as a sample): a GAP instead, to those
+                    // the writer serves alone (a multicast group gets it; Tessera readers
+                    // ignore it).
+                    let nc = self.without_coherent_access.lock();
+                    if !nc.is_empty() {
+                        core.filter_out(seq, nc.as_slice().into());
+                    }
+                    break seq;
+                }
                 Ok(None) => return Ok(()),
                 Err(WriteError::HistoryFull) if may_wait && now < deadline => {
                     now = self.wait_space(&mut core, now, deadline);

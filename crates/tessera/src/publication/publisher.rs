@@ -145,6 +145,10 @@ impl Publisher {
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
         ep.enabled.store(false, Ordering::Release);
+        ep.coherent_publisher.store(
+            publisher_qos.presentation.coherent_access,
+            Ordering::Relaxed,
+        );
         let mut side = tessera_rtps::qos::WriterSideQos::new(&topic.qos, &publisher_qos, &qos);
         if let Some(a) = super::atomic::setup(&p, guid, &topic.name, &mut side)? {
             let _ = ep.atomic.set(a);
