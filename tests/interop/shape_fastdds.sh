@@ -6,13 +6,14 @@
 # it reports "not supported"; every other test must pass.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
+# shellcheck source=lib/shape.bash
+source "$(dirname "$0")/lib/shape.bash"
 
 TOOLS="$(dirname "$TESSERA_BIN")/tessera-tools"
 [[ -x "$TOOLS" ]] || fail "tessera-tools not built (cargo build --release -p tessera-cli --bins)"
 command -v g++ >/dev/null || fail "g++ not installed (scripts/install-deps)"
 [[ -e /usr/include/fastdds/dds/domain/DomainParticipantFactory.hpp ]] ||
     fail "Fast DDS headers missing (libfastrtps-dev: scripts/install-deps)"
-SUITE="$REPO_ROOT/tests/conformance/shape_suite.py"
 PEER="$WORK/fastdds-shape"
 g++ -O1 -std=c++17 -Wall -Wextra -Werror -o "$PEER" "$REPO_ROOT/tests/conformance/fastdds_shape.cpp" \
     -lfastrtps -lfastcdr -lpthread || fail "the Fast DDS shape peer does not build"
@@ -29,18 +30,5 @@ defects=(
     --peer-defect "FinalInstanceState_unregister=Fast DDS 2.9 takes a short serialized key for the key hash"
 )
 
-run() { # NAME PUB SUB
-    local out="$WORK/$1.log"
-    if ! python3 "$SUITE" --verbose --allow-unsupported "${defects[@]}" --pub "$2" --sub "$3" >"$out" 2>&1; then
-        cat "$out"
-        fail "$1: the shape suite failed"
-    fi
-    grep -E '^(FAIL|UNSUPPORTED|PEER-DEFECT)' "$out" || true
-    local summary
-    summary="$(tail -n 1 "$out")"
-    [[ "$summary" == *" 0 failed"* ]] || fail "$1: unexpected summary: $summary"
-    log "$1: $summary"
-}
-
-run tessera-to-fastdds "$TOOLS shape" "$PEER"
-run fastdds-to-tessera "$PEER" "$TOOLS shape"
+shape_vendor_run tessera-to-fastdds "$TOOLS shape" "$PEER" "${defects[@]}"
+shape_vendor_run fastdds-to-tessera "$PEER" "$TOOLS shape" "${defects[@]}"
