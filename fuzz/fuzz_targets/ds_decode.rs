@@ -134,6 +134,7 @@ fuzz_target!(|data: &[u8]| {
                 status_info: if sel & 0x80 != 0 { 3 } else { 0 },
                 sample_identity: None,
                 original_writer: None,
+                coherent_set: None,
             },
             payload_kind: PayloadKind::Data,
             payload: Arc::new(rest.to_vec()),

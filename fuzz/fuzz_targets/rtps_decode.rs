@@ -53,6 +53,8 @@ fn touch(sm: &Submessage<'_>) {
         }) => {
             std::hint::black_box(pl.iter().count());
             std::hint::black_box(pl.get(pid::STATUS_INFO));
+            // What a reader takes from it: key hash, status, identities, coherent set.
+            std::hint::black_box(tessera_rtps::writer::InlineQos::parse(Some(pl)));
         }
         _ => {}
     }

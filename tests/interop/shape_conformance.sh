@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The conformance suite of tests/conformance/shape_suite.py (one test of every kind the OMG
 # DDS-RTPS interoperability suite has) with `tessera shape` as publisher and subscriber.
-# Presentation (coherent sets, ordered access) must report "not supported"; everything else
-# must pass.
+# GROUP access scope must report "not supported" (coherent sets and order are kept per writer);
+# everything else, TOPIC and INSTANCE scope presentation included, must pass.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 

@@ -5,8 +5,15 @@
 //! reads them from standard output (`Create topic: ...`, `Create writer for topic: ...`,
 //! `on_publication_matched()`, one line per sample as `printf("%-10s %-10s %03d %03d [%d]")`,
 //! instance states, listener lines). Built on the public API only. Features Tessera does not
-//! have (coherent and ordered access, a custom SPDP period or fragment size) print a line
-//! containing "not supported", which the harness records as an unsupported feature.
+//! have (GROUP access scope, a custom SPDP period or fragment size) print a line containing
+//! "not supported", which the harness records as an unsupported feature.
+//!
+//! Presentation as the reference does it: with `--coherent` (or `--ordered`) and
+//! `--coherent-sample-count N` the publisher opens a coherent set every N iterations
+//! ("Started Coherent Set"), writes N samples per instance and topic, and closes it
+//! ("Finished Coherent Set"); the subscriber's publisher and subscriber QoS carry PRESENTATION
+//! with `--access-scope`, and each read pass is announced ("Reading coherent sets, iteration
+//! N", "Reading with ordered access, iteration N") and bracketed by begin/end_access.
 //!
 //! Statuses are polled once per write or read period rather than taken from listeners: a
 //! listener set after `create_datawriter` could miss a match that happened in between, and
@@ -18,8 +25,9 @@ use crate::stop;
 
 use tessera::qos::{
     data_representation, DataReaderQos, DataRepresentation, DataWriterQos, Deadline, Durability,
-    History, Lifespan, Ownership, OwnershipStrength, Partition, PublisherQos, Reliability,
-    SubscriberQos, TimeBasedFilter, TopicQos, WriterDataLifecycle,
+    History, Lifespan, Ownership, OwnershipStrength, Partition, Presentation,
+    PresentationAccessScope, PublisherQos, Reliability, SubscriberQos, TimeBasedFilter, TopicQos,
+    WriterDataLifecycle,
 };
 use tessera::{
     DataReader, DataWriter, DomainParticipant, InstanceHandle, InstanceState, Sample, StateMasks,
@@ -129,6 +137,14 @@ pub struct ShapeArgs {
     pub cft: Option<String>,
     /// `--size-modulo`.
     pub size_modulo: Option<i32>,
+    /// `--coherent`: PRESENTATION coherent_access.
+    pub coherent: bool,
+    /// `--ordered`: PRESENTATION ordered_access.
+    pub ordered: bool,
+    /// `--access-scope`.
+    pub access_scope: PresentationAccessScope,
+    /// `--coherent-sample-count`: iterations per coherent set (0: no sets).
+    pub coherent_sample_count: u64,
     /// Options naming features Tessera lacks (printed as "not supported").
     pub unsupported: Vec<String>,
 }
@@ -162,6 +178,10 @@ impl Default for ShapeArgs {
             take_read: false,
             cft: None,
             size_modulo: None,
+            coherent: false,
+            ordered: false,
+            access_scope: PresentationAccessScope::Instance,
+            coherent_sample_count: 0,
             unsupported: Vec::new(),
         }
     }
@@ -273,11 +293,18 @@ pub fn parse(args: &[String]) -> Result<ShapeArgs, String> {
             "--take-read" => a.take_read = true,
             "--cft" => a.cft = Some(value()?),
             "--size-modulo" => a.size_modulo = Some(number::<i32>(opt, &value()?)?.max(1)),
-            "--coherent" | "--ordered" => a.unsupported.push(opt.clone()),
-            "--access-scope"
-            | "--coherent-sample-count"
-            | "--periodic-announcement"
-            | "--datafrag-size" => {
+            "--coherent" => a.coherent = true,
+            "--ordered" => a.ordered = true,
+            "--access-scope" => {
+                a.access_scope = match value()?.as_str() {
+                    "i" => PresentationAccessScope::Instance,
+                    "t" => PresentationAccessScope::Topic,
+                    "g" => PresentationAccessScope::Group,
+                    other => return Err(format!("--access-scope: `{other}` is not i, t or g")),
+                }
+            }
+            "--coherent-sample-count" => a.coherent_sample_count = number(opt, &value()?)?,
+            "--periodic-announcement" | "--datafrag-size" => {
                 value()?;
                 a.unsupported.push(opt.clone());
             }
@@ -285,6 +312,10 @@ pub fn parse(args: &[String]) -> Result<ShapeArgs, String> {
         }
     }
     a.role = role.ok_or("one of -P or -S is required")?;
+    if (a.coherent || a.ordered) && a.access_scope == PresentationAccessScope::Group {
+        // Tessera keeps coherent sets and order per writer, not across a publisher's writers.
+        a.unsupported.push("--access-scope g".into());
+    }
     if a.cft.is_some() && a.color.is_some() && a.role == Role::Subscribe {
         return Err("--cft and -c cannot be combined".into());
     }
@@ -340,6 +371,14 @@ fn history(a: &ShapeArgs) -> Option<History> {
     }
 }
 
+fn presentation(a: &ShapeArgs) -> Presentation {
+    Presentation {
+        access_scope: a.access_scope,
+        coherent_access: a.coherent,
+        ordered_access: a.ordered,
+    }
+}
+
 fn partition(a: &ShapeArgs) -> Partition {
     a.partition
         .as_ref()
@@ -373,8 +412,7 @@ pub fn main(prog: &str, args: &[String]) -> i32 {
         }
     };
     if !a.unsupported.is_empty() {
-        // Presentation (coherent sets, ordered access) is not enforced by Tessera yet; the
-        // suite records a line with these words as an unsupported feature, not a failure.
+        // The suite records a line with these words as an unsupported feature, not a failure.
         println!("{}: not supported by Tessera", a.unsupported.join(", "));
         return EXIT_FAILED;
     }
@@ -508,6 +546,7 @@ fn publish(a: &ShapeArgs) -> Result<(), String> {
     let publisher = p
         .create_publisher(PublisherQos {
             partition: partition(a),
+            presentation: presentation(a),
             ..PublisherQos::default()
         })
         .map_err(|e| format!("create publisher: {e}"))?;
@@ -577,6 +616,16 @@ fn publish(a: &ShapeArgs) -> Result<(), String> {
         } else {
             a.size
         };
+        let sets = a.coherent_sample_count;
+        let presenting = (a.coherent || a.ordered) && sets != 0;
+        if presenting && iteration % sets == 0 {
+            println!("Started Coherent Set");
+            if a.coherent {
+                if let Err(e) = publisher.begin_coherent_changes() {
+                    eprintln!("begin_coherent_changes failed: {e}");
+                }
+            }
+        }
         for w in &writers {
             for (c, m) in colors.iter().zip(motions.iter_mut()) {
                 m.step(if a.size == 0 { 0 } else { size });
@@ -591,6 +640,14 @@ fn publish(a: &ShapeArgs) -> Result<(), String> {
                     Ok(()) if a.print_writes => println!("{}", sample_line(&w.topic, &s)),
                     Ok(()) => {}
                     Err(e) => eprintln!("write failed: {e}"),
+                }
+            }
+        }
+        if presenting && iteration % sets == sets - 1 {
+            println!("Finished Coherent Set");
+            if a.coherent {
+                if let Err(e) = publisher.end_coherent_changes() {
+                    eprintln!("end_coherent_changes failed: {e}");
                 }
             }
         }
@@ -732,6 +789,7 @@ fn subscribe(a: &ShapeArgs) -> Result<(), String> {
     let subscriber = p
         .create_subscriber(SubscriberQos {
             partition: partition(a),
+            presentation: presentation(a),
             ..SubscriberQos::default()
         })
         .map_err(|e| format!("create subscriber: {e}"))?;
@@ -788,9 +846,26 @@ fn subscribe(a: &ShapeArgs) -> Result<(), String> {
     }
     let mut iteration: u64 = 0;
     while !stop::requested() && a.iterations.is_none_or(|n| iteration < n) {
+        if a.coherent {
+            println!("Reading coherent sets, iteration {iteration}");
+        }
+        if a.ordered {
+            println!("Reading with ordered access, iteration {iteration}");
+        }
+        let bracket = a.coherent || a.ordered;
+        if bracket {
+            subscriber
+                .begin_access()
+                .map_err(|e| format!("begin_access failed: {e}"))?;
+        }
         for r in readers.iter_mut() {
             r.report_statuses();
             r.read_pass(a)?;
+        }
+        if bracket {
+            subscriber
+                .end_access()
+                .map_err(|e| format!("end_access failed: {e}"))?;
         }
         iteration += 1;
         pause(a.read_period);
@@ -843,9 +918,24 @@ mod tests {
     }
 
     #[test]
-    fn presentation_options_are_reported_unsupported() {
-        let a = parse(&args("-S --coherent --access-scope t")).unwrap();
-        assert_eq!(a.unsupported, vec!["--coherent", "--access-scope"]);
+    fn presentation_options_are_parsed_and_group_scope_is_unsupported() {
+        let a = parse(&args(
+            "-P --coherent --ordered --access-scope t --coherent-sample-count 3",
+        ))
+        .unwrap();
+        assert!(a.unsupported.is_empty());
+        assert_eq!(
+            presentation(&a),
+            Presentation {
+                access_scope: PresentationAccessScope::Topic,
+                coherent_access: true,
+                ordered_access: true,
+            }
+        );
+        assert_eq!(a.coherent_sample_count, 3);
+        let g = parse(&args("-S --coherent --access-scope g")).unwrap();
+        assert_eq!(g.unsupported, vec!["--access-scope g"]);
+        assert!(parse(&args("-S --access-scope x")).is_err());
     }
 
     #[test]

@@ -72,6 +72,8 @@ pub struct FragMeta {
     pub key_flag: bool,
     /// PID_ORIGINAL_WRITER_INFO: the writer and sequence number a relayed sample stands for.
     pub original_writer: Option<(crate::types::Guid, crate::types::SequenceNumber)>,
+    /// PID_COHERENT_SET: the coherent set the sample belongs to.
+    pub coherent_set: Option<crate::types::SequenceNumber>,
 }
 
 /// A completed sample.

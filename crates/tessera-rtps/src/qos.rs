@@ -37,9 +37,10 @@ pub fn duration_to_wire(d: Duration) -> DurationT {
     if is_infinite(d) {
         return DurationT::INFINITE;
     }
-    // Truncating here and rounding to nearest when decoding makes every nanosecond value
-    // round-trip exactly (one fraction unit is ~0.23 ns).
-    let fraction = ((d.subsec_nanos() as u64) << 32) / 1_000_000_000;
+    // Rounded up, so that a decoder that truncates (Fast DDS) gets the same nanoseconds back,
+    // and one that rounds to nearest (ours) too: one fraction unit is ~0.23 ns. Truncated
+    // here, Fast DDS read 100 ms as 99.999999 ms and found equal deadlines incompatible.
+    let fraction = ((d.subsec_nanos() as u64) << 32).div_ceil(1_000_000_000);
     DurationT {
         seconds: d.as_secs() as i32,
         fraction: fraction as u32,
@@ -1521,6 +1522,18 @@ mod tests {
         short.truncate(at_magic + 4);
         short.extend_from_slice(&[1, 0, 0, 0]); // sentinel
         assert!(DiscoveredWriterData::decode(&short).is_err());
+    }
+
+    /// Fast DDS 2.9 decodes a fraction by truncation (`frac_to_nano`): the encoding must give
+    /// it the same nanoseconds back, or equal deadlines look incompatible to it.
+    #[test]
+    fn a_truncating_decoder_gets_the_nanoseconds_back() {
+        let truncated = |w: DurationT| ((w.fraction as u64) * 1_000_000_000) >> 32;
+        for ns in [1u64, 3, 100_000_000, 300_000_000, 999_999_999, 123_456_789] {
+            let w = duration_to_wire(Duration::from_nanos(ns));
+            assert_eq!(truncated(w), ns);
+            assert_eq!(w, DurationT::from_std(Duration::from_nanos(ns)));
+        }
     }
 
     #[test]

@@ -132,6 +132,10 @@ pub struct Delivered<'a> {
     /// writer and its sequence number (PID_ORIGINAL_WRITER_INFO); `writer`/`seq` are then the
     /// relay's.
     pub original: Option<(Guid, SequenceNumber)>,
+    /// PID_COHERENT_SET: the number of the first sample of the writer's coherent set this
+    /// one belongs to, or [`COHERENT_SET_END`](crate::writer::COHERENT_SET_END) on the
+    /// payload-less DATA that ends a set.
+    pub coherent_set: Option<SequenceNumber>,
 }
 
 /// What the application did with a [`Delivered`] sample: the delivery callback's answer.
@@ -322,6 +326,7 @@ impl Shared {
             key_hash: meta.key_hash,
             source_timestamp: meta.source_timestamp,
             original: meta.original_writer,
+            coherent_set: meta.coherent_set,
         })
         .into();
         match verdict {
@@ -615,6 +620,7 @@ impl ReaderCore {
             source_timestamp: timestamp,
             key_flag: d.payload_kind == PayloadKind::Key,
             original_writer: q.original_writer,
+            coherent_set: q.coherent_set,
         };
         let payload: &[u8] = match d.payload_kind {
             PayloadKind::None => &[],
@@ -676,6 +682,7 @@ impl ReaderCore {
             source_timestamp: timestamp,
             key_flag: df.key_flag,
             original_writer: q.original_writer,
+            coherent_set: q.coherent_set,
         };
         let kind = kind_of(df.key_flag);
         if let Some(whole) = frag::whole_sample(df, &sh.cfg.frag) {

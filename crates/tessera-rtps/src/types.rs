@@ -498,7 +498,8 @@ impl DurationT {
         if d.as_secs() >= 0x7fff_ffff {
             return DurationT::INFINITE;
         }
-        let fraction = ((d.subsec_nanos() as u64) << 32) / 1_000_000_000;
+        // Rounded up: see `qos::duration_to_wire`.
+        let fraction = ((d.subsec_nanos() as u64) << 32).div_ceil(1_000_000_000);
         DurationT {
             seconds: d.as_secs() as i32,
             fraction: fraction as u32,

@@ -357,6 +357,7 @@ fn relayed_announcements_match_and_a_relayed_dispose_unmatches() {
             status_info: 3,
             sample_identity: Some((Guid::new(PEER, spdp), 2)),
             original_writer: None,
+            coherent_set: None,
         },
         payload_kind: PayloadKind::None,
         payload: Arc::new(Vec::new()),

@@ -135,6 +135,7 @@ impl Group {
             key_hash: (e.key_hash != [0; 16]).then_some(e.key_hash),
             source_timestamp: Some(Timestamp::from_nanos(e.timestamp_ns)),
             original: None,
+            coherent_set: None,
         };
         let readers: Vec<_> = self
             .readers

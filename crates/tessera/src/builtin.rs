@@ -200,6 +200,7 @@ impl BuiltinReaders {
             key_hash: Some(key),
             source_timestamp: None,
             original: None,
+            coherent_set: None,
         };
         let outcome = reader.deliver_local(&d, None, None);
         if outcome.available || outcome.rejected > 0 {

@@ -950,6 +950,7 @@ impl DiscoveryRuntime {
                 writer_terms: writer_terms(info),
                 content_filter: None,
                 min_separation: std::time::Duration::ZERO,
+                coherent_access: true,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -986,6 +987,10 @@ impl DiscoveryRuntime {
             min_separation: match info {
                 RemoteEndpointInfo::Reader(r) => r.qos.time_based_filter.minimum_separation,
                 RemoteEndpointInfo::Writer(_) => std::time::Duration::ZERO,
+            },
+            coherent_access: match info {
+                RemoteEndpointInfo::Reader(r) => r.qos.presentation.coherent_access,
+                RemoteEndpointInfo::Writer(_) => true,
             },
         }
     }

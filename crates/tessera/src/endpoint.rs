@@ -35,6 +35,10 @@ pub(crate) struct RemoteEndpoint {
     /// A remote reader's TIME_BASED_FILTER minimum separation, for filtering at the writer;
     /// zero for writers and local readers.
     pub min_separation: std::time::Duration,
+    /// Whether a remote reader asked for coherent access (PRESENTATION): one that did not is
+    /// sent a GAP for a coherent set's end marker instead of the marker. True for writers and
+    /// local readers.
+    pub coherent_access: bool,
 }
 
 /// The policies of a writer that its readers enforce at run time.

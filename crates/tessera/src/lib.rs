@@ -89,6 +89,7 @@ pub mod loan;
 pub mod node;
 mod outbox;
 mod participant;
+pub mod presentation;
 mod publication;
 mod qos_rt;
 pub mod qos_xml;

@@ -33,6 +33,7 @@ use tessera_rtps::writer::{WriteError, WriterCore};
 
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
+mod coherent;
 mod filters;
 mod loan;
 mod local;
@@ -154,6 +155,10 @@ pub(crate) struct WriterEndpoint {
     time_filters: time_filter::WriterTimeFilters,
     /// The traffic class (IP TOS byte) of this writer's datagrams, from TRANSPORT_PRIORITY.
     tos: AtomicU8,
+    /// Matched remote readers without coherent access: a GAP for each end-of-set marker.
+    without_coherent_access: Mutex<Vec<Guid>>,
+    /// The publisher offers coherent access (PRESENTATION), so this writer may write sets.
+    pub(crate) coherent_publisher: AtomicBool,
     /// The loan pool and which remote readers can resolve loans (see [`loan`]).
     loans: loan::WriterLoans,
 }
@@ -235,6 +240,8 @@ impl WriterEndpoint {
             filters: Default::default(),
             time_filters: Default::default(),
             tos: AtomicU8::new(crate::transport::tos_of_priority(qos.transport_priority.0)),
+            without_coherent_access: Mutex::new(Vec::new()),
+            coherent_publisher: AtomicBool::new(false),
             loans: Default::default(),
         })
     }
@@ -362,7 +369,12 @@ impl WriterEndpoint {
                     now,
                 ) {
                     Ok(seq) => {
-                        if let Some(readers) = filtered_out {
+                        // Inside a coherent set a GAP would be a hole that makes the
+                        // reader drop the whole set: such samples go to every reader,
+                        // whose own filter drops them (see `crate::presentation`).
+                        if let Some(readers) =
+                            filtered_out.filter(|_| core.coherent_set().is_none())
+                        {
                             core.filter_out(seq, readers);
                         }
                         break seq;
@@ -379,14 +391,7 @@ impl WriterEndpoint {
             if now >= deadline {
                 return Err(Error::Timeout);
             }
-            // Let the event thread resend heartbeats so readers ack promptly.
-            p.kick.ensure_by(Some(now));
-            self.waiting.fetch_add(1, Ordering::AcqRel);
-            let _ = self
-                .space
-                .wait_until(&mut core, deadline.min(now + Duration::from_millis(10)));
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            now = Instant::now();
+            now = self.wait_space(&mut core, now, deadline);
         };
         let life = self.lifespan_ns.load(Ordering::Relaxed);
         if life != 0 {
@@ -435,6 +440,7 @@ impl WriterEndpoint {
                     status,
                     key_only,
                     timestamp: Some(ts),
+                    coherent_set: core.coherent_set(),
                 },
             );
         }
@@ -469,10 +475,7 @@ impl WriterEndpoint {
                 return Ok(Some(seq));
             }
         }
-        outbox::flush_writer(p, &mut core, now, self.tos());
-        self.unflushed.store(0, Ordering::Relaxed);
-        self.unflushed_samples.store(0, Ordering::Relaxed);
-        self.batch_started.store(0, Ordering::Relaxed);
+        self.send_all(p, &mut core, now);
         let next = core.poll_timeout();
         drop(core);
         p.kick.ensure_by(next);
@@ -514,11 +517,34 @@ impl WriterEndpoint {
         }
     }
 
+    /// Waits up to 10 ms (and at most until `deadline`), with the core lock released, for
+    /// acknowledgments to free history space; returns the time then.
+    fn wait_space(
+        &self,
+        core: &mut parking_lot::MutexGuard<'_, WriterCore>,
+        now: Instant,
+        deadline: Instant,
+    ) -> Instant {
+        // Let the event thread resend heartbeats so readers ack promptly.
+        self.ctx.kick.ensure_by(Some(now));
+        self.waiting.fetch_add(1, Ordering::AcqRel);
+        let _ = self
+            .space
+            .wait_until(core, deadline.min(now + Duration::from_millis(10)));
+        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        Instant::now()
+    }
+
     /// Sends every batched sample now.
     fn flush_batch(&self) {
         let now = Instant::now();
         let mut core = self.core.lock();
-        outbox::flush_writer(&self.ctx, &mut core, now, self.tos());
+        self.send_all(&self.ctx, &mut core, now);
+    }
+
+    /// Sends what the core holds (under its lock) and starts a new batch.
+    fn send_all(&self, ctx: &RuntimeContext, core: &mut WriterCore, now: Instant) {
+        outbox::flush_writer(ctx, core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -715,6 +741,18 @@ impl LocalWriter for WriterEndpoint {
                 .filters
                 .set(remote.guid, remote.content_filter.as_ref())
                 | self.time_filters.set(remote.guid, remote.min_separation);
+            // Under a coherent publisher, a reader without coherent access is served alone
+            // too: it gets a GAP for each set's end marker.
+            let marker_gap =
+                !remote.coherent_access && self.coherent_publisher.load(Ordering::Relaxed);
+            let filtered = filtered | marker_gap;
+            {
+                let mut nc = self.without_coherent_access.lock();
+                nc.retain(|g| *g != remote.guid);
+                if marker_gap {
+                    nc.push(remote.guid);
+                }
+            }
             self.loans.matched(remote.guid, &remote.locators);
             let multicast = if filtered {
                 Locators::new()
@@ -780,6 +818,7 @@ impl LocalWriter for WriterEndpoint {
         } else {
             self.filters.remove(remote);
             self.time_filters.remove(remote);
+            self.without_coherent_access.lock().retain(|g| *g != remote);
             self.loans.unmatched(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);

@@ -122,6 +122,15 @@ impl UntypedDataReader {
             .map_or(0, |f| f.dropped.load(Ordering::Relaxed))
     }
 
+    /// Coherent sets delivered and dropped (incomplete, abandoned by their writer, too
+    /// large); all zero unless the subscriber's PRESENTATION has `coherent_access`.
+    pub fn coherent_set_counters(&self) -> crate::presentation::CoherentCounters {
+        self.ep
+            .coherent
+            .get()
+            .map_or_else(Default::default, |c| c.lock().counters)
+    }
+
     /// The reliability protocol's counters for this reader: samples delivered, refused at
     /// the resource limits, lost, duplicates, ACKNACKs sent, writers asked again after a
     /// `take` made room, ...
@@ -458,6 +467,12 @@ impl<T: TopicType> DataReader<T> {
     /// Samples the reader's content filter kept out of its history.
     pub fn filtered_out(&self) -> u64 {
         self.raw.filtered_out()
+    }
+
+    /// Coherent sets delivered and dropped (see
+    /// [`UntypedDataReader::coherent_set_counters`]).
+    pub fn coherent_set_counters(&self) -> crate::presentation::CoherentCounters {
+        self.raw.coherent_set_counters()
     }
 
     /// The reliability protocol's counters for this reader (see

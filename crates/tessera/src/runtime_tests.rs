@@ -89,6 +89,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
         writer_terms: Default::default(),
         content_filter: None,
         min_separation: Duration::ZERO,
+        coherent_access: true,
     }
 }
 

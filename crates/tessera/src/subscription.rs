@@ -21,6 +21,7 @@ use crate::error::{Error, Result};
 use crate::history::{History, InsertOutcome, Sample, UpdateOutcome};
 use crate::outbox;
 use crate::participant::DomainParticipant;
+use crate::presentation::CoherentSets;
 use crate::qos::{DataReaderQos, SubscriberQos};
 use crate::qos_rt::group::Group;
 use crate::qos_rt::reader::{finite_ns, watched_lease, Admission, ReaderPolicies, WriterTerms};
@@ -46,6 +47,8 @@ use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
 pub struct Subscriber {
     participant: DomainParticipant,
     group: Arc<Group<SubscriberQos, ReaderOwner>>,
+    /// Nesting depth of `begin_access` (see [`crate::presentation`]).
+    pub(crate) access: Arc<Mutex<u32>>,
 }
 
 impl Subscriber {
@@ -53,6 +56,7 @@ impl Subscriber {
         Subscriber {
             participant,
             group: Group::new(qos),
+            access: Arc::new(Mutex::new(0)),
         }
     }
 
@@ -141,6 +145,7 @@ impl Subscriber {
             // Set before the reader is enabled: no sample arrives unfiltered.
             let _ = ep.content_filter.set(ReaderFilter::new(cf.clone()));
         }
+        crate::presentation::setup_reader(&ep, &subscriber_qos.presentation);
         let mut side = tessera_rtps::qos::ReaderSideQos::new(&topic.qos, &subscriber_qos, &qos);
         atomic::setup(
             &p,
@@ -298,6 +303,9 @@ pub(crate) struct ReaderEndpoint {
     /// The content filter of a reader made from a content-filtered topic (set once, before
     /// the reader is enabled).
     pub(crate) content_filter: OnceLock<ReaderFilter>,
+    /// PRESENTATION `coherent_access`: the writers' open coherent sets, held back until
+    /// complete (set once, before the reader is enabled; see [`crate::presentation`]).
+    pub(crate) coherent: OnceLock<Mutex<CoherentSets>>,
 }
 
 impl ReaderEndpoint {
@@ -344,6 +352,7 @@ impl ReaderEndpoint {
             sink: parking_lot::RwLock::new(None),
             sink_on: AtomicBool::new(false),
             content_filter: OnceLock::new(),
+            coherent: OnceLock::new(),
         })
     }
 
@@ -535,16 +544,18 @@ impl ReaderEndpoint {
         }
     }
 
-    /// Puts one delivered sample, still serialized, in the history: a copy of its payload, or
-    /// the writer's own buffer when `shared` (local delivery). Returns whether the history
-    /// changed in a way readers should hear about.
-    fn accept(
+    /// [`Self::accept`] for one sample that is not (or no longer) held in a coherent set.
+    pub(crate) fn accept_one(
         &self,
         d: &Delivered<'_>,
         shared: Option<&Arc<Vec<u8>>>,
         history: &mut History<SerializedPayload>,
         rejected: &mut u32,
     ) -> bool {
+        if d.kind == PayloadKind::None && d.status_info & 0x3 == 0 {
+            // Nothing to store: an end-of-coherent-set marker (or an empty DATA).
+            return false;
+        }
         if d.original.is_some() && self.delivered.is_none() {
             // A durability service's replay is for TRANSIENT and PERSISTENT readers only.
             return false;
@@ -935,6 +946,10 @@ impl LocalReader for ReaderEndpoint {
         tracing::debug!(reader = ?self.guid, writer = ?remote, lost, "writer unmatched");
         self.core.lock().remove_writer(remote);
         self.matched.lock().retain(|g| *g != remote);
+        if let Some(sets) = self.coherent.get() {
+            // A set the writer never ended is never delivered.
+            sets.lock().writer_gone(remote);
+        }
         let was_alive = !self.policies_on.load(Ordering::Relaxed)
             || self.policies.lock().writer_unmatched(remote.to_bytes());
         let data_changed = self

@@ -254,6 +254,7 @@ impl DiscoveryServerClient {
                 status_info: if dispose { 3 } else { 0 },
                 sample_identity: Some((Guid::new(self.prefix, EntityId::SPDP_WRITER), sn)),
                 original_writer: None,
+                coherent_set: None,
             },
             payload_kind: if dispose {
                 PayloadKind::None

@@ -863,6 +863,7 @@ impl DiscoveryServerEngine {
                         status_info: 0,
                         sample_identity: Some((Guid::new(self.prefix, EntityId::SPDP_WRITER), *sn)),
                         original_writer: None,
+                        coherent_set: None,
                     },
                     payload_kind: PayloadKind::Data,
                     payload: self.payload.clone(),

@@ -625,6 +625,7 @@ impl DiscoveryEngine for SimpleDiscovery {
                 status_info: 3,
                 sample_identity: None,
                 original_writer: None,
+                coherent_set: None,
             },
             payload_kind: PayloadKind::Key,
             payload: Arc::new(payload),

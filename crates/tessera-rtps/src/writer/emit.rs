@@ -59,7 +59,8 @@ impl Shared {
 
     pub(super) fn inline_qos(&self, seq: SequenceNumber, s: &Sample) -> InlineQos {
         InlineQos {
-            key_hash: if self.cfg.send_key_hash {
+            // The end-of-set marker's key hash only files it in the history (see `coherent`).
+            key_hash: if self.cfg.send_key_hash && s.coherent_set != Some(super::COHERENT_SET_END) {
                 s.key_hash
             } else {
                 None
@@ -77,6 +78,7 @@ impl Shared {
             } else {
                 s.origin
             },
+            coherent_set: s.coherent_set,
         }
     }
 

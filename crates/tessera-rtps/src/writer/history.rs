@@ -209,6 +209,7 @@ mod tests {
             key_flag: false,
             timestamp: None,
             frag_size: 0,
+            coherent_set: None,
             origin: None,
         }
     }

@@ -48,6 +48,7 @@
 //!   drops fragments under load, a big repair datagram is all but certain to be lost.
 
 mod adapt;
+mod coherent;
 mod emit;
 mod filtered;
 mod history;
@@ -61,6 +62,7 @@ use std::time::{Duration, Instant};
 
 use crate::types::{Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
 use crate::wire::{AckNack, FragmentNumberSet, NackFrag};
+pub use coherent::{CoherentState, COHERENT_SET_END};
 pub use history::MemoryHistory;
 use multicast::Group;
 pub use multicast::MulticastPolicy;
@@ -383,6 +385,8 @@ struct Shared {
     /// those readers ([`WriterCore::filter_out`]); a reader's own stream gets a GAP (reliable)
     /// or nothing (best effort) for them. Empty unless a matched reader announced a filter.
     filtered_out: BTreeMap<SequenceNumber, Arc<[Guid]>>,
+    /// PRESENTATION coherent sets: the open set, if any (see [`coherent`]).
+    coherent: CoherentState,
 }
 
 /// The state machine of one RTPS writer. See the [module docs](self).
@@ -429,6 +433,7 @@ impl WriterCore {
                 gc_needed: false,
                 flow_window: i64::MAX,
                 filtered_out: BTreeMap::new(),
+                coherent: CoherentState::default(),
                 cfg,
             },
             readers: Vec::new(),
@@ -764,6 +769,32 @@ impl WriterCore {
         origin: Option<(Guid, SequenceNumber)>,
         now: Instant,
     ) -> Result<SequenceNumber, WriteError> {
+        let tag = self.sh.coherent.tag(self.sh.last_seq + 1);
+        self.write_tagged(
+            payload,
+            key_hash,
+            status_info,
+            key_flag,
+            source_timestamp,
+            origin,
+            tag,
+            now,
+        )
+    }
+
+    /// [`WriterCore::write_relayed`] with the sample's PID_COHERENT_SET value given.
+    #[allow(clippy::too_many_arguments)]
+    fn write_tagged(
+        &mut self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status_info: u32,
+        key_flag: bool,
+        source_timestamp: Option<Timestamp>,
+        origin: Option<(Guid, SequenceNumber)>,
+        coherent_set: Option<SequenceNumber>,
+        now: Instant,
+    ) -> Result<SequenceNumber, WriteError> {
         if payload.len() > u32::MAX as usize {
             return Err(WriteError::PayloadTooLarge);
         }
@@ -794,6 +825,7 @@ impl WriterCore {
                 timestamp: source_timestamp,
                 frag_size: 0,
                 origin,
+                coherent_set,
             };
             sample.frag_size = self
                 .sh

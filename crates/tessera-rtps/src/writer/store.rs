@@ -62,6 +62,10 @@ pub struct Sample {
     /// with [`WriterConfig::send_sample_identity`](super::WriterConfig), else as
     /// PID_ORIGINAL_WRITER_INFO (a durability service's replay). None: this writer's own.
     pub origin: Option<(crate::types::Guid, SequenceNumber)>,
+    /// PID_COHERENT_SET: the number of the first sample of the coherent set this sample
+    /// belongs to, or [`COHERENT_SET_END`](super::COHERENT_SET_END) for the payload-less
+    /// marker that ends a set. None: not in a set.
+    pub coherent_set: Option<SequenceNumber>,
 }
 
 /// Why a [`HistoryStore`] refused a sample.

@@ -572,3 +572,67 @@ fn ack_at_least_every_asks_for_acknowledgments_that_often() {
     w.ack_at_least_every(64);
     assert_eq!(w.sh.ack_every, 2);
 }
+
+#[test]
+fn coherent_set_samples_carry_the_first_number_and_end_with_a_marker() {
+    let mut w = writer(|_| {});
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), false, false, now);
+    let mut sent = Vec::new();
+    let mut send = |w: &mut WriterCore| {
+        for t in drain(w, now) {
+            for s in t.submessages {
+                if let OutSubmessage::Data(d) = s {
+                    let q = d.inline_qos;
+                    sent.push((d.writer_sn, q.coherent_set, d.payload_kind, q.key_hash));
+                }
+            }
+        }
+    };
+    w.write(pl(8), None, 0, false, None, now).unwrap(); // 1: not in a set
+    send(&mut w);
+    w.begin_coherent_set();
+    // Opening twice is one set.
+    w.begin_coherent_set();
+    assert_eq!(w.coherent_set(), None);
+    w.write(pl(8), None, 0, false, None, now).unwrap(); // 2
+    w.write(pl(8), None, 0, false, None, now).unwrap(); // 3
+    assert_eq!(w.coherent_set(), Some(2));
+    assert_eq!(w.end_coherent_set(None, now).unwrap(), Some(4));
+    // Nothing open, and an empty set: no marker.
+    assert_eq!(w.end_coherent_set(None, now).unwrap(), None);
+    w.begin_coherent_set();
+    assert_eq!(w.end_coherent_set(None, now).unwrap(), None);
+    send(&mut w);
+    w.write(pl(8), None, 0, false, None, now).unwrap(); // 5: not in a set
+    send(&mut w);
+    assert_eq!(
+        sent,
+        [
+            (1, None, PayloadKind::Data, None),
+            (2, Some(2), PayloadKind::Data, None),
+            (3, Some(2), PayloadKind::Data, None),
+            (4, Some(COHERENT_SET_END), PayloadKind::None, None),
+            (5, None, PayloadKind::Data, None),
+        ]
+    );
+}
+
+#[test]
+fn a_keep_last_writer_files_markers_apart_from_the_samples_of_the_set() {
+    // Keyless KEEP_LAST 1: the marker must not replace the set's last sample (a reader
+    // repairing it would get a GAP and drop the whole set).
+    let mut w = writer(|c| c.history = HistoryKind::KeepLast(1));
+    let now = t0();
+    w.add_reader(rguid(), Locators::new(), true, false, now);
+    sync(&mut w, 1, now);
+    w.begin_coherent_set();
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    w.end_coherent_set(None, now).unwrap();
+    assert_eq!(w.history_len(), 2);
+    w.begin_coherent_set();
+    w.write(pl(8), None, 0, false, None, now).unwrap();
+    w.end_coherent_set(None, now).unwrap();
+    // Each new sample and marker replaced its predecessor.
+    assert_eq!(w.history_len(), 2);
+}

@@ -84,6 +84,17 @@ pub const PID_RELATED_SAMPLE_IDENTITY: u16 = 0x0083;
 /// the original writer's inline QoS as a ParameterList (we send an empty one, a sentinel).
 pub const PID_ORIGINAL_WRITER_INFO: u16 = 0x0061;
 
+/// PID_COHERENT_SET (RTPS 2.3 §9.6.4.1, inline QoS): the sequence number of the first sample
+/// of the coherent set a sample belongs to (PRESENTATION `coherent_access`).
+pub const PID_COHERENT_SET: u16 = 0x0056;
+/// PID_GROUP_COHERENT_SET (RTPS 2.3, GROUP access scope): the group sequence number of the
+/// first sample of a group coherent set. Not sent by Tessera (GROUP scope is not enforced).
+pub const PID_GROUP_COHERENT_SET: u16 = 0x0063;
+/// PID_GROUP_SEQ_NUM (RTPS 2.3, GROUP access scope): a sample's number in its publisher.
+pub const PID_GROUP_SEQ_NUM: u16 = 0x0064;
+/// PID_WRITER_GROUP_INFO (RTPS 2.3, GROUP access scope): the writers of a group coherent set.
+pub const PID_WRITER_GROUP_INFO: u16 = 0x0065;
+
 /// The inline QoS a writer attaches to a sample: PID_KEY_HASH, PID_STATUS_INFO and, for the
 /// discovery-server protocol, the sample identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -98,6 +109,8 @@ pub struct InlineQos {
     /// The original writer and sequence number of a relayed sample, sent as
     /// [`PID_ORIGINAL_WRITER_INFO`] (None: not sent).
     pub original_writer: Option<(Guid, SequenceNumber)>,
+    /// [`PID_COHERENT_SET`] (None: not sent).
+    pub coherent_set: Option<SequenceNumber>,
 }
 
 /// Bytes of a PID_ORIGINAL_WRITER_INFO value as we send it: GUID, sequence number, and an
@@ -111,6 +124,7 @@ impl InlineQos {
             && self.status_info == 0
             && self.sample_identity.is_none()
             && self.original_writer.is_none()
+            && self.coherent_set.is_none()
     }
 
     /// Encoded length of the parameter list (0 when empty).
@@ -130,6 +144,7 @@ impl InlineQos {
             } else {
                 0
             }
+            + if self.coherent_set.is_some() { 12 } else { 0 }
     }
 
     /// Appends the parameter list (little-endian) to `out`; nothing when empty.
@@ -164,6 +179,13 @@ impl InlineQos {
             v[24..26].copy_from_slice(&pid::SENTINEL.to_le_bytes());
             b.param(PID_ORIGINAL_WRITER_INFO, &v);
         }
+        if let Some(sn) = self.coherent_set {
+            let (high, low) = crate::types::seq_to_wire(sn);
+            let mut v = [0u8; 8];
+            v[..4].copy_from_slice(&high.to_le_bytes());
+            v[4..].copy_from_slice(&low.to_le_bytes());
+            b.param(PID_COHERENT_SET, &v);
+        }
         b.finish();
     }
 
@@ -196,6 +218,19 @@ impl InlineQos {
                     // treated as the relay's own.
                     if (1..(1i64 << 62)).contains(&sn) && guid.entity_id.is_writer() {
                         q.original_writer = Some((guid, sn));
+                    }
+                }
+                PID_COHERENT_SET if v.len() >= 8 => {
+                    let word = |i: usize| [v[i], v[i + 1], v[i + 2], v[i + 3]];
+                    let (high, low) = if pl.little_endian() {
+                        (i32::from_le_bytes(word(0)), u32::from_le_bytes(word(4)))
+                    } else {
+                        (i32::from_be_bytes(word(0)), u32::from_be_bytes(word(4)))
+                    };
+                    let sn = crate::types::seq_from_wire(high, low);
+                    // A set starts at a valid number; the end marker says "unknown".
+                    if sn == super::COHERENT_SET_END || (1..(1i64 << 62)).contains(&sn) {
+                        q.coherent_set = Some(sn);
                     }
                 }
                 _ => {}
@@ -409,6 +444,7 @@ mod tests {
             status_info: 3,
             sample_identity: Some((Guid::from_bytes([9; 16]), (5i64 << 32) + 7)),
             original_writer: None,
+            coherent_set: Some(41),
         };
         let mut v = Vec::new();
         q.encode(&mut v);
@@ -416,6 +452,42 @@ mod tests {
         let pl = ParameterList::parse(&v, true).unwrap();
         assert_eq!(InlineQos::parse(Some(&pl)), q);
         assert_eq!(InlineQos::default().wire_len(), 0);
+    }
+
+    #[test]
+    fn coherent_set_is_a_sequence_number_and_its_end_marker_is_unknown() {
+        for (sn, wire) in [
+            ((1i64 << 32) + 9, [1, 0, 0, 0, 9, 0, 0, 0]),
+            (
+                super::super::COHERENT_SET_END,
+                [0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0],
+            ),
+        ] {
+            let q = InlineQos {
+                coherent_set: Some(sn),
+                ..InlineQos::default()
+            };
+            let mut v = Vec::new();
+            q.encode(&mut v);
+            assert_eq!(v.len(), q.wire_len());
+            assert_eq!(&v[..4], &[0x56, 0x00, 8, 0]);
+            assert_eq!(&v[4..12], &wire);
+            let pl = ParameterList::parse(&v, true).unwrap();
+            assert_eq!(InlineQos::parse(Some(&pl)), q);
+        }
+        // Zero, negative numbers other than the marker, and short values are ignored.
+        for bad in [
+            &[0u8, 0, 0, 0, 0, 0, 0, 0][..],
+            &[0xff, 0xff, 0xff, 0xff, 1, 0, 0, 0],
+            &[1, 0, 0, 0],
+        ] {
+            let mut v = Vec::new();
+            let mut b = ParameterListBuilder::new(&mut v);
+            b.param(PID_COHERENT_SET, bad);
+            b.finish();
+            let pl = ParameterList::parse(&v, true).unwrap();
+            assert_eq!(InlineQos::parse(Some(&pl)).coherent_set, None);
+        }
     }
 
     #[test]

@@ -94,6 +94,8 @@ pub(super) struct Stored<T> {
     pub(super) taken: bool,
     /// When its LIFESPAN runs out (ns, the caller's clock); `i64::MAX`: never.
     pub(super) expires: i64,
+    /// Arrival order in the whole cache (ordered access sorts by it).
+    pub(super) order: u64,
 }
 
 impl<T> Stored<T> {

@@ -54,6 +54,7 @@
 
 mod instance;
 mod lifespan;
+mod ordered;
 mod query;
 mod read;
 mod types;
@@ -113,6 +114,8 @@ pub struct History<T> {
     autopurged: u64,
     /// The earliest LIFESPAN expiry set since the last sweep (see [`History::drop_expired`]).
     next_expiry: Option<i64>,
+    /// PRESENTATION ordered access (see [`ordered`]).
+    order: ordered::Order,
 }
 
 impl<T> fmt::Debug for History<T> {
@@ -151,6 +154,7 @@ impl<T> History<T> {
             purge_queue: BTreeSet::new(),
             autopurged: 0,
             next_expiry: None,
+            order: ordered::Order::default(),
         }
     }
 
@@ -410,6 +414,7 @@ impl<T> History<T> {
             read: false,
             taken: false,
             expires: i64::MAX,
+            order: self.order.next(),
         });
         inst.valid_len += 1;
         inst.not_read += 1;
@@ -617,6 +622,21 @@ impl<T> History<T> {
         mode: Mode<T>,
         query: &mut Query<'_, T>,
     ) -> usize {
+        if self.order.on {
+            return self.access_ordered(out, max, masks, mode, query);
+        }
+        self.access_by_instance(out, max, masks, mode, query)
+    }
+
+    /// Every instance in turn, up to `max` samples.
+    fn access_by_instance(
+        &mut self,
+        out: &mut Vec<Sample<T>>,
+        max: usize,
+        masks: StateMasks,
+        mode: Mode<T>,
+        query: &mut Query<'_, T>,
+    ) -> usize {
         let mut n = 0;
         let mut cur = self.head;
         while cur != NONE && n < max {
@@ -672,6 +692,8 @@ impl<T> History<T> {
         mode: Mode<T>,
         query: &mut Query<'_, T>,
     ) -> usize {
+        // Ordered access with a limit: only samples up to the cut-off (see `ordered`).
+        let ceiling = self.order.ceiling;
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return 0;
         };
@@ -688,10 +710,18 @@ impl<T> History<T> {
                 .collect()
         });
         let selected = |idx: usize, s: &Stored<T>| {
-            (if s.read { want_read } else { want_unread }) && passed.as_ref().is_none_or(|p| p[idx])
+            (if s.read { want_read } else { want_unread })
+                && passed.as_ref().is_none_or(|p| p[idx])
+                && s.order <= ceiling
         };
         let n = match &passed {
-            None => inst.selectable(masks.sample),
+            None if ceiling == u64::MAX => inst.selectable(masks.sample),
+            None => inst
+                .samples
+                .iter()
+                .enumerate()
+                .filter(|(i, s)| selected(*i, s))
+                .count(),
             Some(_) => inst
                 .samples
                 .iter()
@@ -704,7 +734,7 @@ impl<T> History<T> {
             return 0;
         }
         // The most recent sample of the instance in the returned collection is the n-th selected.
-        let mrsic_gen = if want_read && want_unread && passed.is_none() {
+        let mrsic_gen = if want_read && want_unread && passed.is_none() && ceiling == u64::MAX {
             inst.samples.get(n - 1).map_or(0, |s| s.generation())
         } else {
             inst.samples
@@ -755,6 +785,9 @@ impl<T> History<T> {
                 Mode::Take => s.data.take(),
             };
             out.push(Sample { data, info });
+            if self.order.on {
+                self.order.emitted.push(s.order);
+            }
             if !s.read {
                 s.read = true;
                 newly_read += 1;
@@ -869,6 +902,7 @@ impl<T> History<T> {
             read: false,
             taken: false,
             expires: i64::MAX,
+            order: self.order.next(),
         });
         inst.has_invalid = true;
         inst.not_read += 1;

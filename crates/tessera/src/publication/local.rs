@@ -44,6 +44,8 @@ pub(super) struct LocalSample<'a> {
     pub status: u32,
     pub key_only: bool,
     pub timestamp: Option<Timestamp>,
+    /// PID_COHERENT_SET (see [`tessera_rtps::writer::COHERENT_SET_END`] for the marker).
+    pub coherent_set: Option<SequenceNumber>,
 }
 
 /// A sample a reliable local reader refused, kept until it makes room.
@@ -54,6 +56,7 @@ struct HeldSample {
     status: u32,
     key_only: bool,
     timestamp: Option<Timestamp>,
+    coherent_set: Option<SequenceNumber>,
 }
 
 impl HeldSample {
@@ -69,6 +72,7 @@ impl HeldSample {
             status: s.status,
             key_only: s.key_only,
             timestamp: s.timestamp,
+            coherent_set: s.coherent_set,
         }
     }
 
@@ -81,6 +85,7 @@ impl HeldSample {
             status: self.status,
             key_only: self.key_only,
             timestamp: self.timestamp,
+            coherent_set: self.coherent_set,
         }
     }
 }
@@ -172,6 +177,9 @@ fn delivered<'a>(writer: Guid, s: &LocalSample<'a>) -> Delivered<'a> {
         seq: s.seq,
         kind: if s.key_only {
             PayloadKind::Key
+        } else if s.payload.is_empty() && s.status == 0 {
+            // The end-of-coherent-set marker (retained ones included).
+            PayloadKind::None
         } else {
             PayloadKind::Data
         },
@@ -180,6 +188,7 @@ fn delivered<'a>(writer: Guid, s: &LocalSample<'a>) -> Delivered<'a> {
         key_hash: s.key_hash,
         source_timestamp: s.timestamp,
         original: None,
+        coherent_set: s.coherent_set,
     }
 }
 
@@ -291,6 +300,7 @@ impl WriterEndpoint {
                             status,
                             key_only,
                             timestamp,
+                            coherent_set: None,
                         },
                     );
                 });

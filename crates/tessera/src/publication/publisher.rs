@@ -8,6 +8,7 @@ use crate::qos::{DataWriterQos, PublisherQos};
 use crate::qos_rt::group::Group;
 use crate::topic::{Topic, TopicInner};
 use crate::TopicType;
+use parking_lot::Mutex;
 use std::marker::PhantomData;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -18,6 +19,8 @@ use tessera_rtps::types::Guid;
 pub struct Publisher {
     participant: DomainParticipant,
     group: Arc<Group<PublisherQos, WriterOwner>>,
+    /// Nesting depth of `begin_coherent_changes` (0: no set open).
+    coherent: Arc<Mutex<u32>>,
 }
 
 impl Publisher {
@@ -25,6 +28,7 @@ impl Publisher {
         Publisher {
             participant,
             group: Group::new(qos),
+            coherent: Arc::new(Mutex::new(0)),
         }
     }
 
@@ -47,6 +51,58 @@ impl Publisher {
             w.reannounce(&wq);
         }
         Ok(())
+    }
+
+    /// Opens a coherent set (DDS `begin_coherent_changes`): what this publisher's writers
+    /// write until the matching [`Publisher::end_coherent_changes`] reaches readers with
+    /// `coherent_access` all at once or not at all (per writer: TOPIC or INSTANCE access
+    /// scope; GROUP scope is not enforced across writers yet). Calls nest: the set ends with
+    /// the outermost `end_coherent_changes`. A writer created while a set is open joins the
+    /// next one. [`Error::PreconditionNotMet`] if the publisher's PRESENTATION has no
+    /// `coherent_access`.
+    pub fn begin_coherent_changes(&self) -> Result<()> {
+        if !self.group.qos().presentation.coherent_access {
+            return Err(Error::PreconditionNotMet(
+                "begin_coherent_changes: the publisher's PRESENTATION has no coherent_access"
+                    .into(),
+            ));
+        }
+        let mut depth = self.coherent.lock();
+        if *depth == 0 {
+            for w in self.group.members() {
+                w.ep.begin_coherent();
+            }
+        }
+        *depth += 1;
+        Ok(())
+    }
+
+    /// Closes the coherent set opened by [`Publisher::begin_coherent_changes`] (the outermost
+    /// call sends each writer's end-of-set marker). [`Error::PreconditionNotMet`] without a
+    /// matching `begin_coherent_changes`.
+    pub fn end_coherent_changes(&self) -> Result<()> {
+        let mut depth = self.coherent.lock();
+        match *depth {
+            0 => Err(Error::PreconditionNotMet(
+                "end_coherent_changes without begin_coherent_changes".into(),
+            )),
+            1 => {
+                *depth = 0;
+                // Every writer's set is closed even if one fails; the first error is reported.
+                let mut result = Ok(());
+                for w in self.group.members() {
+                    let r = w.ep.end_coherent();
+                    if result.is_ok() {
+                        result = r;
+                    }
+                }
+                result
+            }
+            _ => {
+                *depth -= 1;
+                Ok(())
+            }
+        }
     }
 
     /// The participant.
@@ -89,6 +145,10 @@ impl Publisher {
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
         ep.enabled.store(false, Ordering::Release);
+        ep.coherent_publisher.store(
+            publisher_qos.presentation.coherent_access,
+            Ordering::Relaxed,
+        );
         let mut side = tessera_rtps::qos::WriterSideQos::new(&topic.qos, &publisher_qos, &qos);
         if let Some(a) = super::atomic::setup(&p, guid, &topic.name, &mut side)? {
             let _ = ep.atomic.set(a);

@@ -31,6 +31,15 @@ impl<Q: Clone, M> Group<Q, M> {
         ms.push(Arc::downgrade(m));
     }
 
+    /// The live members.
+    pub fn members(&self) -> Vec<Arc<M>> {
+        self.members
+            .lock()
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect()
+    }
+
     /// Replaces the QoS and returns the live members, to announce again with no lock held.
     pub fn set(&self, qos: Q) -> Vec<Arc<M>> {
         *self.qos.lock() = qos;
