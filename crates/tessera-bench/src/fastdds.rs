@@ -68,6 +68,17 @@ pub(crate) fn cache_dirs(bench_exe: &Path) -> Vec<PathBuf> {
     let mut dirs = Vec::new();
     if let Some(d) = bench_exe.parent() {
         dirs.push(d.to_path_buf());
+        // The same target directory's other profiles: `scripts/test` builds `release` (and its
+        // interop scripts cache the workers there), `scripts/bench` runs `dist`; a worker's
+        // name carries its source's hash, so one cached by either serves both.
+        if let Some(target) = d.parent() {
+            for profile in ["release", "dist"] {
+                let sibling = target.join(profile);
+                if sibling.is_dir() && !dirs.contains(&sibling) {
+                    dirs.push(sibling);
+                }
+            }
+        }
     }
     if let Some(x) = std::env::var_os("XDG_CACHE_HOME").filter(|x| !x.is_empty()) {
         dirs.push(PathBuf::from(x).join("tessera"));
@@ -226,5 +237,18 @@ mod tests {
     fn cache_dirs_start_beside_the_bench_binary() {
         let d = cache_dirs(Path::new("/opt/t/target/release/tessera-bench"));
         assert_eq!(d[0], PathBuf::from("/opt/t/target/release"));
+    }
+
+    #[test]
+    fn cache_dirs_include_the_other_profiles_of_the_same_target() {
+        let t = std::env::temp_dir().join(format!("tessera-cache-dirs-{}", std::process::id()));
+        for p in ["release", "dist"] {
+            std::fs::create_dir_all(t.join(p)).unwrap();
+        }
+        let d = cache_dirs(&t.join("dist").join("tessera-bench"));
+        assert_eq!(d[0], t.join("dist"));
+        assert_eq!(d[1], t.join("release"));
+        assert_eq!(d.iter().filter(|x| **x == t.join("dist")).count(), 1);
+        let _ = std::fs::remove_dir_all(&t);
     }
 }
