@@ -10,6 +10,8 @@
 # note rather than failing the run.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
+# shellcheck source=lib/bench_worker.bash
+source "$(dirname "$0")/lib/bench_worker.bash"
 
 BENCH_BIN="$(dirname "$TESSERA_BIN")/tessera-bench"
 [[ -x "$BENCH_BIN" ]] || fail "$BENCH_BIN missing (cargo build --release -p tessera-cli -p tessera-bench)"
@@ -51,14 +53,6 @@ duration_s = 1.0
 warmup_s = 0.3
 TOML
 
-leftovers() {
-    local ns procs
-    ns="$(ip netns list 2>/dev/null | grep -c '^tb-' || true)"
-    # Only this tree's workers: other test runs may share the machine.
-    procs="$(pgrep -f "$TESSERA_BIN perf|$(dirname "$BENCH_BIN")/cyclone-perf" -c || true)"
-    echo "$ns $procs"
-}
-
 out="$WORK/run"
 log "running: tessera bench cyclonec.toml (builds cyclone-perf if not cached)"
 set +e
@@ -68,9 +62,7 @@ rc=$?
 set -e
 cat "$WORK/bench.log"
 [[ $rc -eq 0 ]] || fail "tessera bench exited $rc"
-ls "$(dirname "$BENCH_BIN")"/cyclone-perf-* >/dev/null 2>&1 ||
-    ls "${XDG_CACHE_HOME:-$HOME/.cache}"/tessera/cyclone-perf-* >/dev/null 2>&1 ||
-    fail "no cyclone-perf binary was built"
+worker_cached cyclone-perf
 
 python3 - "$out/results.json" <<'PY' || fail "results.json check"
 import json, sys
@@ -111,34 +103,11 @@ PY
 grep -q "## Latency modes and 1-to-N answers" "$out/report.md" ||
     fail "report.md has no section on latency modes and 1-to-N answers"
 
-read -r ns procs <<<"$(leftovers)"
+read -r ns procs <<<"$(worker_leftovers cyclone-perf)"
 [[ "$ns $procs" == "0 0" ]] || fail "left behind: $ns namespaces, $procs worker processes"
 log "nothing left behind"
 
-# Without the worker (TESSERA_BENCH_CYCLONE_PERF empty): the cyclone-c pairs are skipped with a
-# note and the rest of the run goes on.
-cat >"$WORK/skip.toml" <<'TOML'
-name = "cyclonec-skip"
-rounds = 1
-pairs = ["tessera", "cyclone-c"]
-[[experiment]]
-name = "latency"
-kind = "latency"
-size = 16
-duration_s = 1.0
-warmup_s = 0.2
-TOML
-set +e
-TESSERA_BENCH_CYCLONE_PERF= "$TESSERA_BIN" bench "$WORK/skip.toml" --out "$WORK/skip" \
-    --no-progress --expect 'failed==0' >"$WORK/skip.log" 2>&1
-rc=$?
-set -e
-[[ $rc -eq 0 ]] || { cat "$WORK/skip.log"; fail "the run without the C worker exited $rc"; }
-python3 - "$WORK/skip/results.json" <<'PY' || fail "skip check"
-import json, sys
-rs = json.load(open(sys.argv[1]))
-assert {p["pair"] for p in rs["points"]} == {"tessera"}, rs["points"]
-assert any(n.startswith("Cyclone DDS (C worker) skipped") for n in rs["notes"]), rs["notes"]
-PY
-log "without the worker: cyclone-c skipped with a note"
+# Without the worker (TESSERA_BENCH_CYCLONE_PERF empty): the cyclone-c pairs are skipped with a note and
+# the rest of the run goes on.
+worker_skip_check cyclone-c TESSERA_BENCH_CYCLONE_PERF "Cyclone DDS (C worker) skipped"
 log "PASS"

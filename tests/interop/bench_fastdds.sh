@@ -9,6 +9,8 @@
 # /dev/shm when a process dies without deleting its participant.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
+# shellcheck source=lib/bench_worker.bash
+source "$(dirname "$0")/lib/bench_worker.bash"
 
 BENCH_BIN="$(dirname "$TESSERA_BIN")/tessera-bench"
 [[ -x "$BENCH_BIN" ]] || fail "$BENCH_BIN missing (cargo build --release -p tessera-cli -p tessera-bench)"
@@ -17,14 +19,6 @@ BENCH_BIN="$(dirname "$TESSERA_BIN")/tessera-bench"
 
 clean_shm() { command -v fastdds >/dev/null 2>&1 && fastdds shm clean >/dev/null 2>&1 || true; }
 trap 'clean_shm' EXIT
-
-leftovers() {
-    local ns procs
-    ns="$(ip netns list 2>/dev/null | grep -c '^tb-' || true)"
-    # Only this tree's workers: other test runs may share the machine.
-    procs="$(pgrep -f "$TESSERA_BIN perf|$(dirname "$BENCH_BIN")/fastdds-perf" -c || true)"
-    echo "$ns $procs"
-}
 
 cat >"$WORK/fastdds.toml" <<'TOML'
 name = "fastdds-e2e"
@@ -56,9 +50,7 @@ rc=$?
 set -e
 cat "$WORK/bench.log"
 [[ $rc -eq 0 ]] || fail "tessera bench exited $rc"
-ls "$(dirname "$BENCH_BIN")"/fastdds-perf-* >/dev/null 2>&1 ||
-    ls "${XDG_CACHE_HOME:-$HOME/.cache}"/tessera/fastdds-perf-* >/dev/null 2>&1 ||
-    fail "no fastdds-perf binary was built"
+worker_cached fastdds-perf
 
 python3 - "$out/results.json" <<'PY' || fail "results.json check"
 import json, sys
@@ -86,34 +78,11 @@ assert any("fastdds-perf" in n for n in rs["notes"]), "no note on the Fast DDS w
 PY
 grep -q "## Ranking" "$out/report.md" || fail "report.md has no ranking section"
 
-read -r ns procs <<<"$(leftovers)"
+read -r ns procs <<<"$(worker_leftovers fastdds-perf)"
 [[ "$ns $procs" == "0 0" ]] || fail "left behind: $ns namespaces, $procs worker processes"
 log "nothing left behind"
 
-# Without the worker (TESSERA_BENCH_FASTDDS_PERF empty): the Fast DDS pairs are skipped with a
-# note and the rest of the run goes on.
-cat >"$WORK/skip.toml" <<'TOML'
-name = "fastdds-skip"
-rounds = 1
-pairs = ["tessera", "fastdds"]
-[[experiment]]
-name = "latency"
-kind = "latency"
-size = 16
-duration_s = 1.0
-warmup_s = 0.2
-TOML
-set +e
-TESSERA_BENCH_FASTDDS_PERF= "$TESSERA_BIN" bench "$WORK/skip.toml" --out "$WORK/skip" \
-    --no-progress --expect 'failed==0' >"$WORK/skip.log" 2>&1
-rc=$?
-set -e
-[[ $rc -eq 0 ]] || { cat "$WORK/skip.log"; fail "the run without Fast DDS exited $rc"; }
-python3 - "$WORK/skip/results.json" <<'PY' || fail "skip check"
-import json, sys
-rs = json.load(open(sys.argv[1]))
-assert {p["pair"] for p in rs["points"]} == {"tessera"}, rs["points"]
-assert any(n.startswith("Fast DDS skipped") for n in rs["notes"]), rs["notes"]
-PY
-log "without the worker: Fast DDS skipped with a note"
+# Without the worker (TESSERA_BENCH_FASTDDS_PERF empty): the fastdds pairs are skipped with a note and
+# the rest of the run goes on.
+worker_skip_check fastdds TESSERA_BENCH_FASTDDS_PERF "Fast DDS skipped"
 log "PASS"
