@@ -496,6 +496,14 @@ type FlowOutcome = (
     BTreeMap<String, f64>,
 );
 
+/// A discovery server to start: its id (position in `ROS_DISCOVERY_SERVER`), UDP port and
+/// further command-line options.
+struct ServerSpec {
+    id: usize,
+    port: u16,
+    extra: Vec<std::ffi::OsString>,
+}
+
 /// A started worker process with what is needed to read it back.
 struct Worker {
     proc: Proc,
@@ -698,9 +706,7 @@ impl Ctx<'_> {
                     c.env("TESSERA_WAIT", SPIN_WAIT);
                 }
                 if self.attach_to_node.get() {
-                    // Shared memory to the node, which does the networking.
-                    c.env("TESSERA_NODE", "1")
-                        .env("TESSERA_TRANSPORTS", "udp4,shm");
+                    federated::Nodes::attach(&mut c);
                 }
                 if !multicast {
                     // Like Cyclone's AllowMulticast=spdp below: discovery by multicast, data by
@@ -1590,8 +1596,24 @@ impl Ctx<'_> {
         implementation: Implementation,
         timeout: f64,
     ) -> anyhow::Result<(Worker, String)> {
+        let server = ServerSpec {
+            id: 0,
+            port: 11811,
+            extra: Vec::new(),
+        };
+        self.discovery_server_as(topo, implementation, &server, timeout)
+    }
+
+    /// [`Self::discovery_server`] with the server's id, port and further options of `spec`.
+    fn discovery_server_as(
+        &self,
+        topo: &Topology,
+        implementation: Implementation,
+        spec: &ServerSpec,
+        timeout: f64,
+    ) -> anyhow::Result<(Worker, String)> {
         let addr = topo.hosts()[0].addr.to_string();
-        let port = "11811";
+        let port = spec.port.to_string();
         let program: PathBuf = if implementation.is_tessera() {
             self.opts.tessera_exe.clone()
         } else if implementation.is_fastdds() {
@@ -1603,10 +1625,16 @@ impl Ctx<'_> {
         if implementation.is_tessera() {
             cmd.arg("discovery-server");
         }
-        cmd.args(["-i", "0", "-l", &addr, "-p", port]);
-        let server = Self::spawn_worker(cmd, "server", implementation, Capture::Lines)?;
+        cmd.args(["-i", &spec.id.to_string(), "-l", &addr, "-p", &port])
+            .args(&spec.extra);
+        // Server 0 keeps the role (and log name) it always had.
+        let role = match spec.id {
+            0 => "server".to_string(),
+            id => format!("server{id}"),
+        };
+        let server = Self::spawn_worker(cmd, &role, implementation, Capture::Lines)?;
         wait_for_line(&server, "Server is running", secs(timeout.min(10.0)))
-            .context("the discovery server did not start")?;
+            .with_context(|| format!("discovery server {} did not start", spec.id))?;
         Ok((server, format!("{addr}:{port}")))
     }
 

@@ -14,12 +14,10 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-
 use super::federated::Nodes;
 use super::{
-    collect_stats, param_str, param_u64, secs, strings, tail, wait_for_line, Capture, Ctx,
-    Experiment, Implementation, Planned, Point, Topology, Worker,
+    collect_stats, param_str, param_u64, secs, strings, tail, Capture, Ctx, Experiment,
+    Implementation, Planned, Point, ServerSpec, Topology, Worker,
 };
 
 /// How long the stream flows before the kill.
@@ -166,26 +164,17 @@ impl Ctx<'_> {
         servers: usize,
         backup: &Path,
     ) -> anyhow::Result<Worker> {
-        let addr = topo.hosts()[0].addr.to_string();
-        let mut cmd = topo.command(0, &self.opts.tessera_exe);
-        cmd.arg("discovery-server").args([
-            "-i",
-            &id.to_string(),
-            "-l",
-            &addr,
-            "-p",
-            &DS_PORTS[id].to_string(),
-            "--backup-file",
-        ]);
-        cmd.arg(backup);
+        let mut extra = vec!["--backup-file".into(), backup.into()];
         if servers > 1 {
-            cmd.args(["--link", list]);
+            extra.extend(["--link".into(), list.into()]);
         }
-        let role = format!("server{id}");
-        let w = Self::spawn_worker(cmd, &role, Implementation::Tessera, Capture::Lines)?;
-        wait_for_line(&w, "Server is running", secs(10.0))
-            .with_context(|| format!("discovery server {id} did not start"))?;
-        Ok(w)
+        let spec = ServerSpec {
+            id,
+            port: DS_PORTS[id],
+            extra,
+        };
+        self.discovery_server_as(topo, Implementation::Tessera, &spec, 10.0)
+            .map(|(w, _)| w)
     }
 
     /// A stream worker (`stream-writer` or `stream-reader`) on `host` in the architecture.

@@ -118,8 +118,8 @@ impl<'c, 'a> Nodes<'c, 'a> {
         self.workers.iter().map(|w| w.proc.pid()).collect()
     }
 
-    /// The nodes' TESSERA_NODE environment for processes started by hand (not through
-    /// [`Ctx::perf`], which reads the context's flag).
+    /// Attaches a Tessera process to its host's node: shared memory to the node, which does
+    /// the networking.
     pub(super) fn attach(cmd: &mut std::process::Command) {
         cmd.env("TESSERA_NODE", "1")
             .env("TESSERA_TRANSPORTS", "udp4,shm");
