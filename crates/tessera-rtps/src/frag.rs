@@ -74,6 +74,8 @@ pub struct FragMeta {
     pub original_writer: Option<(crate::types::Guid, crate::types::SequenceNumber)>,
     /// PID_COHERENT_SET: the coherent set the sample belongs to.
     pub coherent_set: Option<crate::types::SequenceNumber>,
+    /// GROUP access scope values (PID_GROUP_COHERENT_SET and friends).
+    pub group: Option<crate::writer::GroupTag>,
 }
 
 /// A completed sample.

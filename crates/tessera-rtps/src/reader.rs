@@ -136,6 +136,9 @@ pub struct Delivered<'a> {
     /// one belongs to, or [`COHERENT_SET_END`](crate::writer::COHERENT_SET_END) on the
     /// payload-less DATA that ends a set.
     pub coherent_set: Option<SequenceNumber>,
+    /// GROUP access scope: PID_GROUP_COHERENT_SET, PID_GROUP_SEQ_NUM and
+    /// PID_WRITER_GROUP_INFO (see [`GroupTag`](crate::writer::GroupTag)).
+    pub group: Option<crate::writer::GroupTag>,
 }
 
 /// What the application did with a [`Delivered`] sample: the delivery callback's answer.
@@ -327,6 +330,7 @@ impl Shared {
             source_timestamp: meta.source_timestamp,
             original: meta.original_writer,
             coherent_set: meta.coherent_set,
+            group: meta.group,
         })
         .into();
         match verdict {
@@ -621,6 +625,7 @@ impl ReaderCore {
             key_flag: d.payload_kind == PayloadKind::Key,
             original_writer: q.original_writer,
             coherent_set: q.coherent_set,
+            group: q.group,
         };
         let payload: &[u8] = match d.payload_kind {
             PayloadKind::None => &[],
@@ -683,6 +688,7 @@ impl ReaderCore {
             key_flag: df.key_flag,
             original_writer: q.original_writer,
             coherent_set: q.coherent_set,
+            group: q.group,
         };
         let kind = kind_of(df.key_flag);
         if let Some(whole) = frag::whole_sample(df, &sh.cfg.frag) {

@@ -358,6 +358,7 @@ fn relayed_announcements_match_and_a_relayed_dispose_unmatches() {
             sample_identity: Some((Guid::new(PEER, spdp), 2)),
             original_writer: None,
             coherent_set: None,
+            group: None,
         },
         payload_kind: PayloadKind::None,
         payload: Arc::new(Vec::new()),

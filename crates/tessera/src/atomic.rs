@@ -136,6 +136,7 @@ impl Group {
             source_timestamp: Some(Timestamp::from_nanos(e.timestamp_ns)),
             original: None,
             coherent_set: None,
+            group: None,
         };
         let readers: Vec<_> = self
             .readers

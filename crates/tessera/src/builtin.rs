@@ -201,6 +201,7 @@ impl BuiltinReaders {
             source_timestamp: None,
             original: None,
             coherent_set: None,
+            group: None,
         };
         let outcome = reader.deliver_local(&d, None, None);
         if outcome.available || outcome.rejected > 0 {

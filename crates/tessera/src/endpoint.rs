@@ -149,6 +149,9 @@ pub(crate) struct LocalOutcome {
     /// Samples the writer dropped before this reader had them (SAMPLE_LOST): a KEEP_LAST
     /// writer replacing samples it kept for a reader that refused them.
     pub lost: u32,
+    /// A group coherent set took the sample (GROUP access scope): the subscriber may have
+    /// a set to show once the writer's locks are released.
+    pub group: bool,
 }
 
 impl LocalOutcome {
@@ -157,11 +160,12 @@ impl LocalOutcome {
         self.available |= o.available;
         self.rejected += o.rejected;
         self.lost += o.lost;
+        self.group |= o.group;
     }
 
     /// Whether there is a status to raise.
     pub fn is_news(&self) -> bool {
-        self.available || self.rejected > 0 || self.lost > 0
+        self.available || self.rejected > 0 || self.lost > 0 || self.group
     }
 }
 

@@ -61,6 +61,13 @@ impl ReaderEndpoint {
         history: &mut History<SerializedPayload>,
         rejected: &mut u32,
     ) -> bool {
+        if let Some(g) = self.group.get() {
+            if crate::subscription::GroupAssembler::takes(d) {
+                // Shown by the subscriber once the whole group set is here.
+                g.offer(&self.me, d, shared);
+                return false;
+            }
+        }
         if let Some(sets) = self.coherent.get() {
             let offer = sets.lock().offer(d, shared);
             match offer {
@@ -88,11 +95,15 @@ impl ReaderEndpoint {
 
 impl Subscriber {
     /// Marks the start of a series of reads or takes of this subscriber's readers (DDS
-    /// `begin_access`). Calls nest. Tessera hands out coherent sets whole (per writer)
-    /// and in order whether or not the reads are bracketed, so the bracket only counts; it is
-    /// here so that code written for GROUP access scope runs unchanged.
+    /// `begin_access`). Calls nest. At GROUP access scope with `coherent_access`, group sets
+    /// that complete in between are shown only at the outermost
+    /// [`Subscriber::end_access`], so the series sees each set in all readers or in none;
+    /// per-writer sets are handed out whole whether or not reads are bracketed.
     pub fn begin_access(&self) -> Result<()> {
         *self.access.lock() += 1;
+        if let Some(g) = &self.group_sets {
+            g.begin_access();
+        }
         Ok(())
     }
 
@@ -106,6 +117,10 @@ impl Subscriber {
             ));
         }
         *depth -= 1;
+        drop(depth);
+        if let Some(g) = &self.group_sets {
+            g.end_access();
+        }
         Ok(())
     }
 }
@@ -274,7 +289,7 @@ fn held_len(h: &Held) -> usize {
 }
 
 /// `d` owning its payload (none when the local writer's shared buffer stands for it).
-fn owned(d: &Delivered<'_>, shared: bool) -> Delivered<'static> {
+pub(crate) fn owned(d: &Delivered<'_>, shared: bool) -> Delivered<'static> {
     Delivered {
         writer: d.writer,
         seq: d.seq,
@@ -289,6 +304,7 @@ fn owned(d: &Delivered<'_>, shared: bool) -> Delivered<'static> {
         source_timestamp: d.source_timestamp,
         original: d.original,
         coherent_set: d.coherent_set,
+        group: d.group,
     }
 }
 
@@ -316,6 +332,7 @@ mod tests {
             source_timestamp: None,
             original: None,
             coherent_set: set,
+            group: None,
         }
     }
 

@@ -35,6 +35,7 @@ use tessera_rtps::writer::{WriteError, WriterCore};
 mod atomic;
 mod coherent;
 mod filters;
+mod group;
 mod loan;
 mod local;
 mod policies;
@@ -159,6 +160,8 @@ pub(crate) struct WriterEndpoint {
     without_coherent_access: Mutex<Vec<Guid>>,
     /// The publisher offers coherent access (PRESENTATION), so this writer may write sets.
     pub(crate) coherent_publisher: AtomicBool,
+    /// GROUP access scope: the publisher's shared numbering (see [`group`]).
+    group: std::sync::OnceLock<Arc<group::PublisherGroup>>,
     /// The loan pool and which remote readers can resolve loans (see [`loan`]).
     loans: loan::WriterLoans,
 }
@@ -242,6 +245,7 @@ impl WriterEndpoint {
             tos: AtomicU8::new(crate::transport::tos_of_priority(qos.transport_priority.0)),
             without_coherent_access: Mutex::new(Vec::new()),
             coherent_publisher: AtomicBool::new(false),
+            group: std::sync::OnceLock::new(),
             loans: Default::default(),
         })
     }
@@ -441,6 +445,7 @@ impl WriterEndpoint {
                     key_only,
                     timestamp: Some(ts),
                     coherent_set: core.coherent_set(),
+                    group: core.last_group_tag(),
                 },
             );
         }
@@ -875,6 +880,9 @@ impl Drop for WriterOwner {
             if let Err(e) = self.ep.submit(key, key_hash, status, true, now_nanos()) {
                 tracing::debug!(error = %e, "unregister on writer deletion failed");
             }
+        }
+        if let Some(g) = self.ep.group.get() {
+            g.leaving(&self.ep);
         }
         // Linger (as Cyclone's writer does) until reliable readers have the unregistrations:
         // the SEDP dispose that follows travels on another socket and could overtake them,

@@ -10,8 +10,11 @@
 #[cfg_attr(not(feature = "atomic"), path = "subscription/atomic_off.rs")]
 mod atomic;
 mod durable;
+mod group_coherent;
 mod policies;
 pub use durable::{ReceivedSample, SampleSink};
+pub(crate) use group_coherent::GroupAssembler;
+pub use group_coherent::ReaderRun;
 use policies::expire_due;
 
 use crate::condition::Notifier;
@@ -49,14 +52,22 @@ pub struct Subscriber {
     group: Arc<Group<SubscriberQos, ReaderOwner>>,
     /// Nesting depth of `begin_access` (see [`crate::presentation`]).
     pub(crate) access: Arc<Mutex<u32>>,
+    /// PRESENTATION GROUP scope: the group sets (with `coherent_access`) and the arrival
+    /// counter its readers share (with `ordered_access`).
+    pub(crate) group_sets: Option<Arc<GroupAssembler>>,
+    pub(crate) group_order: Option<Arc<AtomicU64>>,
 }
 
 impl Subscriber {
     pub(crate) fn new(participant: DomainParticipant, qos: SubscriberQos) -> Self {
+        let p = &qos.presentation;
+        let group_scope = p.access_scope == crate::qos::PresentationAccessScope::Group;
         Subscriber {
             participant,
-            group: Group::new(qos),
             access: Arc::new(Mutex::new(0)),
+            group_sets: (group_scope && p.coherent_access).then(Default::default),
+            group_order: (group_scope && p.ordered_access).then(Default::default),
+            group: Group::new(qos),
         }
     }
 
@@ -146,6 +157,12 @@ impl Subscriber {
             let _ = ep.content_filter.set(ReaderFilter::new(cf.clone()));
         }
         crate::presentation::setup_reader(&ep, &subscriber_qos.presentation);
+        if let Some(g) = &self.group_sets {
+            let _ = ep.group.set(g.clone());
+        }
+        if let Some(c) = &self.group_order {
+            ep.history.lock().set_order_counter(c.clone());
+        }
         let mut side = tessera_rtps::qos::ReaderSideQos::new(&topic.qos, &subscriber_qos, &qos);
         atomic::setup(
             &p,
@@ -256,7 +273,7 @@ impl EndpointListener for MaskListener {
 
 /// The shared state of one data reader; it knows its type only through `support`.
 pub(crate) struct ReaderEndpoint {
-    me: Weak<ReaderEndpoint>,
+    pub(crate) me: Weak<ReaderEndpoint>,
     pub(crate) guid: Guid,
     support: Arc<dyn TypeSupport>,
     pub(crate) core: Mutex<ReaderCore>,
@@ -306,6 +323,9 @@ pub(crate) struct ReaderEndpoint {
     /// PRESENTATION `coherent_access`: the writers' open coherent sets, held back until
     /// complete (set once, before the reader is enabled; see [`crate::presentation`]).
     pub(crate) coherent: OnceLock<Mutex<CoherentSets>>,
+    /// PRESENTATION GROUP scope with `coherent_access`: the subscriber's group sets
+    /// (see [`group_coherent`]).
+    pub(crate) group: OnceLock<Arc<GroupAssembler>>,
 }
 
 impl ReaderEndpoint {
@@ -353,6 +373,7 @@ impl ReaderEndpoint {
             sink_on: AtomicBool::new(false),
             content_filter: OnceLock::new(),
             coherent: OnceLock::new(),
+            group: OnceLock::new(),
         })
     }
 
@@ -542,6 +563,11 @@ impl ReaderEndpoint {
         if mask != StatusMask::NONE {
             self.status_changed(mask);
         }
+    }
+
+    /// A group coherent set was shown in this reader: its statuses, with no lock held.
+    pub(crate) fn group_shown(&self, available: bool, rejected: u32) {
+        self.raise(&self.ctx.counters, available, rejected, 0);
     }
 
     /// [`Self::accept`] for one sample that is not (or no longer) held in a coherent set.
@@ -804,6 +830,10 @@ impl LocalReader for ReaderEndpoint {
             outbox::flush_reader(ctx, &mut core, now);
             ctx.kick.ensure_by(core.poll_timeout());
         }
+        if let Some(g) = self.group.get() {
+            // A group set this sample completed, into every reader it touches.
+            g.flush();
+        }
         self.raise(
             &ctx.counters,
             available,
@@ -831,11 +861,17 @@ impl LocalReader for ReaderEndpoint {
             available,
             rejected,
             lost: 0,
+            group: self.group.get().is_some() && crate::subscription::GroupAssembler::takes(sample),
         }
     }
 
     fn notify_local(&self, ctx: &RuntimeContext, o: LocalOutcome) {
-        self.raise(&ctx.counters, o.available, o.rejected, o.lost.into());
+        if let Some(g) = self.group.get() {
+            g.flush();
+        }
+        if o.available || o.rejected > 0 || o.lost > 0 {
+            self.raise(&ctx.counters, o.available, o.rejected, o.lost.into());
+        }
     }
 
     fn writer_asserted(&self, writer: Guid, now: Instant) {
@@ -949,6 +985,9 @@ impl LocalReader for ReaderEndpoint {
         if let Some(sets) = self.coherent.get() {
             // A set the writer never ended is never delivered.
             sets.lock().writer_gone(remote);
+        }
+        if let Some(g) = self.group.get() {
+            g.writer_gone(remote);
         }
         let was_alive = !self.policies_on.load(Ordering::Relaxed)
             || self.policies.lock().writer_unmatched(remote.to_bytes());

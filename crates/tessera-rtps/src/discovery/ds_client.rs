@@ -255,6 +255,7 @@ impl DiscoveryServerClient {
                 sample_identity: Some((Guid::new(self.prefix, EntityId::SPDP_WRITER), sn)),
                 original_writer: None,
                 coherent_set: None,
+                group: None,
             },
             payload_kind: if dispose {
                 PayloadKind::None

@@ -864,6 +864,7 @@ impl DiscoveryServerEngine {
                         sample_identity: Some((Guid::new(self.prefix, EntityId::SPDP_WRITER), *sn)),
                         original_writer: None,
                         coherent_set: None,
+                        group: None,
                     },
                     payload_kind: PayloadKind::Data,
                     payload: self.payload.clone(),

@@ -626,6 +626,7 @@ impl DiscoveryEngine for SimpleDiscovery {
                 sample_identity: None,
                 original_writer: None,
                 coherent_set: None,
+                group: None,
             },
             payload_kind: PayloadKind::Key,
             payload: Arc::new(payload),

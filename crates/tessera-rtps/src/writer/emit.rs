@@ -79,6 +79,7 @@ impl Shared {
                 s.origin
             },
             coherent_set: s.coherent_set,
+            group: s.group,
         }
     }
 

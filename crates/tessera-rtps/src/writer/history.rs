@@ -210,6 +210,7 @@ mod tests {
             timestamp: None,
             frag_size: 0,
             coherent_set: None,
+            group: None,
             origin: None,
         }
     }

@@ -62,7 +62,7 @@ use std::time::{Duration, Instant};
 
 use crate::types::{Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
 use crate::wire::{AckNack, FragmentNumberSet, NackFrag};
-pub use coherent::{CoherentState, COHERENT_SET_END};
+pub use coherent::{writer_set_digest, CoherentState, GroupSequence, GroupTag, COHERENT_SET_END};
 pub use history::MemoryHistory;
 use multicast::Group;
 pub use multicast::MulticastPolicy;
@@ -782,7 +782,8 @@ impl WriterCore {
         )
     }
 
-    /// [`WriterCore::write_relayed`] with the sample's PID_COHERENT_SET value given.
+    /// [`WriterCore::write_relayed`] with the sample's PID_COHERENT_SET and group values
+    /// given.
     #[allow(clippy::too_many_arguments)]
     fn write_tagged(
         &mut self,
@@ -792,7 +793,7 @@ impl WriterCore {
         key_flag: bool,
         source_timestamp: Option<Timestamp>,
         origin: Option<(Guid, SequenceNumber)>,
-        coherent_set: Option<SequenceNumber>,
+        (coherent_set, group): (Option<SequenceNumber>, Option<GroupTag>),
         now: Instant,
     ) -> Result<SequenceNumber, WriteError> {
         if payload.len() > u32::MAX as usize {
@@ -826,6 +827,7 @@ impl WriterCore {
                 frag_size: 0,
                 origin,
                 coherent_set,
+                group,
             };
             sample.frag_size = self
                 .sh

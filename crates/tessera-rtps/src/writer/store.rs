@@ -66,6 +66,8 @@ pub struct Sample {
     /// belongs to, or [`COHERENT_SET_END`](super::COHERENT_SET_END) for the payload-less
     /// marker that ends a set. None: not in a set.
     pub coherent_set: Option<SequenceNumber>,
+    /// GROUP access scope: PID_GROUP_COHERENT_SET, PID_GROUP_SEQ_NUM, PID_WRITER_GROUP_INFO.
+    pub group: Option<super::GroupTag>,
 }
 
 /// Why a [`HistoryStore`] refused a sample.

@@ -598,11 +598,11 @@ fn coherent_set_samples_carry_the_first_number_and_end_with_a_marker() {
     w.write(pl(8), None, 0, false, None, now).unwrap(); // 2
     w.write(pl(8), None, 0, false, None, now).unwrap(); // 3
     assert_eq!(w.coherent_set(), Some(2));
-    assert_eq!(w.end_coherent_set(None, now).unwrap(), Some(4));
+    assert_eq!(w.end_coherent_set(None, None, now).unwrap(), Some(4));
     // Nothing open, and an empty set: no marker.
-    assert_eq!(w.end_coherent_set(None, now).unwrap(), None);
+    assert_eq!(w.end_coherent_set(None, None, now).unwrap(), None);
     w.begin_coherent_set();
-    assert_eq!(w.end_coherent_set(None, now).unwrap(), None);
+    assert_eq!(w.end_coherent_set(None, None, now).unwrap(), None);
     send(&mut w);
     w.write(pl(8), None, 0, false, None, now).unwrap(); // 5: not in a set
     send(&mut w);
@@ -628,11 +628,11 @@ fn a_keep_last_writer_files_markers_apart_from_the_samples_of_the_set() {
     sync(&mut w, 1, now);
     w.begin_coherent_set();
     w.write(pl(8), None, 0, false, None, now).unwrap();
-    w.end_coherent_set(None, now).unwrap();
+    w.end_coherent_set(None, None, now).unwrap();
     assert_eq!(w.history_len(), 2);
     w.begin_coherent_set();
     w.write(pl(8), None, 0, false, None, now).unwrap();
-    w.end_coherent_set(None, now).unwrap();
+    w.end_coherent_set(None, None, now).unwrap();
     // Each new sample and marker replaced its predecessor.
     assert_eq!(w.history_len(), 2);
 }

@@ -87,12 +87,14 @@ pub const PID_ORIGINAL_WRITER_INFO: u16 = 0x0061;
 /// PID_COHERENT_SET (RTPS 2.3 §9.6.4.1, inline QoS): the sequence number of the first sample
 /// of the coherent set a sample belongs to (PRESENTATION `coherent_access`).
 pub const PID_COHERENT_SET: u16 = 0x0056;
-/// PID_GROUP_COHERENT_SET (RTPS 2.3, GROUP access scope): the group sequence number of the
-/// first sample of a group coherent set. Not sent by Tessera (GROUP scope is not enforced).
+/// PID_GROUP_COHERENT_SET (RTPS 2.5 §9.6.4.2, GROUP access scope): the group sequence
+/// number of the first sample of a group coherent set.
 pub const PID_GROUP_COHERENT_SET: u16 = 0x0063;
-/// PID_GROUP_SEQ_NUM (RTPS 2.3, GROUP access scope): a sample's number in its publisher.
+/// PID_GROUP_SEQ_NUM (RTPS 2.5 §9.6.4.3, GROUP access scope): a sample's number in its
+/// publisher.
 pub const PID_GROUP_SEQ_NUM: u16 = 0x0064;
-/// PID_WRITER_GROUP_INFO (RTPS 2.3, GROUP access scope): the writers of a group coherent set.
+/// PID_WRITER_GROUP_INFO (RTPS 2.5 §9.6.4.4, GROUP access scope): the writers of a group
+/// coherent set, as a GroupDigest_t (four octets).
 pub const PID_WRITER_GROUP_INFO: u16 = 0x0065;
 
 /// The inline QoS a writer attaches to a sample: PID_KEY_HASH, PID_STATUS_INFO and, for the
@@ -111,6 +113,9 @@ pub struct InlineQos {
     pub original_writer: Option<(Guid, SequenceNumber)>,
     /// [`PID_COHERENT_SET`] (None: not sent).
     pub coherent_set: Option<SequenceNumber>,
+    /// [`PID_GROUP_COHERENT_SET`], [`PID_GROUP_SEQ_NUM`], [`PID_WRITER_GROUP_INFO`] (None:
+    /// none sent).
+    pub group: Option<super::GroupTag>,
 }
 
 /// Bytes of a PID_ORIGINAL_WRITER_INFO value as we send it: GUID, sequence number, and an
@@ -125,6 +130,7 @@ impl InlineQos {
             && self.sample_identity.is_none()
             && self.original_writer.is_none()
             && self.coherent_set.is_none()
+            && self.group.is_none()
     }
 
     /// Encoded length of the parameter list (0 when empty).
@@ -145,6 +151,11 @@ impl InlineQos {
                 0
             }
             + if self.coherent_set.is_some() { 12 } else { 0 }
+            + self.group.map_or(0, |g| {
+                12 * usize::from(g.set.is_some())
+                    + 12 * usize::from(g.gsn > 0)
+                    + 8 * usize::from(g.writers.is_some())
+            })
     }
 
     /// Appends the parameter list (little-endian) to `out`; nothing when empty.
@@ -186,6 +197,17 @@ impl InlineQos {
             v[4..].copy_from_slice(&low.to_le_bytes());
             b.param(PID_COHERENT_SET, &v);
         }
+        if let Some(g) = self.group {
+            if let Some(sn) = g.set {
+                b.param(PID_GROUP_COHERENT_SET, &sn_bytes(sn));
+            }
+            if g.gsn > 0 {
+                b.param(PID_GROUP_SEQ_NUM, &sn_bytes(g.gsn));
+            }
+            if let Some(d) = g.writers {
+                b.param(PID_WRITER_GROUP_INFO, &d);
+            }
+        }
         b.finish();
     }
 
@@ -221,23 +243,58 @@ impl InlineQos {
                     }
                 }
                 PID_COHERENT_SET if v.len() >= 8 => {
-                    let word = |i: usize| [v[i], v[i + 1], v[i + 2], v[i + 3]];
-                    let (high, low) = if pl.little_endian() {
-                        (i32::from_le_bytes(word(0)), u32::from_le_bytes(word(4)))
-                    } else {
-                        (i32::from_be_bytes(word(0)), u32::from_be_bytes(word(4)))
-                    };
-                    let sn = crate::types::seq_from_wire(high, low);
+                    let sn = sn_from(v, pl.little_endian());
                     // A set starts at a valid number; the end marker says "unknown".
-                    if sn == super::COHERENT_SET_END || (1..(1i64 << 62)).contains(&sn) {
+                    if sn == super::COHERENT_SET_END || valid_sn(sn) {
                         q.coherent_set = Some(sn);
                     }
+                }
+                // Group values that are no valid numbers are ignored one by one.
+                PID_GROUP_COHERENT_SET if v.len() >= 8 => {
+                    let sn = sn_from(v, pl.little_endian());
+                    if valid_sn(sn) {
+                        q.group.get_or_insert_with(Default::default).set = Some(sn);
+                    }
+                }
+                PID_GROUP_SEQ_NUM if v.len() >= 8 => {
+                    let sn = sn_from(v, pl.little_endian());
+                    if valid_sn(sn) {
+                        q.group.get_or_insert_with(Default::default).gsn = sn;
+                    }
+                }
+                PID_WRITER_GROUP_INFO if v.len() >= 4 => {
+                    q.group.get_or_insert_with(Default::default).writers =
+                        Some([v[0], v[1], v[2], v[3]]);
                 }
                 _ => {}
             }
         }
         q
     }
+}
+
+/// A sequence number as a parameter value (little-endian, as we send lists).
+fn sn_bytes(sn: SequenceNumber) -> [u8; 8] {
+    let (high, low) = crate::types::seq_to_wire(sn);
+    let mut v = [0u8; 8];
+    v[..4].copy_from_slice(&high.to_le_bytes());
+    v[4..].copy_from_slice(&low.to_le_bytes());
+    v
+}
+
+/// A sequence number (high, low) at the start of `v` (at least 8 bytes).
+fn sn_from(v: &[u8], little_endian: bool) -> SequenceNumber {
+    let word = |i: usize| [v[i], v[i + 1], v[i + 2], v[i + 3]];
+    let (high, low) = if little_endian {
+        (i32::from_le_bytes(word(0)), u32::from_le_bytes(word(4)))
+    } else {
+        (i32::from_be_bytes(word(0)), u32::from_be_bytes(word(4)))
+    };
+    crate::types::seq_from_wire(high, low)
+}
+
+fn valid_sn(sn: SequenceNumber) -> bool {
+    (1..(1i64 << 62)).contains(&sn)
 }
 
 /// A GUID then a sequence number (high, low) in the list's byte order: the start of a
@@ -445,6 +502,7 @@ mod tests {
             sample_identity: Some((Guid::from_bytes([9; 16]), (5i64 << 32) + 7)),
             original_writer: None,
             coherent_set: Some(41),
+            group: None,
         };
         let mut v = Vec::new();
         q.encode(&mut v);
@@ -452,6 +510,46 @@ mod tests {
         let pl = ParameterList::parse(&v, true).unwrap();
         assert_eq!(InlineQos::parse(Some(&pl)), q);
         assert_eq!(InlineQos::default().wire_len(), 0);
+    }
+
+    #[test]
+    fn group_values_round_trip_and_invalid_numbers_are_ignored() {
+        let q = InlineQos {
+            coherent_set: Some(3),
+            group: Some(super::super::GroupTag {
+                set: Some((2i64 << 32) + 1),
+                gsn: (2i64 << 32) + 4,
+                writers: Some([1, 2, 3, 4]),
+            }),
+            ..InlineQos::default()
+        };
+        let mut v = Vec::new();
+        q.encode(&mut v);
+        assert_eq!(v.len(), q.wire_len());
+        let pl = ParameterList::parse(&v, true).unwrap();
+        assert_eq!(InlineQos::parse(Some(&pl)), q);
+        // PID_GROUP_SEQ_NUM only (ordered access without a set).
+        let q = InlineQos {
+            group: Some(super::super::GroupTag {
+                gsn: 7,
+                ..Default::default()
+            }),
+            ..InlineQos::default()
+        };
+        let mut v = Vec::new();
+        q.encode(&mut v);
+        assert_eq!(v.len(), q.wire_len());
+        let pl = ParameterList::parse(&v, true).unwrap();
+        assert_eq!(InlineQos::parse(Some(&pl)), q);
+        // Zero, negative or short values: no group values at all.
+        let mut v = Vec::new();
+        let mut b = ParameterListBuilder::new(&mut v);
+        b.param(PID_GROUP_COHERENT_SET, &[0; 8]);
+        b.param(PID_GROUP_SEQ_NUM, &[0xff; 8]);
+        b.param(PID_WRITER_GROUP_INFO, &[]);
+        b.finish();
+        let pl = ParameterList::parse(&v, true).unwrap();
+        assert_eq!(InlineQos::parse(Some(&pl)).group, None);
     }
 
     #[test]
@@ -465,6 +563,7 @@ mod tests {
         ] {
             let q = InlineQos {
                 coherent_set: Some(sn),
+                group: None,
                 ..InlineQos::default()
             };
             let mut v = Vec::new();

@@ -12,6 +12,8 @@
 
 use super::query::Query;
 use super::{History, Mode, Sample, StateMasks, NONE};
+use std::sync::atomic::{AtomicU64, Ordering as AtomicOrdering};
+use std::sync::Arc;
 
 /// Ordered-access state of a history.
 #[derive(Clone, Debug)]
@@ -24,6 +26,9 @@ pub(super) struct Order {
     pub ceiling: u64,
     /// During an ordered access: the numbers of the samples appended, in append order.
     pub emitted: Vec<u64>,
+    /// GROUP access scope: the numbers come from a counter all the subscriber's readers
+    /// share, so that they order samples across readers too.
+    shared: Option<Arc<AtomicU64>>,
 }
 
 impl Default for Order {
@@ -33,6 +38,7 @@ impl Default for Order {
             next: 0,
             ceiling: u64::MAX,
             emitted: Vec::new(),
+            shared: None,
         }
     }
 }
@@ -40,6 +46,9 @@ impl Default for Order {
 impl Order {
     /// The arrival number of a sample stored now.
     pub(super) fn next(&mut self) -> u64 {
+        if let Some(s) = &self.shared {
+            return s.fetch_add(1, AtomicOrdering::Relaxed) + 1;
+        }
         self.next += 1;
         self.next
     }
@@ -52,20 +61,20 @@ impl<T> History<T> {
         self.order.on = on;
     }
 
-    /// `read`/`take` of up to `max` samples in arrival order, across instances.
-    pub(super) fn access_ordered(
-        &mut self,
-        out: &mut Vec<Sample<T>>,
-        max: usize,
-        masks: StateMasks,
-        mode: Mode<T>,
-        query: &mut Query<'_, T>,
-    ) -> usize {
-        if max == 0 {
-            return 0;
-        }
-        // The cut-off: the max-th lowest arrival number among the samples the masks select
-        // (a query may then pass fewer).
+    /// Numbers stored samples from `counter`, shared with other histories (GROUP access
+    /// scope: one order across a subscriber's readers).
+    pub fn set_order_counter(&mut self, counter: Arc<AtomicU64>) {
+        self.order.shared = Some(counter);
+    }
+
+    /// The arrival numbers of the samples `masks` select, lowest first.
+    pub fn arrival_numbers(&self, masks: StateMasks) -> Vec<u64> {
+        let mut orders = self.selected_orders(masks);
+        orders.sort_unstable();
+        orders
+    }
+
+    fn selected_orders(&self, masks: StateMasks) -> Vec<u64> {
         let mut orders = Vec::new();
         let mut cur = self.head;
         while cur != NONE {
@@ -82,6 +91,24 @@ impl<T> History<T> {
             }
             cur = inst.next;
         }
+        orders
+    }
+
+    /// `read`/`take` of up to `max` samples in arrival order, across instances.
+    pub(super) fn access_ordered(
+        &mut self,
+        out: &mut Vec<Sample<T>>,
+        max: usize,
+        masks: StateMasks,
+        mode: Mode<T>,
+        query: &mut Query<'_, T>,
+    ) -> usize {
+        if max == 0 {
+            return 0;
+        }
+        // The cut-off: the max-th lowest arrival number among the samples the masks select
+        // (a query may then pass fewer).
+        let mut orders = self.selected_orders(masks);
         if orders.len() > max {
             let (_, &mut nth, _) = orders.select_nth_unstable(max - 1);
             self.order.ceiling = nth;

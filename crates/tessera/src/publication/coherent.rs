@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::outbox;
 use std::time::Instant;
 use tessera_rtps::types::Timestamp;
-use tessera_rtps::writer::{WriteError, COHERENT_SET_END};
+use tessera_rtps::writer::{GroupTag, WriteError, COHERENT_SET_END};
 
 impl WriterEndpoint {
     /// Opens a coherent set: this writer's samples belong to it until [`Self::end_coherent`].
@@ -23,7 +23,8 @@ impl WriterEndpoint {
 
     /// Closes the open coherent set and sends its end marker (nothing for an empty set). A
     /// KEEP_ALL writer whose history is full waits for room like `write`.
-    pub(crate) fn end_coherent(&self) -> Result<()> {
+    /// `group`: the group set's values for the marker (GROUP access scope).
+    pub(crate) fn end_coherent(&self, group: Option<GroupTag>) -> Result<()> {
         if self.ctx.is_closed() {
             return Err(Error::AlreadyDeleted);
         }
@@ -34,7 +35,7 @@ impl WriterEndpoint {
         let may_wait = !crate::transport::recv::on_receive_thread();
         let mut core = self.core.lock();
         let seq = loop {
-            match core.end_coherent_set(Some(ts), now) {
+            match core.end_coherent_set(Some(ts), group, now) {
                 Ok(Some(seq)) => {
                     // Readers that do not assemble sets have no use for the marker (a payload-
                     // less DATA that some vendors deliver as a sample): a GAP instead, to those
@@ -69,6 +70,7 @@ impl WriterEndpoint {
                     key_only: false,
                     timestamp: Some(ts),
                     coherent_set: Some(COHERENT_SET_END),
+                    group,
                 },
             );
         }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{Guid, SequenceNumber, Timestamp};
 use tessera_rtps::wire::PayloadKind;
+use tessera_rtps::writer::GroupTag;
 
 /// A matched reader of this participant.
 #[derive(Clone)]
@@ -46,6 +47,8 @@ pub(super) struct LocalSample<'a> {
     pub timestamp: Option<Timestamp>,
     /// PID_COHERENT_SET (see [`tessera_rtps::writer::COHERENT_SET_END`] for the marker).
     pub coherent_set: Option<SequenceNumber>,
+    /// GROUP access scope values (see [`tessera_rtps::writer::GroupTag`]).
+    pub group: Option<GroupTag>,
 }
 
 /// A sample a reliable local reader refused, kept until it makes room.
@@ -57,6 +60,7 @@ struct HeldSample {
     key_only: bool,
     timestamp: Option<Timestamp>,
     coherent_set: Option<SequenceNumber>,
+    group: Option<GroupTag>,
 }
 
 impl HeldSample {
@@ -73,6 +77,7 @@ impl HeldSample {
             key_only: s.key_only,
             timestamp: s.timestamp,
             coherent_set: s.coherent_set,
+            group: s.group,
         }
     }
 
@@ -86,6 +91,7 @@ impl HeldSample {
             key_only: self.key_only,
             timestamp: self.timestamp,
             coherent_set: self.coherent_set,
+            group: self.group,
         }
     }
 }
@@ -189,6 +195,7 @@ fn delivered<'a>(writer: Guid, s: &LocalSample<'a>) -> Delivered<'a> {
         source_timestamp: s.timestamp,
         original: None,
         coherent_set: s.coherent_set,
+        group: s.group,
     }
 }
 
@@ -301,6 +308,7 @@ impl WriterEndpoint {
                             key_only,
                             timestamp,
                             coherent_set: None,
+                            group: None,
                         },
                     );
                 });

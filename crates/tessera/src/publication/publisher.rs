@@ -1,10 +1,11 @@
 //! Publishers: they create data writers and hold the QoS (partitions, group data, entity
 //! factory) those writers are announced with.
 
+use super::group::PublisherGroup;
 use super::{DataWriter, WriterEndpoint, WriterOwner};
 use crate::error::{Error, Result};
 use crate::participant::DomainParticipant;
-use crate::qos::{DataWriterQos, PublisherQos};
+use crate::qos::{DataWriterQos, PresentationAccessScope, PublisherQos};
 use crate::qos_rt::group::Group;
 use crate::topic::{Topic, TopicInner};
 use crate::TopicType;
@@ -21,14 +22,21 @@ pub struct Publisher {
     group: Arc<Group<PublisherQos, WriterOwner>>,
     /// Nesting depth of `begin_coherent_changes` (0: no set open).
     coherent: Arc<Mutex<u32>>,
+    /// GROUP access scope with coherent or ordered access: the writers' shared numbering.
+    group_seq: Option<Arc<PublisherGroup>>,
 }
 
 impl Publisher {
     pub(crate) fn new(participant: DomainParticipant, qos: PublisherQos) -> Self {
+        let p = &qos.presentation;
+        let group_seq = (p.access_scope == PresentationAccessScope::Group
+            && (p.coherent_access || p.ordered_access))
+            .then(PublisherGroup::new);
         Publisher {
             participant,
             group: Group::new(qos),
             coherent: Arc::new(Mutex::new(0)),
+            group_seq,
         }
     }
 
@@ -55,8 +63,9 @@ impl Publisher {
 
     /// Opens a coherent set (DDS `begin_coherent_changes`): what this publisher's writers
     /// write until the matching [`Publisher::end_coherent_changes`] reaches readers with
-    /// `coherent_access` all at once or not at all (per writer: TOPIC or INSTANCE access
-    /// scope; GROUP scope is not enforced across writers yet). Calls nest: the set ends with
+    /// `coherent_access` all at once or not at all: per writer at TOPIC or INSTANCE access
+    /// scope, across all this publisher's writers at GROUP scope (a subscriber with GROUP
+    /// scope shows the set in all its readers together). Calls nest: the set ends with
     /// the outermost `end_coherent_changes`. A writer created while a set is open joins the
     /// next one. [`Error::PreconditionNotMet`] if the publisher's PRESENTATION has no
     /// `coherent_access`.
@@ -69,6 +78,9 @@ impl Publisher {
         }
         let mut depth = self.coherent.lock();
         if *depth == 0 {
+            if let Some(g) = &self.group_seq {
+                g.seq.begin_set();
+            }
             for w in self.group.members() {
                 w.ep.begin_coherent();
             }
@@ -90,8 +102,13 @@ impl Publisher {
                 *depth = 0;
                 // Every writer's set is closed even if one fails; the first error is reported.
                 let mut result = Ok(());
-                for w in self.group.members() {
-                    let r = w.ep.end_coherent();
+                let members = self.group.members();
+                let tag = self.group_seq.as_ref().and_then(|g| {
+                    let eps: Vec<_> = members.iter().map(|w| &*w.ep).collect();
+                    g.end_set(&eps)
+                });
+                for w in members {
+                    let r = w.ep.end_coherent(tag);
                     if result.is_ok() {
                         result = r;
                     }
@@ -149,6 +166,9 @@ impl Publisher {
             publisher_qos.presentation.coherent_access,
             Ordering::Relaxed,
         );
+        if let Some(g) = &self.group_seq {
+            g.join(&ep);
+        }
         let mut side = tessera_rtps::qos::WriterSideQos::new(&topic.qos, &publisher_qos, &qos);
         if let Some(a) = super::atomic::setup(&p, guid, &topic.name, &mut side)? {
             let _ = ep.atomic.set(a);
