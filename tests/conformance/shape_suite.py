@@ -340,6 +340,46 @@ def whole_sets(n):
     return check
 
 
+def whole_group_sets(n, topics):
+    """GROUP-scope coherent sets of n iterations over several topics: a read pass holds a
+    set in every topic and instance or in none."""
+    per_instance = whole_sets(n)
+
+    def check(proc):
+        problem = per_instance(proc)
+        if problem:
+            return problem
+        ps = passes(proc)
+        for p in ps:
+            seen = {}
+            for x in p:
+                seen.setdefault((x["size"] - 1) // n, set()).add(x["topic"])
+            for s, ts in seen.items():
+                if ts != set(topics):
+                    return f"set {s} shown in {sorted(ts)} only, expected {topics}"
+        return None
+
+    return check
+
+
+def ordered_across_topics(topics):
+    """GROUP-scope ordered access: within a pass, samples come in the publisher's write order
+    (each iteration writes every topic in turn), across topics and instances."""
+
+    def check(proc):
+        ps = passes(proc)
+        mixed = [p for p in ps if len({x["topic"] for x in p}) > 1]
+        if len(mixed) < 2:
+            return f"only {len(mixed)} passes with several topics"
+        for p in mixed:
+            v = [(x["size"], topics.index(x["topic"])) for x in p if x["topic"] in topics]
+            if any(b < a for a, b in zip(v, v[1:])):
+                return f"not in write order: {[(x['topic'], x['size']) for x in p][:20]}"
+        return None
+
+    return check
+
+
 def ordered_across_instances(proc):
     """TOPIC-scope ordered access: within a pass, samples come in write order across
     instances (sizes never go back), not instance by instance."""
@@ -475,9 +515,13 @@ TESTS = [
      ["-S -t Square -r -k 0"], "OK", "OK", in_order_no_loss),
     ("CoherentSets_writer_without_coherent_access", [f"-P -t Square --access-scope t {W}"],
      ["-S -t Square --coherent --access-scope t"], "INCOMPATIBLE_QOS", "INCOMPATIBLE_QOS", None),
-    ("CoherentSets_group_scope", [f"-P -t Square --coherent --access-scope g {W}"],
-     ["-S -t Square --coherent --access-scope g"], "UNSUPPORTED_FEATURE", "UNSUPPORTED_FEATURE",
-     None),
+    # GROUP scope: one set across the publisher's topics, shown in all the readers together
+    # (a peer without it prints "not supported").
+    ("CoherentSets_group_scope",
+     [f"-P -t Square --coherent --access-scope g --coherent-sample-count 3 --num-topics 2 "
+      f"--num-instances 2 -k 0 {W}"],
+     ["-S -t Square --coherent --access-scope g --num-topics 2 -k 0"], "OK", "OK",
+     ("proc", whole_group_sets(3, ["Square", "Square1"]))),
     ("OrderedAccess_topic_scope",
      [f"-P -t Square --ordered --access-scope t --num-instances 3 -k 0 {W}"],
      ["-S -t Square --ordered --access-scope t -k 0 --take-read"], "OK", "OK",
@@ -485,9 +529,10 @@ TESTS = [
     ("OrderedAccess_instance_scope",
      [f"-P -t Square --ordered --access-scope i --num-instances 3 -k 0 {W}"],
      ["-S -t Square --ordered --access-scope i -k 0"], "OK", "OK", in_order_per_instance),
-    ("OrderedAccess_group_scope", [f"-P -t Square --ordered --access-scope g {W}"],
-     ["-S -t Square --ordered --access-scope g"], "UNSUPPORTED_FEATURE", "UNSUPPORTED_FEATURE",
-     None),
+    ("OrderedAccess_group_scope",
+     [f"-P -t Square --ordered --access-scope g --num-topics 2 --num-instances 2 -k 0 {W}"],
+     ["-S -t Square --ordered --access-scope g --num-topics 2 -k 0"], "OK", "OK",
+     ("proc", ordered_across_topics(["Square", "Square1"]))),
 ]
 
 def verbose():

@@ -1,8 +1,7 @@
 #!/usr/bin/env bash
 # The conformance suite of tests/conformance/shape_suite.py (one test of every kind the OMG
 # DDS-RTPS interoperability suite has) with `tessera shape` as publisher and subscriber.
-# GROUP access scope must report "not supported" (coherent sets and order are kept per writer);
-# everything else, TOPIC and INSTANCE scope presentation included, must pass.
+# Every test must pass, presentation at INSTANCE, TOPIC and GROUP access scope included.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 

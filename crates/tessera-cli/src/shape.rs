@@ -5,15 +5,18 @@
 //! reads them from standard output (`Create topic: ...`, `Create writer for topic: ...`,
 //! `on_publication_matched()`, one line per sample as `printf("%-10s %-10s %03d %03d [%d]")`,
 //! instance states, listener lines). Built on the public API only. Features Tessera does not
-//! have (GROUP access scope, a custom SPDP period or fragment size) print a line containing
-//! "not supported", which the harness records as an unsupported feature.
+//! have (a custom SPDP period or fragment size) print a line containing "not supported",
+//! which the harness records as an unsupported feature.
 //!
 //! Presentation as the reference does it: with `--coherent` (or `--ordered`) and
 //! `--coherent-sample-count N` the publisher opens a coherent set every N iterations
 //! ("Started Coherent Set"), writes N samples per instance and topic, and closes it
 //! ("Finished Coherent Set"); the subscriber's publisher and subscriber QoS carry PRESENTATION
 //! with `--access-scope`, and each read pass is announced ("Reading coherent sets, iteration
-//! N", "Reading with ordered access, iteration N") and bracketed by begin/end_access.
+//! N", "Reading with ordered access, iteration N") and bracketed by begin/end_access. At
+//! GROUP scope a publisher's set spans all its topics and shows in all the subscriber's
+//! readers together; with `--ordered` a pass reads the readers in the order
+//! `Subscriber::get_datareaders` gives (the publisher's write order across topics).
 //!
 //! Statuses are polled once per write or read period rather than taken from listeners: a
 //! listener set after `create_datawriter` could miss a match that happened in between, and
@@ -312,10 +315,6 @@ pub fn parse(args: &[String]) -> Result<ShapeArgs, String> {
         }
     }
     a.role = role.ok_or("one of -P or -S is required")?;
-    if (a.coherent || a.ordered) && a.access_scope == PresentationAccessScope::Group {
-        // Tessera keeps coherent sets and order per writer, not across a publisher's writers.
-        a.unsupported.push("--access-scope g".into());
-    }
     if a.cft.is_some() && a.color.is_some() && a.role == Role::Subscribe {
         return Err("--cft and -c cannot be combined".into());
     }
@@ -750,6 +749,19 @@ impl ReaderState {
         }
     }
 
+    /// The next `n` samples in arrival order (GROUP ordered access: one run of
+    /// `Subscriber::get_datareaders`).
+    fn read_run(&mut self, a: &ShapeArgs, n: usize, masks: StateMasks) -> Result<(), String> {
+        let got = if a.use_read {
+            self.reader.read_with(n, masks)
+        } else {
+            self.reader.take_with(n, masks)
+        }
+        .map_err(|e| format!("read failed: {e}"))?;
+        self.print(got);
+        Ok(())
+    }
+
     /// One read pass: every instance in turn, or everything at once with `--take-read`.
     fn read_pass(&mut self, a: &ShapeArgs) -> Result<(), String> {
         let masks = if a.use_read {
@@ -860,7 +872,27 @@ fn subscribe(a: &ShapeArgs) -> Result<(), String> {
         }
         for r in readers.iter_mut() {
             r.report_statuses();
-            r.read_pass(a)?;
+        }
+        if a.ordered && a.access_scope == PresentationAccessScope::Group {
+            // GROUP ordered access: the readers in the order of the samples across topics,
+            // each for its run of samples.
+            let masks = if a.use_read {
+                StateMasks::NOT_READ
+            } else {
+                StateMasks::ANY
+            };
+            let runs = subscriber
+                .get_datareaders(masks)
+                .map_err(|e| format!("get_datareaders failed: {e}"))?;
+            for run in runs {
+                if let Some(r) = readers.iter_mut().find(|r| r.reader.guid() == run.reader) {
+                    r.read_run(a, run.samples, masks)?;
+                }
+            }
+        } else {
+            for r in readers.iter_mut() {
+                r.read_pass(a)?;
+            }
         }
         if bracket {
             subscriber
@@ -918,7 +950,7 @@ mod tests {
     }
 
     #[test]
-    fn presentation_options_are_parsed_and_group_scope_is_unsupported() {
+    fn presentation_options_are_parsed_group_scope_included() {
         let a = parse(&args(
             "-P --coherent --ordered --access-scope t --coherent-sample-count 3",
         ))
@@ -934,7 +966,8 @@ mod tests {
         );
         assert_eq!(a.coherent_sample_count, 3);
         let g = parse(&args("-S --coherent --access-scope g")).unwrap();
-        assert_eq!(g.unsupported, vec!["--access-scope g"]);
+        assert!(g.unsupported.is_empty());
+        assert_eq!(g.access_scope, PresentationAccessScope::Group);
         assert!(parse(&args("-S --access-scope x")).is_err());
     }
 
