@@ -135,6 +135,7 @@ fuzz_target!(|data: &[u8]| {
                 sample_identity: None,
                 original_writer: None,
                 coherent_set: None,
+                group: None,
             },
             payload_kind: PayloadKind::Data,
             payload: Arc::new(rest.to_vec()),

@@ -44,6 +44,8 @@ use tessera_rtps::writer::{writer_set_digest, COHERENT_SET_END};
 pub const MAX_GROUP_SETS: usize = 256;
 /// Most payload bytes a subscriber holds in open group sets.
 pub const MAX_GROUP_BYTES: usize = 64 << 20;
+/// What a held sample costs besides its payload, for [`MAX_GROUP_BYTES`].
+const HELD_OVERHEAD: usize = 128;
 /// Sets remembered as finished, so that their stragglers are dropped.
 const DEAD_SETS: usize = 1024;
 
@@ -82,15 +84,22 @@ impl OpenSet {
         self.parts.values().map(|p| p.samples.len()).sum()
     }
 
-    fn complete(&self, id: SequenceNumber) -> bool {
-        let Some((last, digest)) = self.expected else {
-            return false;
-        };
-        if self.broken || !self.parts.values().all(|p| p.ended) {
-            return false;
+    /// Every announced writer ended its part: (whole and adds up, or not).
+    fn ended(&self, id: SequenceNumber) -> Option<bool> {
+        let (last, digest) = self.expected?;
+        if !self.parts.values().all(|p| p.ended) {
+            return None;
         }
         let ids: Vec<EntityId> = self.parts.keys().map(|g| g.entity_id).collect();
-        writer_set_digest(&ids) == digest && self.len() as i64 == last - id + 1
+        if writer_set_digest(&ids) != digest {
+            // A writer of the set has not been heard from yet (or is not read here).
+            return None;
+        }
+        Some(!self.broken && self.len() as i64 == last - id + 1)
+    }
+
+    fn complete(&self, id: SequenceNumber) -> bool {
+        self.ended(id) == Some(true)
     }
 }
 
@@ -152,7 +161,8 @@ impl GroupAssembler {
             return;
         }
         let marker = d.kind == PayloadKind::None && d.status_info & 0x3 == 0;
-        let len = shared.map_or(d.payload.len(), |b| b.len());
+        // Each held sample also costs its bookkeeping: empty samples are bounded too.
+        let len = shared.map_or(d.payload.len(), |b| b.len()) + HELD_OVERHEAD;
         let set = st.open.entry(key).or_default();
         let part = set.parts.entry(d.writer).or_insert_with(|| {
             // The writer's set number is its first sample's: a part that starts elsewhere
@@ -197,11 +207,11 @@ impl GroupAssembler {
     /// After a change to set `key`: drops it if broken, moves complete sets of its publisher
     /// to the ready queue in order, and enforces the bounds.
     fn settle(&self, st: &mut State, key: SetKey) {
-        if st
-            .open
-            .get(&key)
-            .is_some_and(|s| s.broken && s.parts.values().all(|p| p.ended))
-        {
+        // Broken, or all its writers' parts ended but the count does not add up.
+        let failed = st.open.get(&key).is_some_and(|s| {
+            (s.broken && s.parts.values().all(|p| p.ended)) || s.ended(key.1) == Some(false)
+        });
+        if failed {
             drop_set(st, key);
         }
         // A publisher's sets go out in order: the complete ones before the first open one.
@@ -271,24 +281,31 @@ impl GroupAssembler {
     }
 
     /// Shows the complete sets: each one's samples go into its readers' histories under all
-    /// their locks at once. Called with no reader lock held.
+    /// their locks at once. Called with no reader lock held. The readers' statuses are
+    /// raised after the release lock is dropped: a listener may read, write or end an access.
     pub fn flush(&self) {
-        let _one = self.release.lock();
-        loop {
-            if self.access.load(Ordering::Acquire) > 0 {
-                return;
+        let mut shown = Vec::new();
+        {
+            let _one = self.release.lock();
+            while self.access.load(Ordering::Acquire) == 0 {
+                let Some(set) = self.state.lock().ready.pop_front() else {
+                    break;
+                };
+                show(set, &mut shown);
             }
-            let Some(set) = self.state.lock().ready.pop_front() else {
-                return;
-            };
-            show(set);
+        }
+        for (r, available, rejected) in shown {
+            r.group_shown(available, rejected);
         }
     }
 }
 
-/// Stores one set in its readers' histories, all locked together, then raises their
-/// statuses with no lock held.
-fn show(set: Ready) {
+/// What showing a set did to one reader: DATA_AVAILABLE, samples refused.
+type Shown = (Arc<ReaderEndpoint>, bool, u32);
+
+/// Stores one set in its readers' histories, all locked together; appends to `shown` what
+/// each reader is to be told.
+fn show(set: Ready, shown: &mut Vec<Shown>) {
     let mut readers: Vec<Arc<ReaderEndpoint>> = Vec::new();
     for (r, _, _) in &set {
         if let Some(r) = r.upgrade() {
@@ -316,8 +333,8 @@ fn show(set: Ready) {
             *avail |= readers[i].accept_one(&d, h.shared.as_ref(), &mut locks[i], rejected);
         }
     }
-    for (r, (avail, rejected)) in readers.iter().zip(outcomes) {
-        r.group_shown(avail, rejected);
+    for (r, (avail, rejected)) in readers.into_iter().zip(outcomes) {
+        shown.push((r, avail, rejected));
     }
 }
 
@@ -420,4 +437,115 @@ fn runs(per: Vec<(Guid, Vec<u64>)>) -> Vec<ReaderRun> {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tessera_rtps::writer::GroupTag;
+
+    fn w(n: u8) -> Guid {
+        Guid::new(GuidPrefix([7; 12]), EntityId::new(n.into(), 0x03))
+    }
+
+    /// Sample `seq` of writer `n`, whose own set began at `first`, group number `gsn` in
+    /// group set `set`.
+    fn sample(n: u8, seq: i64, first: i64, set: i64, gsn: i64) -> Delivered<'static> {
+        Delivered {
+            writer: w(n),
+            seq,
+            kind: PayloadKind::Data,
+            payload: Cow::Owned(vec![1; 8]),
+            status_info: 0,
+            key_hash: None,
+            source_timestamp: None,
+            original: None,
+            coherent_set: Some(first),
+            group: Some(GroupTag {
+                set: Some(set),
+                gsn,
+                writers: None,
+            }),
+        }
+    }
+
+    fn marker(n: u8, seq: i64, set: i64, last: i64, writers: &[u8]) -> Delivered<'static> {
+        let ids: Vec<EntityId> = writers.iter().map(|&n| w(n).entity_id).collect();
+        Delivered {
+            kind: PayloadKind::None,
+            payload: Cow::Owned(Vec::new()),
+            coherent_set: Some(COHERENT_SET_END),
+            group: Some(GroupTag {
+                set: Some(set),
+                gsn: last,
+                writers: Some(writer_set_digest(&ids)),
+            }),
+            ..sample(n, seq, 0, set, 0)
+        }
+    }
+
+    fn ready(g: &GroupAssembler) -> Vec<Vec<SequenceNumber>> {
+        let st = g.state.lock();
+        st.ready
+            .iter()
+            .map(|s| s.iter().map(|x| x.1).collect())
+            .collect()
+    }
+
+    #[test]
+    fn a_set_is_ready_once_every_writer_ended_its_part_and_the_count_adds_up() {
+        let g = GroupAssembler::default();
+        let r = Weak::new();
+        // Writer 1: group numbers 10, 12; writer 2: 11.
+        g.offer(&r, &sample(1, 1, 1, 10, 10), None);
+        g.offer(&r, &sample(2, 1, 1, 10, 11), None);
+        g.offer(&r, &sample(1, 2, 1, 10, 12), None);
+        g.offer(&r, &marker(1, 3, 10, 12, &[1, 2]), None);
+        assert!(ready(&g).is_empty(), "writer 2's part has not ended");
+        g.offer(&r, &marker(2, 2, 10, 12, &[1, 2]), None);
+        assert_eq!(ready(&g), [vec![10, 11, 12]]);
+        assert_eq!(g.counters().sets_delivered, 1);
+        // A straggler of the finished set is dropped.
+        g.offer(&r, &sample(1, 2, 1, 10, 12), None);
+        assert_eq!(g.counters().samples_dropped, 1);
+    }
+
+    #[test]
+    fn a_hole_a_missing_writer_or_a_wrong_count_never_makes_a_set() {
+        let g = GroupAssembler::default();
+        let r = Weak::new();
+        // A hole in writer 1's part (seq 2 missing).
+        g.offer(&r, &sample(1, 1, 1, 10, 10), None);
+        g.offer(&r, &sample(1, 3, 1, 10, 12), None);
+        g.offer(&r, &marker(1, 4, 10, 12, &[1]), None);
+        // The digest names writer 2, which this subscriber never heard from.
+        g.offer(&r, &sample(1, 5, 5, 20, 20), None);
+        g.offer(&r, &marker(1, 6, 20, 21, &[1, 2]), None);
+        // The count does not add up (13 samples announced, 1 came).
+        g.offer(&r, &sample(3, 1, 1, 30, 30), None);
+        g.offer(&r, &marker(3, 2, 30, 42, &[3]), None);
+        assert!(ready(&g).is_empty());
+        assert_eq!(
+            g.counters().sets_dropped,
+            2,
+            "the holed and the miscounted set"
+        );
+        // Writer 2 goes away: nothing of it was held, set 20 stays until pushed out.
+        g.writer_gone(w(2));
+        assert_eq!(g.state.lock().open.len(), 1);
+    }
+
+    #[test]
+    fn open_sets_are_bounded() {
+        let g = GroupAssembler::default();
+        let r = Weak::new();
+        // Sets that never end, each from its own writer part.
+        for i in 0..(MAX_GROUP_SETS as i64 + 10) {
+            g.offer(&r, &sample(1, i + 1, i + 1, 100 + i, 100 + i), None);
+        }
+        let st = g.state.lock();
+        assert!(st.open.len() <= MAX_GROUP_SETS);
+        assert_eq!(st.counters.sets_dropped, 10);
+        assert!(st.bytes <= MAX_GROUP_BYTES);
+    }
 }
