@@ -265,6 +265,27 @@ fn get_datareaders_follows_the_publishers_write_order_across_topics() {
 }
 
 #[test]
+fn a_writer_created_inside_an_open_group_set_writes_into_it() {
+    let net = InProcessNetwork::new();
+    let p = participant(&net);
+    let publ = publisher(&p, presentation(true, false));
+    let wa = writer(&p, &publ, "LateA");
+    let sub = subscriber(&p, presentation(true, false));
+    let ra = reader(&p, &sub, "LateA");
+    let rb = reader(&p, &sub, "LateB");
+    wait_matched(&[(&wa, &ra)]);
+    publ.begin_coherent_changes().unwrap();
+    wa.write(&part(1, 8)).unwrap();
+    let wb = writer(&p, &publ, "LateB");
+    wait_matched(&[(&wb, &rb)]);
+    wb.write(&part(2, 8)).unwrap();
+    publ.end_coherent_changes().unwrap();
+    assert_eq!((take_items(&ra), take_items(&rb)), (vec![1], vec![2]));
+    let c = sub.group_coherent_set_counters();
+    assert_eq!((c.sets_delivered, c.sets_dropped), (1, 0));
+}
+
+#[test]
 fn sets_completed_during_an_access_wait_for_its_end() {
     let net = InProcessNetwork::new();
     let p = participant(&net);

@@ -636,3 +636,71 @@ fn a_keep_last_writer_files_markers_apart_from_the_samples_of_the_set() {
     // Each new sample and marker replaced its predecessor.
     assert_eq!(w.history_len(), 2);
 }
+
+#[test]
+fn writers_of_a_group_share_its_numbers_and_its_set() {
+    let now = t0();
+    let group = Arc::new(GroupSequence::new(5));
+    let base = 5i64 << 32;
+    let mut ws = [writer(|_| {}), writer(|_| {})];
+    for w in ws.iter_mut() {
+        w.add_reader(rguid(), Locators::new(), false, false, now);
+        w.set_group(Some(group.clone()));
+    }
+    let mut sent = Vec::new();
+    let mut send = |w: &mut WriterCore| {
+        for t in drain(w, now) {
+            for s in t.submessages {
+                if let OutSubmessage::Data(d) = s {
+                    sent.push((d.writer_sn, d.inline_qos.coherent_set, d.inline_qos.group));
+                }
+            }
+        }
+    };
+    let tag = |set: Option<i64>, gsn: i64| {
+        Some(GroupTag {
+            set,
+            gsn,
+            writers: None,
+        })
+    };
+    // Outside a set: the group number only.
+    ws[0].write(pl(8), None, 0, false, None, now).unwrap();
+    send(&mut ws[0]);
+    group.begin_set();
+    for w in ws.iter_mut() {
+        w.begin_coherent_set();
+    }
+    ws[1].write(pl(8), None, 0, false, None, now).unwrap();
+    ws[0].write(pl(8), None, 0, false, None, now).unwrap();
+    assert_eq!(ws[0].last_group_tag(), tag(Some(base + 2), base + 3));
+    let (first, last) = group.end_set().unwrap();
+    assert_eq!((first, last), (base + 2, base + 3));
+    let digest = writer_set_digest(&[wguid().entity_id]);
+    let end = Some(GroupTag {
+        set: Some(first),
+        gsn: last,
+        writers: Some(digest),
+    });
+    for w in ws.iter_mut() {
+        w.end_coherent_set(None, end, now).unwrap();
+    }
+    send(&mut ws[0]);
+    send(&mut ws[1]);
+    assert_eq!(
+        sent,
+        [
+            (1, None, tag(None, base + 1)),
+            (2, Some(2), tag(Some(base + 2), base + 3)),
+            (3, Some(COHERENT_SET_END), end),
+            (1, Some(1), tag(Some(base + 2), base + 2)),
+            (2, Some(COHERENT_SET_END), end),
+        ]
+    );
+    // An empty group set has no numbers; the digest does not depend on the writers' order.
+    group.begin_set();
+    assert_eq!(group.end_set(), None);
+    let (a, b) = (EntityId::new(1, 2), EntityId::new(3, 2));
+    assert_eq!(writer_set_digest(&[a, b]), writer_set_digest(&[b, a]));
+    assert_ne!(writer_set_digest(&[a]), writer_set_digest(&[a, b]));
+}

@@ -67,7 +67,7 @@ impl Publisher {
     /// scope, across all this publisher's writers at GROUP scope (a subscriber with GROUP
     /// scope shows the set in all its readers together). Calls nest: the set ends with
     /// the outermost `end_coherent_changes`. A writer created while a set is open joins the
-    /// next one. [`Error::PreconditionNotMet`] if the publisher's PRESENTATION has no
+    /// next one (at GROUP scope: the open one). [`Error::PreconditionNotMet`] if the publisher's PRESENTATION has no
     /// `coherent_access`.
     pub fn begin_coherent_changes(&self) -> Result<()> {
         if !self.group.qos().presentation.coherent_access {
@@ -168,6 +168,12 @@ impl Publisher {
         );
         if let Some(g) = &self.group_seq {
             g.join(&ep);
+            // At GROUP scope a writer created inside an open set writes into it: the set's
+            // numbers are the publisher's, so a sample outside it would leave a hole.
+            let depth = self.coherent.lock();
+            if *depth > 0 {
+                ep.begin_coherent();
+            }
         }
         let mut side = tessera_rtps::qos::WriterSideQos::new(&topic.qos, &publisher_qos, &qos);
         if let Some(a) = super::atomic::setup(&p, guid, &topic.name, &mut side)? {
