@@ -18,8 +18,9 @@
 //! and see every sample as it arrives (markers are skipped).
 //!
 //! Scope: per writer, which is what TOPIC scope promises and more than INSTANCE scope needs.
-//! GROUP scope (a set across the writers of one publisher, PID_GROUP_COHERENT_SET) is treated
-//! as TOPIC scope.
+//! GROUP scope (a set across the writers of one publisher, PID_GROUP_COHERENT_SET) is the
+//! subscriber's: samples of a group set bypass this and go to the subscriber's group
+//! assembler (`subscription/group_coherent.rs`), which shows the set in all readers at once.
 
 use crate::error::{Error, Result};
 use crate::history::History;
