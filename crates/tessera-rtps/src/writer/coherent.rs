@@ -51,8 +51,9 @@ pub struct GroupTag {
     pub writers: Option<[u8; 4]>,
 }
 
-/// The GroupDigest_t of a set of writers (RTPS 2.5 §9.3.2): the first four bytes of the MD5
-/// of their entity ids, sorted (so that every writer computes the same digest).
+/// The GroupDigest_t (four octets, RTPS 2.5) Tessera sends for a set of writers: the first
+/// four bytes of the MD5 of their entity ids, sorted and without duplicates, so that every
+/// writer of the set computes the same value. Only Tessera readers interpret it.
 pub fn writer_set_digest(writers: &[crate::types::EntityId]) -> [u8; 4] {
     let mut ids: Vec<[u8; 4]> = writers.iter().map(|e| e.0).collect();
     ids.sort_unstable();
