@@ -21,10 +21,14 @@
 
 mod build;
 mod codec;
+mod codec_ext;
 mod key;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_kinds;
 mod text;
+mod text_ext;
 
 use std::sync::Arc;
 
@@ -133,6 +137,18 @@ pub enum DynamicValue {
     List(Vec<DynamicValue>),
     /// A struct: members in declaration order, `None` for absent optional ones.
     Struct(Vec<Option<DynamicValue>>),
+    /// A union: the discriminator (integers as themselves, `boolean` 0/1, `char` its octet,
+    /// an enum its literal's value) and the member it selects, `None` when it selects none.
+    Union {
+        /// The discriminator value.
+        discriminator: i64,
+        /// The selected member's value.
+        value: Option<Box<DynamicValue>>,
+    },
+    /// A map: its entries in wire order (keys distinct).
+    Map(Vec<(DynamicValue, DynamicValue)>),
+    /// A bitmask: the flags set, bit `position` for each.
+    Bitmask(u64),
 }
 
 /// A topic type known at run time: a struct described by a [`TypeDesc`], with what the
