@@ -56,4 +56,8 @@ pub enum CdrError {
     /// built by hand; types from peers are checked before use).
     #[error("invalid union discriminator type")]
     InvalidDiscriminator,
+    /// A union discriminator that selects no case of a derived Rust enum (which has no
+    /// variant for an empty union).
+    #[error("union discriminator {0} selects no case")]
+    UnselectedDiscriminator(i64),
 }

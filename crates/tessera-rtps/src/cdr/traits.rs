@@ -43,6 +43,23 @@ pub const fn extent_then(a: KeyExtent, b: KeyExtent) -> KeyExtent {
     }
 }
 
+/// The larger of two extents at each start offset: a value that is one of two shapes (the
+/// members of a union).
+pub const fn extent_max(a: KeyExtent, b: KeyExtent) -> KeyExtent {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let mut out = [0; 4];
+            let mut m = 0;
+            while m < 4 {
+                out[m] = if a[m] > b[m] { a[m] } else { b[m] };
+                m += 1;
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 /// The extent of `n` consecutive values of extent `e` (a fixed array).
 pub const fn extent_repeat(e: KeyExtent, n: usize) -> KeyExtent {
     if n == 0 {

@@ -13,8 +13,8 @@ use super::codec_ext::{map_dheader, read_disc, write_disc};
 use super::{DynamicType, DynamicValue as V};
 use crate::cdr::impls::in_dheader_w;
 use crate::cdr::{
-    extent_primitive, extent_repeat, extent_then, CdrError, CdrReader, CdrWriter, KeyExtent,
-    MutableReader, MutableWriter, EXTENT_EMPTY,
+    extent_max, extent_primitive, extent_repeat, extent_then, CdrError, CdrReader, CdrWriter,
+    KeyExtent, MutableReader, MutableWriter, EXTENT_EMPTY,
 };
 use crate::xtypes::model::{Extensibility, MemberDesc, StructDesc, TypeDesc};
 
@@ -71,17 +71,6 @@ fn key_extent(ty: &TypeDesc) -> KeyExtent {
         }
         TypeDesc::Struct(s) => key_extent_struct(s),
     }
-}
-
-/// The larger of two extents at each start offset.
-fn extent_max(a: KeyExtent, b: KeyExtent) -> KeyExtent {
-    let (a, b) = (a?, b?);
-    Some([
-        a[0].max(b[0]),
-        a[1].max(b[1]),
-        a[2].max(b[2]),
-        a[3].max(b[3]),
-    ])
 }
 
 /// Appends the key form of `v` (validated against `ty`).
