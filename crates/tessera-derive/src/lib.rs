@@ -77,8 +77,8 @@
 //!     #[default_case] C(f64),           // default: double c;
 //! }
 //! ```
-//! Member names are the variant names in snake case, ids count from 0 (`#[id(n)]` on a
-//! variant sets one). Labels are expressions cast `as i64`: literals, or `Color::Red` for an
+//! Member names are the variant names in snake case (`#[topic(name = "x")]` on a variant
+//! gives another), ids count from 0 (`#[id(n)]` on a variant sets one). Labels are expressions cast `as i64`: literals, or `Color::Red` for an
 //! enum discriminator. Writing, a variant sends its first label; the default case sends the
 //! lowest non-negative value no case names (so which of several labels a peer sent is not
 //! kept). Reading a discriminator that selects no variant and has no default case is

@@ -134,6 +134,17 @@ pub(crate) fn expand_union(input: &DeriveInput, e: &syn::DataEnum) -> syn::Resul
             } else if attr.path().is_ident("id") {
                 let lit: syn::LitInt = attr.parse_args()?;
                 c.id = lit.base10_parse()?;
+            } else if attr.path().is_ident("topic") {
+                // `#[topic(name = "x")]`: the IDL member name, when snake case is not it.
+                attr.parse_nested_meta(|meta| {
+                    if meta.path.is_ident("name") {
+                        let lit: syn::LitStr = meta.value()?.parse()?;
+                        c.name = lit.value();
+                        Ok(())
+                    } else {
+                        Err(meta.error("on a union case: `#[topic(name = \"...\")]`"))
+                    }
+                })?;
             }
         }
         if ty.is_none() {
