@@ -263,7 +263,7 @@ impl DynamicType {
     }
 
     /// Whether writers of this type should offer XCDR2, by Cyclone DDS's rule: the type uses
-    /// an appendable or mutable struct or an optional member somewhere (XCDR1 cannot express
+    /// an appendable or mutable struct or union or an optional member somewhere (XCDR1 cannot express
     /// a nested appendable struct, and Cyclone writes such types in XCDR2 only).
     pub fn prefers_xcdr2(&self) -> bool {
         fn extensible(ty: &TypeDesc, depth: usize) -> bool {
@@ -277,6 +277,13 @@ impl DynamicType {
                     }
                     TypeDesc::Sequence { element, .. } | TypeDesc::Array { element, .. } => {
                         extensible(element, depth + 1)
+                    }
+                    TypeDesc::Union(u) => {
+                        u.extensibility != Extensibility::Final
+                            || u.cases.iter().any(|c| extensible(&c.ty, depth + 1))
+                    }
+                    TypeDesc::Map { key, value, .. } => {
+                        extensible(key, depth + 1) || extensible(value, depth + 1)
                     }
                     _ => false,
                 }

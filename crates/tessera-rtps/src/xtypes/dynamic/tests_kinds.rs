@@ -428,3 +428,37 @@ fn keys_with_unions_and_bitmasks() {
     expect.resize(16, 0);
     assert_eq!(t.key_hash(&v).unwrap(), expect.as_slice());
 }
+
+/// A final struct holding an appendable union (or a map of appendable ones) cannot be written
+/// in XCDR1 (Cyclone's readers refuse it): writers offer XCDR2, as for nested appendable
+/// structs. Found by tests/interop/unions_cyclone_py.sh, where `tessera pub` wrote XCDR1.
+#[test]
+fn nested_appendable_unions_prefer_xcdr2() {
+    let plain = top(
+        "P",
+        Extensibility::Final,
+        vec![("u", union_u()), ("p", perm())],
+    );
+    assert!(!plain.prefers_xcdr2());
+    let nested = top("N", Extensibility::Final, vec![("v", union_v())]);
+    assert!(nested.prefers_xcdr2());
+    let in_map = top(
+        "M",
+        Extensibility::Final,
+        vec![("m", map_of(p(Primitive::Int32), union_v(), 0))],
+    );
+    assert!(in_map.prefers_xcdr2());
+    // A final union whose case is an appendable struct.
+    let inner = TypeDesc::Struct(Arc::new(StructDesc {
+        name: "In".into(),
+        extensibility: Extensibility::Appendable,
+        members: vec![MemberDesc::new("x", 0, p(Primitive::Int8))],
+    }));
+    let u = union(
+        "W",
+        Extensibility::Final,
+        p(Primitive::Int32),
+        vec![case("a", 0, &[1], inner)],
+    );
+    assert!(top("C", Extensibility::Final, vec![("u", u)]).prefers_xcdr2());
+}
