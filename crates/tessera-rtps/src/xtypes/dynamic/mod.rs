@@ -12,6 +12,9 @@
 //!   encapsulation header included — byte for byte as derived types do.
 //! - [`DynamicType::key_hash`] and friends follow the same key-hash rule as derived types
 //!   (key members in id order, big-endian XCDR2, zero-padded to 16 or MD5).
+//! - Unions are [`DynamicValue::Union`] (discriminator and the selected member, none when the
+//!   discriminator selects no case and there is no default), maps [`DynamicValue::Map`]
+//!   (entries in wire order, keys distinct), bitmasks [`DynamicValue::Bitmask`] (the integer).
 //! - [`DynamicValue::to_text`] prints a sample the way `cyclonedds subscribe` does;
 //!   [`DynamicValue::to_json`] / [`DynamicValue::from_json`] convert to and from JSON.
 //!
