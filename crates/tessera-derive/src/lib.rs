@@ -77,6 +77,7 @@
 //!     #[default_case] C(f64),           // default: double c;
 //! }
 //! ```
+//! Labels must fit XTypes' 32-bit label type (a larger literal is a compile error).
 //! Member names are the variant names in snake case (`#[topic(name = "x")]` on a variant
 //! gives another), ids count from 0 (`#[id(n)]` on a variant sets one). Labels are expressions cast `as i64`: literals, or `Color::Red` for an
 //! enum discriminator. Writing, a variant sends its first label; the default case sends the

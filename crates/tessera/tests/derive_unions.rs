@@ -209,3 +209,52 @@ fn map_bound_and_types_in_the_type_object() {
     assert!(matches!(&s.members[5].ty, TypeDesc::Map { bound: 4, .. }));
     assert!(s.members[0].key);
 }
+
+/// `union B switch (boolean) { case TRUE: long yes; case FALSE: string no; };` and a 64-bit
+/// unsigned discriminator: the derived and dynamic codecs agree.
+#[derive(Debug, Clone, PartialEq, TopicType)]
+#[union(discriminator = bool)]
+enum B {
+    #[case(true)]
+    Yes(i32),
+    #[case(false)]
+    No(String),
+}
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+#[union(discriminator = u64)]
+enum Wide {
+    #[case(7)]
+    Big(u8),
+    #[default_case]
+    Rest(i8),
+}
+
+#[derive(Debug, Clone, PartialEq, TopicType)]
+struct Other {
+    b: B,
+    w: Wide,
+}
+
+#[test]
+fn boolean_and_wide_discriminators() {
+    let dt = DynamicType::from_desc(<Other as tessera::rtps::cdr::CdrType>::type_desc()).unwrap();
+    for x in [
+        Other {
+            b: B::Yes(3),
+            w: Wide::Big(1),
+        },
+        Other {
+            b: B::No("n".into()),
+            w: Wide::Rest(-1),
+        },
+    ] {
+        for enc in ALL {
+            let mut bytes = Vec::new();
+            serialize_sample(&x, enc, &mut bytes);
+            assert_eq!(deserialize_sample::<Other>(&bytes).unwrap(), x);
+            let v = dt.deserialize(&bytes).unwrap();
+            assert_eq!(dt.serialize(&v, enc).unwrap(), bytes);
+        }
+    }
+}
