@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use libfuzzer_sys::fuzz_target;
 use tessera_rtps::cdr::{parse_payload, Encoding};
-use tessera_rtps::xtypes::model::{EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc};
+use tessera_rtps::xtypes::model::{
+    BitmaskDesc, EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, UnionCase, UnionDesc,
+};
 use tessera_rtps::xtypes::{DynamicType, TypeDesc, TypeObject};
 
 fn rich(ext: Extensibility) -> DynamicType {
@@ -29,6 +31,36 @@ fn rich(ext: Extensibility) -> DynamicType {
     });
     let mut opt = MemberDesc::new("o", 5, TypeDesc::Primitive(Primitive::Float64));
     opt.optional = true;
+    // A union with a default case, over the enum, of the given extensibility.
+    let union = |ext| {
+        TypeDesc::Union(Arc::new(UnionDesc {
+            name: "U".into(),
+            extensibility: ext,
+            discriminator: TypeDesc::Enum(color.clone()),
+            discriminator_key: false,
+            cases: vec![
+                UnionCase {
+                    name: "s".into(),
+                    id: 1,
+                    labels: vec![0],
+                    default: false,
+                    ty: TypeDesc::String { bound: 0 },
+                },
+                UnionCase {
+                    name: "d".into(),
+                    id: 2,
+                    labels: vec![],
+                    default: true,
+                    ty: TypeDesc::Struct(inner.clone()),
+                },
+            ],
+        }))
+    };
+    let bits = TypeDesc::Bitmask(Arc::new(BitmaskDesc {
+        name: "Bits".into(),
+        bit_bound: 20,
+        flags: vec![("a".into(), 0), ("b".into(), 19)],
+    }));
     DynamicType::from_desc(TypeDesc::Struct(Arc::new(StructDesc {
         name: "Rich".into(),
         extensibility: ext,
@@ -39,7 +71,7 @@ fn rich(ext: Extensibility) -> DynamicType {
                 "list",
                 3,
                 TypeDesc::Sequence {
-                    element: Box::new(TypeDesc::Struct(inner)),
+                    element: Box::new(TypeDesc::Struct(inner.clone())),
                     bound: 0,
                 },
             ),
@@ -47,7 +79,7 @@ fn rich(ext: Extensibility) -> DynamicType {
                 "colors",
                 4,
                 TypeDesc::Array {
-                    element: Box::new(TypeDesc::Enum(color)),
+                    element: Box::new(TypeDesc::Enum(color.clone())),
                     dims: vec![2, 3],
                 },
             ),
@@ -60,6 +92,17 @@ fn rich(ext: Extensibility) -> DynamicType {
                     bound: 0,
                 },
             ),
+            MemberDesc::new("u", 7, union(ext)),
+            MemberDesc::new(
+                "m",
+                8,
+                TypeDesc::Map {
+                    key: Box::new(TypeDesc::String { bound: 0 }),
+                    value: Box::new(union(Extensibility::Appendable)),
+                    bound: 0,
+                },
+            ),
+            MemberDesc::new("bits", 9, bits).key(),
         ],
     })))
     .expect("a valid type")

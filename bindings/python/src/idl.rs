@@ -15,6 +15,8 @@ enum Named<'a> {
     Struct(&'a Def),
     Enum(&'a Def),
     Typedef(&'a TypeSpec, &'a [u64], Vec<String>),
+    /// A union or bitmask: the binding has no Python form for them yet.
+    Unsupported(&'static str),
 }
 
 /// Every struct of `src`, by scoped name, in declaration order.
@@ -63,6 +65,12 @@ fn collect<'a>(
             }
             Def::Typedef { name, ty, dims } => {
                 names.insert(scoped(name), Named::Typedef(ty, dims, scope.to_vec()));
+            }
+            Def::Union { name, .. } => {
+                names.insert(scoped(name), Named::Unsupported("a union"));
+            }
+            Def::Bitmask { name, .. } => {
+                names.insert(scoped(name), Named::Unsupported("a bitmask"));
             }
             Def::Const { .. } => {}
         }
@@ -191,6 +199,7 @@ fn spec_desc(
             element: Box::new(spec_desc(el, scope, names, cache)?),
             bound: bound(*b)?,
         },
+        TypeSpec::Map(..) => return Err("maps are not supported by the Python binding yet".into()),
         TypeSpec::Named(path) => {
             let (scoped, named) = resolve(path, scope, names)
                 .ok_or_else(|| format!("unknown type {}", path.join("::")))?;
@@ -231,6 +240,11 @@ fn spec_desc(
                     } else {
                         array(base, dims)?
                     }
+                }
+                Named::Unsupported(what) => {
+                    return Err(format!(
+                        "{scoped} is {what}: not supported by the Python binding yet"
+                    ))
                 }
             }
         }

@@ -231,6 +231,12 @@ pub fn desc_to_tree<'py>(py: Python<'py>, t: &TypeDesc) -> PyResult<Bound<'py, P
         TypeDesc::Enum(e) => ("enum", none, &e.name, e.literals.clone())
             .into_pyobject(py)?
             .into_any(),
+        // Not mapped to Python classes yet: say so rather than misread samples.
+        TypeDesc::Union(_) | TypeDesc::Map { .. } | TypeDesc::Bitmask(_) => {
+            return Err(PyValueError::new_err(
+                "unions, maps and bitmasks are not supported by the Python binding yet",
+            ))
+        }
     })
 }
 

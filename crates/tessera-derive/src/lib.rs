@@ -13,9 +13,10 @@
 //! }
 //! ```
 //!
-//! Supported: structs with named members. Member types: `bool`, `u8` (`octet`), `i8`, `i16`,
-//! `u16`, `i32`, `u32`, `i64`, `u64`, `f32`, `f64`, `char` (IDL `char`, one octet), `String`,
-//! `Vec<T>` (`sequence<T>`), `[T; N]` (arrays) and other structs.
+//! Supported: structs with named members and unions (below). Member types: `bool`, `u8`
+//! (`octet`), `i8`, `i16`, `u16`, `i32`, `u32`, `i64`, `u64`, `f32`, `f64`, `char` (IDL `char`,
+//! one octet), `String`, `Vec<T>` (`sequence<T>`), `[T; N]` (arrays), `BTreeMap`/`HashMap`
+//! (`map`), other structs, unions, enums and bitmasks.
 //!
 //! A nested struct derives `TopicType` too: there is no lighter derive, as the implementation
 //! is the same and an unused type name costs nothing. A `#[key]` member whose type is a
@@ -62,6 +63,46 @@
 //! `#[derive(TopicEnum)]` makes a fieldless enum an IDL `enum` member type (a 32-bit value; the
 //! literals take their Rust discriminants).
 //!
+//! # Unions, maps and bitmasks
+//! An enum whose variants carry one value each, with `#[union(discriminator = T)]`, is an IDL
+//! `union` (derive `TopicType` on it):
+//!
+//! ```ignore
+//! #[derive(TopicType)]
+//! #[topic(type_name = "U", extensibility = "appendable")]   // optional, as for structs
+//! #[union(discriminator = i32)]          // i8..u64, bool, char or a TopicEnum; `key` marks @key
+//! enum U {
+//!     #[case(1, 2)] A(i32),             // case 1: case 2: long a;
+//!     #[case(3)] B(#[bound(8)] String), // case 3: string<8> b;  (#[uint8] too)
+//!     #[default_case] C(f64),           // default: double c;
+//! }
+//! ```
+//! Labels must fit XTypes' 32-bit label type (a larger literal is a compile error).
+//! Member names are the variant names in snake case (`#[topic(name = "x")]` on a variant
+//! gives another), ids count from 0 (`#[id(n)]` on a variant sets one). Labels are expressions cast `as i64`: literals, or `Color::Red` for an
+//! enum discriminator. Writing, a variant sends its first label; the default case sends the
+//! lowest non-negative value no case names (so which of several labels a peer sent is not
+//! kept). Reading a discriminator that selects no variant and has no default case is
+//! `CdrError::UnselectedDiscriminator`: a Rust enum cannot hold the empty union (the dynamic
+//! types can). Final and appendable unions are the discriminator and the member (inside a
+//! DHEADER in XCDR2 when appendable); mutable ones a parameter list of both (id 0 for the
+//! discriminator).
+//!
+//! `BTreeMap<K, V>` and `HashMap<K, V>` members are IDL `map<K, V>` (`#[bound(n)]` for
+//! `map<K, V, n>`); `BTreeMap` writes entries in key order, so equal maps give equal bytes.
+//!
+//! `#[derive(TopicBitmask)]` on a newtype over an unsigned integer is an IDL `bitmask`:
+//!
+//! ```ignore
+//! #[derive(Clone, Copy, TopicBitmask)]
+//! #[bitmask(bit_bound = 12, read, write, exec = 5)]  // @bit_bound(12) bitmask Perm
+//! struct Perm(u16);                                // { read, write, @position(5) exec };
+//! let rx = Perm::READ | Perm::EXEC;
+//! ```
+//! The integer is the smallest holding `bit_bound` bits (`u8`, `u16`, `u32`, `u64`); a flag
+//! without `= n` follows the previous one; each flag is an associated constant in upper case.
+//! Reading a value with bits at or beyond `bit_bound` is `CdrError::InvalidBitmask`.
+//!
 //! Every derived type also describes itself to XTypes (`CdrType::type_desc`), from which
 //! `TopicType::type_bundle` builds its minimal and complete TypeObjects, identifiers and
 //! TypeInformation: what SEDP announces and the TypeLookup service serves.
@@ -76,6 +117,7 @@
 //! `#[topic(cdr_path = "::tessera_rtps::cdr")]`.
 
 mod enums;
+mod unions;
 
 use proc_macro::TokenStream;
 use proc_macro2::TokenStream as TokenStream2;
@@ -90,7 +132,18 @@ use syn::{parse_macro_input, Data, DeriveInput, Fields, LitStr};
 /// docs).
 #[proc_macro_derive(
     TopicType,
-    attributes(key, topic, id, optional, bound, must_understand, uint8)
+    attributes(
+        key,
+        topic,
+        id,
+        optional,
+        bound,
+        must_understand,
+        uint8,
+        union,
+        case,
+        default_case
+    )
 )]
 pub fn derive_topic_type(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
@@ -108,6 +161,20 @@ pub fn derive_topic_type(input: TokenStream) -> TokenStream {
 pub fn derive_topic_enum(input: TokenStream) -> TokenStream {
     let input = parse_macro_input!(input as DeriveInput);
     match enums::expand(&input) {
+        Ok(ts) => ts.into(),
+        Err(e) => e.to_compile_error().into(),
+    }
+}
+
+/// Derives the CDR encoding and XTypes description of an IDL `bitmask` for a newtype over
+/// the unsigned integer that holds its bits: `#[bitmask(bit_bound = 12, read, write, exec =
+/// 5)]` (flags in order; `= n` gives a flag's position, else it follows the previous one;
+/// `bit_bound` defaults to 32 and picks the integer: `u8` up to 8, `u16`, `u32`, `u64`).
+/// Each flag becomes an associated constant in upper case (`Perm::READ`); `|` combines them.
+#[proc_macro_derive(TopicBitmask, attributes(topic, bitmask))]
+pub fn derive_topic_bitmask(input: TokenStream) -> TokenStream {
+    let input = parse_macro_input!(input as DeriveInput);
+    match unions::expand_bitmask(&input) {
         Ok(ts) => ts.into(),
         Err(e) => e.to_compile_error().into(),
     }
@@ -190,16 +257,16 @@ fn parse_options(input: &DeriveInput) -> syn::Result<Options> {
 
 /// What the attributes of one member say.
 #[derive(Default)]
-struct FieldAttrs {
-    key: bool,
-    optional: bool,
-    must_understand: bool,
-    id: Option<u32>,
-    bound: Option<u32>,
+pub(crate) struct FieldAttrs {
+    pub(crate) key: bool,
+    pub(crate) optional: bool,
+    pub(crate) must_understand: bool,
+    pub(crate) id: Option<u32>,
+    pub(crate) bound: Option<u32>,
     uint8: bool,
 }
 
-fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
+pub(crate) fn field_attrs(field: &syn::Field) -> syn::Result<FieldAttrs> {
     let mut out = FieldAttrs::default();
     for attr in &field.attrs {
         if attr.path().is_ident("key")
@@ -281,10 +348,14 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream2> {
                 ))
             }
         },
+        Data::Enum(e) if input.attrs.iter().any(|a| a.path().is_ident("union")) => {
+            return unions::expand_union(input, e)
+        }
         Data::Enum(e) => {
             return Err(syn::Error::new(
                 e.enum_token.span(),
-                "TopicType is derived for structs with named fields; derive TopicEnum for an enum member type",
+                "TopicType is derived for structs with named fields and for unions \
+                 (enums with #[union(discriminator = T)]); derive TopicEnum for a plain enum",
             ))
         }
         Data::Union(u) => {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::parse::{ConstValue, Def, Member, Prim, TypeSpec};
+use crate::parse::{ConstValue, Def, Label, Member, Prim, TypeSpec, UnionCase};
 use crate::IdlError;
 
 const RUST_KEYWORDS: &[&str] = &[
@@ -50,8 +50,158 @@ fn rust_type(t: &TypeSpec) -> String {
         TypeSpec::Prim(p) => prim(*p).to_string(),
         TypeSpec::String(_) => "::std::string::String".to_string(),
         TypeSpec::Sequence(inner, _) => format!("::std::vec::Vec<{}>", rust_type(inner)),
+        TypeSpec::Map(k, v, _) => format!(
+            "::std::collections::BTreeMap<{}, {}>",
+            rust_type(k),
+            rust_type(v)
+        ),
         TypeSpec::Named(path) => path.iter().map(|s| ident(s)).collect::<Vec<_>>().join("::"),
     }
+}
+
+/// `int_value` → `IntValue`: a union case's variant name.
+fn camel(name: &str) -> String {
+    name.split('_')
+        .filter(|p| !p.is_empty())
+        .map(|p| {
+            let mut c = p.chars();
+            c.next()
+                .map(|f| f.to_uppercase().chain(c).collect::<String>())
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// What the derive makes of a variant name (its snake case), to know when to give the IDL
+/// name explicitly.
+fn snake(s: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if c.is_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.extend(c.to_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+fn label(l: &Label) -> String {
+    match l {
+        Label::Int(n) => n.to_string(),
+        Label::Char(c) => format!("{c:?}"),
+        Label::Bool(b) => b.to_string(),
+    }
+}
+
+fn emit_union(
+    out: &mut String,
+    p: &str,
+    full: &str,
+    def: (
+        &str,
+        &[crate::parse::Annotation],
+        &TypeSpec,
+        bool,
+        &[UnionCase],
+    ),
+) -> Result<(), IdlError> {
+    let (name, annotations, disc, disc_key, cases) = def;
+    let ext = extensibility(annotations)?;
+    let _ = writeln!(
+        out,
+        "{p}#[derive(::tessera::TopicType, Debug, Clone, PartialEq)]"
+    );
+    match ext {
+        Some(e) => {
+            let _ = writeln!(
+                out,
+                "{p}#[topic(type_name = \"{full}\", extensibility = \"{e}\")]"
+            );
+        }
+        None => {
+            let _ = writeln!(out, "{p}#[topic(type_name = \"{full}\")]");
+        }
+    }
+    let key = if disc_key { ", key" } else { "" };
+    let _ = writeln!(out, "{p}#[union(discriminator = {}{key})]", rust_type(disc));
+    let _ = writeln!(out, "{p}#[allow(non_camel_case_types)]");
+    let _ = writeln!(out, "{p}pub enum {} {{", ident(name));
+    for c in cases {
+        let (attrs, optional) = member_attrs(&c.member)?;
+        if optional {
+            return Err(IdlError::Unsupported {
+                pos: c.member.pos.clone(),
+                what: "@optional on a union member".into(),
+            });
+        }
+        if !c.labels.is_empty() {
+            let ls: Vec<String> = c.labels.iter().map(label).collect();
+            let _ = writeln!(out, "{p}    #[case({})]", ls.join(", "));
+        }
+        if c.default {
+            let _ = writeln!(out, "{p}    #[default_case]");
+        }
+        let variant = camel(&c.member.name);
+        if snake(&variant) != c.member.name {
+            let _ = writeln!(out, "{p}    #[topic(name = {:?})]", c.member.name);
+        }
+        // `#[id]` goes on the variant, the others on its field.
+        let (ids, field): (Vec<_>, Vec<_>) =
+            attrs.into_iter().partition(|a| a.starts_with("#[id("));
+        if field
+            .iter()
+            .any(|a| a == "#[key]" || a == "#[must_understand]")
+        {
+            return Err(IdlError::Unsupported {
+                pos: c.member.pos.clone(),
+                what: "@key or @must_understand on a union member".into(),
+            });
+        }
+        for a in ids {
+            let _ = writeln!(out, "{p}    {a}");
+        }
+        let ty = with_dims(rust_type(&c.member.ty), &c.member.dims);
+        let field: String = field.iter().map(|a| format!("{a} ")).collect();
+        let _ = writeln!(out, "{p}    {}({field}{ty}),", ident(&variant));
+    }
+    let _ = writeln!(out, "{p}}}\n");
+    Ok(())
+}
+
+fn emit_bitmask(
+    out: &mut String,
+    p: &str,
+    full: &str,
+    name: &str,
+    bit_bound: u16,
+    flags: &[(String, u16)],
+) {
+    let holder = match bit_bound {
+        1..=8 => "u8",
+        9..=16 => "u16",
+        17..=32 => "u32",
+        _ => "u64",
+    };
+    let fl: Vec<String> = flags
+        .iter()
+        .map(|(f, n)| format!("{} = {n}", ident(f)))
+        .collect();
+    let _ = writeln!(
+        out,
+        "{p}#[derive(::tessera::TopicBitmask, Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]"
+    );
+    let _ = writeln!(out, "{p}#[topic(type_name = \"{full}\")]");
+    let _ = writeln!(
+        out,
+        "{p}#[bitmask(bit_bound = {bit_bound}, {})]",
+        fl.join(", ")
+    );
+    let _ = writeln!(out, "{p}#[allow(non_camel_case_types)]");
+    let _ = writeln!(out, "{p}pub struct {}(pub {holder});\n", ident(name));
 }
 
 fn with_dims(base: String, dims: &[u64]) -> String {
@@ -109,7 +259,11 @@ fn member_attrs(m: &Member) -> Result<(Vec<String>, bool), IdlError> {
         attrs.push("#[optional]".to_string());
     }
     match &m.ty {
-        TypeSpec::String(Some(n)) | TypeSpec::Sequence(_, Some(n)) if m.dims.is_empty() => {
+        TypeSpec::String(Some(n))
+        | TypeSpec::Sequence(_, Some(n))
+        | TypeSpec::Map(_, _, Some(n))
+            if m.dims.is_empty() =>
+        {
             attrs.push(format!("#[bound({n})]"));
         }
         _ => {}
@@ -294,6 +448,31 @@ fn emit(
                     let _ = writeln!(out, "{p}    pub {}: {ty},", ident(&m.name));
                 }
                 let _ = writeln!(out, "{p}}}\n");
+            }
+            Def::Union {
+                name,
+                annotations,
+                discriminator,
+                discriminator_key,
+                cases,
+                ..
+            } => {
+                let full = registered_name(scope, name, opts);
+                emit_union(
+                    out,
+                    &p,
+                    &full,
+                    (name, annotations, discriminator, *discriminator_key, cases),
+                )?;
+            }
+            Def::Bitmask {
+                name,
+                bit_bound,
+                flags,
+                ..
+            } => {
+                let full = registered_name(scope, name, opts);
+                emit_bitmask(out, &p, &full, name, *bit_bound, flags);
             }
             Def::Enum { name, enumerators } => {
                 let full = registered_name(scope, name, opts);

@@ -31,11 +31,19 @@
 //! which change nothing on the wire. The generated ShapeType has the interoperability suite's
 //! XTypes identity and bytes.
 //!
+//! Unions (`union U switch (long) { case 1: case 2: long a; default: double b; };`, with
+//! integer, `char`, `boolean` or enum discriminators, `@key` on the discriminator, `@id` on
+//! members, any extensibility) become enums with `#[derive(TopicType)]` and
+//! `#[union(discriminator = T)]`, one variant per case (`CamelCase` of the member name; labels
+//! as their values); `map<K, V>` / `map<K, V, N>` a `BTreeMap<K, V>` (with `#[bound(N)]`);
+//! `@bit_bound(N) bitmask B { a, @position(5) b };` a `#[derive(TopicBitmask)]` newtype over
+//! the smallest unsigned integer holding N bits, with a constant per flag (`B::A`). See the
+//! derive's documentation for what each means on the wire.
+//!
 //! # Not yet
-//! Unions, maps and bitmasks (the runtime's derive and XTypes type descriptions have no form
-//! for them yet, so there is nothing correct to generate), `wchar`/`wstring`, `fixed`, `long double`, `@key` on an optional
-//! member (refused as the spec says): each is refused with an error at its file, line and
-//! column rather than generated with a different wire form.
+//! `wchar`/`wstring`, `fixed`, `long double`, bitsets, `@optional` union members, `@key` on an
+//! optional member (refused as the spec says): each is refused with an error at its file,
+//! line and column rather than generated with a different wire form.
 
 #![warn(missing_docs)]
 

@@ -46,8 +46,32 @@ pub enum TypeSpec {
     String(Option<u64>),
     /// `sequence<T>` or `sequence<T, N>`.
     Sequence(Box<TypeSpec>, Option<u64>),
+    /// `map<K, V>` or `map<K, V, N>`.
+    Map(Box<TypeSpec>, Box<TypeSpec>, Option<u64>),
     /// A named type (struct, enum, typedef), as written (`A::B` or `B`).
     Named(Vec<String>),
+}
+
+/// A union case label's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Label {
+    /// An integer (enum literals are their values).
+    Int(i128),
+    /// A character.
+    Char(char),
+    /// TRUE or FALSE.
+    Bool(bool),
+}
+
+/// One branch of a union.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnionCase {
+    /// Its labels (`case 1: case 2:`).
+    pub labels: Vec<Label>,
+    /// Whether `default:` selects it too.
+    pub default: bool,
+    /// The member.
+    pub member: Member,
 }
 
 /// An annotation such as `@key` or `@id(3)`.
@@ -127,6 +151,32 @@ pub enum Def {
         name: String,
         /// The enumerators.
         enumerators: Vec<Enumerator>,
+    },
+    /// `union name switch (T) { case ...: ...; };`
+    Union {
+        /// The union name.
+        name: String,
+        /// Its annotations.
+        annotations: Vec<Annotation>,
+        /// The discriminator type.
+        discriminator: TypeSpec,
+        /// `@key` on the discriminator.
+        discriminator_key: bool,
+        /// The cases in declaration order.
+        cases: Vec<UnionCase>,
+        /// Where it is.
+        pos: Pos,
+    },
+    /// `bitmask name { ... };`
+    Bitmask {
+        /// The bitmask name.
+        name: String,
+        /// `@bit_bound` (32 by default).
+        bit_bound: u16,
+        /// Flags with their positions.
+        flags: Vec<(String, u16)>,
+        /// Where it is.
+        pos: Pos,
     },
     /// `typedef T name[dims];`
     Typedef {
@@ -279,9 +329,15 @@ impl<'a> Parser<'a> {
                     }
                 }
                 "enum" => defs.push(self.enum_def()?),
+                "union" => {
+                    if let Some(d) = self.union_def(annotations, pos)? {
+                        defs.push(d);
+                    }
+                }
+                "bitmask" => defs.push(self.bitmask_def(&annotations, pos)?),
                 "typedef" => defs.extend(self.typedef()?),
                 "const" => defs.push(self.const_def()?),
-                "union" | "bitmask" | "bitset" | "interface" | "valuetype" | "exception" => {
+                "bitset" | "interface" | "valuetype" | "exception" => {
                     self.i -= 1;
                     return self.err(format!("'{kw}' is not supported yet"));
                 }
@@ -392,6 +448,147 @@ impl<'a> Parser<'a> {
             members,
             pos,
         }))
+    }
+
+    fn union_def(&mut self, annotations: Vec<Annotation>, pos: Pos) -> R<Option<Def>> {
+        let name = self.ident()?;
+        if self.is_punct(";") {
+            self.i += 1; // Forward declaration.
+            return Ok(None);
+        }
+        if !self.is_ident("switch") {
+            return self.err(format!("expected 'switch'{}", self.found()));
+        }
+        self.i += 1;
+        self.expect("(")?;
+        let disc_ann = self.annotations()?;
+        let discriminator_key = disc_ann.iter().any(|a| a.name == "key");
+        let discriminator = self.type_spec()?;
+        self.expect(")")?;
+        self.expect("{")?;
+        let mut cases = Vec::new();
+        while !self.is_punct("}") {
+            let mut labels = Vec::new();
+            let mut default = false;
+            loop {
+                if self.is_ident("case") {
+                    self.i += 1;
+                    let at = self.pos();
+                    labels.push(match self.expr()? {
+                        ConstValue::Int(n) => Label::Int(n),
+                        ConstValue::Char(c) => Label::Char(c),
+                        ConstValue::Bool(b) => Label::Bool(b),
+                        _ => {
+                            return Err(IdlError::Syntax {
+                                pos: at,
+                                msg:
+                                    "a case label is an integer, character, boolean or enum literal"
+                                        .into(),
+                            })
+                        }
+                    });
+                    self.expect(":")?;
+                } else if self.is_ident("default") {
+                    self.i += 1;
+                    self.expect(":")?;
+                    default = true;
+                } else {
+                    break;
+                }
+            }
+            if labels.is_empty() && !default {
+                return self.err(format!("expected 'case' or 'default'{}", self.found()));
+            }
+            let ann = self.annotations()?;
+            let ty = self.type_spec()?;
+            let mpos = self.pos();
+            let mname = self.ident()?;
+            let dims = self.dims()?;
+            self.expect(";")?;
+            cases.push(UnionCase {
+                labels,
+                default,
+                member: Member {
+                    annotations: ann,
+                    ty,
+                    name: mname,
+                    dims,
+                    pos: mpos,
+                },
+            });
+        }
+        self.expect("}")?;
+        self.expect(";")?;
+        Ok(Some(Def::Union {
+            name,
+            annotations,
+            discriminator,
+            discriminator_key,
+            cases,
+            pos,
+        }))
+    }
+
+    fn bitmask_def(&mut self, annotations: &[Annotation], pos: Pos) -> R<Def> {
+        let mut bit_bound = 32u16;
+        for a in annotations {
+            if a.name == "bit_bound" {
+                bit_bound = a
+                    .params
+                    .first()
+                    .and_then(|p| p.parse().ok())
+                    .filter(|n| (1..=64).contains(n))
+                    .ok_or_else(|| IdlError::Syntax {
+                        pos: a.pos.clone(),
+                        msg: "@bit_bound takes 1 to 64".into(),
+                    })?;
+            }
+        }
+        let name = self.ident()?;
+        self.expect("{")?;
+        let mut flags: Vec<(String, u16)> = Vec::new();
+        loop {
+            let ann = self.annotations()?;
+            let at = self.pos();
+            let f = self.ident()?;
+            // IDL 4.2 §7.4.13.4.3.2: a flag without @position follows the previous one.
+            let mut position = flags.last().map_or(0, |p| p.1 + 1);
+            for a in &ann {
+                if a.name == "position" {
+                    position = a
+                        .params
+                        .first()
+                        .and_then(|p| p.parse().ok())
+                        .ok_or_else(|| IdlError::Syntax {
+                            pos: a.pos.clone(),
+                            msg: "@position needs an unsigned integer".into(),
+                        })?;
+                }
+            }
+            if position >= bit_bound || flags.iter().any(|p| p.1 == position) {
+                return Err(IdlError::Syntax {
+                    pos: at,
+                    msg: format!("flag '{f}' at position {position}: outside the bit bound {bit_bound} or taken"),
+                });
+            }
+            flags.push((f, position));
+            if self.is_punct(",") {
+                self.i += 1;
+                if self.is_punct("}") {
+                    break;
+                }
+                continue;
+            }
+            break;
+        }
+        self.expect("}")?;
+        self.expect(";")?;
+        Ok(Def::Bitmask {
+            name,
+            bit_bound,
+            flags,
+            pos,
+        })
     }
 
     fn enum_def(&mut self) -> R<Def> {
@@ -537,7 +734,21 @@ impl<'a> Parser<'a> {
                 }
             }
             "string" => Ok(TypeSpec::String(self.opt_bound()?)),
-            "wstring" | "wchar" | "fixed" | "any" | "map" => {
+            "map" => {
+                self.expect("<")?;
+                let k = self.type_spec()?;
+                self.expect(",")?;
+                let v = self.type_spec()?;
+                let bound = if self.is_punct(",") {
+                    self.i += 1;
+                    Some(self.positive()?)
+                } else {
+                    None
+                };
+                self.expect_close_angle()?;
+                Ok(TypeSpec::Map(Box::new(k), Box::new(v), bound))
+            }
+            "wstring" | "wchar" | "fixed" | "any" => {
                 self.i -= 1;
                 self.err(format!("'{w}' is not supported yet"))
             }

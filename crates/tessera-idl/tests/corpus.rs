@@ -47,6 +47,11 @@ fn appendable_shape_type() {
 }
 
 #[test]
+fn unions_maps_and_bitmasks() {
+    check_golden("unions");
+}
+
+#[test]
 fn mutable_optional_must_understand_ids_and_bounds() {
     check_golden("extensible");
 }
@@ -116,16 +121,24 @@ fn errors_name_file_line_and_column() {
             "t.idl:2:3: 'wstring' is not supported yet",
         ),
         (
-            "union U switch (long) { case 1: long a; };",
-            "t.idl:1:1: 'union' is not supported yet",
+            "union U switch (long) { long a; };",
+            "t.idl:1:25: expected 'case' or 'default', found 'long'",
         ),
         (
-            "module M {\n  bitmask Flags { A, B };\n};",
-            "t.idl:2:3: 'bitmask' is not supported yet",
+            "union U switch (long) { case 1.5: long a; };",
+            "t.idl:1:30: a case label is an integer, character, boolean or enum literal",
         ),
         (
-            "struct A {\n  long a;  map<string, long> m;\n};",
-            "t.idl:2:12: 'map' is not supported yet",
+            "module M {\n  @bit_bound(4) bitmask Flags { A, @position(4) B };\n};",
+            "t.idl:2:49: flag 'B' at position 4: outside the bit bound 4 or taken",
+        ),
+        (
+            "struct A {\n  long a;  map<string> m;\n};",
+            "t.idl:2:22: expected ',', found '>'",
+        ),
+        (
+            "union U switch (long) { case 1: @optional long a; };",
+            "t.idl:1:48: not supported yet: @optional on a union member",
         ),
         (
             "struct A { long x[0]; };",

@@ -297,25 +297,25 @@ fn a_client_resolves_a_peers_type_and_checks_its_hash() {
     assert_eq!(client.counters().bad_replies, 0);
 }
 
-/// A peer's object of a kind Tessera does not model (a union) is not kept, but the client
+/// A peer's object of a kind Tessera does not model (a bitset) is not kept, but the client
 /// remembers why, so that a tool asking for that type can say so.
 #[test]
 fn a_peers_object_of_an_unsupported_kind_is_named() {
     use tessera_rtps::xtypes::XTypesError;
     let id = TypeIdentifier::Complete([9; 14]);
-    // DHEADER 4, EK_COMPLETE, TK_UNION, then what a union would hold.
-    let union = vec![4, 0, 0, 0, 0xf2, 0x52, 0, 0];
+    // DHEADER 4, EK_COMPLETE, TK_BITSET, then what a bitset would hold.
+    let bitset = vec![4, 0, 0, 0, 0xf2, 0x53, 0, 0];
     let mut b = bundle();
     b.objects.clear();
     b.objects
-        .insert(id.to_bytes(), (id.clone(), Arc::new(union)));
+        .insert(id.to_bytes(), (id.clone(), Arc::new(bitset)));
     let (_, client) = ask_peer(&b, &id);
     assert!(client.resolve(&id).is_none());
     let e = client.unsupported(&id);
-    assert_eq!(e, Some(XTypesError::UnsupportedTypeObject(0x52)));
+    assert_eq!(e, Some(XTypesError::UnsupportedTypeObject(0x53)));
     assert_eq!(
         e.unwrap().to_string(),
-        "unsupported TypeObject kind 0x52 (union)"
+        "unsupported TypeObject kind 0x53 (bitset)"
     );
     assert_eq!(client.counters().bad_replies, 1);
 }

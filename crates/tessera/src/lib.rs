@@ -70,7 +70,7 @@
 //! thread. See `ARCHITECTURE.md` in the repository for how a sample travels.
 
 pub use crossbeam_channel;
-pub use tessera_derive::{TopicEnum, TopicType};
+pub use tessera_derive::{TopicBitmask, TopicEnum, TopicType};
 pub use tessera_rtps as rtps;
 pub use tessera_rtps::cdr::{Plain, TopicType};
 

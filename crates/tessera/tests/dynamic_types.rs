@@ -113,6 +113,34 @@ fn random(ty: &TypeDesc, rng: &mut Rng) -> V {
                 .map(|m| (!m.optional || rng.below(2) == 0).then(|| random(&m.ty, rng)))
                 .collect(),
         ),
+        TypeDesc::Union(u) => {
+            let c = &u.cases[rng.below(u.cases.len() as u64) as usize];
+            let d = c
+                .labels
+                .first()
+                .map_or_else(|| u.unused_discriminator(), |l| i64::from(*l));
+            V::Union {
+                discriminator: d,
+                value: Some(Box::new(random(&c.ty, rng))),
+            }
+        }
+        TypeDesc::Map { key, value, bound } => {
+            let max = if *bound == 0 { 4 } else { (*bound).min(4) } as u64;
+            let mut entries: Vec<(V, V)> = Vec::new();
+            for _ in 0..rng.below(max + 1) {
+                let k = random(key, rng);
+                if !entries.iter().any(|(k2, _)| *k2 == k) {
+                    entries.push((k, random(value, rng)));
+                }
+            }
+            V::Map(entries)
+        }
+        TypeDesc::Bitmask(b) => V::Bitmask(
+            b.flags
+                .iter()
+                .filter(|_| rng.below(2) == 0)
+                .fold(0, |x, (_, p)| x | 1 << p),
+        ),
     }
 }
 

@@ -46,4 +46,18 @@ pub enum CdrError {
     /// Values nested deeper than the decoder accepts (dynamic types).
     #[error("value nested too deeply")]
     TooDeep,
+    /// A map with the same key twice.
+    #[error("map key repeated")]
+    DuplicateMapKey,
+    /// A bitmask value with bits set at or beyond its bit bound.
+    #[error("bitmask value {0:#x} exceeds its bit bound")]
+    InvalidBitmask(u64),
+    /// A union whose discriminator type is not an integer, char, boolean or enum (a type
+    /// built by hand; types from peers are checked before use).
+    #[error("invalid union discriminator type")]
+    InvalidDiscriminator,
+    /// A union discriminator that selects no case of a derived Rust enum (which has no
+    /// variant for an empty union).
+    #[error("union discriminator {0} selects no case")]
+    UnselectedDiscriminator(i64),
 }

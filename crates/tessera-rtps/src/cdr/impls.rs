@@ -163,7 +163,7 @@ impl CdrType for String {
 
 /// Runs `f` inside an XCDR2 DHEADER if `needed` and the writer is XCDR2.
 #[inline]
-pub(crate) fn in_dheader_w<'a, R>(
+pub fn in_dheader_w<'a, R>(
     w: &mut CdrWriter<'a>,
     needed: bool,
     f: impl FnOnce(&mut CdrWriter<'a>) -> R,
@@ -180,7 +180,7 @@ pub(crate) fn in_dheader_w<'a, R>(
 
 /// Runs `f` inside an XCDR2 DHEADER if `needed` and the reader is XCDR2.
 #[inline]
-pub(crate) fn in_dheader_r<'a, R>(
+pub fn in_dheader_r<'a, R>(
     r: &mut CdrReader<'a>,
     needed: bool,
     f: impl FnOnce(&mut CdrReader<'a>) -> Result<R, CdrError>,

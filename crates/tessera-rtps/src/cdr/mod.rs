@@ -48,6 +48,7 @@
 mod error;
 mod extensible;
 pub(crate) mod impls;
+mod maps;
 mod plain;
 mod reader;
 mod traits;
@@ -61,11 +62,14 @@ pub use extensible::{
     MutableMember, MutableReader, MutableWriter,
 };
 #[doc(hidden)]
+pub use impls::{in_dheader_r as __in_dheader_r, in_dheader_w as __in_dheader_w};
+#[doc(hidden)]
 pub use plain::layout_mix;
 pub use plain::{layout_hash, Plain};
 pub use reader::CdrReader;
 pub use traits::{
-    extent_primitive, extent_repeat, extent_then, CdrType, KeyExtent, TopicType, EXTENT_EMPTY,
+    extent_max, extent_primitive, extent_repeat, extent_then, CdrType, KeyExtent, TopicType,
+    EXTENT_EMPTY,
 };
 pub use writer::CdrWriter;
 

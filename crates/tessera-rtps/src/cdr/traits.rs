@@ -43,6 +43,23 @@ pub const fn extent_then(a: KeyExtent, b: KeyExtent) -> KeyExtent {
     }
 }
 
+/// The larger of two extents at each start offset: a value that is one of two shapes (the
+/// members of a union).
+pub const fn extent_max(a: KeyExtent, b: KeyExtent) -> KeyExtent {
+    match (a, b) {
+        (Some(a), Some(b)) => {
+            let mut out = [0; 4];
+            let mut m = 0;
+            while m < 4 {
+                out[m] = if a[m] > b[m] { a[m] } else { b[m] };
+                m += 1;
+            }
+            Some(out)
+        }
+        _ => None,
+    }
+}
+
 /// The extent of `n` consecutive values of extent `e` (a fixed array).
 pub const fn extent_repeat(e: KeyExtent, n: usize) -> KeyExtent {
     if n == 0 {
@@ -94,7 +111,8 @@ pub const fn extent_repeat(e: KeyExtent, n: usize) -> KeyExtent {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a member of a topic type",
     note = "supported member types: bool, u8, i8, i16, u16, i32, u32, i64, u64, f32, f64, char, \
-            String, Vec<T>, [T; N] and structs that derive TopicType"
+            String, Vec<T>, [T; N], BTreeMap<K, V>, HashMap<K, V>, structs and unions that \
+            derive TopicType, enums that derive TopicEnum and bitmasks that derive TopicBitmask"
 )]
 pub trait CdrType: Sized {
     /// A lower bound of the encoded size, used to reject sequence counts that the remaining

@@ -254,7 +254,12 @@ fn resolve<'a>(op: &'a Operand, ty: &Arc<StructDesc>) -> Result<Resolved<'a>, Fi
                 TypeDesc::Primitive(_) => Kind::Int,
                 TypeDesc::String { .. } => Kind::Str,
                 TypeDesc::Enum(e) => Kind::Enum(e),
-                TypeDesc::Struct(_) | TypeDesc::Sequence { .. } | TypeDesc::Array { .. } => {
+                TypeDesc::Struct(_)
+                | TypeDesc::Sequence { .. }
+                | TypeDesc::Array { .. }
+                | TypeDesc::Union(_)
+                | TypeDesc::Map { .. }
+                | TypeDesc::Bitmask(_) => {
                     return Err(FilterError::new(
                         ErrorKind::TypeMismatch,
                         column,

@@ -12,13 +12,18 @@
 //!   must-understand one (and, with `prevent_type_widening`, unless it is non-optional) —,
 //!   the same key members on both sides, at least one member in common, and (unless
 //!   `ignore_member_names`) equal name hashes for equal ids; enums of the same extensibility
-//!   whose common values have equal names (final: the same literals).
+//!   whose common values have equal names (final: the same literals); maps with assignable
+//!   keys and values (bounds as sequences); unions of the same extensibility with the same
+//!   discriminator type (and key flag) whose cases sharing a label have equal ids, assignable
+//!   types and (unless ignored) equal name hashes, at least one label in common, and — when
+//!   final — the same label sets; bitmasks with the same bit bound whose flags at the same
+//!   position have equal names (§7.2.4.4.4).
 //!
 //! Types are looked up through a resolver; a type it does not know makes the answer
 //! [`Assignability::Unresolved`] with the identifiers to ask a TypeLookup service for.
 
 use super::identifier::TypeIdentifier;
-use super::object::{StructMember, TypeObject, TypeObjectBody};
+use super::object::{BitmaskType, StructMember, TypeObject, TypeObjectBody, UnionType};
 use super::{flags, MAX_DEPTH};
 use crate::qos::{TypeConsistencyEnforcement, TypeConsistencyKind};
 
@@ -122,6 +127,24 @@ impl Ctx<'_> {
                     ..
                 },
             ) => rd == wd && self.ids(re, we, depth + 1),
+            (
+                T::PlainMap {
+                    bound: rb,
+                    element: re,
+                    key: rk,
+                    ..
+                },
+                T::PlainMap {
+                    bound: wb,
+                    element: we,
+                    key: wk,
+                    ..
+                },
+            ) => {
+                (self.policy.ignore_sequence_bounds || bound_ok(*rb, *wb))
+                    && self.ids(rk, wk, depth + 1)
+                    && self.ids(re, we, depth + 1)
+            }
             (T::Minimal(_), T::Minimal(_)) => {
                 let (Some(ro), Some(wo)) = (self.lookup(r), self.lookup(w)) else {
                     return false;
@@ -203,7 +226,57 @@ impl Ctx<'_> {
                     }
                 })
             }
+            (TypeObjectBody::Union(ru), TypeObjectBody::Union(wu)) => self.unions(ru, wu, depth),
+            (TypeObjectBody::Bitmask(rb), TypeObjectBody::Bitmask(wb)) => bitmasks(rb, wb, names),
             _ => false,
+        }
+    }
+
+    fn unions(&mut self, r: &UnionType, w: &UnionType, depth: usize) -> bool {
+        let ext = flags::IS_FINAL | flags::IS_APPENDABLE | flags::IS_MUTABLE;
+        if r.flags & ext != w.flags & ext
+            || r.discriminator_flags & flags::KEY != w.discriminator_flags & flags::KEY
+            || !self.ids(&r.discriminator, &w.discriminator, depth)
+        {
+            return false;
+        }
+        let names = !self.policy.ignore_member_names;
+        let labels = |u: &UnionType| {
+            let mut l: Vec<i32> = u.members.iter().flat_map(|m| m.labels.clone()).collect();
+            l.sort_unstable();
+            l
+        };
+        let (rl, wl) = (labels(r), labels(w));
+        if r.flags & flags::IS_FINAL != 0 && rl != wl {
+            return false;
+        }
+        if !rl.iter().any(|l| wl.binary_search(l).is_ok()) {
+            return false;
+        }
+        // Every case both sides select by one label must agree.
+        for a in &r.members {
+            for b in w
+                .members
+                .iter()
+                .filter(|b| b.labels.iter().any(|l| a.labels.contains(l)))
+            {
+                if a.id != b.id
+                    || (names && a.name.hash() != b.name.hash())
+                    || !self.ids(&a.type_id, &b.type_id, depth)
+                {
+                    return false;
+                }
+            }
+        }
+        let default = |u: &UnionType| {
+            u.members
+                .iter()
+                .find(|m| m.flags & flags::IS_DEFAULT != 0)
+                .cloned()
+        };
+        match (default(r), default(w)) {
+            (Some(a), Some(b)) => self.ids(&a.type_id, &b.type_id, depth),
+            _ => true,
         }
     }
 
@@ -214,4 +287,15 @@ impl Ctx<'_> {
             && (optional || m.flags & flags::MUST_UNDERSTAND == 0)
             && (optional || !self.policy.prevent_type_widening)
     }
+}
+
+fn bitmasks(r: &BitmaskType, w: &BitmaskType, names: bool) -> bool {
+    r.bit_bound == w.bit_bound
+        && (!names
+            || r.bit_flags.iter().all(|a| {
+                w.bit_flags
+                    .iter()
+                    .filter(|b| b.position == a.position)
+                    .all(|b| a.name.hash() == b.name.hash())
+            }))
 }

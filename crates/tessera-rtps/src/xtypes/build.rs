@@ -5,10 +5,10 @@ use std::sync::Arc;
 
 use super::identifier::{CollectionHeader, TypeIdentifier};
 use super::info::{TypeIdentifierWithDependencies, TypeIdentifierWithSize, TypeInformation};
-use super::model::{EnumDesc, Extensibility, StructDesc, TypeDesc};
+use super::model::{BitmaskDesc, EnumDesc, Extensibility, StructDesc, TypeDesc, UnionDesc};
 use super::object::{
-    EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember, StructType, TypeObject,
-    TypeObjectBody,
+    BitFlag, BitmaskType, EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember,
+    StructType, TypeObject, TypeObjectBody, UnionMember, UnionType,
 };
 use super::{ek, flags};
 
@@ -141,6 +141,59 @@ impl Builder {
                 let obj = enum_object(e, kind);
                 self.register(obj)
             }
+            TypeDesc::Union(u) => {
+                let obj = self.union_object(u, kind);
+                self.register(obj)
+            }
+            TypeDesc::Bitmask(b) => {
+                let obj = bitmask_object(b, kind);
+                self.register(obj)
+            }
+            TypeDesc::Map { key, value, bound } => {
+                let element = self.identifier(value, kind);
+                let key = self.identifier(key, kind);
+                // EK_BOTH only when neither side needs a TypeObject.
+                let both = element.is_fully_descriptive() && key.is_fully_descriptive();
+                TypeIdentifier::PlainMap {
+                    header: CollectionHeader {
+                        equiv_kind: if both { ek::BOTH } else { kind.code() },
+                        element_flags: flags::TRY_CONSTRUCT1,
+                    },
+                    bound: *bound,
+                    element: Box::new(element),
+                    key_flags: flags::TRY_CONSTRUCT1,
+                    key: Box::new(key),
+                }
+            }
+        }
+    }
+
+    fn union_object(&mut self, u: &UnionDesc, kind: EquivalenceKind) -> TypeObject {
+        let complete = kind == EquivalenceKind::Complete;
+        let discriminator = self.identifier(&u.discriminator, kind);
+        let members = u
+            .cases
+            .iter()
+            .map(|c| UnionMember {
+                id: c.id,
+                flags: flags::TRY_CONSTRUCT1 | if c.default { flags::IS_DEFAULT } else { 0 },
+                type_id: self.identifier(&c.ty, kind),
+                labels: c.labels.clone(),
+                name: member_name(&c.name, complete),
+            })
+            .collect();
+        TypeObject {
+            kind,
+            body: TypeObjectBody::Union(UnionType {
+                flags: extensibility_flag(u.extensibility),
+                type_name: complete.then(|| u.name.clone()),
+                // As Cyclone: the discriminator is always must-understand.
+                discriminator_flags: flags::TRY_CONSTRUCT1
+                    | flags::MUST_UNDERSTAND
+                    | if u.discriminator_key { flags::KEY } else { 0 },
+                discriminator,
+                members,
+            }),
         }
     }
 
@@ -213,6 +266,39 @@ fn extensibility_flag(e: Extensibility) -> u16 {
         Extensibility::Final => flags::IS_FINAL,
         Extensibility::Appendable => flags::IS_APPENDABLE,
         Extensibility::Mutable => flags::IS_MUTABLE,
+    }
+}
+
+fn member_name(name: &str, complete: bool) -> MemberName {
+    if complete {
+        MemberName::Name(name.to_owned())
+    } else {
+        MemberName::Hash(super::name_hash(name))
+    }
+}
+
+fn bitmask_object(b: &BitmaskDesc, kind: EquivalenceKind) -> TypeObject {
+    let complete = kind == EquivalenceKind::Complete;
+    let mut bit_flags: Vec<BitFlag> = b
+        .flags
+        .iter()
+        .map(|(name, position)| BitFlag {
+            position: *position,
+            flags: 0,
+            name: member_name(name, complete),
+        })
+        .collect();
+    // Listed by position, as Cyclone does (the hash depends on the order).
+    bit_flags.sort_by_key(|f| f.position);
+    TypeObject {
+        kind,
+        body: TypeObjectBody::Bitmask(BitmaskType {
+            // Bitmasks have no extensibility annotation; Cyclone marks them final.
+            flags: flags::IS_FINAL,
+            bit_bound: b.bit_bound,
+            type_name: complete.then(|| b.name.clone()),
+            bit_flags,
+        }),
     }
 }
 

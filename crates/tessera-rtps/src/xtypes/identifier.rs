@@ -1,6 +1,6 @@
 //! TypeIdentifier (DDS-XTypes 1.3 §7.3.4.2): a final union on an octet discriminator, either
-//! a fully descriptive identifier (primitives, strings, plain collections of those) or the
-//! equivalence hash of a TypeObject.
+//! a fully descriptive identifier (primitives, strings, plain sequences, arrays and maps of
+//! those) or the equivalence hash of a TypeObject.
 
 use super::{ek, ti, tk, XTypesError, MAX_DEPTH};
 use crate::cdr::{CdrReader, CdrWriter};
@@ -47,6 +47,19 @@ pub enum TypeIdentifier {
         /// The element.
         element: Box<TypeIdentifier>,
     },
+    /// A plain map (PlainMapSTypeDefn / PlainMapLTypeDefn).
+    PlainMap {
+        /// Header (EK_BOTH when key and element are both fully descriptive).
+        header: CollectionHeader,
+        /// The bound (0: unbounded).
+        bound: u32,
+        /// The element (value) type.
+        element: Box<TypeIdentifier>,
+        /// CollectionElementFlag of the key.
+        key_flags: u16,
+        /// The key type.
+        key: Box<TypeIdentifier>,
+    },
     /// The hash of a minimal TypeObject.
     Minimal(EquivalenceHash),
     /// The hash of a complete TypeObject.
@@ -67,7 +80,8 @@ impl TypeIdentifier {
         match self {
             TypeIdentifier::Minimal(_) | TypeIdentifier::Complete(_) => false,
             TypeIdentifier::PlainSequence { header, .. }
-            | TypeIdentifier::PlainArray { header, .. } => header.equiv_kind == ek::BOTH,
+            | TypeIdentifier::PlainArray { header, .. }
+            | TypeIdentifier::PlainMap { header, .. } => header.equiv_kind == ek::BOTH,
             _ => true,
         }
     }
@@ -91,18 +105,12 @@ impl TypeIdentifier {
                 bound,
                 element,
             } => {
-                let small = *bound <= 255;
-                w.write_u8(if small {
-                    ti::PLAIN_SEQUENCE_SMALL
-                } else {
-                    ti::PLAIN_SEQUENCE_LARGE
-                });
-                encode_header(header, w);
-                if small {
-                    w.write_u8(*bound as u8);
-                } else {
-                    w.write_u32(*bound);
-                }
+                encode_bounded(
+                    [ti::PLAIN_SEQUENCE_SMALL, ti::PLAIN_SEQUENCE_LARGE],
+                    header,
+                    *bound,
+                    w,
+                );
                 element.encode(w);
             }
             TypeIdentifier::PlainArray {
@@ -127,6 +135,23 @@ impl TypeIdentifier {
                 }
                 element.encode(w);
             }
+            TypeIdentifier::PlainMap {
+                header,
+                bound,
+                element,
+                key_flags,
+                key,
+            } => {
+                encode_bounded(
+                    [ti::PLAIN_MAP_SMALL, ti::PLAIN_MAP_LARGE],
+                    header,
+                    *bound,
+                    w,
+                );
+                element.encode(w);
+                w.write_u16(*key_flags);
+                key.encode(w);
+            }
             TypeIdentifier::Minimal(h) => {
                 w.write_u8(ek::MINIMAL);
                 w.write_bytes(h);
@@ -138,7 +163,7 @@ impl TypeIdentifier {
         }
     }
 
-    /// Reads an identifier. Kinds Tessera does not model (maps, wide strings, strongly
+    /// Reads an identifier. Kinds Tessera does not model (wide strings, strongly
     /// connected components) are [`XTypesError::UnsupportedTypeIdentifier`].
     pub fn decode(r: &mut CdrReader<'_>) -> Result<Self, XTypesError> {
         Self::decode_depth(r, 0)
@@ -193,6 +218,24 @@ impl TypeIdentifier {
                     element,
                 }
             }
+            ti::PLAIN_MAP_SMALL | ti::PLAIN_MAP_LARGE => {
+                let header = decode_header(r)?;
+                let bound = if d == ti::PLAIN_MAP_SMALL {
+                    u32::from(r.read_u8()?)
+                } else {
+                    r.read_u32()?
+                };
+                let element = Box::new(Self::decode_depth(r, depth + 1)?);
+                let key_flags = r.read_u16()?;
+                let key = Box::new(Self::decode_depth(r, depth + 1)?);
+                TypeIdentifier::PlainMap {
+                    header,
+                    bound,
+                    element,
+                    key_flags,
+                    key,
+                }
+            }
             ek::MINIMAL | ek::COMPLETE => {
                 let mut h = [0u8; 14];
                 h.copy_from_slice(r.read_bytes(14)?);
@@ -214,6 +257,19 @@ impl TypeIdentifier {
             crate::cdr::Encoding::XCDR2_LE,
         ));
         out
+    }
+}
+
+/// The discriminator (small form iff the bound fits an octet), header and bound of a plain
+/// sequence or map.
+fn encode_bounded(kinds: [u8; 2], header: &CollectionHeader, bound: u32, w: &mut CdrWriter<'_>) {
+    let small = bound <= 255;
+    w.write_u8(kinds[usize::from(!small)]);
+    encode_header(header, w);
+    if small {
+        w.write_u8(bound as u8);
+    } else {
+        w.write_u32(bound);
     }
 }
 

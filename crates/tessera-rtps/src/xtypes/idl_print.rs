@@ -11,7 +11,8 @@ use std::collections::HashSet;
 use std::fmt::Write;
 
 use super::{
-    flags, tk, EnumType, MemberName, StructType, TypeIdentifier, TypeObject, TypeObjectBody,
+    flags, tk, BitmaskType, EnumType, MemberName, StructType, TypeIdentifier, TypeObject,
+    TypeObjectBody, UnionType,
 };
 
 /// Prints `root` and every type it depends on that `resolve` knows, dependencies first.
@@ -61,10 +62,8 @@ impl Printer<'_> {
         match &o.body {
             TypeObjectBody::Struct(s) => self.struct_body(s, local, &indent),
             TypeObjectBody::Enum(e) => enum_body(&mut self.out, e, local, &indent),
-            #[allow(unreachable_patterns)]
-            _ => {
-                let _ = writeln!(self.out, "{indent}// {local}: a kind not printed yet");
-            }
+            TypeObjectBody::Union(u) => self.union_body(u, local, &indent),
+            TypeObjectBody::Bitmask(b) => bitmask_body(&mut self.out, b, local, &indent),
         }
         for _ in modules {
             indent.truncate(indent.len() - 2);
@@ -76,8 +75,8 @@ impl Printer<'_> {
         let given = match &o.body {
             TypeObjectBody::Struct(s) => s.type_name.clone(),
             TypeObjectBody::Enum(e) => e.type_name.clone(),
-            #[allow(unreachable_patterns)]
-            _ => None,
+            TypeObjectBody::Union(u) => u.type_name.clone(),
+            TypeObjectBody::Bitmask(b) => b.type_name.clone(),
         };
         given.unwrap_or_else(|| hash_name(&o.identifier()))
     }
@@ -126,6 +125,63 @@ impl Printer<'_> {
         let _ = writeln!(self.out, "{indent}}};");
     }
 
+    fn union_body(&mut self, u: &UnionType, name: &str, indent: &str) {
+        let _ = writeln!(self.out, "{indent}{}", extensibility(u.flags));
+        let disc = self.type_name(&u.discriminator);
+        let key = if u.discriminator_flags & flags::KEY != 0 {
+            "@key "
+        } else {
+            ""
+        };
+        let _ = writeln!(self.out, "{indent}union {name} switch ({key}{disc}) {{");
+        // Enum discriminators label by literal name when the enum is known.
+        let literals = match (self.resolve)(&u.discriminator).map(|o| o.body) {
+            Some(TypeObjectBody::Enum(e)) => Some(e),
+            _ => None,
+        };
+        for (pos, m) in u.members.iter().enumerate() {
+            for l in &m.labels {
+                let label = match &literals {
+                    Some(e) => match e.literals.iter().find(|x| x.value == *l) {
+                        Some(x) => member_name(&x.name),
+                        None => l.to_string(),
+                    },
+                    None if u.discriminator == TypeIdentifier::Primitive(tk::BOOLEAN) => {
+                        (if *l != 0 { "TRUE" } else { "FALSE" }).into()
+                    }
+                    None => l.to_string(),
+                };
+                let _ = writeln!(self.out, "{indent}  case {label}:");
+            }
+            if m.flags & flags::IS_DEFAULT != 0 {
+                let _ = writeln!(self.out, "{indent}  default:");
+            }
+            let id = if u32::try_from(pos).ok() != Some(m.id) {
+                format!("@id({}) ", m.id)
+            } else {
+                String::new()
+            };
+            let (ty, dims) = self.member_type(&m.type_id);
+            let _ = writeln!(
+                self.out,
+                "{indent}    {id}{ty} {}{dims};",
+                member_name(&m.name)
+            );
+        }
+        let _ = writeln!(self.out, "{indent}}};");
+    }
+
+    /// A member's type and the array dimensions that follow its name.
+    fn member_type(&self, id: &TypeIdentifier) -> (String, String) {
+        match id {
+            TypeIdentifier::PlainArray { dims, element, .. } => (
+                self.type_name(element),
+                dims.iter().map(|d| format!("[{d}]")).collect::<String>(),
+            ),
+            other => (self.type_name(other), String::new()),
+        }
+    }
+
     /// The IDL spelling of a member's (or element's) type.
     fn type_name(&self, id: &TypeIdentifier) -> String {
         match id {
@@ -146,12 +202,61 @@ impl Printer<'_> {
                 let d: String = dims.iter().map(|d| format!("[{d}]")).collect();
                 format!("{}{d}", self.type_name(element))
             }
+            TypeIdentifier::PlainMap {
+                element,
+                key,
+                bound,
+                ..
+            } => {
+                let (k, v) = (self.type_name(key), self.type_name(element));
+                if *bound == 0 {
+                    format!("map<{k}, {v}>")
+                } else {
+                    format!("map<{k}, {v}, {bound}>")
+                }
+            }
             TypeIdentifier::Minimal(_) | TypeIdentifier::Complete(_) => match (self.resolve)(id) {
                 Some(o) => self.name_of(&o),
                 None => format!("octet /* unresolved {} */", hash_name(id)),
             },
         }
     }
+}
+
+fn extensibility(f: u16) -> &'static str {
+    if f & flags::IS_MUTABLE != 0 {
+        "@mutable"
+    } else if f & flags::IS_APPENDABLE != 0 {
+        "@appendable"
+    } else {
+        "@final"
+    }
+}
+
+fn member_name(n: &MemberName) -> String {
+    match n {
+        MemberName::Name(n) => n.clone(),
+        MemberName::Hash(h) => format!("_{}", hex(h)),
+    }
+}
+
+fn bitmask_body(out: &mut String, b: &BitmaskType, name: &str, indent: &str) {
+    if b.bit_bound != 32 {
+        let _ = writeln!(out, "{indent}@bit_bound({})", b.bit_bound);
+    }
+    let _ = writeln!(out, "{indent}bitmask {name} {{");
+    let n = b.bit_flags.len();
+    // Flags at consecutive positions from 0 need no @position.
+    for (pos, f) in b.bit_flags.iter().enumerate() {
+        let at = if usize::from(f.position) != pos {
+            format!("@position({}) ", f.position)
+        } else {
+            String::new()
+        };
+        let sep = if pos + 1 < n { "," } else { "" };
+        let _ = writeln!(out, "{indent}  {at}{}{sep}", member_name(&f.name));
+    }
+    let _ = writeln!(out, "{indent}}};");
 }
 
 fn enum_body(out: &mut String, e: &EnumType, name: &str, indent: &str) {
@@ -180,11 +285,20 @@ fn enum_body(out: &mut String, e: &EnumType, name: &str, indent: &str) {
 /// their elements), in declaration order, each once.
 pub fn dependencies(o: &TypeObject) -> Vec<TypeIdentifier> {
     let mut out = Vec::new();
-    if let TypeObjectBody::Struct(s) = &o.body {
-        hashes(&s.base_type, &mut out);
-        for m in &s.members {
-            hashes(&m.type_id, &mut out);
+    match &o.body {
+        TypeObjectBody::Struct(s) => {
+            hashes(&s.base_type, &mut out);
+            for m in &s.members {
+                hashes(&m.type_id, &mut out);
+            }
         }
+        TypeObjectBody::Union(u) => {
+            hashes(&u.discriminator, &mut out);
+            for m in &u.members {
+                hashes(&m.type_id, &mut out);
+            }
+        }
+        TypeObjectBody::Enum(_) | TypeObjectBody::Bitmask(_) => {}
     }
     out
 }
@@ -196,6 +310,10 @@ fn hashes(id: &TypeIdentifier, out: &mut Vec<TypeIdentifier>) {
         }
         TypeIdentifier::PlainSequence { element, .. }
         | TypeIdentifier::PlainArray { element, .. } => hashes(element, out),
+        TypeIdentifier::PlainMap { element, key, .. } => {
+            hashes(key, out);
+            hashes(element, out);
+        }
         _ => {}
     }
 }

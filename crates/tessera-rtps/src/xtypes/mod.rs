@@ -2,8 +2,11 @@
 //! with their equivalence hashes, TypeInformation (SEDP's PID_TYPE_INFORMATION) and the
 //! TypeLookup service's request/reply samples.
 //!
-//! - [`TypeDesc`] and friends ([`model`]) describe a type the way IDL does; the derive builds
-//!   one per type ([`crate::cdr::CdrType::type_desc`]).
+//! - [`TypeDesc`] and friends ([`model`]) describe a type the way IDL does — structs, enums,
+//!   unions ([`UnionDesc`]), bitmasks ([`BitmaskDesc`]), strings, sequences, arrays and maps —;
+//!   the derive builds one per type ([`crate::cdr::CdrType::type_desc`]). Union, bitmask and
+//!   map identifiers and objects are byte-exact with Cyclone DDS 11 (see the pinned
+//!   references in `tests_kinds.rs`); maps are plain identifiers (PlainMapS/LTypeDefn).
 //! - [`TypeBundle::new`] turns one into its minimal and complete [`TypeObject`]s (and those
 //!   of every type it depends on), their [`TypeIdentifier`]s — the first 14 bytes of the MD5
 //!   of the canonical XCDR2 little-endian serialization — and its [`TypeInformation`].
@@ -31,6 +34,8 @@ pub mod mutable;
 mod object;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_kinds;
 
 pub use assign::{assignable, Assignability};
 pub use build::TypeBundle;
@@ -40,10 +45,13 @@ pub use info::{
     TypeIdentifierWithDependencies, TypeIdentifierWithSize, TypeInformation, MEMBER_COMPLETE,
     MEMBER_MINIMAL,
 };
-pub use model::{shape_type, EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc};
+pub use model::{
+    shape_type, BitmaskDesc, EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc,
+    UnionCase, UnionDesc,
+};
 pub use object::{
-    EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember, StructType, TypeObject,
-    TypeObjectBody,
+    BitFlag, BitmaskType, EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember,
+    StructType, TypeObject, TypeObjectBody, UnionMember, UnionType,
 };
 
 use crate::cdr::CdrError;
@@ -72,7 +80,9 @@ pub mod tk {
     pub const CHAR16: u8 = 0x11;
     pub const ALIAS: u8 = 0x30;
     pub const ENUM: u8 = 0x40;
+    pub const BITMASK: u8 = 0x41;
     pub const STRUCTURE: u8 = 0x51;
+    pub const UNION: u8 = 0x52;
 }
 
 /// TypeIdentifier discriminators of the fully descriptive collection kinds.
@@ -84,6 +94,8 @@ pub mod ti {
     pub const PLAIN_SEQUENCE_LARGE: u8 = 0x81;
     pub const PLAIN_ARRAY_SMALL: u8 = 0x90;
     pub const PLAIN_ARRAY_LARGE: u8 = 0x91;
+    pub const PLAIN_MAP_SMALL: u8 = 0xA0;
+    pub const PLAIN_MAP_LARGE: u8 = 0xA1;
 }
 
 /// Equivalence kinds (EK_*).

@@ -117,6 +117,19 @@ pub enum TypeDesc {
     Struct(Arc<StructDesc>),
     /// An enum (needs a TypeObject of its own).
     Enum(Arc<EnumDesc>),
+    /// A discriminated union (needs a TypeObject of its own).
+    Union(Arc<UnionDesc>),
+    /// `map<key, value, bound>` (0: unbounded); a plain identifier, no TypeObject.
+    Map {
+        /// The key type (an integer or a string).
+        key: Box<TypeDesc>,
+        /// The value type.
+        value: Box<TypeDesc>,
+        /// Maximum number of entries, 0 for unbounded.
+        bound: u32,
+    },
+    /// A bitmask (needs a TypeObject of its own); on the wire an unsigned integer.
+    Bitmask(Arc<BitmaskDesc>),
 }
 
 impl TypeDesc {
@@ -139,13 +152,18 @@ impl TypeDesc {
         }
     }
 
-    /// The same string or sequence with bound `n` (IDL `string<n>`, `sequence<T, n>`); other
+    /// The same string, sequence or map with bound `n` (IDL `string<n>`, `sequence<T, n>`); other
     /// types unchanged. What `#[bound(n)]` on a member does.
     #[must_use]
     pub fn with_bound(self, n: u32) -> TypeDesc {
         match self {
             TypeDesc::String { .. } => TypeDesc::String { bound: n },
             TypeDesc::Sequence { element, .. } => TypeDesc::Sequence { element, bound: n },
+            TypeDesc::Map { key, value, .. } => TypeDesc::Map {
+                key,
+                value,
+                bound: n,
+            },
             other => other,
         }
     }
@@ -211,6 +229,97 @@ pub struct EnumDesc {
     pub bit_bound: u16,
     /// Literals in declaration order, with their values.
     pub literals: Vec<(String, i32)>,
+}
+
+/// A discriminated union: `union name switch (discriminator) { case ...: ... }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnionDesc {
+    /// Fully qualified name.
+    pub name: String,
+    /// Its extensibility (final: no header; appendable: a DHEADER in XCDR2; mutable: a
+    /// parameter list of the discriminator, id 0, and the selected member).
+    pub extensibility: Extensibility,
+    /// The discriminator type: an integer primitive, `char`, `boolean`, `octet` or an enum.
+    pub discriminator: TypeDesc,
+    /// `@key` on the discriminator (a union as a key member is keyed by it).
+    pub discriminator_key: bool,
+    /// The cases in declaration order.
+    pub cases: Vec<UnionCase>,
+}
+
+/// One branch of a union.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnionCase {
+    /// Member name.
+    pub name: String,
+    /// Member id (sequential from 0 unless `@id` says otherwise).
+    pub id: u32,
+    /// The labels selecting it (enum discriminators: the literal values; `boolean`: 0/1).
+    pub labels: Vec<i32>,
+    /// `default:` — selected by every value no other case names.
+    pub default: bool,
+    /// Its type.
+    pub ty: TypeDesc,
+}
+
+impl UnionDesc {
+    /// The case a discriminator value selects: the one listing it, else the default case;
+    /// `None` when the value selects nothing (the union then holds no member).
+    pub fn case_for(&self, disc: i64) -> Option<&UnionCase> {
+        self.cases
+            .iter()
+            .find(|c| c.labels.iter().any(|l| i64::from(*l) == disc))
+            .or_else(|| self.cases.iter().find(|c| c.default))
+    }
+
+    /// The discriminator value of a default-constructed union: the first case's first
+    /// label, or for a union whose first case is `default:` the lowest value no case names
+    /// (IDL 4.2 §7.4.1.4.4.4).
+    pub fn default_discriminator(&self) -> i64 {
+        match self.cases.first() {
+            Some(c) if !c.default || !c.labels.is_empty() => {
+                c.labels.first().map_or(0, |l| i64::from(*l))
+            }
+            _ => self.unused_discriminator(),
+        }
+    }
+
+    /// The lowest non-negative value no case lists (what selects `default:`).
+    pub fn unused_discriminator(&self) -> i64 {
+        let mut v = 0i64;
+        while self
+            .cases
+            .iter()
+            .any(|c| c.labels.iter().any(|l| i64::from(*l) == v))
+        {
+            v += 1;
+        }
+        v
+    }
+}
+
+/// A bitmask: `@bit_bound(n) bitmask name { flag, @position(p) flag, ... }`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BitmaskDesc {
+    /// Fully qualified name.
+    pub name: String,
+    /// `@bit_bound` (1–64, 32 by default): the wire size is the smallest of 8/16/32/64 bits
+    /// holding it.
+    pub bit_bound: u16,
+    /// Flags with their bit positions (each below `bit_bound`).
+    pub flags: Vec<(String, u16)>,
+}
+
+impl BitmaskDesc {
+    /// Bytes on the wire: 1, 2, 4 or 8.
+    pub const fn wire_size(&self) -> usize {
+        match self.bit_bound {
+            0..=8 => 1,
+            9..=16 => 2,
+            17..=32 => 4,
+            _ => 8,
+        }
+    }
 }
 
 /// The OMG interoperability suite's type (`shape.idl`), whose identifiers Cyclone DDS 11

@@ -1,9 +1,9 @@
-//! TypeObject (DDS-XTypes 1.3 §7.3.4.5, Annex B) for structs and enums, minimal and complete,
-//! with their XCDR2 encoding.
+//! TypeObject (DDS-XTypes 1.3 §7.3.4.5, Annex B) for structs, enums, unions and bitmasks,
+//! minimal and complete, with their XCDR2 encoding.
 //!
 //! ```text
 //! TypeObject      appendable union (octet EK_COMPLETE | EK_MINIMAL)   DHEADER, disc
-//!  └ *TypeObject  final union (octet TK_STRUCTURE | TK_ENUM)          disc
+//!  └ *TypeObject  final union (octet TK_STRUCTURE | TK_ENUM | ...)    disc
 //!     └ StructType final { u16 flags; header (appendable); member seq }
 //!        header   { TypeIdentifier base_type; detail }   detail: minimal empty,
 //!                 complete final { @optional ann; @optional ann; string<256> type_name }
@@ -13,6 +13,17 @@
 //!     └ EnumeratedType final { u16 flags; header (appendable) { u16 bit_bound; detail };
 //!                              literal seq }
 //!        literal  appendable { appendable { i32 value; u16 flags }; member detail }
+//! ```
+//! ```text
+//!     └ UnionType  final { u16 flags; header (appendable) { detail };
+//!                          discriminator (appendable) { final { u16 flags; TypeIdentifier };
+//!                                          complete: @optional ann; @optional ann };
+//!                          member seq }
+//!        member   appendable { final { u32 id; u16 flags; TypeIdentifier; seq<i32> labels };
+//!                              member detail }
+//!     └ BitmaskType appendable { u16 flags; header (appendable) { u16 bit_bound; detail };
+//!                                flag seq }
+//!        flag     appendable { final { u16 position; u16 flags }; member detail }
 //! ```
 //! In final structs an `@optional` member is a presence octet and, if present, the value:
 //! Tessera writes the annotations absent and rejects objects that carry them (they change
@@ -110,6 +121,60 @@ pub struct EnumType {
     pub literals: Vec<EnumLiteral>,
 }
 
+/// A union member (case).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UnionMember {
+    /// Member id.
+    pub id: u32,
+    /// UnionMemberFlag bits (IS_DEFAULT on the `default:` case).
+    pub flags: u16,
+    /// Its type.
+    pub type_id: TypeIdentifier,
+    /// The case labels.
+    pub labels: Vec<i32>,
+    /// Its name (hash in minimal objects).
+    pub name: MemberName,
+}
+
+/// A union type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct UnionType {
+    /// UnionTypeFlag bits.
+    pub flags: u16,
+    /// The qualified type name (complete objects only).
+    pub type_name: Option<String>,
+    /// UnionDiscriminatorFlag bits (TRY_CONSTRUCT1 | MUST_UNDERSTAND, KEY when keyed).
+    pub discriminator_flags: u16,
+    /// The discriminator type.
+    pub discriminator: TypeIdentifier,
+    /// The cases in declaration order.
+    pub members: Vec<UnionMember>,
+}
+
+/// A bitmask flag.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BitFlag {
+    /// Its bit position.
+    pub position: u16,
+    /// BitflagFlag bits (none defined: 0).
+    pub flags: u16,
+    /// Its name (hash in minimal objects).
+    pub name: MemberName,
+}
+
+/// A bitmask type.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct BitmaskType {
+    /// BitmaskTypeFlag bits.
+    pub flags: u16,
+    /// Bit bound.
+    pub bit_bound: u16,
+    /// The qualified type name (complete objects only).
+    pub type_name: Option<String>,
+    /// The flags, by position.
+    pub bit_flags: Vec<BitFlag>,
+}
+
 /// The kinds of TypeObject Tessera models.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub enum TypeObjectBody {
@@ -117,6 +182,10 @@ pub enum TypeObjectBody {
     Struct(StructType),
     /// TK_ENUM.
     Enum(EnumType),
+    /// TK_UNION.
+    Union(UnionType),
+    /// TK_BITMASK.
+    Bitmask(BitmaskType),
 }
 
 /// A TypeObject.
@@ -182,6 +251,8 @@ impl TypeObject {
                 }
                 w.end_dheader(seq);
             }
+            TypeObjectBody::Union(u) => encode_union(u, complete, w),
+            TypeObjectBody::Bitmask(b) => encode_bitmask(b, complete, w),
         }
         w.end_dheader(top);
     }
@@ -281,6 +352,8 @@ impl TypeObject {
                     literals,
                 })
             }
+            tk::UNION => TypeObjectBody::Union(decode_union(r, complete)?),
+            tk::BITMASK => TypeObjectBody::Bitmask(decode_bitmask(r, complete)?),
             other => return Err(XTypesError::UnsupportedTypeObject(other)),
         };
         r.finish_dheader(end)?;
@@ -291,6 +364,156 @@ impl TypeObject {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, XTypesError> {
         Self::decode(&mut CdrReader::new(bytes, Encoding::XCDR2_LE))
     }
+}
+
+fn encode_union(u: &UnionType, complete: bool, w: &mut CdrWriter<'_>) {
+    w.write_u8(tk::UNION);
+    w.write_u16(u.flags);
+    let h = w.begin_dheader();
+    if complete {
+        encode_type_detail(u.type_name.as_deref().unwrap_or(""), w);
+    }
+    w.end_dheader(h);
+    let d = w.begin_dheader();
+    w.write_u16(u.discriminator_flags);
+    u.discriminator.encode(w);
+    if complete {
+        // CompleteDiscriminatorMember's two absent optional annotations.
+        w.write_bool(false);
+        w.write_bool(false);
+    }
+    w.end_dheader(d);
+    let seq = w.begin_dheader();
+    w.write_len(u.members.len());
+    for m in &u.members {
+        let d = w.begin_dheader();
+        w.write_u32(m.id);
+        w.write_u16(m.flags);
+        m.type_id.encode(w);
+        w.write_len(m.labels.len());
+        for l in &m.labels {
+            w.write_i32(*l);
+        }
+        encode_member_detail(&m.name, complete, w);
+        w.end_dheader(d);
+    }
+    w.end_dheader(seq);
+}
+
+fn decode_union(r: &mut CdrReader<'_>, complete: bool) -> Result<UnionType, XTypesError> {
+    let flags = r.read_u16()?;
+    let h = r.read_dheader()?;
+    let type_name = if complete {
+        Some(decode_type_detail(r)?)
+    } else {
+        None
+    };
+    r.finish_dheader(h)?;
+    let d = r.read_dheader()?;
+    let discriminator_flags = r.read_u16()?;
+    let discriminator = TypeIdentifier::decode(r)?;
+    if complete {
+        skip_absent_annotations(r)?;
+    }
+    r.finish_dheader(d)?;
+    let seq = r.read_dheader()?;
+    // DHEADER, id, flags, a one-octet identifier, a label count and a name hash at least.
+    let n = r.read_len(15)?.min(MAX_MEMBERS);
+    let mut members = Vec::with_capacity(n);
+    for _ in 0..n {
+        let d = r.read_dheader()?;
+        let id = r.read_u32()?;
+        let flags = r.read_u16()?;
+        let type_id = TypeIdentifier::decode(r)?;
+        let nl = r.read_len(4)?;
+        let mut labels = Vec::with_capacity(nl);
+        for _ in 0..nl {
+            labels.push(r.read_i32()?);
+        }
+        let name = decode_member_detail(r, complete)?;
+        r.finish_dheader(d)?;
+        members.push(UnionMember {
+            id,
+            flags,
+            type_id,
+            labels,
+            name,
+        });
+    }
+    r.finish_dheader(seq)?;
+    Ok(UnionType {
+        flags,
+        type_name,
+        discriminator_flags,
+        discriminator,
+        members,
+    })
+}
+
+fn encode_bitmask(b: &BitmaskType, complete: bool, w: &mut CdrWriter<'_>) {
+    w.write_u8(tk::BITMASK);
+    // Unlike the other kinds, BitmaskType itself is appendable (Annex B).
+    let body = w.begin_dheader();
+    w.write_u16(b.flags);
+    let h = w.begin_dheader();
+    w.write_u16(b.bit_bound);
+    if complete {
+        encode_type_detail(b.type_name.as_deref().unwrap_or(""), w);
+    }
+    w.end_dheader(h);
+    let seq = w.begin_dheader();
+    w.write_len(b.bit_flags.len());
+    for f in &b.bit_flags {
+        let d = w.begin_dheader();
+        w.write_u16(f.position);
+        w.write_u16(f.flags);
+        encode_member_detail(&f.name, complete, w);
+        w.end_dheader(d);
+    }
+    w.end_dheader(seq);
+    w.end_dheader(body);
+}
+
+fn decode_bitmask(r: &mut CdrReader<'_>, complete: bool) -> Result<BitmaskType, XTypesError> {
+    let body = r.read_dheader()?;
+    let flags = r.read_u16()?;
+    let h = r.read_dheader()?;
+    let bit_bound = r.read_u16()?;
+    let type_name = if complete {
+        Some(decode_type_detail(r)?)
+    } else {
+        None
+    };
+    r.finish_dheader(h)?;
+    if !(1..=64).contains(&bit_bound) {
+        return Err(XTypesError::BadValue);
+    }
+    let seq = r.read_dheader()?;
+    let n = r.read_len(12)?.min(MAX_MEMBERS);
+    let mut bit_flags = Vec::with_capacity(n);
+    for _ in 0..n {
+        let d = r.read_dheader()?;
+        let position = r.read_u16()?;
+        let flags = r.read_u16()?;
+        let name = decode_member_detail(r, complete)?;
+        r.finish_dheader(d)?;
+        if position >= bit_bound {
+            return Err(XTypesError::BadValue);
+        }
+        bit_flags.push(BitFlag {
+            position,
+            flags,
+            name,
+        });
+    }
+    r.finish_dheader(seq)?;
+    r.finish_dheader(body)?;
+    Ok(BitmaskType {
+        flags,
+        bit_bound,
+        type_name,
+        bit_flags,
+    })
 }
 
 /// CompleteTypeDetail: two absent optional annotations, then the name.

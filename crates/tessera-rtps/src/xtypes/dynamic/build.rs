@@ -8,10 +8,13 @@ use crate::xtypes::identifier::{CollectionHeader, TypeIdentifier};
 use crate::xtypes::info::{
     TypeIdentifierWithDependencies, TypeIdentifierWithSize, TypeInformation,
 };
-use crate::xtypes::model::{EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc};
+use crate::xtypes::model::{
+    BitmaskDesc, EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc, UnionCase,
+    UnionDesc,
+};
 use crate::xtypes::object::{
-    EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember, StructType, TypeObject,
-    TypeObjectBody,
+    BitFlag, BitmaskType, EnumLiteral, EnumType, EquivalenceKind, MemberName, StructMember,
+    StructType, TypeObject, TypeObjectBody, UnionMember, UnionType,
 };
 use crate::xtypes::{ek, flags, tk, TypeBundle, MAX_DEPTH};
 
@@ -45,6 +48,19 @@ fn check(desc: &TypeDesc, depth: usize, nodes: &mut usize) -> Result<(), E> {
             check(element, depth + 1, nodes)
         }
         TypeDesc::Enum(e) => check_enum(e),
+        TypeDesc::Bitmask(b) => check_bitmask(b),
+        TypeDesc::Map { key, value, .. } => {
+            check_map_key(key)?;
+            check(key, depth + 1, nodes)?;
+            check(value, depth + 1, nodes)
+        }
+        TypeDesc::Union(u) => {
+            check_union(u)?;
+            check(&u.discriminator, depth + 1, nodes)?;
+            u.cases
+                .iter()
+                .try_for_each(|c| check(&c.ty, depth + 1, nodes))
+        }
         TypeDesc::Struct(s) => {
             check_members(&s.members)?;
             s.members
@@ -78,6 +94,65 @@ fn check_enum(e: &EnumDesc) -> Result<(), E> {
     Ok(())
 }
 
+fn check_bitmask(b: &BitmaskDesc) -> Result<(), E> {
+    if b.bit_bound == 0 || b.bit_bound > 64 {
+        return Err(E::Invalid(format!("bitmask bit bound {}", b.bit_bound)));
+    }
+    let mut seen = HashSet::new();
+    for (name, p) in &b.flags {
+        if *p >= b.bit_bound || !seen.insert(*p) {
+            return Err(E::Invalid(format!(
+                "bitmask {} flag {name} at position {p}",
+                b.name
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Map keys are integers or strings (IDL 4.2 §7.4.13.4.3.3).
+fn check_map_key(key: &TypeDesc) -> Result<(), E> {
+    match key {
+        TypeDesc::String { .. } => Ok(()),
+        TypeDesc::Primitive(p)
+            if !matches!(p, Primitive::Float32 | Primitive::Float64 | Primitive::Bool) =>
+        {
+            Ok(())
+        }
+        other => Err(E::Invalid(format!("map key of type {other:?}"))),
+    }
+}
+
+fn check_union(u: &UnionDesc) -> Result<(), E> {
+    let Some((lo, hi)) = super::codec_ext::disc_range(&u.discriminator) else {
+        return Err(E::Invalid(format!(
+            "union {} has a discriminator of type {:?}",
+            u.name, u.discriminator
+        )));
+    };
+    let mut ids = HashSet::new();
+    let mut labels = HashSet::new();
+    let mut defaults = 0;
+    for c in &u.cases {
+        if !ids.insert(c.id) || c.id > crate::xtypes::mutable::MAX_MEMBER_ID {
+            return Err(E::Invalid(format!("union member id {}", c.id)));
+        }
+        defaults += usize::from(c.default);
+        if c.labels.is_empty() && !c.default {
+            return Err(E::Invalid(format!("union case {} has no label", c.name)));
+        }
+        for l in &c.labels {
+            if !(lo..=hi).contains(&i64::from(*l)) || !labels.insert(*l) {
+                return Err(E::Invalid(format!("union {} label {l}", u.name)));
+            }
+        }
+    }
+    if defaults > 1 {
+        return Err(E::Invalid(format!("union {} has two defaults", u.name)));
+    }
+    Ok(())
+}
+
 fn check_members(members: &[MemberDesc]) -> Result<(), E> {
     let mut ids = HashSet::new();
     for m in members {
@@ -103,6 +178,7 @@ pub(super) fn from_objects(
         resolve,
         structs: HashMap::new(),
         enums: HashMap::new(),
+        others: HashMap::new(),
         in_progress: HashSet::new(),
         objects: BTreeMap::new(),
         nodes: 0,
@@ -123,6 +199,8 @@ struct Resolver<'a> {
     resolve: &'a dyn Fn(&TypeIdentifier) -> Option<TypeObject>,
     structs: HashMap<TypeIdentifier, Arc<StructDesc>>,
     enums: HashMap<TypeIdentifier, Arc<EnumDesc>>,
+    /// Unions and bitmasks resolved so far.
+    others: HashMap<TypeIdentifier, TypeDesc>,
     in_progress: HashSet<TypeIdentifier>,
     /// Every hashed object reached, by the bytes of its identifier.
     objects: BTreeMap<Vec<u8>, (TypeIdentifier, TypeObject)>,
@@ -162,7 +240,24 @@ impl Resolver<'_> {
                     dims: dims.clone(),
                 }
             }
+            TypeIdentifier::PlainMap {
+                bound,
+                element,
+                key,
+                ..
+            } => {
+                let key = self.identifier(key, depth + 1)?;
+                check_map_key(&key)?;
+                TypeDesc::Map {
+                    key: Box::new(key),
+                    value: Box::new(self.identifier(element, depth + 1)?),
+                    bound: *bound,
+                }
+            }
             TypeIdentifier::Minimal(_) | TypeIdentifier::Complete(_) => {
+                if let Some(d) = self.others.get(id) {
+                    return Ok(d.clone());
+                }
                 if let Some(s) = self.structs.get(id) {
                     return Ok(TypeDesc::Struct(s.clone()));
                 }
@@ -192,6 +287,16 @@ impl Resolver<'_> {
                         let d = Arc::new(self.enum_type(id, e)?);
                         self.enums.insert(id.clone(), d.clone());
                         TypeDesc::Enum(d)
+                    }
+                    TypeObjectBody::Union(u) => {
+                        let d = TypeDesc::Union(Arc::new(self.union_type(id, u, depth)?));
+                        self.others.insert(id.clone(), d.clone());
+                        d
+                    }
+                    TypeObjectBody::Bitmask(b) => {
+                        let d = TypeDesc::Bitmask(Arc::new(self.bitmask_type(id, b)?));
+                        self.others.insert(id.clone(), d.clone());
+                        d
                     }
                 };
                 self.in_progress.remove(id);
@@ -243,6 +348,65 @@ impl Resolver<'_> {
             extensibility,
             members,
         })
+    }
+
+    fn union_type(
+        &mut self,
+        id: &TypeIdentifier,
+        u: &UnionType,
+        depth: usize,
+    ) -> Result<UnionDesc, E> {
+        self.count(u.members.len())?;
+        let discriminator = self.identifier(&u.discriminator, depth + 1)?;
+        let mut cases = Vec::with_capacity(u.members.len());
+        for m in &u.members {
+            cases.push(UnionCase {
+                name: match &m.name {
+                    MemberName::Name(n) => n.clone(),
+                    MemberName::Hash(_) => format!("member_{}", m.id),
+                },
+                id: m.id,
+                labels: m.labels.clone(),
+                default: m.flags & flags::IS_DEFAULT != 0,
+                ty: self.identifier(&m.type_id, depth + 1)?,
+            });
+        }
+        let d = UnionDesc {
+            name: u
+                .type_name
+                .clone()
+                .unwrap_or_else(|| format!("union_{}", hex(&id.to_bytes()[1..]))),
+            extensibility: extensibility(u.flags),
+            discriminator,
+            discriminator_key: u.discriminator_flags & flags::KEY != 0,
+            cases,
+        };
+        check_union(&d)?;
+        Ok(d)
+    }
+
+    fn bitmask_type(&mut self, id: &TypeIdentifier, b: &BitmaskType) -> Result<BitmaskDesc, E> {
+        self.count(b.bit_flags.len())?;
+        let d = BitmaskDesc {
+            name: b
+                .type_name
+                .clone()
+                .unwrap_or_else(|| format!("bitmask_{}", hex(&id.to_bytes()[1..]))),
+            bit_bound: b.bit_bound,
+            flags: b
+                .bit_flags
+                .iter()
+                .map(|f| {
+                    let name = match &f.name {
+                        MemberName::Name(n) => n.clone(),
+                        MemberName::Hash(_) => format!("flag_{}", f.position),
+                    };
+                    (name, f.position)
+                })
+                .collect(),
+        };
+        check_bitmask(&d)?;
+        Ok(d)
     }
 
     fn enum_type(&mut self, id: &TypeIdentifier, e: &EnumType) -> Result<EnumDesc, E> {
@@ -355,6 +519,37 @@ fn bundle_from_complete(
                     })
                     .collect(),
             }),
+            TypeObjectBody::Union(u) => TypeObjectBody::Union(UnionType {
+                flags: u.flags,
+                type_name: None,
+                discriminator_flags: u.discriminator_flags,
+                discriminator: map(&u.discriminator),
+                members: u
+                    .members
+                    .iter()
+                    .map(|m| UnionMember {
+                        id: m.id,
+                        flags: m.flags,
+                        type_id: map(&m.type_id),
+                        labels: m.labels.clone(),
+                        name: MemberName::Hash(m.name.hash()),
+                    })
+                    .collect(),
+            }),
+            TypeObjectBody::Bitmask(b) => TypeObjectBody::Bitmask(BitmaskType {
+                flags: b.flags,
+                bit_bound: b.bit_bound,
+                type_name: None,
+                bit_flags: b
+                    .bit_flags
+                    .iter()
+                    .map(|f| BitFlag {
+                        position: f.position,
+                        flags: f.flags,
+                        name: MemberName::Hash(f.name.hash()),
+                    })
+                    .collect(),
+            }),
         };
         let m = TypeObject {
             kind: EquivalenceKind::Minimal,
@@ -435,6 +630,19 @@ fn to_minimal_id(
             header: minimal_header(header),
             dims: dims.clone(),
             element: Box::new(to_minimal_id(element, object)),
+        },
+        TypeIdentifier::PlainMap {
+            header,
+            bound,
+            element,
+            key_flags,
+            key,
+        } => TypeIdentifier::PlainMap {
+            header: minimal_header(header),
+            bound: *bound,
+            element: Box::new(to_minimal_id(element, object)),
+            key_flags: *key_flags,
+            key: Box::new(to_minimal_id(key, object)),
         },
         other => other.clone(),
     }

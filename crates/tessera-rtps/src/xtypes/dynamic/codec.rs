@@ -8,10 +8,12 @@
 //!   mutable: left out when absent;
 //! - XCDR2 DHEADER before sequences of non-primitive elements and arrays of non-primitive
 //!   elements (enums are not primitive);
-//! - enums as their bit bound's holder (1, 2 or 4 bytes).
+//! - enums as their bit bound's holder (1, 2 or 4 bytes);
+//! - unions, maps and bitmasks as [`super::codec_ext`] describes.
 //!
 //! Values are [`validate`]d against the type before [`encode`], which then cannot fail.
 
+use super::codec_ext as ext;
 use super::{DynamicValue as V, ValueError};
 use crate::cdr::impls::{in_dheader_r, in_dheader_w};
 use crate::cdr::{
@@ -65,11 +67,17 @@ fn is_octet(ty: &TypeDesc) -> bool {
 }
 
 /// A lower bound of the encoded size in any encoding (to refuse hostile counts early).
-fn min_size(ty: &TypeDesc) -> usize {
+pub(super) fn min_size(ty: &TypeDesc) -> usize {
     match ty {
         TypeDesc::Primitive(p) => prim_size(*p),
         TypeDesc::Enum(e) => enum_size(e),
-        TypeDesc::String { .. } | TypeDesc::Sequence { .. } => 4,
+        TypeDesc::Bitmask(b) => b.wire_size(),
+        TypeDesc::String { .. } | TypeDesc::Sequence { .. } | TypeDesc::Map { .. } => 4,
+        TypeDesc::Union(u) => match u.extensibility {
+            Extensibility::Final => ext::disc_size(&u.discriminator),
+            // A DHEADER (XCDR2) or a parameter list's end marker (XCDR1) at least.
+            _ => 4,
+        },
         TypeDesc::Array { element, dims } => {
             let n = dims
                 .iter()
@@ -94,7 +102,17 @@ pub(super) fn length_code(ty: &TypeDesc) -> u32 {
     match ty {
         TypeDesc::Primitive(p) => prim_size(*p).trailing_zeros(),
         TypeDesc::Enum(e) => enum_size(e).trailing_zeros(),
+        TypeDesc::Bitmask(b) => b.wire_size().trailing_zeros(),
         TypeDesc::String { .. } => 5,
+        // With a DHEADER the NEXTINT is it; without, the count is the first word anyway.
+        TypeDesc::Map { key, value, .. } => {
+            if ext::map_dheader(key, value) {
+                5
+            } else {
+                4
+            }
+        }
+        TypeDesc::Union(_) => 4,
         TypeDesc::Sequence { element, .. } => match element.as_ref() {
             TypeDesc::Primitive(p) => match prim_size(*p) {
                 1 => 5,
@@ -131,6 +149,9 @@ pub(super) fn default_value(ty: &TypeDesc) -> V {
         }
         TypeDesc::Array { element, dims } => default_array(element, dims),
         TypeDesc::Enum(e) => V::Enum(e.literals.first().map_or(0, |l| l.1)),
+        TypeDesc::Union(u) => ext::default_union(u),
+        TypeDesc::Map { .. } => V::Map(Vec::new()),
+        TypeDesc::Bitmask(_) => V::Bitmask(0),
         TypeDesc::Struct(s) => V::Struct(
             s.members
                 .iter()
@@ -186,6 +207,9 @@ fn kind_name(v: &V) -> &'static str {
         V::Bytes(_) => "bytes",
         V::List(_) => "list",
         V::Struct(_) => "struct",
+        V::Union { .. } => "union",
+        V::Map(_) => "map",
+        V::Bitmask(_) => "bitmask",
     }
 }
 
@@ -196,6 +220,11 @@ fn mismatch(expected: &str, v: &V) -> ValueError {
 /// Checks that `v` fits `ty`.
 pub(super) fn validate(ty: &TypeDesc, v: &V) -> Result<(), ValueError> {
     validate_depth(ty, v, 0)
+}
+
+/// [`validate`] at nesting `depth`.
+pub(super) fn validate_at(ty: &TypeDesc, v: &V, depth: usize) -> Result<(), ValueError> {
+    validate_depth(ty, v, depth)
 }
 
 fn validate_depth(ty: &TypeDesc, v: &V, depth: usize) -> Result<(), ValueError> {
@@ -256,6 +285,9 @@ fn validate_depth(ty: &TypeDesc, v: &V, depth: usize) -> Result<(), ValueError> 
         }
         TypeDesc::Array { element, dims } => validate_array(element, dims, v, depth),
         TypeDesc::Struct(s) => validate_struct(s, v, depth),
+        TypeDesc::Union(u) => ext::validate_union(u, v, depth),
+        TypeDesc::Map { key, value, bound } => ext::validate_map(key, value, *bound, v, depth),
+        TypeDesc::Bitmask(b) => ext::validate_bitmask(b, v),
     }
 }
 
@@ -357,6 +389,12 @@ pub(super) fn encode(ty: &TypeDesc, v: &V, w: &mut CdrWriter<'_>) {
             encode_array(element, dims, v, w)
         }),
         TypeDesc::Struct(s) => encode_struct(s, v, w),
+        TypeDesc::Union(u) => ext::encode_union(u, v, w),
+        TypeDesc::Map { key, value, .. } => ext::encode_map(key, value, v, w),
+        TypeDesc::Bitmask(b) => {
+            let x = if let V::Bitmask(x) = v { *x } else { 0 };
+            ext::write_bitmask(b, x, w);
+        }
     }
 }
 
@@ -474,6 +512,9 @@ pub(super) fn decode(ty: &TypeDesc, r: &mut CdrReader<'_>, depth: usize) -> Resu
             decode_array(element, dims, r, depth)
         }),
         TypeDesc::Struct(s) => decode_struct(s, r, depth),
+        TypeDesc::Union(u) => ext::decode_union(u, r, depth),
+        TypeDesc::Map { key, value, bound } => ext::decode_map(key, value, *bound, r, depth),
+        TypeDesc::Bitmask(b) => ext::decode_bitmask(b, r),
     }
 }
 

@@ -1,17 +1,20 @@
 //! Keys of dynamic samples, as the derive computes them (DDS-XTypes 1.3 §7.6.8): the key form
 //! of a struct is its key members in member-id order (all non-optional members for a keyless
 //! struct used as a key), each in its own key form, without struct headers; sequences and
-//! arrays keep their XCDR2 DHEADER. The key hash is that form in big-endian XCDR2.
+//! arrays keep their XCDR2 DHEADER. The key hash is that form in big-endian XCDR2. A union
+//! is keyed by its discriminator and the member it selects (no DHEADER), a map like a
+//! sequence of its entries, a bitmask as its integer.
 
 use super::codec::{
     decode_prim, encode, encode_prim, enum_size, is_flat_primitive, is_primitive, length_code,
     read_enum, write_enum,
 };
+use super::codec_ext::{map_dheader, read_disc, write_disc};
 use super::{DynamicType, DynamicValue as V};
 use crate::cdr::impls::in_dheader_w;
 use crate::cdr::{
-    extent_primitive, extent_repeat, extent_then, CdrError, CdrReader, CdrWriter, KeyExtent,
-    MutableReader, MutableWriter, EXTENT_EMPTY,
+    extent_max, extent_primitive, extent_repeat, extent_then, CdrError, CdrReader, CdrWriter,
+    KeyExtent, MutableReader, MutableWriter, EXTENT_EMPTY,
 };
 use crate::xtypes::model::{Extensibility, MemberDesc, StructDesc, TypeDesc};
 
@@ -39,8 +42,20 @@ fn key_extent(ty: &TypeDesc) -> KeyExtent {
     match ty {
         TypeDesc::Primitive(p) => extent_primitive(super::codec::prim_size(*p)),
         TypeDesc::Enum(e) => extent_primitive(enum_size(e)),
-        // Strings and sequences count as unbounded, as the derive has them.
-        TypeDesc::String { .. } | TypeDesc::Sequence { .. } => None,
+        TypeDesc::Bitmask(b) => extent_primitive(b.wire_size()),
+        // Strings, sequences and maps count as unbounded, as the derive has them.
+        TypeDesc::String { .. } | TypeDesc::Sequence { .. } | TypeDesc::Map { .. } => None,
+        TypeDesc::Union(u) => {
+            // The discriminator, then the largest member (nothing if a value selects none).
+            let none = u.cases.iter().all(|c| !c.default);
+            let cases = u
+                .cases
+                .iter()
+                .map(|c| key_extent(&c.ty))
+                .chain(none.then_some(EXTENT_EMPTY))
+                .fold(EXTENT_EMPTY, extent_max);
+            extent_then(key_extent(&u.discriminator), cases)
+        }
         TypeDesc::Array { element, dims } => {
             let inner = key_extent(element);
             if is_flat_primitive(element) {
@@ -73,6 +88,27 @@ pub(super) fn write_key_form(ty: &TypeDesc, v: &V, w: &mut CdrWriter<'_>) {
                 w.write_len(items.len());
                 for x in items {
                     write_key_form(element, x, w);
+                }
+            })
+        }
+        (
+            TypeDesc::Union(u),
+            V::Union {
+                discriminator,
+                value,
+            },
+        ) => {
+            write_disc(&u.discriminator, *discriminator, w);
+            if let (Some(c), Some(x)) = (u.case_for(*discriminator), value) {
+                write_key_form(&c.ty, x, w);
+            }
+        }
+        (TypeDesc::Map { key, value, .. }, V::Map(entries)) => {
+            in_dheader_w(w, map_dheader(key, value), |w| {
+                w.write_len(entries.len());
+                for (k, x) in entries {
+                    write_key_form(key, k, w);
+                    write_key_form(value, x, w);
                 }
             })
         }
@@ -179,6 +215,30 @@ fn transcode(
         TypeDesc::String { .. } => {
             w.write_str(r.read_str()?);
             Ok(())
+        }
+        TypeDesc::Bitmask(b) => {
+            let x = super::codec_ext::read_bitmask(b, r)?;
+            super::codec_ext::write_bitmask(b, x, w);
+            Ok(())
+        }
+        TypeDesc::Union(u) => {
+            let d = read_disc(&u.discriminator, r)?;
+            write_disc(&u.discriminator, d, w);
+            match u.case_for(d) {
+                Some(c) => transcode(&c.ty, r, w, depth + 1),
+                None => Ok(()),
+            }
+        }
+        TypeDesc::Map { key, value, .. } => {
+            transcode_framed(r, w, map_dheader(key, value), |r, w| {
+                let n = r.read_len(1)?;
+                w.write_len(n);
+                for _ in 0..n {
+                    transcode(key, r, w, depth + 1)?;
+                    transcode(value, r, w, depth + 1)?;
+                }
+                Ok(())
+            })
         }
         TypeDesc::Struct(s) => {
             for (_, m) in key_members(s) {

@@ -12,6 +12,9 @@
 //!   encapsulation header included — byte for byte as derived types do.
 //! - [`DynamicType::key_hash`] and friends follow the same key-hash rule as derived types
 //!   (key members in id order, big-endian XCDR2, zero-padded to 16 or MD5).
+//! - Unions are [`DynamicValue::Union`] (discriminator and the selected member, none when the
+//!   discriminator selects no case and there is no default), maps [`DynamicValue::Map`]
+//!   (entries in wire order, keys distinct), bitmasks [`DynamicValue::Bitmask`] (the integer).
 //! - [`DynamicValue::to_text`] prints a sample the way `cyclonedds subscribe` does;
 //!   [`DynamicValue::to_json`] / [`DynamicValue::from_json`] convert to and from JSON.
 //!
@@ -21,10 +24,14 @@
 
 mod build;
 mod codec;
+mod codec_ext;
 mod key;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_kinds;
 mod text;
+mod text_ext;
 
 use std::sync::Arc;
 
@@ -133,6 +140,18 @@ pub enum DynamicValue {
     List(Vec<DynamicValue>),
     /// A struct: members in declaration order, `None` for absent optional ones.
     Struct(Vec<Option<DynamicValue>>),
+    /// A union: the discriminator (integers as themselves, `boolean` 0/1, `char` its octet,
+    /// an enum its literal's value) and the member it selects, `None` when it selects none.
+    Union {
+        /// The discriminator value.
+        discriminator: i64,
+        /// The selected member's value.
+        value: Option<Box<DynamicValue>>,
+    },
+    /// A map: its entries in wire order (keys distinct).
+    Map(Vec<(DynamicValue, DynamicValue)>),
+    /// A bitmask: the flags set, bit `position` for each.
+    Bitmask(u64),
 }
 
 /// A topic type known at run time: a struct described by a [`TypeDesc`], with what the
@@ -247,7 +266,7 @@ impl DynamicType {
     }
 
     /// Whether writers of this type should offer XCDR2, by Cyclone DDS's rule: the type uses
-    /// an appendable or mutable struct or an optional member somewhere (XCDR1 cannot express
+    /// an appendable or mutable struct or union or an optional member somewhere (XCDR1 cannot express
     /// a nested appendable struct, and Cyclone writes such types in XCDR2 only).
     pub fn prefers_xcdr2(&self) -> bool {
         fn extensible(ty: &TypeDesc, depth: usize) -> bool {
@@ -261,6 +280,13 @@ impl DynamicType {
                     }
                     TypeDesc::Sequence { element, .. } | TypeDesc::Array { element, .. } => {
                         extensible(element, depth + 1)
+                    }
+                    TypeDesc::Union(u) => {
+                        u.extensibility != Extensibility::Final
+                            || u.cases.iter().any(|c| extensible(&c.ty, depth + 1))
+                    }
+                    TypeDesc::Map { key, value, .. } => {
+                        extensible(key, depth + 1) || extensible(value, depth + 1)
                     }
                     _ => false,
                 }

@@ -4,6 +4,7 @@
 
 use serde_json::{Map, Number, Value as Json};
 
+use super::text_ext as ext;
 use super::{DynamicType, DynamicValue as V};
 use crate::xtypes::model::{Primitive, TypeDesc};
 
@@ -17,14 +18,14 @@ pub struct JsonError {
     pub reason: String,
 }
 
-fn err(reason: impl Into<String>) -> JsonError {
+pub(super) fn err(reason: impl Into<String>) -> JsonError {
     JsonError {
         path: String::new(),
         reason: reason.into(),
     }
 }
 
-fn at(mut e: JsonError, step: &str) -> JsonError {
+pub(super) fn at(mut e: JsonError, step: &str) -> JsonError {
     e.path = if e.path.is_empty() || e.path.starts_with('[') {
         format!("{step}{}", e.path)
     } else {
@@ -59,7 +60,7 @@ impl V {
     }
 }
 
-fn write_text(ty: &TypeDesc, v: &V, out: &mut String) {
+pub(super) fn write_text(ty: &TypeDesc, v: &V, out: &mut String) {
     use std::fmt::Write;
     match (ty, v) {
         (TypeDesc::Struct(s), V::Struct(fields)) => {
@@ -106,6 +107,17 @@ fn write_text(ty: &TypeDesc, v: &V, out: &mut String) {
             }
             out.push(']');
         }
+        (
+            TypeDesc::Union(u),
+            V::Union {
+                discriminator,
+                value,
+            },
+        ) => ext::union_text(u, *discriminator, value.as_deref(), out),
+        (TypeDesc::Map { key, value, .. }, V::Map(entries)) => {
+            ext::map_text(key, value, entries, out)
+        }
+        (TypeDesc::Bitmask(b), V::Bitmask(x)) => ext::bitmask_text(b, *x, out),
         (_, V::Bytes(b)) => {
             out.push('[');
             for (i, x) in b.iter().enumerate() {
@@ -146,7 +158,7 @@ fn float(x: f64) -> Json {
     Number::from_f64(x).map_or(Json::Null, Json::Number)
 }
 
-fn to_json(ty: &TypeDesc, v: &V) -> Json {
+pub(super) fn to_json(ty: &TypeDesc, v: &V) -> Json {
     match (ty, v) {
         (TypeDesc::Struct(s), V::Struct(fields)) => {
             let mut m = Map::new();
@@ -176,6 +188,15 @@ fn to_json(ty: &TypeDesc, v: &V) -> Json {
             };
             Json::Array(items.iter().map(|x| to_json(&inner, x)).collect())
         }
+        (
+            TypeDesc::Union(u),
+            V::Union {
+                discriminator,
+                value,
+            },
+        ) => ext::union_json(u, *discriminator, value.as_deref()),
+        (TypeDesc::Map { value, .. }, V::Map(entries)) => ext::map_json(value, entries),
+        (_, V::Bitmask(x)) => Json::from(*x),
         (_, V::Bytes(b)) => Json::Array(b.iter().map(|x| Json::from(*x)).collect()),
         (_, V::String(s)) => Json::String(s.clone()),
         (_, V::Char(c)) => Json::String(c.to_string()),
@@ -195,7 +216,7 @@ fn to_json(ty: &TypeDesc, v: &V) -> Json {
     }
 }
 
-fn int<T: TryFrom<i64> + TryFrom<u64>>(j: &Json) -> Result<T, JsonError> {
+pub(super) fn int<T: TryFrom<i64> + TryFrom<u64>>(j: &Json) -> Result<T, JsonError> {
     let out = if let Some(i) = j.as_i64() {
         T::try_from(i).ok()
     } else if let Some(u) = j.as_u64() {
@@ -206,7 +227,7 @@ fn int<T: TryFrom<i64> + TryFrom<u64>>(j: &Json) -> Result<T, JsonError> {
     out.ok_or_else(|| err(format!("{j} out of range")))
 }
 
-fn from_json(ty: &TypeDesc, j: &Json, depth: usize) -> Result<V, JsonError> {
+pub(super) fn from_json(ty: &TypeDesc, j: &Json, depth: usize) -> Result<V, JsonError> {
     if depth > 4 * crate::xtypes::MAX_DEPTH {
         return Err(err("nested too deeply"));
     }
@@ -272,6 +293,9 @@ fn from_json(ty: &TypeDesc, j: &Json, depth: usize) -> Result<V, JsonError> {
                 list(element, j, depth)?
             }
         }
+        TypeDesc::Union(u) => ext::union_from_json(u, j, depth)?,
+        TypeDesc::Map { key, value, .. } => ext::map_from_json(key, value, j, depth)?,
+        TypeDesc::Bitmask(b) => ext::bitmask_from_json(b, j)?,
         TypeDesc::Struct(s) => {
             let obj = j.as_object().ok_or_else(|| err("expected an object"))?;
             if let Some(k) = obj
