@@ -4,7 +4,8 @@
 //! # Grammar
 //!
 //! ```text
-//! CRITERION  := METRIC OP NUMBER [ "@" EXPERIMENT ]
+//! CRITERION  := METRIC OP NUMBER [ "@" EXPERIMENT [ "[" FILTER { "," FILTER } "]" ] ]
+//! FILTER     := PARAM "=" VALUE { "|" VALUE }
 //! OP         := "<" | "<=" | ">" | ">=" | "=="
 //! METRIC     := "rtt_ratio" | "throughput_ratio" | "failed" | PAIR "." SCALAR
 //!             | PAIR "/" PAIR "." SCALAR
@@ -17,7 +18,8 @@
 //! Spaces around the parts are allowed. `NUMBER` is a finite decimal (`1.1`, `5e3`). The
 //! operator is the last run of `<`, `>`, `=` characters, so a mixed pair's `>` is not taken for
 //! it: `tessera>cyclone.samples_per_s>=1000`. `@EXPERIMENT` restricts the check to the
-//! experiment of that name.
+//! experiment of that name, and a filter to its cells whose parameter `PARAM` is one of the
+//! values (as written in results.csv): `@latency[size=16|1024,subscribers=2]`.
 //!
 //! # Meaning
 //!
@@ -78,6 +80,9 @@ pub enum ExpectError {
     /// `@` without an experiment name.
     #[error("empty experiment name after `@` in `{0}`")]
     EmptyExperiment(String),
+    /// A cell filter that is not `[PARAM=VALUE|VALUE,...]`.
+    #[error("bad cell filter in `{0}` (expected @EXPERIMENT[PARAM=VALUE|VALUE,...])")]
+    BadFilter(String),
 }
 
 /// A comparison operator.
@@ -222,6 +227,8 @@ pub struct Criterion {
     pub value: f64,
     /// Only this experiment, when given.
     pub experiment: Option<String>,
+    /// Only the cells whose parameters take one of these values (all must hold).
+    pub cell_filter: Vec<(String, Vec<String>)>,
     /// The criterion as written (trimmed).
     pub text: String,
 }
@@ -238,12 +245,12 @@ impl Criterion {
         if text.is_empty() {
             return Err(ExpectError::Empty);
         }
-        let (body, experiment) = match text.split_once('@') {
-            Some((_, e)) if e.trim().is_empty() => {
-                return Err(ExpectError::EmptyExperiment(text.to_string()));
+        let (body, experiment, cell_filter) = match text.split_once('@') {
+            Some((b, e)) => {
+                let (name, filter) = parse_scope(e, text)?;
+                (b, Some(name), filter)
             }
-            Some((b, e)) => (b, Some(e.trim().to_string())),
-            None => (text, None),
+            None => (text, None, Vec::new()),
         };
         // The operator is the last run of operator characters.
         // (Operator characters are ASCII, one byte each.)
@@ -273,9 +280,49 @@ impl Criterion {
             op,
             value,
             experiment,
+            cell_filter,
             text: text.to_string(),
         })
     }
+
+    /// Whether `cell` is within the criterion's experiment and cell filter.
+    fn in_scope(&self, cell: &Cell<'_>) -> bool {
+        self.experiment
+            .as_deref()
+            .is_none_or(|e| e == cell.experiment)
+            && self.cell_filter.iter().all(|(name, values)| {
+                cell.params
+                    .get(name)
+                    .is_some_and(|v| values.contains(&value_text(v)))
+            })
+    }
+}
+
+/// An experiment name and the cell filter that follows it.
+type Scope = (String, Vec<(String, Vec<String>)>);
+
+/// `EXPERIMENT` or `EXPERIMENT[PARAM=VALUE|VALUE,...]` after the `@` of `text`.
+fn parse_scope(scope: &str, text: &str) -> Result<Scope, ExpectError> {
+    let bad = || ExpectError::BadFilter(text.to_string());
+    let scope = scope.trim();
+    let (name, filter) = match scope.split_once('[') {
+        Some((name, rest)) => (name.trim(), Some(rest.strip_suffix(']').ok_or_else(bad)?)),
+        None => (scope, None),
+    };
+    if name.is_empty() {
+        return Err(ExpectError::EmptyExperiment(text.to_string()));
+    }
+    let mut out = Vec::new();
+    for part in filter.map(|f| f.split(',')).into_iter().flatten() {
+        let (param, values) = part.split_once('=').ok_or_else(bad)?;
+        let param = param.trim();
+        let values: Vec<String> = values.split('|').map(|v| v.trim().to_string()).collect();
+        if param.is_empty() || values.iter().any(String::is_empty) {
+            return Err(bad());
+        }
+        out.push((param.to_string(), values));
+    }
+    Ok((name.to_string(), out))
 }
 
 /// The verdict on one criterion.
@@ -363,7 +410,7 @@ pub fn evaluate(c: &Criterion, rs: &ResultSet) -> Outcome {
     let cells: Vec<Cell<'_>> = rs
         .cells()
         .into_iter()
-        .filter(|cell| in_scope(cell.experiment))
+        .filter(|cell| c.in_scope(cell))
         .collect();
     let checked = match &c.metric {
         Metric::RttRatio => ratios(&cells, Some(Kind::Latency), "tessera", "cyclone", "p50_us"),
@@ -677,6 +724,46 @@ mod tests {
         assert!(eval("failed<=1").ok);
         assert!(eval("failed==0@lat").ok);
         assert_eq!(eval("failed==0@nothing").detail, "no data");
+    }
+
+    #[test]
+    fn cell_filters_narrow_an_experiment() {
+        let c = crit("tessera/cyclone.p50_us<=1@lat[size=16|4096, subscribers = 2]");
+        assert_eq!(c.experiment.as_deref(), Some("lat"));
+        assert_eq!(
+            c.cell_filter,
+            vec![
+                (
+                    "size".to_string(),
+                    vec!["16".to_string(), "4096".to_string()]
+                ),
+                ("subscribers".to_string(), vec!["2".to_string()]),
+            ]
+        );
+        // Size 16 has ratio 1.0, size 1024 has 1.1: the filter picks one cell or the other.
+        assert!(eval("tessera/cyclone.p50_us<=1@lat[size=16]").ok);
+        assert!(!eval("tessera/cyclone.p50_us<=1@lat[size=1024]").ok);
+        assert!(!eval("tessera/cyclone.p50_us<=1@lat[size=16|1024]").ok);
+        // A parameter no cell has matches nothing: no data, not a silent pass.
+        assert_eq!(
+            eval("tessera/cyclone.p50_us<=1@lat[subscribers=2]").detail,
+            "no data"
+        );
+        for bad in [
+            "rtt_ratio<=1@lat[size=16",
+            "rtt_ratio<=1@lat[size]",
+            "rtt_ratio<=1@lat[=16]",
+            "rtt_ratio<=1@lat[size=16|]",
+        ] {
+            assert!(
+                matches!(Criterion::parse(bad), Err(ExpectError::BadFilter(_))),
+                "{bad}"
+            );
+        }
+        assert!(matches!(
+            Criterion::parse("rtt_ratio<=1@[size=16]"),
+            Err(ExpectError::EmptyExperiment(_))
+        ));
     }
 
     #[test]

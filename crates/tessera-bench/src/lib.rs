@@ -60,6 +60,7 @@ pub fn usage(prog: &str) -> String {
         "usage: {prog} [PRESET | SCENARIO.toml] [OPTIONS]\n\
          \x20      {prog} compare DIR_A DIR_B [--threshold PCT]\n\
          \x20      {prog} cleanup\n\
+         \x20      {prog} perf --consistency atomic ARGS   (tessera perf, ATOMIC endpoints)\n\
          \n\
          Runs pub/sub experiments side by side (Tessera, Cyclone DDS via ddsperf, Fast DDS via\n\
          fastdds-perf, mixed pairs, the raw UDP floor), each point in network namespaces made\n\
@@ -97,6 +98,8 @@ pub fn usage(prog: &str) -> String {
 /// `tessera bench`); returns the exit status.
 pub fn main(prog: &str, args: &[String]) -> i32 {
     match args.first().map(String::as_str) {
+        // `tessera perf` in a build with ATOMIC consistency (the `tessera-atomic` pair).
+        Some("perf") => return tessera_cli::perf::main(&format!("{prog} perf"), &args[1..]),
         Some("udp") => return floor::main(&args[1..]),
         Some("shm") => return shm_floor::main(&args[1..]),
         Some("worker") => return worker::main(&args[1..]),

@@ -86,6 +86,11 @@ pub enum Implementation {
     /// `tessera-loan` whose receive threads spin before they block, like `tessera-shm-spin`.
     #[serde(rename = "tessera-loan-spin")]
     TesseraLoanSpin,
+    /// Tessera with ATOMIC consistency (`tessera-bench perf --consistency atomic`, over UDPv4
+    /// like `tessera`): the Data, Ping and Pong endpoints of every process form one consensus
+    /// group per topic and a write returns after commit.
+    #[serde(rename = "tessera-atomic")]
+    TesseraAtomic,
     /// The raw shared-memory floor (`tessera bench shm`): a futex wake per hand-off.
     Shm,
     /// The raw shared-memory floor, both sides polling.
@@ -115,6 +120,7 @@ impl Implementation {
             Implementation::TesseraShmSpin => "tessera-shm-spin",
             Implementation::TesseraLoan => "tessera-loan",
             Implementation::TesseraLoanSpin => "tessera-loan-spin",
+            Implementation::TesseraAtomic => "tessera-atomic",
             Implementation::Shm => "shm",
             Implementation::ShmSpin => "shm-spin",
             Implementation::RustDds => "rustdds",
@@ -136,6 +142,7 @@ impl Implementation {
             Implementation::TesseraShmSpin => "Tessera (shm, spin)",
             Implementation::TesseraLoan => "Tessera (loans)",
             Implementation::TesseraLoanSpin => "Tessera (loans, spin)",
+            Implementation::TesseraAtomic => "Tessera (ATOMIC)",
             Implementation::Shm => "raw shm",
             Implementation::ShmSpin => "raw shm (spin)",
             Implementation::RustDds => "RustDDS",
@@ -145,8 +152,9 @@ impl Implementation {
     }
 
     /// Every implementation, in report order.
-    pub const ALL: [Implementation; 15] = [
+    pub const ALL: [Implementation; 16] = [
         Implementation::Tessera,
+        Implementation::TesseraAtomic,
         Implementation::TesseraShm,
         Implementation::TesseraShmSpin,
         Implementation::TesseraLoan,
@@ -190,6 +198,7 @@ impl Implementation {
                 | Implementation::TesseraShmSpin
                 | Implementation::TesseraLoan
                 | Implementation::TesseraLoanSpin
+                | Implementation::TesseraAtomic
         )
     }
 

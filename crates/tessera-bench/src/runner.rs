@@ -692,10 +692,25 @@ impl Ctx<'_> {
             | Implementation::TesseraShm
             | Implementation::TesseraShmSpin
             | Implementation::TesseraLoan
-            | Implementation::TesseraLoanSpin => {
-                let mut c = topo.command(host, &self.opts.tessera_exe);
-                c.arg("perf").arg("--json");
-                if implementation != Implementation::Tessera {
+            | Implementation::TesseraLoanSpin
+            | Implementation::TesseraAtomic => {
+                // The ATOMIC pair runs the same perf code from `tessera-bench`, which is built
+                // with the `atomic` feature that the measured `tessera` binary leaves out.
+                let mut c = if implementation == Implementation::TesseraAtomic {
+                    let mut c = topo.command(host, &self.opts.bench_exe);
+                    c.arg("perf")
+                        .arg("--json")
+                        .args(["--consistency", "atomic"]);
+                    c
+                } else {
+                    let mut c = topo.command(host, &self.opts.tessera_exe);
+                    c.arg("perf").arg("--json");
+                    c
+                };
+                if !matches!(
+                    implementation,
+                    Implementation::Tessera | Implementation::TesseraAtomic
+                ) {
                     // Shared memory where it reaches (same host), UDPv4 beyond it.
                     c.env("TESSERA_TRANSPORTS", "shm,udp4");
                 }
@@ -1752,6 +1767,12 @@ impl Ctx<'_> {
         let on_s = exp.setting("burst_on_s", 1.0);
         let off_s = exp.setting("burst_off_s", 2.0);
         let imp = p.pair.writer;
+        // The background is best-effort, which ATOMIC cannot be: beside an ATOMIC critical
+        // flow it is plain Tessera (EVENTUAL), on its own domain as always.
+        let bg_imp = match imp {
+            Implementation::TesseraAtomic => Implementation::Tessera,
+            i => i,
+        };
         let host_r = Self::reader_host(topo, 0);
         let grace = 30u64;
         let run_s = duration.ceil() as u64;
@@ -1788,7 +1809,7 @@ impl Ctx<'_> {
             workers.push(self.perf(
                 topo,
                 host_r,
-                imp,
+                bg_imp,
                 &bg_sub,
                 true,
                 "background_sub",
@@ -1813,7 +1834,7 @@ impl Ctx<'_> {
             workers.push(self.perf(
                 topo,
                 0,
-                imp,
+                bg_imp,
                 &bg_pub,
                 true,
                 "background_pub",
@@ -2325,6 +2346,33 @@ mod tests {
 
     fn hist(v: &[(u64, u64)]) -> Vec<(u64, u64)> {
         v.to_vec()
+    }
+
+    /// Lines of a real `tessera-bench perf --json --consistency atomic ping` run with two
+    /// pongs (a group of 3), the summary's histograms cut short.
+    const ATOMIC_PING: &str = r#"{"event":"new","host":"vm","peer_pid":2777,"pid":2777,"self":true,"t":0.132,"type":"participant"}
+{"event":"new","host":"vm","peer_pid":2775,"pid":2777,"self":false,"t":0.132,"type":"participant"}
+{"event":"new","host":"vm","peer_pid":2776,"pid":2777,"self":false,"t":0.133,"type":"participant"}
+{"cnt":15,"max_us":7550.167,"mean_us":4231.2702,"min_us":3091.445,"p50_us":3549.095,"p90_us":6712.213,"p99_us":7550.167,"peer":"vm:2776","pid":2777,"size":12,"t":1.0,"type":"latency"}
+{"cnt":15,"max_us":5780.617,"mean_us":4381.043,"min_us":3255.855,"p50_us":4458.929,"p90_us":5723.294,"p99_us":5780.617,"peer":"vm:2775","pid":2777,"size":12,"t":1.0,"type":"latency"}
+{"exit_code":0,"latency":[{"cnt":3,"hist":[[2441215,1],[3971071,1],[9273343,1]],"max_us":9273.343,"mean_us":5228.5,"min_us":2439.168,"p50_us":3971.071,"p90_us":9273.343,"p999_us":9273.343,"p99_us":9273.343,"peer":"vm:2776"},{"cnt":2,"hist":[[2328575,1],[4190207,1]],"max_us":4190.207,"mean_us":3259.4,"min_us":2326.528,"p50_us":4190.207,"p90_us":4190.207,"p999_us":4190.207,"p99_us":4190.207,"peer":"vm:2775"}],"lost":0,"pid":2777,"pings":0,"received":0,"t":10.337,"type":"summary"}
+"#;
+
+    #[test]
+    fn the_atomic_pair_reads_tessera_perfs_json_lines() {
+        let out = parse_output(Implementation::TesseraAtomic, ATOMIC_PING);
+        assert_eq!(out, parse_output(Implementation::Tessera, ATOMIC_PING));
+        assert_eq!(out.participants_new.len(), 2, "{out:?}");
+        let peers: Vec<&str> = out.latency.iter().map(|l| l.peer.as_str()).collect();
+        assert_eq!(peers, ["vm:2776", "vm:2775"]);
+        // Both pong sources' histograms, merged and ascending.
+        assert_eq!(out.hist.iter().map(|(_, n)| n).sum::<u64>(), 5);
+        assert!(
+            out.hist.windows(2).all(|w| w[0].0 < w[1].0),
+            "{:?}",
+            out.hist
+        );
+        assert!(out.errors.is_empty(), "{:?}", out.errors);
     }
 
     #[test]

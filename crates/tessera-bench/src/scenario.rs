@@ -94,6 +94,13 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
         include_str!("presets/architecture.toml"),
     ),
     (
+        "consistency",
+        "about 5 minutes: ATOMIC consistency beside EVENTUAL Tessera and Cyclone — latency vs \
+         payload and vs members (2–7), throughput at 4 and 64 KiB, the reliability test with \
+         an ATOMIC critical flow",
+        include_str!("presets/consistency.toml"),
+    ),
+    (
         "ci",
         "a few seconds of every experiment kind, for the test suite",
         include_str!("presets/ci.toml"),
@@ -393,6 +400,11 @@ impl Experiment {
                 ));
             }
         }
+        if pair.writer == Implementation::TesseraAtomic
+            || pair.reader == Implementation::TesseraAtomic
+        {
+            atomic_supports(self.kind, pair, cell)?;
+        }
         if cell.get("architecture").and_then(Value::as_str) == Some("centralized")
             && !(pair.writer.is_tessera() || pair.writer.is_fastdds())
         {
@@ -637,6 +649,39 @@ impl Scenario {
     }
 }
 
+/// Whether the ATOMIC pair can measure `cell` of a `kind` experiment: every process of a run
+/// must be a member of the topic's consensus group, and a consensus log is reliable.
+fn atomic_supports(kind: Kind, pair: Pair, cell: &BTreeMap<String, Value>) -> Result<(), String> {
+    if !pair.is_same() {
+        return Err(
+            "ATOMIC consistency needs every endpoint of the topic in its consensus group:              `tessera-atomic` pairs only with itself"
+                .into(),
+        );
+    }
+    if !matches!(kind, Kind::Latency | Kind::Throughput | Kind::Reliability) {
+        return Err(format!(
+            "`tessera-atomic` has no {} experiment (latency, throughput and reliability only)",
+            kind.as_str()
+        ));
+    }
+    let best_effort = cell.get("reliability").and_then(Value::as_str) == Some("best_effort")
+        || cell
+            .get("case")
+            .and_then(Value::as_str)
+            .and_then(nasa_case)
+            .is_some_and(|(_, rel, _)| rel == "best_effort");
+    if best_effort {
+        return Err(
+            "ATOMIC consistency is reliable by construction (a write returns after commit):              no best-effort cell"
+                .into(),
+        );
+    }
+    match cell.get("architecture").and_then(Value::as_str) {
+        None | Some("decentralized") => Ok(()),
+        Some(a) => Err(format!("`tessera-atomic` runs decentralized only, not {a}")),
+    }
+}
+
 fn check_loss(loss: f64) -> Result<(), String> {
     if !(0.0..100.0).contains(&loss) {
         return Err(format!("loss_pct must be in [0, 100), not {loss}"));
@@ -651,7 +696,7 @@ pub fn parse_pairs(labels: &[String]) -> Result<Vec<Pair>, String> {
         let p = Pair::from_label(l).ok_or_else(|| {
             format!(
                 "unknown pair {l:?} (tessera, tessera-shm, tessera-shm-spin, tessera-loan, \
-                 tessera-loan-spin, cyclone, fastdds, fastdds-udp, rustdds, dust_dds, zenoh, udp, \
+                 tessera-loan-spin, tessera-atomic, cyclone, fastdds, fastdds-udp, rustdds, dust_dds, zenoh, udp, \
                  shm, shm-spin, or WRITER>READER \
                  of two DDS implementations, e.g. tessera>cyclone)"
             )
@@ -1224,6 +1269,113 @@ mod tests {
             assert!(planned.contains(&want.to_string()), "{planned:?}");
         }
         assert!(!planned.iter().any(|p| p == "rustdds/2" || p == "zenoh/2"));
+    }
+
+    #[test]
+    fn the_atomic_pair_runs_reliable_latency_throughput_and_reliability_with_itself_only() {
+        let s = parse(
+            r#"
+            rounds = 1
+            pairs = ["tessera-atomic", "tessera", "tessera-atomic>tessera"]
+            [[experiment]]
+            name = "lat"
+            kind = "latency"
+            size = 16
+            subscribers = [1, 6]
+            reliability = ["reliable", "best_effort"]
+            [[experiment]]
+            name = "nasa"
+            kind = "rate_step"
+            case = ["a", "c"]
+            [[experiment]]
+            name = "rel"
+            kind = "reliability"
+            phase = "steady"
+            [[experiment]]
+            name = "disc"
+            kind = "discovery"
+            participants = 2
+            "#,
+        )
+        .unwrap();
+        let atomic: Vec<String> = s
+            .plan()
+            .iter()
+            .filter(|p| p.pair.writer == Implementation::TesseraAtomic)
+            .map(|p| {
+                let e = &s.experiments[p.experiment];
+                let rel = p.params.get("reliability").and_then(Value::as_str);
+                let subs = p.params.get("subscribers").and_then(Value::as_u64);
+                format!("{}/{}/{rel:?}/{subs:?}", e.name, p.pair.label())
+            })
+            .collect();
+        assert_eq!(
+            atomic,
+            [
+                "lat/tessera-atomic/Some(\"reliable\")/Some(1)",
+                "lat/tessera-atomic/Some(\"reliable\")/Some(6)",
+                "rel/tessera-atomic/None/None",
+            ]
+        );
+        let skipped = s.skipped().join("\n");
+        for why in [
+            "reliable by construction",
+            "pairs only with itself",
+            "no rate_step experiment",
+            "no discovery experiment",
+        ] {
+            assert!(skipped.contains(why), "{why}: {skipped}");
+        }
+        // EVENTUAL Tessera still runs the best-effort cells.
+        assert!(s.plan().iter().any(|p| p.pair.label() == "tessera"
+            && p.params.get("reliability").and_then(Value::as_str) == Some("best_effort")));
+    }
+
+    #[test]
+    fn the_consistency_preset_covers_the_issue_and_its_criteria_parse() {
+        let (name, _, text) = PRESETS
+            .iter()
+            .find(|(n, _, _)| *n == "consistency")
+            .unwrap();
+        let s = Scenario::parse(text, name).unwrap();
+        let plan = s.plan();
+        let cells = |exp: &str, axis: &str| -> Vec<u64> {
+            let mut v: Vec<u64> = plan
+                .iter()
+                .filter(|p| {
+                    s.experiments[p.experiment].name == exp
+                        && p.pair.writer == Implementation::TesseraAtomic
+                        && p.round == 0
+                })
+                .filter_map(|p| p.params.get(axis).and_then(Value::as_u64))
+                .collect();
+            v.dedup();
+            v
+        };
+        assert_eq!(cells("latency-payload", "size"), [16, 1024, 8192, 65536]);
+        assert_eq!(cells("latency-members", "subscribers"), [1, 2, 4, 6]);
+        assert_eq!(cells("throughput", "size"), [4096, 65536]);
+        assert_eq!(cells("reliability", "rate"), [1000]);
+        assert!(s.skipped().is_empty(), "{:?}", s.skipped());
+        // Every `# expect = ` line parses and names an experiment (and cell values) it has.
+        let mut n = 0;
+        for line in text.lines() {
+            let Some(c) = line.strip_prefix("# expect = ") else {
+                continue;
+            };
+            let c = crate::expect::Criterion::parse(c).unwrap_or_else(|e| panic!("{c}: {e}"));
+            let exp = c.experiment.as_deref().expect("scoped to an experiment");
+            let e = s.experiments.iter().find(|e| e.name == exp);
+            let e = e.unwrap_or_else(|| panic!("{}: no experiment {exp}", c.text));
+            for (param, values) in &c.cell_filter {
+                let axis = e.axes.iter().find(|(a, _)| a == param);
+                let (_, have) = axis.unwrap_or_else(|| panic!("{}: no axis {param}", c.text));
+                let have: Vec<String> = have.iter().map(crate::results::value_text).collect();
+                assert!(values.iter().all(|v| have.contains(v)), "{}", c.text);
+            }
+            n += 1;
+        }
+        assert_eq!(n, 5);
     }
 
     #[test]

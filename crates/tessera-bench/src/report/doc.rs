@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::chart::Rendered;
 use super::ranking::rankings;
 use super::table::{
-    by_experiment, fmt_num, markdown_table, pair_display, pair_rank, tables, Table,
+    by_experiment, fmt_num, is_ratio_header, markdown_table, pair_display, pair_rank, tables, Table,
 };
 use crate::results::{median_of, Kind, ResultSet};
 
@@ -449,17 +449,12 @@ fn html_table(t: &Table) -> String {
         h.push_str(&format!("<th>{}</th>", esc(head)));
     }
     h.push_str("</tr>\n");
-    let ratio_col = t
-        .headers
-        .last()
-        .map(|s| s == "Tessera/Cyclone")
-        .unwrap_or(false);
     for r in &t.rows {
         h.push_str("<tr>");
         for (i, c) in r.iter().enumerate() {
             let class = if i < t.n_params {
                 ""
-            } else if ratio_col && i + 1 == r.len() {
+            } else if t.headers.get(i).is_some_and(|h| is_ratio_header(h)) {
                 " class=\"n ratio\""
             } else {
                 " class=\"n\""

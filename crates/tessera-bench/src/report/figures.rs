@@ -45,6 +45,7 @@ pub(super) fn style_of(pair: &str) -> Style {
         "tessera-shm-spin" => (RGBColor(120, 170, 220), Marker::Diamond),
         "tessera-loan" => (RGBColor(0, 120, 110), Marker::Square),
         "tessera-loan-spin" => (RGBColor(100, 200, 180), Marker::Diamond),
+        "tessera-atomic" => (RGBColor(106, 61, 154), Marker::Cross),
         "shm" => (RGBColor(60, 60, 60), Marker::Square),
         "shm-spin" => (RGBColor(160, 160, 160), Marker::Diamond),
         other => {

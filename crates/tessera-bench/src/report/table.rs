@@ -13,6 +13,7 @@ use crate::runner::CPU_METRIC;
 /// Pairs in the order every table, chart and legend uses.
 const PAIR_ORDER: &[&str] = &[
     "tessera",
+    "tessera-atomic",
     "tessera-shm",
     "tessera-shm-spin",
     "tessera-loan",
@@ -167,7 +168,21 @@ pub(super) struct Table {
     /// Rows of text cells.
     pub rows: Vec<Vec<String>>,
     /// How to read the ratio, when there is a ratio column.
-    pub ratio_note: Option<&'static str>,
+    pub ratio_note: Option<String>,
+}
+
+/// The ratio columns of the headline tables, each shown when both its pairs were measured:
+/// (numerator pair, denominator pair, header). ATOMIC is compared with EVENTUAL Tessera (its
+/// cost) and with Cyclone.
+const RATIOS: &[(&str, &str, &str)] = &[
+    ("tessera", "cyclone", "Tessera/Cyclone"),
+    ("tessera-atomic", "tessera", "ATOMIC/EVENTUAL"),
+    ("tessera-atomic", "cyclone", "ATOMIC/Cyclone"),
+];
+
+/// Whether a column header is one of the ratio columns (shown in bold in HTML).
+pub(super) fn is_ratio_header(header: &str) -> bool {
+    RATIOS.iter().any(|(_, _, h)| *h == header)
 }
 
 /// What a pair column of `kind` shows.
@@ -343,8 +358,9 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
     for (experiment, kind, cells) in by_experiment(rs) {
         let (varying, fixed) = split_params(&cells);
         let pairs = pairs_of(&cells);
-        let has_ratio =
-            pairs.iter().any(|p| p == "tessera") && pairs.iter().any(|p| p == "cyclone");
+        let has = |label: &str| pairs.iter().any(|p| p == label);
+        let ratios: Vec<&(&str, &str, &str)> =
+            RATIOS.iter().filter(|(a, b, _)| has(a) && has(b)).collect();
 
         // Rows in first-measured order of their parameter combination.
         let mut keys: Vec<Vec<String>> = Vec::new();
@@ -369,14 +385,14 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
                     None => row.push("–".to_string()),
                 }
             }
-            if has_ratio {
-                let v = |label: &str| {
-                    in_row
-                        .iter()
-                        .find(|c| c.pair == label)
-                        .and_then(|c| c.median(ratio_name))
-                };
-                let r = match (v("tessera"), v("cyclone")) {
+            let v = |label: &str| {
+                in_row
+                    .iter()
+                    .find(|c| c.pair == label)
+                    .and_then(|c| c.median(ratio_name))
+            };
+            for (num, den, _) in &ratios {
+                let r = match (v(num), v(den)) {
                     (Some(t), Some(c)) if c != 0.0 && t.is_finite() && c.is_finite() => {
                         format!("{:.2}×", t / c)
                     }
@@ -403,9 +419,7 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
 
         let mut headers: Vec<String> = varying.iter().map(|n| param_header(n)).collect();
         headers.extend(pairs.iter().map(|p| pair_display(p)));
-        if has_ratio {
-            headers.push("Tessera/Cyclone".to_string());
-        }
+        headers.extend(ratios.iter().map(|(_, _, h)| h.to_string()));
         if has_cpu {
             let unit = if kind == Kind::Latency {
                 "round trip"
@@ -415,11 +429,12 @@ pub(super) fn tables(rs: &ResultSet) -> Vec<Table> {
             let names: Vec<String> = pairs.iter().map(|p| pair_display(p)).collect();
             headers.push(format!("CPU µs/{unit} ({})", names.join(" / ")));
         }
-        let ratio_note = has_ratio.then_some(if lower_better {
-            "ratio below 1 favours Tessera"
-        } else {
-            "ratio above 1 favours Tessera"
-        });
+        let side = if lower_better { "below" } else { "above" };
+        let ratio_note = match ratios.as_slice() {
+            [] => None,
+            [(_, _, "Tessera/Cyclone")] => Some(format!("ratio {side} 1 favours Tessera")),
+            _ => Some(format!("a ratio {side} 1 favours the first-named pair")),
+        };
         out.push(Table {
             experiment,
             kind,
@@ -446,7 +461,7 @@ impl Table {
             s.push_str("; ");
             s.push_str(&self.fixed.join(", "));
         }
-        if let Some(n) = self.ratio_note {
+        if let Some(n) = &self.ratio_note {
             s.push_str("; ");
             s.push_str(n);
         }
@@ -460,7 +475,7 @@ fn width(s: &str) -> usize {
 
 /// A compact aligned table for the end of a run: per experiment, one row per parameter
 /// combination, each pair's headline metric side by side (medians over rounds) and the
-/// Tessera/Cyclone ratio.
+/// Tessera/Cyclone ratio (and ATOMIC/EVENTUAL, ATOMIC/Cyclone when the ATOMIC pair ran).
 pub fn terminal_summary(rs: &ResultSet) -> String {
     let mut out = String::new();
     // The ranking tables follow the headline tables under their own title.

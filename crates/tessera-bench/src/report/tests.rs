@@ -206,6 +206,55 @@ fn ratio_is_tessera_over_cyclone_of_round_medians() {
     assert!(t.contains("0.50×"), "{t}");
 }
 
+#[test]
+fn atomic_is_set_beside_eventual_and_cyclone_with_both_ratios_and_cpu() {
+    let mut rs = ResultSet::default();
+    let params: BTreeMap<String, Value> = [("size".to_string(), Value::from(16))].into();
+    for (label, p50, cpu) in [
+        ("cyclone", 40.0, 30.0),
+        ("tessera-atomic", 90.0, 70.0),
+        ("tessera", 30.0, 20.0),
+    ] {
+        let mut p = Point::new(
+            "lat",
+            Kind::Latency,
+            Pair::from_label(label).unwrap(),
+            params.clone(),
+            0,
+        );
+        p.latency = Some(LatencyStats {
+            p50_us: p50,
+            ..Default::default()
+        });
+        p.metrics.insert(crate::runner::CPU_METRIC.into(), cpu);
+        rs.points.push(p);
+    }
+    let md = markdown_tables(&rs);
+    let header = md.lines().find(|l| l.starts_with("| Tessera")).expect(&md);
+    // EVENTUAL first, ATOMIC next to it, then Cyclone; the ratios follow in that spirit.
+    let at = |s: &str| header.find(s).unwrap_or_else(|| panic!("{s}: {header}"));
+    assert!(at("| Tessera |") < at("Tessera (ATOMIC)"));
+    assert!(at("Tessera (ATOMIC)") < at("Cyclone DDS"));
+    assert!(at("Tessera/Cyclone") < at("ATOMIC/EVENTUAL"));
+    assert!(at("ATOMIC/EVENTUAL") < at("ATOMIC/Cyclone"));
+    let row = md
+        .lines()
+        .filter(|l| l.starts_with("| "))
+        .nth(1)
+        .expect(&md);
+    // 30/40, 90/30, 90/40; CPU per round trip of each pair in column order.
+    assert!(row.contains("| 0.75× | 3.00× | 2.25× |"), "{row}");
+    assert!(row.contains("20.0 / 70.0 / 30.0"), "{row}");
+    assert!(md.contains("favours the first-named pair"), "{md}");
+    // Three pairs in a cell: the ranking puts EVENTUAL first, ATOMIC last.
+    let t = terminal_summary(&rs);
+    let ranking = &t[t.find("Ranking").unwrap()..];
+    assert!(
+        ranking.find("Tessera (ATOMIC)") > ranking.find("Cyclone DDS"),
+        "{t}"
+    );
+}
+
 fn degenerate(kind: Kind, f: impl Fn(&mut Point)) -> ResultSet {
     let mut rs = ResultSet::default();
     for (i, size) in [0u64, 16, 16].into_iter().enumerate() {

@@ -180,6 +180,10 @@ pub struct PerfConfig {
     /// `--loan SIZE` (tessera extension): samples of this many bytes, a fixed-size plain type
     /// written through loans and taken loaned (see `perf::loan`).
     pub loan: Option<u32>,
+    /// `--consistency atomic` (tessera extension): the Data, Ping and Pong endpoints are ATOMIC
+    /// (a consensus group per topic; `write` returns after commit). Needs a build with the
+    /// `atomic` feature (`tessera-bench perf`); the `tessera` binary refuses it.
+    pub atomic: bool,
 }
 
 impl Default for PerfConfig {
@@ -210,6 +214,7 @@ impl Default for PerfConfig {
             ping_fraction: 0,
             baggage: 0,
             loan: None,
+            atomic: false,
         }
     }
 }
@@ -375,6 +380,11 @@ OPTIONS:
                       must equal SIZE; -T and -n do not apply. The receive
                       threads wait as in every run (TESSERA_WAIT=block,
                       spin:US, adaptive:US or poll)
+  --consistency C     eventual (default) or atomic: the Data, Ping and Pong
+                      endpoints form a consensus group per topic and a write
+                      returns after commit; every process of the run passes
+                      the same C; reliable only; needs a build with ATOMIC
+                      consistency (tessera-bench perf), not this binary
 
 MODE... is any sequence of:
   ping [R[Hz]] [size S] [waitset|listener]
@@ -831,6 +841,18 @@ pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
             }
             continue;
         }
+        if let Some(v) = long_arg(prog, "consistency", a, args, &mut i)? {
+            cfg.atomic = match v.as_str() {
+                "atomic" => true,
+                "eventual" => false,
+                _ => {
+                    return Err(invalid(format!(
+                        "--consistency {v} invalid: eventual or atomic"
+                    )))
+                }
+            };
+            continue;
+        }
         if let Some(v) = long_arg(prog, "loan", a, args, &mut i)? {
             let words = ["--loan".to_string(), v];
             let size = simple_uint32(&words, &mut 0, "--loan", Some(SIZE_UNITS))?.unwrap_or(0);
@@ -913,6 +935,20 @@ pub fn parse(prog: &str, args: &[String]) -> Result<PerfConfig, ArgsError> {
             "size {} invalid: too small to allow for overhead",
             cfg.baggage
         )));
+    }
+    if cfg.atomic {
+        // A consensus log is reliable by construction, and loans hand out references to one
+        // host's shared memory, which a replicated log cannot carry.
+        if !cfg.reliable {
+            return Err(invalid(
+                "--consistency atomic invalid with -u: ATOMIC endpoints are reliable".into(),
+            ));
+        }
+        if cfg.loan.is_some() {
+            return Err(invalid(
+                "--consistency atomic invalid with --loan: loans are not replicated".into(),
+            ));
+        }
     }
     if let Some(size) = cfg.loan {
         check_loan(&cfg, size)?;

@@ -556,3 +556,19 @@ fn loan_option() {
     assert!(invalid_msg(&["--loan", "16", "-n", "4", "pub"]).contains("-n 4"));
     assert!(usage_diag(&["ping", "--loan"]).is_some());
 }
+
+#[test]
+fn consistency_option() {
+    assert!(!ok(&["ping"]).atomic);
+    assert!(ok(&["--consistency", "atomic", "ping"]).atomic);
+    assert!(ok(&["pong", "--consistency=atomic"]).atomic);
+    assert!(!ok(&["--consistency", "eventual", "sub"]).atomic);
+    let m = invalid_msg(&["--consistency", "strong", "ping"]);
+    assert!(m.contains("--consistency strong invalid"), "{m}");
+    // A consensus log is reliable: best-effort and loans are refused with a reason.
+    let m = invalid_msg(&["--consistency", "atomic", "-u", "pub"]);
+    assert!(m.contains("reliable"), "{m}");
+    let m = invalid_msg(&["--consistency", "atomic", "--loan", "16", "ping"]);
+    assert!(m.contains("--loan"), "{m}");
+    assert!(usage_diag(&["ping", "--consistency"]).is_some());
+}

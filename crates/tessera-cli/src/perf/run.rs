@@ -38,8 +38,8 @@ use std::time::Duration;
 
 use tessera::crossbeam_channel::{self, Receiver, Sender};
 use tessera::qos::{
-    DataReaderQos, DataWriterQos, DomainParticipantQos, History as QosHistory, Partition,
-    PublisherQos, Reliability, ResourceLimits, SubscriberQos, TopicQos, UserData,
+    Consistency, DataReaderQos, DataWriterQos, DomainParticipantQos, History as QosHistory,
+    Partition, PublisherQos, Reliability, ResourceLimits, SubscriberQos, TopicQos, UserData,
 };
 use tessera::rtps::types::{EntityId, Guid};
 use tessera::status::{PublicationMatchedStatus, SubscriptionMatchedStatus};
@@ -783,6 +783,15 @@ fn reliability(cfg: &PerfConfig) -> Reliability {
     }
 }
 
+/// `--consistency`: of the Data, Ping and Pong endpoints (CPU statistics stay EVENTUAL).
+fn consistency(cfg: &PerfConfig) -> Consistency {
+    if cfg.atomic {
+        Consistency::Atomic
+    } else {
+        Consistency::Eventual
+    }
+}
+
 fn data_history(cfg: &PerfConfig) -> QosHistory {
     match cfg.history {
         History::KeepAll => QosHistory::KeepAll,
@@ -925,7 +934,10 @@ fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
     let (publisher, subscriber) = (&base.publisher, &base.subscriber);
     // Topics.
     let rel = reliability(cfg);
-    let tqos = TopicQos::default().with_reliability(rel);
+    let cons = consistency(cfg);
+    let tqos = TopicQos::default()
+        .with_reliability(rel)
+        .with_consistency(cons);
     let cpu_topic = tryd!(
         "dds_create_topic(CPUStats)",
         participant.create_topic::<CpuStats>(
@@ -958,16 +970,20 @@ fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
     // QoS of the endpoints.
     let pp_wqos = DataWriterQos::default()
         .with_reliability(rel)
+        .with_consistency(cons)
         .with_history(QosHistory::KeepLast(1));
     let pp_rqos = DataReaderQos::default()
         .with_reliability(rel)
+        .with_consistency(cons)
         .with_history(QosHistory::KeepLast(1));
     let data_wqos = DataWriterQos::default()
         .with_reliability(rel)
+        .with_consistency(cons)
         .with_history(data_history(cfg))
         .with_resource_limits(data_limits());
     let data_rqos = DataReaderQos::default()
         .with_reliability(rel)
+        .with_consistency(cons)
         .with_history(data_history(cfg))
         .with_resource_limits(data_limits());
 
@@ -1271,7 +1287,9 @@ fn publish<T: PerfIo>(ctx: &Ctx<T>, w: &DataWriter<T>) {
         let flag = cfg.ping_fraction != 0 && rng.next_u32() <= cfg.ping_fraction;
         match T::write_new(w, &mut sample, seq, keyval, data_timestamp(t, flag)) {
             Ok(()) => {}
-            Err(tessera::Error::Timeout) => {
+            // An ATOMIC write may also end without a verdict (no commit seen in time): like a
+            // timeout, the sample may be missing, and publishing goes on.
+            Err(tessera::Error::Timeout | tessera::Error::Indeterminate) => {
                 ctx.emit(&ReportLine::WriteError {
                     code: RETCODE_TIMEOUT,
                 });
@@ -1857,5 +1875,8 @@ mod tests {
         );
         assert_eq!(data_history(&cfg), QosHistory::KeepLast(5));
         assert_eq!(data_limits().max_samples, Some(10_000));
+        assert_eq!(consistency(&cfg), Consistency::Eventual);
+        cfg.atomic = true;
+        assert_eq!(consistency(&cfg), Consistency::Atomic);
     }
 }
