@@ -79,6 +79,7 @@ pub fn usage(prog: &str) -> String {
          \x20                    fastdds,fastdds-udp,tessera>fastdds,fastdds>tessera,\n\
          \x20                    tessera-shm,tessera-shm-spin,shm,shm-spin (shared memory),\n\
          \x20                    tessera-loan,tessera-loan-spin (shared memory, loans)\n\
+         \x20                    tessera-atomic (ATOMIC consistency, with itself only)\n\
          \x20                    rustdds,dust_dds,zenoh,tessera>rustdds,rustdds>tessera\n\
          \x20                    cyclone-c,tessera>cyclone-c,cyclone-c>tessera (C worker)\n\
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\

@@ -654,7 +654,8 @@ impl Scenario {
 fn atomic_supports(kind: Kind, pair: Pair, cell: &BTreeMap<String, Value>) -> Result<(), String> {
     if !pair.is_same() {
         return Err(
-            "ATOMIC consistency needs every endpoint of the topic in its consensus group:              `tessera-atomic` pairs only with itself"
+            "ATOMIC consistency needs every endpoint of the topic in its consensus group: \
+             `tessera-atomic` pairs only with itself"
                 .into(),
         );
     }
@@ -672,7 +673,8 @@ fn atomic_supports(kind: Kind, pair: Pair, cell: &BTreeMap<String, Value>) -> Re
             .is_some_and(|(_, rel, _)| rel == "best_effort");
     if best_effort {
         return Err(
-            "ATOMIC consistency is reliable by construction (a write returns after commit):              no best-effort cell"
+            "ATOMIC consistency is reliable by construction (a write returns after commit): \
+             no best-effort cell"
                 .into(),
         );
     }
