@@ -128,6 +128,7 @@ log "consensus ran in ${#atomic_logs[@]} ATOMIC workers and in none of ${#eventu
 grep -q "ATOMIC/EVENTUAL" "$out/report.md" || fail "report.md has no ATOMIC/EVENTUAL ratio"
 grep -q "pairs only with itself" "$WORK/bench.log" || fail "no note on the skipped mixed pair"
 grep -q "reliable by construction" "$WORK/bench.log" || fail "no note on the skipped best-effort cell"
+grep -q "note: ATOMIC: .tessera-atomic. runs" "$WORK/bench.log" || fail "no note on what ATOMIC runs"
 
 read -r ns procs <<<"$(leftovers)"
 [[ "$ns $procs" == "0 0" ]] || fail "left behind: $ns namespaces, $procs workers"

@@ -385,6 +385,21 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
                 .to_string(),
         );
     }
+    if uses_any(|i| i == Implementation::TesseraAtomic) {
+        notes.push(
+            "ATOMIC: `tessera-atomic` runs `tessera perf`'s code from the `tessera-bench` binary \
+             (`tessera-bench perf --consistency atomic`, built with the `atomic` feature that the \
+             measured `tessera` leaves out, so its resident memory is not comparable). Every \
+             process keeps ddsperf's full set of endpoints (ping writer and reader, data writer, \
+             a pong writer per peer), all ATOMIC: a point with N subscribers runs one consensus \
+             group of N + 1 members per topic and partition (Ping, Data, each process's Pong \
+             partition), most of them idle, and their heartbeats count in the CPU figures. A \
+             write returns after its commit, so one publishing thread writes one sample per \
+             commit. ATOMIC pairs only with itself and is never best-effort; beside a \
+             reliability test's ATOMIC critical flow the background stays EVENTUAL."
+                .to_string(),
+        );
+    }
     if uses_any(Implementation::is_shm_floor) {
         notes.push(
             "The raw shared-memory floor (`tessera bench shm`) hands a sample through one \
