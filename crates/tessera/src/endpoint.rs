@@ -88,8 +88,10 @@ pub(crate) trait LocalWriter: Send + Sync {
 pub(crate) trait LocalReader: Send + Sync {
     /// The reader's GUID.
     fn guid(&self) -> Guid;
-    /// DATA, DATA_FRAG, HEARTBEAT, HEARTBEAT_FRAG or GAP from a matched writer.
-    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant);
+    /// A run of DATA, DATA_FRAG, HEARTBEAT, HEARTBEAT_FRAG or GAP submessages from one
+    /// matched writer, consecutive in one datagram, in order: handled under one lock, with
+    /// one status change (and listener call) for the run.
+    fn handle(&self, ctx: &RuntimeContext, run: &[ReceivedSubmessage<'_>], now: Instant);
     /// Timers; returns the next deadline.
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant>;
     /// A remote writer matched.

@@ -199,9 +199,7 @@ impl UntypedDataReader {
     /// Gives payloads that the caller is done with back to the reader, which reuses their
     /// buffers for arriving samples (optional; dropping them is fine).
     pub fn recycle(&self, payloads: impl IntoIterator<Item = SerializedPayload>) {
-        for p in payloads {
-            self.ep.pool.recycle(p);
-        }
+        self.ep.pool.recycle_all(payloads);
     }
 
     /// Sends every sample to `sink` (on the receive thread, with its writer's GUID and
@@ -366,13 +364,15 @@ impl UntypedDataReader {
         recycle: bool,
     ) -> usize {
         let mut n = 0;
+        // Given back to the pool under one lock for the whole batch.
+        let mut held = None;
         for Sample { data, info } in src {
             let data = match data {
                 None => None,
                 Some(p) => {
                     let decoded = p.decode::<T>();
                     if recycle {
-                        self.ep.pool.recycle(p);
+                        self.ep.pool.recycle_held(&mut held, p);
                     }
                     match decoded {
                         Ok(t) => Some(t),

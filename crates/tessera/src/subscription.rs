@@ -619,7 +619,7 @@ impl ReaderEndpoint {
         // A relayed sample is delivered as its original writer's.
         let writer = d.original.map_or(d.writer, |(w, _)| w).to_bytes();
         let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
-        let reception = crate::publication::now_nanos();
+        let reception = reception_now();
         if d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key {
             let key_hash = match d.key_hash {
                 Some(k) => k,
@@ -760,24 +760,56 @@ impl ReaderEndpoint {
     }
 }
 
+thread_local! {
+    /// The reception time of the run of submessages this thread is handling (0: none).
+    static RUN_RECEPTION: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
+}
+
+/// Samples that arrived in one datagram share its reception time: one clock read per run
+/// instead of one per sample. Reset when the run is handled, before any listener runs.
+struct RunReception;
+
+impl RunReception {
+    fn start() -> RunReception {
+        RUN_RECEPTION.with(|t| t.set(crate::publication::now_nanos()));
+        RunReception
+    }
+}
+
+impl Drop for RunReception {
+    fn drop(&mut self) {
+        RUN_RECEPTION.with(|t| t.set(0));
+    }
+}
+
+/// The reception time of a sample delivered now: its run's, or the clock outside a run.
+fn reception_now() -> i64 {
+    match RUN_RECEPTION.with(std::cell::Cell::get) {
+        0 => crate::publication::now_nanos(),
+        t => t,
+    }
+}
+
 impl LocalReader for ReaderEndpoint {
     fn guid(&self) -> Guid {
         self.guid
     }
 
-    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
+    fn handle(&self, ctx: &RuntimeContext, run: &[ReceivedSubmessage<'_>], now: Instant) {
         if self.policies_on.load(Ordering::Relaxed) {
             // What asserts a writer's liveliness: its samples and its HEARTBEATs with the
             // liveliness flag (`assert_liveliness`), not the protocol's periodic HEARTBEATs
             // or GAPs, which flow whether the application asserts or not.
-            let writer = match &rs.submessage {
-                Submessage::Data(d) => Some(d.writer_id),
-                Submessage::DataFrag(d) => Some(d.writer_id),
-                Submessage::Heartbeat(h) if h.liveliness_flag => Some(h.writer_id),
-                _ => None,
-            };
-            if let Some(w) = writer {
-                self.writer_seen(Guid::new(rs.source_prefix, w), now);
+            for rs in run {
+                let writer = match &rs.submessage {
+                    Submessage::Data(d) => Some(d.writer_id),
+                    Submessage::DataFrag(d) => Some(d.writer_id),
+                    Submessage::Heartbeat(h) if h.liveliness_flag => Some(h.writer_id),
+                    _ => None,
+                };
+                if let Some(w) = writer {
+                    self.writer_seen(Guid::new(rs.source_prefix, w), now);
+                }
             }
         }
         let mut available = false;
@@ -785,9 +817,13 @@ impl LocalReader for ReaderEndpoint {
         let lost_before;
         let lost_after;
         {
+            // One lock of the core (and at most one of the history), one flush and one status
+            // change for the whole run: a batched datagram of 128 samples wakes the
+            // application once, not 128 times.
             let mut core = self.core.lock();
             lost_before = core.counters().lost;
             let refused_before = core.counters().refused;
+            let _clock = RunReception::start();
             // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
             // nearly every datagram) then costs no history lock.
             let mut history = None;
@@ -803,19 +839,23 @@ impl LocalReader for ReaderEndpoint {
                 self.refused.store(true, Ordering::Relaxed);
                 Verdict::Refused
             };
-            match &rs.submessage {
-                Submessage::Data(d) => {
-                    core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+            for rs in run {
+                match &rs.submessage {
+                    Submessage::Data(d) => {
+                        core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                    }
+                    Submessage::DataFrag(d) => {
+                        core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                    }
+                    Submessage::Heartbeat(h) => {
+                        core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
+                    }
+                    Submessage::HeartbeatFrag(h) => {
+                        core.on_heartbeat_frag(rs.source_prefix, h, now)
+                    }
+                    Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
+                    _ => {}
                 }
-                Submessage::DataFrag(d) => {
-                    core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
-                }
-                Submessage::Heartbeat(h) => {
-                    core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
-                }
-                Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(rs.source_prefix, h, now),
-                Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
-                _ => {}
             }
             drop(history);
             if self.sink_on.load(Ordering::Relaxed) {

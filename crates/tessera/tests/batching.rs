@@ -10,22 +10,23 @@ use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos}
 mod support;
 use support::{Keyed, Transport};
 
-#[test]
-fn a_batch_carries_at_most_128_samples() {
-    let ps = Transport::InProc.participants(2);
-    let (a, b) = (&ps[0], &ps[1]);
-    let ta = a
-        .create_topic::<Keyed>("Batch", TopicQos::default())
+/// A reliable KEEP_ALL writer on `ps[0]` and reader on `ps[1]`, matched.
+fn keep_all_pair(
+    ps: &[tessera::DomainParticipant],
+    topic: &str,
+) -> (tessera::DataWriter<Keyed>, tessera::DataReader<Keyed>) {
+    let ta = ps[0]
+        .create_topic::<Keyed>(topic, TopicQos::default())
         .unwrap();
-    let tb = b
-        .create_topic::<Keyed>("Batch", TopicQos::default())
+    let tb = ps[1]
+        .create_topic::<Keyed>(topic, TopicQos::default())
         .unwrap();
-    let w = a
+    let w = ps[0]
         .create_publisher(Default::default())
         .unwrap()
         .create_datawriter(&ta, DataWriterQos::default().with_history(History::KeepAll))
         .unwrap();
-    let r = b
+    let r = ps[1]
         .create_subscriber(Default::default())
         .unwrap()
         .create_datareader(
@@ -38,6 +39,14 @@ fn a_batch_carries_at_most_128_samples() {
     support::wait_until(10, "match", || {
         w.publication_matched_status().current_count == 1
     });
+    (w, r)
+}
+
+#[test]
+fn a_batch_carries_at_most_128_samples() {
+    let ps = Transport::InProc.participants(2);
+    let a = &ps[0];
+    let (w, r) = keep_all_pair(&ps, "Batch");
     w.set_batching(true);
     std::thread::sleep(Duration::from_millis(100));
     let before = a.counters().datagrams_sent;
@@ -51,4 +60,44 @@ fn a_batch_carries_at_most_128_samples() {
     let sent = a.counters().datagrams_sent - before;
     // The data alone needs 1024 / 128 = 8 datagrams (acknowledgment traffic adds a few more).
     assert!(sent >= 8, "{sent} datagrams for {N} samples");
+}
+
+/// Counts DATA_AVAILABLE calls and takes what each one announced.
+#[derive(Default)]
+struct CountingListener {
+    calls: std::sync::atomic::AtomicUsize,
+    samples: std::sync::atomic::AtomicUsize,
+}
+
+impl tessera::DataReaderListener<Keyed> for CountingListener {
+    fn on_data_available(&self, reader: &tessera::DataReader<Keyed>) {
+        use std::sync::atomic::Ordering::SeqCst;
+        self.calls.fetch_add(1, SeqCst);
+        let taken = reader.take(usize::MAX).map(|v| v.len()).unwrap_or(0);
+        self.samples.fetch_add(taken, SeqCst);
+    }
+}
+
+/// The samples of one datagram reach a reader as one run: one DATA_AVAILABLE (one listener
+/// call, one wait-set wake-up) for the batch, not one per sample.
+#[test]
+fn a_batched_datagram_raises_data_available_once() {
+    use std::sync::atomic::Ordering::SeqCst;
+    let ps = Transport::InProc.participants(2);
+    let (w, r) = keep_all_pair(&ps, "Run");
+    let l = std::sync::Arc::new(CountingListener::default());
+    r.set_listener(Some(l.clone()));
+    w.set_batching(true);
+    std::thread::sleep(Duration::from_millis(100));
+    const N: usize = 100;
+    for seq in 0..N as u32 {
+        w.write(&Keyed { id: seq % 7, seq }).unwrap();
+    }
+    w.flush();
+    support::wait_until(10, "every sample taken", || l.samples.load(SeqCst) == N);
+    assert_eq!(
+        l.calls.load(SeqCst),
+        1,
+        "listener calls for one batch of {N}"
+    );
 }
