@@ -14,6 +14,7 @@
 
 use std::io;
 use std::net::{Ipv6Addr, SocketAddr, SocketAddrV6, UdpSocket};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -198,12 +199,24 @@ impl Udp6Transport {
         Some(SocketAddr::V6(a))
     }
 
-    fn send_with(&self, buf: &[u8], dest: &Locator, flags: libc::c_int) -> io::Result<()> {
+    /// Sends with traffic class `tclass` (0: the socket's default), `flags` as `sendmsg`'s.
+    fn send_with(
+        &self,
+        buf: &[u8],
+        dest: &Locator,
+        flags: libc::c_int,
+        tclass: u8,
+    ) -> io::Result<()> {
         let Some(a) = self.dest(dest) else {
             self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
             return Ok(());
         };
-        let r = SockRef::from(&self.send).send_to_with_flags(buf, &SockAddr::from(a), flags);
+        let r = match a {
+            SocketAddr::V6(v6) if tclass != 0 => {
+                super::tos::send_marked6(self.send.as_raw_fd(), buf, v6, tclass, flags)
+            }
+            _ => SockRef::from(&self.send).send_to_with_flags(buf, &SockAddr::from(a), flags),
+        };
         self.stats.send.record(r, buf.len())
     }
 }
@@ -230,11 +243,19 @@ impl Transport for Udp6Transport {
     }
 
     fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        self.send_with(buf, dest, 0)
+        self.send_with(buf, dest, 0, 0)
     }
 
     fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        self.send_with(buf, dest, libc::MSG_DONTWAIT)
+        self.send_with(buf, dest, libc::MSG_DONTWAIT, 0)
+    }
+
+    fn send_to_marked(&self, buf: &[u8], dest: &Locator, tclass: u8) -> io::Result<()> {
+        self.send_with(buf, dest, 0, tclass)
+    }
+
+    fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tclass: u8) -> io::Result<()> {
+        self.send_with(buf, dest, libc::MSG_DONTWAIT, tclass)
     }
 
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
