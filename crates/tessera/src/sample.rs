@@ -247,13 +247,9 @@ impl PayloadPool {
     /// Takes back payloads a `take` is done with (one lock for all of them); kept only if
     /// nothing else shares them.
     pub fn recycle_all(&self, payloads: impl IntoIterator<Item = SerializedPayload>) {
-        let mut returned = None;
-        for buf in payloads.into_iter().filter_map(Self::reusable) {
-            let r = returned.get_or_insert_with(|| self.returned.lock());
-            if r.len() >= POOL_BUFFERS {
-                break;
-            }
-            r.push(buf);
+        let mut held = None;
+        for p in payloads {
+            self.recycle_held(&mut held, p);
         }
     }
 
