@@ -108,7 +108,7 @@ pub fn parse_transports(s: &str) -> Result<Vec<TransportKind>, TransportError> {
 
 /// The transports of a participant that names none: UDPv4, and shared memory with
 /// participants on the same host (measured: fewer µs and less CPU per round trip than UDP
-/// loopback; see `ARCHITECTURE.md`). Where no segment can be made (no `/dev/shm`, or it is
+/// loopback; see `docs/architecture/shared-memory.md`). Where no segment can be made (no `/dev/shm`, or it is
 /// full) the participant goes on with UDPv4 alone.
 pub const DEFAULT_TRANSPORTS: &[TransportKind] = &[TransportKind::Udp4, TransportKind::Shm];
 
