@@ -281,3 +281,11 @@ def test_bitmask_declaration():
         bitmask(bit_bound=65)
     with pytest.raises(TypeError):
         bitmask()(Color)
+
+
+def test_data_representation_keyword(participant, topic_name):
+    t = participant.create_topic(topic_name, holder("final"))
+    participant.create_reader(t, data_representation=["xcdr2", "xcdr1"])
+    for bad in ("xml", [], 2):
+        with pytest.raises((ValueError, TypeError)):
+            participant.create_writer(t, data_representation=bad)
