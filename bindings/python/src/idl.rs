@@ -1,22 +1,24 @@
 //! IDL text to [`TypeDesc`]s, with `tessera-idl`'s parser: what `tessera.idl_types()` gives
 //! Python, which makes dataclasses of them. The same subset as `tessera idl` (modules,
-//! structs with `@key`/`@id`/`@optional` and extensibility, enums, typedefs, strings,
-//! sequences, arrays); what that compiler refuses is refused here with its position.
+//! structs with `@key`/`@id`/`@optional` and extensibility, enums, unions, bitmasks, typedefs,
+//! strings, sequences, maps, arrays); what that compiler refuses is refused here with its
+//! position.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use tessera::rtps::xtypes::model::{
-    EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc,
+    BitmaskDesc, EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc, UnionCase,
+    UnionDesc,
 };
-use tessera_idl::parse::{Def, Prim, TypeSpec};
+use tessera_idl::parse::{Annotation, Def, Label, Member, Prim, TypeSpec};
 
 /// A named definition, by its scoped name (`A::B`).
 enum Named<'a> {
     Struct(&'a Def),
     Enum(&'a Def),
+    Union(&'a Def),
+    Bitmask(&'a Def),
     Typedef(&'a TypeSpec, &'a [u64], Vec<String>),
-    /// A union or bitmask: the binding has no Python form for them yet.
-    Unsupported(&'static str),
 }
 
 /// Every struct of `src`, by scoped name, in declaration order.
@@ -67,10 +69,10 @@ fn collect<'a>(
                 names.insert(scoped(name), Named::Typedef(ty, dims, scope.to_vec()));
             }
             Def::Union { name, .. } => {
-                names.insert(scoped(name), Named::Unsupported("a union"));
+                names.insert(scoped(name), Named::Union(d));
             }
             Def::Bitmask { name, .. } => {
-                names.insert(scoped(name), Named::Unsupported("a bitmask"));
+                names.insert(scoped(name), Named::Bitmask(d));
             }
             Def::Const { .. } => {}
         }
@@ -109,39 +111,11 @@ fn struct_desc(
     else {
         return Err(format!("{scoped} is not a struct"));
     };
-    let mut ext = Extensibility::Final;
-    for a in annotations {
-        ext = match (a.name.as_str(), a.params.first().map(String::as_str)) {
-            ("final", _) | ("extensibility", Some("FINAL")) => Extensibility::Final,
-            ("appendable", _) | ("extensibility", Some("APPENDABLE")) => Extensibility::Appendable,
-            ("mutable", _) | ("extensibility", Some("MUTABLE")) => Extensibility::Mutable,
-            _ => ext,
-        };
-    }
+    let ext = extensibility(annotations);
     let mut out = Vec::new();
     let mut next_id = 0u32;
     for m in members {
-        let mut ty = spec_desc(&m.ty, scope, names, cache)?;
-        if !m.dims.is_empty() {
-            ty = array(ty, &m.dims)?;
-        }
-        let mut md = MemberDesc::new(m.name.clone(), next_id, ty);
-        for a in &m.annotations {
-            let on = !matches!(a.params.first().map(String::as_str), Some("FALSE"));
-            match a.name.as_str() {
-                "key" | "Key" => md.key = on,
-                "optional" => md.optional = on,
-                "must_understand" => md.must_understand = on,
-                "id" => {
-                    md.id = a
-                        .params
-                        .first()
-                        .and_then(|p| p.parse().ok())
-                        .ok_or_else(|| format!("{}: @id needs an unsigned integer", a.pos))?;
-                }
-                _ => {}
-            }
-        }
+        let md = member_desc(m, next_id, scope, names, cache)?;
         if md.key && md.optional {
             return Err(format!("{}: a key member cannot be @optional", m.pos));
         }
@@ -152,6 +126,126 @@ fn struct_desc(
         name: scoped.to_string(),
         extensibility: ext,
         members: out,
+    }));
+    cache.insert(scoped.to_string(), t.clone());
+    Ok(t)
+}
+
+fn extensibility(annotations: &[Annotation]) -> Extensibility {
+    let mut ext = Extensibility::Final;
+    for a in annotations {
+        ext = match (a.name.as_str(), a.params.first().map(String::as_str)) {
+            ("final", _) | ("extensibility", Some("FINAL")) => Extensibility::Final,
+            ("appendable", _) | ("extensibility", Some("APPENDABLE")) => Extensibility::Appendable,
+            ("mutable", _) | ("extensibility", Some("MUTABLE")) => Extensibility::Mutable,
+            _ => ext,
+        };
+    }
+    ext
+}
+
+/// A struct member or union case: its type and annotations, id `next_id` unless `@id`.
+fn member_desc(
+    m: &Member,
+    next_id: u32,
+    scope: &[String],
+    names: &HashMap<String, Named<'_>>,
+    cache: &mut HashMap<String, TypeDesc>,
+) -> Result<MemberDesc, String> {
+    let mut ty = spec_desc(&m.ty, scope, names, cache)?;
+    if !m.dims.is_empty() {
+        ty = array(ty, &m.dims)?;
+    }
+    let mut md = MemberDesc::new(m.name.clone(), next_id, ty);
+    for a in &m.annotations {
+        let on = !matches!(a.params.first().map(String::as_str), Some("FALSE"));
+        match a.name.as_str() {
+            "key" | "Key" => md.key = on,
+            "optional" => md.optional = on,
+            "must_understand" => md.must_understand = on,
+            "id" => {
+                md.id = a
+                    .params
+                    .first()
+                    .and_then(|p| p.parse().ok())
+                    .ok_or_else(|| format!("{}: @id needs an unsigned integer", a.pos))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(md)
+}
+
+/// The scope a definition named `scoped` (`A::B::C`) is declared in (`[A, B]`).
+fn parent_scope(scoped: &str) -> Vec<String> {
+    let mut v: Vec<String> = scoped.split("::").map(str::to_string).collect();
+    v.pop();
+    v
+}
+
+fn union_desc(
+    scoped: &str,
+    names: &HashMap<String, Named<'_>>,
+    cache: &mut HashMap<String, TypeDesc>,
+) -> Result<TypeDesc, String> {
+    if let Some(t) = cache.get(scoped) {
+        return Ok(t.clone());
+    }
+    let Some(Named::Union(Def::Union {
+        annotations,
+        discriminator,
+        discriminator_key,
+        cases,
+        pos,
+        ..
+    })) = names.get(scoped)
+    else {
+        return Err(format!("{scoped} is not a union"));
+    };
+    let scope = parent_scope(scoped);
+    let disc = spec_desc(discriminator, &scope, names, cache)?;
+    let disc_ok = matches!(disc, TypeDesc::Enum(_))
+        || matches!(disc, TypeDesc::Primitive(p) if !matches!(p, Primitive::Float32 | Primitive::Float64));
+    if !disc_ok {
+        return Err(format!(
+            "{pos}: a union discriminator is an integer, char, boolean, octet or enum type"
+        ));
+    }
+    let mut out = Vec::new();
+    let mut next_id = 0u32;
+    for c in cases {
+        let md = member_desc(&c.member, next_id, &scope, names, cache)?;
+        if md.key || md.optional || md.must_understand {
+            return Err(format!(
+                "{}: @key, @optional or @must_understand on a union member",
+                c.member.pos
+            ));
+        }
+        let labels = c
+            .labels
+            .iter()
+            .map(|l| match l {
+                Label::Int(n) => i32::try_from(*n)
+                    .map_err(|_| format!("{}: case label {n} too large", c.member.pos)),
+                Label::Char(ch) => Ok(*ch as i32),
+                Label::Bool(b) => Ok(i32::from(*b)),
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        next_id = md.id + 1;
+        out.push(UnionCase {
+            name: md.name,
+            id: md.id,
+            labels,
+            default: c.default,
+            ty: md.ty,
+        });
+    }
+    let t = TypeDesc::Union(Arc::new(UnionDesc {
+        name: scoped.to_string(),
+        extensibility: extensibility(annotations),
+        discriminator: disc,
+        discriminator_key: *discriminator_key,
+        cases: out,
     }));
     cache.insert(scoped.to_string(), t.clone());
     Ok(t)
@@ -199,20 +293,29 @@ fn spec_desc(
             element: Box::new(spec_desc(el, scope, names, cache)?),
             bound: bound(*b)?,
         },
-        TypeSpec::Map(..) => return Err("maps are not supported by the Python binding yet".into()),
+        TypeSpec::Map(k, v, b) => TypeDesc::Map {
+            key: Box::new(spec_desc(k, scope, names, cache)?),
+            value: Box::new(spec_desc(v, scope, names, cache)?),
+            bound: bound(*b)?,
+        },
         TypeSpec::Named(path) => {
             let (scoped, named) = resolve(path, scope, names)
                 .ok_or_else(|| format!("unknown type {}", path.join("::")))?;
             match named {
-                Named::Struct(_) => {
-                    let inner_scope: Vec<String> = scoped
-                        .split("::")
-                        .map(str::to_string)
-                        .collect::<Vec<_>>()
-                        .split_last()
-                        .map(|x| x.1.to_vec())
-                        .unwrap_or_default();
-                    struct_desc(&scoped, &inner_scope, names, cache)?
+                Named::Struct(_) => struct_desc(&scoped, &parent_scope(&scoped), names, cache)?,
+                Named::Union(_) => union_desc(&scoped, names, cache)?,
+                Named::Bitmask(d) => {
+                    let Def::Bitmask {
+                        bit_bound, flags, ..
+                    } = d
+                    else {
+                        return Err(format!("{scoped} is not a bitmask"));
+                    };
+                    TypeDesc::Bitmask(Arc::new(BitmaskDesc {
+                        name: scoped.clone(),
+                        bit_bound: *bit_bound,
+                        flags: flags.clone(),
+                    }))
                 }
                 Named::Enum(d) => {
                     let Def::Enum { enumerators, .. } = d else {
@@ -240,11 +343,6 @@ fn spec_desc(
                     } else {
                         array(base, dims)?
                     }
-                }
-                Named::Unsupported(what) => {
-                    return Err(format!(
-                        "{scoped} is {what}: not supported by the Python binding yet"
-                    ))
                 }
             }
         }

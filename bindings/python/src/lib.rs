@@ -13,6 +13,7 @@
 
 mod endpoints;
 mod idl;
+mod kinds;
 mod qos;
 mod types;
 
@@ -287,6 +288,7 @@ impl Participant {
         let base = profile_qos(profiles, profile, |p, name| {
             p.datawriter_qos_for_topic(name, t.topic.name())
         })?;
+        let base = qos::default_writer_repr(base, t.info.ty.prefers_xcdr2());
         let q = qos::writer(base, qos)?;
         let w = py
             .detach(|| self.publisher.create_dynamic_datawriter(&t.topic, q))
@@ -308,7 +310,7 @@ impl Participant {
         let base = profile_qos(profiles, profile, |p, name| {
             p.datareader_qos_for_topic(name, t.topic.name())
         })?;
-        let q = qos::reader(base, qos)?;
+        let q = qos::reader(qos::default_reader_repr(base), qos)?;
         let r = py
             .detach(|| self.subscriber.create_dynamic_datareader(&t.topic, q))
             .map_err(err)?;

@@ -12,7 +12,11 @@
 //! | `ownership` | `"shared"`, `"exclusive"`; `ownership_strength` (writers) an int |
 //! | `destination_order` | `"by_reception_timestamp"`, `"by_source_timestamp"` |
 //! | `max_samples`, `max_instances`, `max_samples_per_instance` | ints |
+//! | `data_representation` | `"xcdr1"`, `"xcdr2"` or a list of them (a writer uses the first) |
 //!
+//! Without a `data_representation` from a profile or keyword, a writer uses XCDR2 for types
+//! with appendable or mutable parts or optional members and XCDR1 for the rest (Cyclone DDS's
+//! rule, which `tessera pub` follows too), and a reader accepts both.
 //! `None` leaves a policy as the profile (or the default) has it, except for durations, where
 //! it means infinite.
 //!
@@ -23,8 +27,9 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use std::time::Duration;
 use tessera::qos::{
-    DataReaderQos, DataWriterQos, Deadline, DestinationOrder, Durability, History, Lifespan,
-    LivelinessKind, Ownership, OwnershipStrength, ReliabilityKind, INFINITE,
+    data_representation as repr, DataReaderQos, DataRepresentation, DataWriterQos, Deadline,
+    DestinationOrder, Durability, History, Lifespan, LivelinessKind, Ownership, OwnershipStrength,
+    ReliabilityKind, INFINITE,
 };
 
 fn bad(msg: String) -> PyErr {
@@ -37,6 +42,43 @@ fn seconds(v: &Bound<'_, PyAny>) -> PyResult<Duration> {
     }
     let s: f64 = v.extract()?;
     Duration::try_from_secs_f64(s).map_err(|e| bad(format!("duration {s}: {e}")))
+}
+
+fn representations(v: &Bound<'_, PyAny>) -> PyResult<DataRepresentation> {
+    let names: Vec<String> = match v.extract::<String>() {
+        Ok(one) => vec![one],
+        Err(_) => v.extract()?,
+    };
+    let ids = names
+        .iter()
+        .map(|n| match n.as_str() {
+            "xcdr1" | "xcdr" => Ok(repr::XCDR),
+            "xcdr2" => Ok(repr::XCDR2),
+            o => Err(bad(format!("data_representation {o:?}"))),
+        })
+        .collect::<PyResult<Vec<_>>>()?;
+    if ids.is_empty() {
+        return Err(bad("data_representation needs xcdr1 or xcdr2".into()));
+    }
+    Ok(DataRepresentation(ids))
+}
+
+/// The writer QoS `q` with `xcdr2` deciding its representation, unless it has one of its own.
+pub fn default_writer_repr(mut q: DataWriterQos, xcdr2: bool) -> DataWriterQos {
+    if q.data_representation == DataRepresentation::default() {
+        q.data_representation =
+            DataRepresentation(vec![if xcdr2 { repr::XCDR2 } else { repr::XCDR }]);
+    }
+    q
+}
+
+/// The reader QoS `q` accepting both representations, unless it names its own: it decodes
+/// either, and Cyclone writes appendable and mutable types in XCDR2 only.
+pub fn default_reader_repr(mut q: DataReaderQos) -> DataReaderQos {
+    if q.data_representation == DataRepresentation::default() {
+        q.data_representation = DataRepresentation(vec![repr::XCDR, repr::XCDR2]);
+    }
+    q
 }
 
 fn limit(v: &Bound<'_, PyAny>) -> PyResult<Option<u32>> {
@@ -117,6 +159,7 @@ macro_rules! common {
             "max_samples" => q.resource_limits.max_samples = limit(v)?,
             "max_instances" => q.resource_limits.max_instances = limit(v)?,
             "max_samples_per_instance" => q.resource_limits.max_samples_per_instance = limit(v)?,
+            "data_representation" => q.data_representation = representations(v)?,
             _ => {}
         }
         true
@@ -179,6 +222,7 @@ fn known(key: &str) -> bool {
             | "max_samples"
             | "max_instances"
             | "max_samples_per_instance"
+            | "data_representation"
     )
 }
 

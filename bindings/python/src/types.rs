@@ -10,15 +10,20 @@
 //! ("array", element, [dims...])
 //! ("struct", cls, name, extensibility, [(member, id, type, key, optional), ...])
 //! ("enum", cls, name, [(literal, value), ...])
+//! ("union", cls, name, extensibility, discriminator, discriminator_key,
+//!     [(member, id, [label, ...], is_default, type), ...])   labels as ints (chars: ord)
+//! ("map", key, value, bound)
+//! ("bitmask", cls, name, bit_bound, [(flag, position), ...])
 //! ```
 //!
-//! `cls` is the Python class a decoded struct (or enum) becomes (`None` in trees built from
+//! `cls` is the Python class a decoded struct (or enum, union, bitmask) becomes (`None` in trees built from
 //! IDL, before Python made the classes). [`Node`] is the compiled form used per sample: the
 //! conversions walk it, not the [`TypeDesc`], so that member names are interned once.
 
+use crate::kinds;
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyList, PyString, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 use std::sync::Arc;
 use tessera::rtps::xtypes::model::{
     EnumDesc, Extensibility, MemberDesc, Primitive, StructDesc, TypeDesc,
@@ -45,7 +50,7 @@ fn prim_name(p: Primitive) -> &'static str {
     PRIMS.iter().find(|(_, q)| *q == p).map_or("?", |x| x.0)
 }
 
-fn ext_from(s: &str) -> PyResult<Extensibility> {
+pub(crate) fn ext_from(s: &str) -> PyResult<Extensibility> {
     Ok(match s {
         "final" => Extensibility::Final,
         "appendable" => Extensibility::Appendable,
@@ -58,7 +63,7 @@ fn ext_from(s: &str) -> PyResult<Extensibility> {
     })
 }
 
-fn ext_name(e: Extensibility) -> &'static str {
+pub(crate) fn ext_name(e: Extensibility) -> &'static str {
     match e {
         Extensibility::Final => "final",
         Extensibility::Appendable => "appendable",
@@ -86,6 +91,23 @@ pub enum Node {
     },
     /// An enum: `cls(value)`.
     Enum(Py<PyAny>),
+    /// A union: `cls(discriminator=..., value=...)`.
+    Union(Box<kinds::UnionNode>),
+    /// A map: a dict.
+    Map {
+        /// Key and value nodes.
+        key: Box<Node>,
+        value: Box<Node>,
+        /// Maximum entries, 0 for unbounded.
+        bound: u32,
+    },
+    /// A bitmask: `cls(bits)` (an `enum.IntFlag`), a plain int when `cls` is `None`.
+    Bitmask {
+        cls: Py<PyAny>,
+        /// Its name and bit bound, for error messages and the range check.
+        name: String,
+        bit_bound: u16,
+    },
 }
 
 /// Builds the [`TypeDesc`] and the [`Node`] of a description tree.
@@ -194,6 +216,9 @@ pub fn from_tree(t: &Bound<'_, PyAny>) -> PyResult<(TypeDesc, Node)> {
                 Node::Enum(cls),
             ))
         }
+        "union" => kinds::union_from_tree(t),
+        "map" => kinds::map_from_tree(t),
+        "bitmask" => kinds::bitmask_from_tree(t),
         other => Err(PyValueError::new_err(format!(
             "unknown type description kind {other:?}"
         ))),
@@ -231,11 +256,8 @@ pub fn desc_to_tree<'py>(py: Python<'py>, t: &TypeDesc) -> PyResult<Bound<'py, P
         TypeDesc::Enum(e) => ("enum", none, &e.name, e.literals.clone())
             .into_pyobject(py)?
             .into_any(),
-        // Not mapped to Python classes yet: say so rather than misread samples.
         TypeDesc::Union(_) | TypeDesc::Map { .. } | TypeDesc::Bitmask(_) => {
-            return Err(PyValueError::new_err(
-                "unions, maps and bitmasks are not supported by the Python binding yet",
-            ))
+            kinds::kind_to_tree(py, t)?
         }
     })
 }
@@ -278,18 +300,24 @@ pub fn to_value(node: &Node, v: &Bound<'_, PyAny>) -> PyResult<DynamicValue> {
                     out.push(None);
                     continue;
                 }
-                // The same exception type, its message naming the member (outermost first).
-                let val = to_value(node, &x).map_err(|e| {
-                    let py = v.py();
-                    let msg = format!("member {}: {}", name.bind(py), e.value(py));
-                    PyErr::from_type(e.get_type(py), msg)
-                })?;
+                let val = to_value(node, &x)
+                    .map_err(|e| within(v.py(), &format!("member {}", name.bind(v.py())), e))?;
                 out.push(Some(val));
             }
             DynamicValue::Struct(out)
         }
         Node::Enum(_) => DynamicValue::Enum(v.extract()?),
+        Node::Union(u) => kinds::union_to_value(u, v)?,
+        Node::Map { key, value, bound } => kinds::map_to_value(key, value, *bound, v)?,
+        Node::Bitmask {
+            name, bit_bound, ..
+        } => kinds::bitmask_to_value(name, *bit_bound, v)?,
     })
+}
+
+/// `e` with its message prefixed by `place` (outermost first), of the same exception type.
+pub(crate) fn within(py: Python<'_>, place: &str, e: PyErr) -> PyErr {
+    PyErr::from_type(e.get_type(py), format!("{place}: {}", e.value(py)))
 }
 
 /// A [`DynamicValue`] of `node`'s type to a Python value.
@@ -311,6 +339,24 @@ pub fn to_py<'py>(py: Python<'py>, node: &Node, v: DynamicValue) -> PyResult<Bou
         (_, DynamicValue::Bytes(b)) => PyBytes::new(py, &b).into_any(),
         (Node::Enum(cls), DynamicValue::Enum(x)) => cls.bind(py).call1((x,))?,
         (_, DynamicValue::Enum(x)) => x.into_pyobject(py)?.into_any(),
+        (
+            Node::Union(u),
+            DynamicValue::Union {
+                discriminator,
+                value,
+            },
+        ) => kinds::union_to_py(py, u, discriminator, value.map(|b| *b))?,
+        (Node::Map { key, value, .. }, DynamicValue::Map(entries)) => {
+            let d = PyDict::new(py);
+            for (k, x) in entries {
+                d.set_item(to_py(py, key, k)?, to_py(py, value, x)?)?;
+            }
+            d.into_any()
+        }
+        (Node::Bitmask { cls, .. }, DynamicValue::Bitmask(x)) if !cls.is_none(py) => {
+            cls.bind(py).call1((x,))?
+        }
+        (_, DynamicValue::Bitmask(x)) => x.into_pyobject(py)?.into_any(),
         (Node::List(el), DynamicValue::List(xs)) => {
             let l = PyList::empty(py);
             for x in xs {

@@ -53,22 +53,34 @@ def main():
         tl = Qos(Policy.Reliability.Reliable(duration(seconds=1)), Policy.History.KeepAll,
                  Policy.Durability.TransientLocal)
         r = DataReader(dp, Topic(dp, "PyStatus", Status), qos=tl)
-        print("ready", flush=True)
-        while not r.get_matched_publications() and time.time() < end:
-            time.sleep(0.01)
-        print("matched", flush=True)
-        got = 0
-        while got < n and time.time() < end:
-            for s in r.take(N=64):
-                print(f"{s.id} {s.text} {list(s.values)} {s.code}", flush=True)
-                got += 1
-            time.sleep(0.01)
-        sys.exit(0 if got >= n else 1)
+        print_samples(r, n, end, lambda s: f"{s.id} {s.text} {list(s.values)} {s.code}")
     w = DataWriter(dp, Topic(dp, "PyGreetings", Greeting), qos=qos)
+    write_samples(w, (Greeting(id=i, message=f"from cyclone {i}", values=[i * 0.5])
+                      for i in range(n)), end)
+
+
+def print_samples(r, n: int, end: float, fmt) -> None:
+    """Prints "ready", "matched" once a writer matched, then `fmt` of each of `n` samples;
+    exits (1 when fewer came by `end`)."""
+    print("ready", flush=True)
+    while not r.get_matched_publications() and time.time() < end:
+        time.sleep(0.01)
+    print("matched", flush=True)
+    got = 0
+    while got < n and time.time() < end:
+        for s in r.take(N=64):
+            print(fmt(s), flush=True)
+            got += 1
+        time.sleep(0.01)
+    sys.exit(0 if got >= n else 1)
+
+
+def write_samples(w, samples, end: float) -> None:
+    """Writes `samples` once a reader matched (or at `end`)."""
     while not w.get_matched_subscriptions() and time.time() < end:
         time.sleep(0.02)
-    for i in range(n):
-        w.write(Greeting(id=i, message=f"from cyclone {i}", values=[i * 0.5]))
+    for s in samples:
+        w.write(s)
     time.sleep(1.0)  # reliable delivery of the last samples before the process goes
 
 

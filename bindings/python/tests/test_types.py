@@ -63,10 +63,10 @@ def sample(i: int, note=None) -> Everything:
     )
 
 
-def roundtrip(participant, name, cls, values):
+def roundtrip(participant, name, cls, values, **writer_qos):
     t = participant.create_topic(name, cls)
     r = participant.create_reader(t, reliability="reliable", history="keep_all")
-    w = participant.create_writer(t, reliability="reliable", history="keep_all")
+    w = participant.create_writer(t, reliability="reliable", history="keep_all", **writer_qos)
     for v in values:
         w.write(v)
     got = []
@@ -101,7 +101,7 @@ def test_types_from_idl_round_trip(participant, topic_name):
           };
         };
     """)
-    assert set(types) == {"geo::Pos", "geo::Site"}
+    assert set(types) == {"geo::Pos", "geo::Site", "geo::Kind"}  # the enum the structs use
     Site, Pos = types["geo::Site"], types["geo::Pos"]
     v = Site("home", 7, Pos(1.5, 2.5), [1, 2], b"abcd", None)
     w = Site("work", 0, Pos(0.0, 0.0), [], b"\x00\x00\x00\x01", 3)

@@ -77,11 +77,15 @@ class Qos:
 
 def from_idl(text: str, file: str = "<idl>") -> dict[str, type]:
     """Dataclasses for every struct in IDL ``text``, by scoped name (``"Module::Type"``);
-    registered under that name, like Cyclone's and Fast DDS's generated types."""
+    registered under that name, like Cyclone's and Fast DDS's generated types. The enums
+    (``enum.IntEnum``), unions (``tessera.types.IdlUnion``) and bitmasks (``enum.IntFlag``)
+    the structs use are there too, by their scoped names."""
     out = {}
     memo: dict = {}
     for name, tree in idl_structs(text, file):
         out[name] = types.dataclass_of(tree, memo)[1]
+    for name, tree in memo.items():
+        out.setdefault(name, tree[1])
     return out
 
 

@@ -16,10 +16,25 @@ A field's type hint says its IDL type::
         raw: bytes                             # sequence<octet>
         pose: Annotated[list[float], array(3)] # double pose[3]
         note: Optional[str] = None             # @optional string
+        limits: Annotated[dict[str, float], bound(8)]  # map<string, double, 8>
+        mode: Mode                             # a union (an IdlUnion subclass, below)
+        perms: Perm                            # a bitmask (an enum.IntFlag)
+
+    class Mode(IdlUnion, discriminator=int32, name="demo::Mode"):
+        speed: Annotated[float32, case(1, 2)]  # case 1: case 2: float speed;
+        label: Annotated[str, case(3)]         # case 3: string label;
+        raw: Annotated[bytes, default]         # default: sequence<octet> raw;
+
+    @bitmask(name="demo::Perm", bit_bound=8)
+    class Perm(enum.IntFlag):
+        READ = 1                               # @position(0)
+        EXEC = 4                               # @position(2)
 
 Plain ``int`` is ``int64``, ``float`` is ``float64``, ``str`` an unbounded ``string``, ``bool``
-``boolean``, ``bytes`` ``sequence<octet>``, ``list[T]`` ``sequence<T>``, a nested dataclass a
-nested struct and an ``enum.IntEnum`` an enum. Member ids are sequential from 0.
+``boolean``, ``bytes`` ``sequence<octet>``, ``list[T]`` ``sequence<T>``, ``dict[K, V]``
+``map<K, V>``, a nested dataclass a nested struct, an ``enum.IntEnum`` an enum, an
+``enum.IntFlag`` a bitmask and an ``IdlUnion`` subclass a union. Member ids are sequential
+from 0.
 """
 
 from __future__ import annotations
@@ -32,7 +47,8 @@ from typing import Annotated, Any
 
 __all__ = [
     "bool_", "octet", "char", "int8", "uint8", "int16", "uint16", "int32", "uint32", "int64",
-    "uint64", "float32", "float64", "key", "bound", "array", "topic", "describe",
+    "uint64", "float32", "float64", "key", "bound", "array", "topic", "describe", "IdlUnion",
+    "case", "default", "bitmask",
 ]
 
 
@@ -137,10 +153,17 @@ def _field_type(hint: Any, owner: str) -> tuple[Any, bool, bool]:
         (el,) = args
         el_desc, _, _ = _field_type(el, owner)
         desc = ("sequence", el_desc, bnd)
+    elif origin is dict:
+        k, v = args
+        desc = ("map", _field_type(k, owner)[0], _field_type(v, owner)[0], bnd)
     elif hint is str:
         desc = ("string", bnd)
     elif hint in _PLAIN:
         desc = _PLAIN[hint]
+    elif isinstance(hint, type) and issubclass(hint, enum.IntFlag):
+        desc = _bitmask_tree(hint)
+    elif isinstance(hint, type) and issubclass(hint, IdlUnion):
+        desc = hint._tree()
     elif isinstance(hint, type) and issubclass(hint, enum.IntEnum):
         desc = ("enum", hint, getattr(hint, "__tessera_name__", hint.__name__),
                 [(m.name, int(m.value)) for m in hint])
@@ -188,7 +211,9 @@ def dataclass_of(tree, memo: dict | None = None):
         return ("sequence", dataclass_of(tree[1], memo), tree[2])
     if kind == "array":
         return ("array", dataclass_of(tree[1], memo), tree[2])
-    if kind not in ("struct", "enum"):
+    if kind == "map":
+        return ("map", dataclass_of(tree[1], memo), dataclass_of(tree[2], memo), tree[3])
+    if kind not in ("struct", "enum", "union", "bitmask"):
         return tree
     name = tree[2]
     if name in memo:
@@ -196,6 +221,22 @@ def dataclass_of(tree, memo: dict | None = None):
     short = name.split("::")[-1]
     if kind == "enum":
         memo[name] = ("enum", enum.IntEnum(short, dict(tree[3])), name, tree[3])
+        return memo[name]
+    if kind == "bitmask":
+        _, _, _, bit_bound, flags = tree
+        cls = enum.IntFlag(short, {f: 1 << p for f, p in flags})
+        cls.__module__ = "tessera.idl"
+        cls.__tessera_name__, cls.__tessera_bit_bound__ = name, bit_bound
+        memo[name] = ("bitmask", cls, name, bit_bound, flags)
+        return memo[name]
+    if kind == "union":
+        _, _, _, ext, disc, disc_key, cases = tree
+        cls = type(short, (IdlUnion,), {"__module__": "tessera.idl", "__tessera_tree__": None})
+        filled = [(m, i, labels, d, dataclass_of(t, memo)) for (m, i, labels, d, t) in cases]
+        cls.__tessera_tree__ = ("union", cls, name, ext, dataclass_of(disc, memo), disc_key,
+                                filled)
+        cls._info()  # refuses member names that clash with the union's attributes
+        memo[name] = cls.__tessera_tree__
         return memo[name]
     _, _, _, ext, members = tree
     filled = [(m, i, dataclass_of(t, memo), k, o) for (m, i, t, k, o) in members]
@@ -220,3 +261,35 @@ def _defaults_last(members) -> bool:
         elif seen_optional:
             return False
     return True
+
+
+def _bitmask_tree(cls) -> tuple:
+    """An ``enum.IntFlag``'s tree: its single-bit members are the flags (combinations and
+    aliases are not)."""
+    flags: dict[int, str] = {}
+    for n, m in cls.__members__.items():
+        v = int(m.value)
+        if v > 0 and v & (v - 1) == 0:
+            flags.setdefault(v.bit_length() - 1, n)
+    return ("bitmask", cls, getattr(cls, "__tessera_name__", cls.__name__),
+            getattr(cls, "__tessera_bit_bound__", 32), [(n, p) for p, n in sorted(flags.items())])
+
+
+def bitmask(name: str | None = None, bit_bound: int = 32):
+    """Sets an ``enum.IntFlag`` class's registered name (default: the class name) and
+    ``@bit_bound`` (1 to 64; 32 by default, as in IDL). Its single-bit members are the flags,
+    at the positions of their bits."""
+    if not 1 <= bit_bound <= 64:
+        raise ValueError(f"bit_bound {bit_bound} is not within 1 to 64")
+
+    def mark(cls):
+        if not (isinstance(cls, type) and issubclass(cls, enum.IntFlag)):
+            raise TypeError(f"@bitmask goes on an enum.IntFlag class, not {cls!r}")
+        cls.__tessera_name__ = name or cls.__name__
+        cls.__tessera_bit_bound__ = bit_bound
+        return cls
+
+    return mark
+
+
+from ._union import IdlUnion, case, default  # noqa: E402  (it uses _field_type)
