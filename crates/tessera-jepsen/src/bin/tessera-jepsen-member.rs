@@ -8,6 +8,12 @@
 //!
 //! The controller steers it with files: `PREFIX.quiet` (stop writing) and `PREFIX.stop`
 //! (containing `end` or `leave`: take what is left, log `stop <reason>`, exit).
+//!
+//!   tessera-jepsen-member --clock-probe
+//!
+//! answers each line on stdin with its wall clock (Unix ns) and the time its `Instant` says
+//! has passed since it started (ns): how `tessera_jepsen::clock::verify` sees that a preloaded
+//! libfaketime moves the one and not the other.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -106,7 +112,26 @@ fn drain(r: &DataReader<Op>, log: &Log, pos: &mut u64) -> Result<usize> {
     Ok(n)
 }
 
+/// See the module docs.
+fn clock_probe() -> Result<()> {
+    let start = Instant::now();
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lines() {
+        line?;
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        writeln!(out, "{wall} {}", start.elapsed().as_nanos())?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("--clock-probe") {
+        return clock_probe();
+    }
     let a = args()?;
     let file = OpenOptions::new()
         .create(true)

@@ -1,7 +1,8 @@
 //! The controller of the ATOMIC fault harness (see the `tessera_jepsen` crate docs).
 //!
 //!   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
-//!                      [--nemesis kill,pause,partition,restart,loss] [--rate HZ] [--out DIR]
+//!                      [--nemesis kill,pause,partition,restart,loss,clock] [--rate HZ]
+//!                      [--out DIR]
 //!   tessera-jepsen schedule --members N --seed S [--duration SECONDS] [--nemesis LIST]
 //!   tessera-jepsen check DIR
 //!
@@ -11,6 +12,10 @@
 //! checks them. `--schedules N` runs seeds S, S+1, ... S+N-1 in a row. Exit status 1 when any
 //! violation was found. `schedule` only prints the schedule a seed gives; `check` checks the
 //! member histories (`*.history`) a run left in DIR again.
+//!
+//! The `clock` nemesis preloads libfaketime (Debian package `libfaketime`) into every member;
+//! `run` refuses without it, and checks first that a preloaded process's wall clock jumps and
+//! its monotonic clock does not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +27,7 @@ use tessera_atomic::check::check;
 use tessera_bench::hosts::{self, LinkShaping, Topology};
 use tessera_bench::procmon::{Capture, Proc};
 use tessera_bench::results::Implementation;
+use tessera_jepsen::clock;
 use tessera_jepsen::history::{self, MemberHistory};
 use tessera_jepsen::nft::{self, HostRules};
 use tessera_jepsen::schedule::{Action, Fault, Nemesis, Schedule};
@@ -71,7 +77,8 @@ fn parse(args: &[String]) -> Result<Opts> {
 
 const USAGE: &str = "usage:
   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
-                     [--nemesis kill,pause,partition,restart,loss] [--rate HZ] [--out DIR]
+                     [--nemesis kill,pause,partition,restart,loss,clock] [--rate HZ]
+                     [--out DIR]
   tessera-jepsen schedule [--members N] [--seed S] [--duration SECONDS] [--nemesis LIST]
   tessera-jepsen check DIR";
 
@@ -81,10 +88,15 @@ fn main() -> Result<()> {
         Some("run") => {
             let o = parse(&args[1..])?;
             hosts::install_interrupt_handler()?;
+            let faketime = if o.nemeses.contains(&Nemesis::Clock) {
+                Some(clock_preflight(&o)?)
+            } else {
+                None
+            };
             let mut bad = Vec::new();
             for seed in o.seed..o.seed + o.schedules {
                 let t0 = Instant::now();
-                let (violations, exits) = run_one(&o, seed)?;
+                let (violations, exits) = run_one(&o, seed, faketime.as_deref())?;
                 println!(
                     "== seed {seed}: {} violation(s){} ({:.0} s)",
                     violations,
@@ -146,6 +158,32 @@ fn main() -> Result<()> {
     }
 }
 
+/// The member binary, next to this one.
+fn member_bin() -> Result<PathBuf> {
+    let bin = std::env::current_exe()?.with_file_name("tessera-jepsen-member");
+    if !bin.exists() {
+        bail!(
+            "{} not found (cargo build -p tessera-jepsen)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// Finds libfaketime and checks that it moves a member's wall clock and not its monotonic one;
+/// a clock nemesis that did nothing would pass every run.
+fn clock_preflight(o: &Opts) -> Result<PathBuf> {
+    let lib = clock::find_library().map_err(anyhow::Error::msg)?;
+    std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    clock::verify(&lib, &member_bin()?, &o.out)
+        .map_err(|e| anyhow::anyhow!("the clock nemesis does not work here: {e}"))?;
+    println!(
+        "== clock: {} jumps a member's wall clock, not its monotonic clock",
+        lib.display()
+    );
+    Ok(lib)
+}
+
 /// One process incarnation of a member.
 struct Incarnation {
     name: String,
@@ -183,9 +221,22 @@ struct Run<'a> {
     /// Members that exited without being told to (a crash, or a failed start): the run's
     /// premise (the live ones stay up) does not hold, so it is reported apart.
     exits: Vec<String>,
+    /// libfaketime, preloaded into every member when the schedule may jump clocks.
+    faketime: Option<&'a Path>,
 }
 
 impl Run<'_> {
+    /// Member `m`'s clock offset, read by libfaketime in each of its incarnations: the clock
+    /// belongs to the member's host, not to one process.
+    fn clock_file(&self, m: usize) -> PathBuf {
+        self.dir.join(format!("m{m}.faketime"))
+    }
+
+    fn set_clock(&self, m: usize, offset_s: i64) -> Result<()> {
+        let f = self.clock_file(m);
+        clock::set_offset(&f, offset_s).with_context(|| format!("writing {}", f.display()))
+    }
+
     fn start_member(&mut self, m: usize) -> Result<()> {
         let inc = self.members[m].len();
         let name = format!("m{m}.{inc}");
@@ -206,6 +257,9 @@ impl Run<'_> {
             .arg(&control)
             .args(["--writer-id", &writer_id.to_string()])
             .args(["--rate", &self.o.rate.to_string()]);
+        if let Some(lib) = self.faketime {
+            clock::preload(&mut cmd, lib, &self.clock_file(m));
+        }
         let proc = Proc::spawn(
             cmd,
             &name,
@@ -314,6 +368,7 @@ impl Run<'_> {
                 };
                 self.set_rules(*member, id, r)?;
             }
+            Fault::ClockJump { member, offset_s } => self.set_clock(*member, *offset_s)?,
         }
         Ok(())
     }
@@ -326,6 +381,7 @@ impl Run<'_> {
             Fault::Partition { .. } | Fault::OneWay { .. } | Fault::LossBurst { .. } => {
                 self.clear_rules(id)?
             }
+            Fault::ClockJump { member, .. } => self.set_clock(*member, 0)?,
         }
         Ok(())
     }
@@ -366,7 +422,7 @@ impl Run<'_> {
 
 /// Runs one seeded schedule; returns the number of violations and of members that exited on
 /// their own.
-fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
+fn run_one(o: &Opts, seed: u64, faketime: Option<&Path>) -> Result<(usize, usize)> {
     let schedule = Schedule::generate(o.members, seed, o.duration * 1000, &o.nemeses);
     println!(
         "== seed {seed}: {} members, {} s, nemeses {:?}, schedule:\n{schedule}",
@@ -377,13 +433,7 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     // Its own name prefix: the bench's cleanup of stale `tb-*` hosts never takes a run's.
     let topo = Topology::lan_with(hosts::JEPSEN, &run_id, o.members, &LinkShaping::default())?;
-    let member_bin = std::env::current_exe()?.with_file_name("tessera-jepsen-member");
-    if !member_bin.exists() {
-        bail!(
-            "{} not found (cargo build -p tessera-jepsen)",
-            member_bin.display()
-        );
-    }
+    let member_bin = member_bin()?;
     let mut run = Run {
         o,
         topo,
@@ -392,6 +442,7 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
         members: (0..o.members).map(|_| Vec::new()).collect(),
         rules: vec![BTreeMap::new(); o.members],
         exits: Vec::new(),
+        faketime,
     };
     let result = play(&mut run, &schedule);
     // Whatever happened: no process, namespace or link outlives the run.
@@ -417,6 +468,9 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
 /// Plays the schedule, heals, quiesces and stops the members cleanly.
 fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
     for m in 0..run.o.members {
+        if run.faketime.is_some() {
+            run.set_clock(m, 0)?;
+        }
         run.start_member(m)?;
     }
     let t0 = Instant::now();
