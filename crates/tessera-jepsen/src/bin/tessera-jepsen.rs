@@ -2,7 +2,7 @@
 //!
 //!   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
 //!                      [--nemesis kill,pause,partition,restart,loss,clock] [--rate HZ]
-//!                      [--out DIR]
+//!                      [--out DIR] [--lifespan SECONDS]
 //!   tessera-jepsen schedule --members N --seed S [--duration SECONDS] [--nemesis LIST]
 //!   tessera-jepsen check DIR
 //!
@@ -11,7 +11,8 @@
 //! schedule, heals, lets the group quiesce, stops the members, merges their histories and
 //! checks them. `--schedules N` runs seeds S, S+1, ... S+N-1 in a row. Exit status 1 when any
 //! violation was found. `schedule` only prints the schedule a seed gives; `check` checks the
-//! member histories (`*.history`) a run left in DIR again.
+//! member histories (`*.history`) a run left in DIR again. `--lifespan` gives the members'
+//! writers a LIFESPAN.
 //!
 //! The `clock` nemesis preloads libfaketime (Debian package `libfaketime`) into every member;
 //! `run` refuses without it, and checks first that a preloaded process's wall clock jumps and
@@ -40,6 +41,8 @@ struct Opts {
     nemeses: Vec<Nemesis>,
     rate: f64,
     out: PathBuf,
+    /// The members' writers' LIFESPAN, seconds (none by default).
+    lifespan: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Opts> {
@@ -51,6 +54,7 @@ fn parse(args: &[String]) -> Result<Opts> {
         nemeses: Nemesis::ALL.to_vec(),
         rate: 10.0,
         out: std::env::temp_dir().join("tessera-jepsen"),
+        lifespan: None,
     };
     let mut it = args.iter();
     while let Some(k) = it.next() {
@@ -63,6 +67,13 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--nemesis" => o.nemeses = Nemesis::parse_list(v).map_err(anyhow::Error::msg)?,
             "--rate" => o.rate = v.parse()?,
             "--out" => o.out = v.into(),
+            "--lifespan" => {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0 && s.is_finite())
+                    .context("--lifespan: seconds > 0")?;
+                o.lifespan = Some(v.clone());
+            }
             _ => bail!("unknown argument {k} (see the usage in --help)"),
         }
     }
@@ -78,7 +89,7 @@ fn parse(args: &[String]) -> Result<Opts> {
 const USAGE: &str = "usage:
   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
                      [--nemesis kill,pause,partition,restart,loss,clock] [--rate HZ]
-                     [--out DIR]
+                     [--out DIR] [--lifespan SECONDS]
   tessera-jepsen schedule [--members N] [--seed S] [--duration SECONDS] [--nemesis LIST]
   tessera-jepsen check DIR";
 
@@ -96,23 +107,25 @@ fn main() -> Result<()> {
             let mut bad = Vec::new();
             for seed in o.seed..o.seed + o.schedules {
                 let t0 = Instant::now();
-                let (violations, exits) = run_one(&o, seed, faketime.as_deref())?;
+                let (violations, exits, unseen) = run_one(&o, seed, faketime.as_deref())?;
+                let mut notes = String::new();
+                if exits > 0 {
+                    notes += &format!(", {exits} member(s) exited on their own");
+                }
+                if unseen > 0 {
+                    notes += &format!(", {unseen} clock step(s) not seen by their member");
+                }
                 println!(
-                    "== seed {seed}: {} violation(s){} ({:.0} s)",
-                    violations,
-                    if exits > 0 {
-                        format!(", {exits} member(s) exited on their own")
-                    } else {
-                        String::new()
-                    },
+                    "== seed {seed}: {violations} violation(s){notes} ({:.0} s)",
                     t0.elapsed().as_secs_f64()
                 );
-                if violations > 0 || exits > 0 {
+                if violations > 0 || exits > 0 || unseen > 0 {
                     bad.push(seed);
                 }
             }
             println!(
-                "== {} schedule(s) of {} s with {} members: {} with violations or member exits{}",
+                "== {} schedule(s) of {} s with {} members: {} with violations, member exits or \
+                 unseen clock steps{}",
                 o.schedules,
                 o.duration,
                 o.members,
@@ -257,6 +270,9 @@ impl Run<'_> {
             .arg(&control)
             .args(["--writer-id", &writer_id.to_string()])
             .args(["--rate", &self.o.rate.to_string()]);
+        if let Some(l) = &self.o.lifespan {
+            cmd.args(["--lifespan", l]);
+        }
         if let Some(lib) = self.faketime {
             clock::preload(&mut cmd, lib, &self.clock_file(m));
         }
@@ -420,9 +436,9 @@ impl Run<'_> {
     }
 }
 
-/// Runs one seeded schedule; returns the number of violations and of members that exited on
-/// their own.
-fn run_one(o: &Opts, seed: u64, faketime: Option<&Path>) -> Result<(usize, usize)> {
+/// Runs one seeded schedule; returns the number of violations, of members that exited on
+/// their own and of clock steps the members did not see.
+fn run_one(o: &Opts, seed: u64, faketime: Option<&Path>) -> Result<(usize, usize, usize)> {
     let schedule = Schedule::generate(o.members, seed, o.duration * 1000, &o.nemeses);
     println!(
         "== seed {seed}: {} members, {} s, nemeses {:?}, schedule:\n{schedule}",
@@ -462,7 +478,8 @@ fn run_one(o: &Opts, seed: u64, faketime: Option<&Path>) -> Result<(usize, usize
             parsed.push(history::parse_member(&inc.name, &text)?);
         }
     }
-    Ok((report(&parsed, &dir)?, run.exits.len()))
+    let unseen = clock_steps_unseen(&run, &schedule);
+    Ok((report(&parsed, &dir)?, run.exits.len(), unseen))
 }
 
 /// Plays the schedule, heals, quiesces and stops the members cleanly.
@@ -540,6 +557,57 @@ fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Matches each clock jump of the schedule, and its way back, with a `clock step` its member
+/// printed; prints what each member saw and returns how many steps none did. A jump that
+/// never reached its member would make the run pass for nothing.
+fn clock_steps_unseen(run: &Run<'_>, schedule: &Schedule) -> usize {
+    let mut unseen = 0;
+    for (m, incarnations) in run.members.iter().enumerate() {
+        let mut seen: Vec<f64> = incarnations
+            .iter()
+            .flat_map(|inc| {
+                inc.proc
+                    .output()
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("clock step ")?.trim().parse().ok())
+                    .collect::<Vec<f64>>()
+            })
+            .collect();
+        let mut wanted = Vec::new();
+        for f in &schedule.faults {
+            if let Fault::ClockJump { member, offset_s } = f {
+                if *member == m {
+                    wanted.extend([*offset_s, -offset_s]);
+                }
+            }
+        }
+        if wanted.is_empty() && seen.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = seen.iter().map(|x| format!("{x:+.1}")).collect();
+        let mut missing = Vec::new();
+        for want in wanted {
+            match seen.iter().position(|x| (x - want as f64).abs() < 1.0) {
+                Some(i) => {
+                    seen.swap_remove(i);
+                }
+                None => missing.push(format!("{want:+}")),
+            }
+        }
+        println!(
+            "  clock steps m{m} saw: [{}] s{}",
+            shown.join(" "),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; NOT SEEN: [{}] s", missing.join(" "))
+            }
+        );
+        unseen += missing.len();
+    }
+    unseen
 }
 
 /// Prints the counts and every violation; returns how many there were.
