@@ -7,7 +7,9 @@
 use std::thread;
 use std::time::{Duration, Instant};
 
-use tessera::qos::{Consistency, DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::qos::{
+    Consistency, DataReaderQos, DataWriterQos, History, Lifespan, Reliability, TopicQos,
+};
 use tessera::transport::InProcessNetwork;
 use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
 use tessera_atomic::check::{check, History as Hist, MemberLog, Outcome, Write};
@@ -283,4 +285,70 @@ fn eventual_readers_of_an_atomic_writer_receive_the_committed_samples_in_order()
     for (i, r) in atomic_readers.iter().enumerate() {
         assert_eq!(got(r, 20), acked, "ATOMIC reader {i}");
     }
+}
+
+/// A writer whose LIFESPAN is shorter than a commit takes, as for a writer whose wall clock
+/// lags the members' by more than its lifespan (an NTP step, `tessera-jepsen`'s clock
+/// nemesis): every member still delivers every committed sample, since each judging expiry by
+/// its own clock would make them diverge; an EVENTUAL reader of the writer still drops them.
+#[test]
+#[ignore = "opens TCP sockets (consensus): run inside scripts/netns-run"]
+fn an_atomic_writers_lifespan_does_not_make_members_drop_committed_samples() {
+    let net = InProcessNetwork::new();
+    let ps: Vec<_> = (0..4).map(|_| participant(&net)).collect();
+    let atomic_readers: Vec<_> = ps[..3].iter().map(reader).collect();
+    let eventual = {
+        let qos =
+            TopicQos::default().with_reliability(Reliability::reliable(Duration::from_secs(1)));
+        let t = ps[3].create_topic::<Op>("Ledger", qos).unwrap();
+        let rq = DataReaderQos::from_topic(t.qos()).with_history(History::KeepAll);
+        ps[3]
+            .create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&t, rq)
+            .unwrap()
+    };
+    let w = {
+        let t = ps[0].create_topic::<Op>("Ledger", topic_qos()).unwrap();
+        let mut qos = DataWriterQos::from_topic(t.qos()).with_history(History::KeepAll);
+        qos.lifespan = Lifespan {
+            duration: Duration::from_micros(1),
+        };
+        ps[0]
+            .create_publisher(Default::default())
+            .unwrap()
+            .create_datawriter(&t, qos)
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.matched_subscriptions().len() < 4 {
+        assert!(Instant::now() < deadline, "{:?}", w.matched_subscriptions());
+        thread::sleep(Duration::from_millis(20));
+    }
+    let mut acked = Vec::new();
+    let mut n = 0;
+    while acked.len() < 20 {
+        n += 1;
+        let op = Op { writer: 0, n };
+        match w.write(&op) {
+            Ok(()) => acked.push(value(&op)),
+            Err(tessera::Error::Timeout) => {}
+            Err(e) => panic!("write {n}: {e}"),
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(20),
+            "{acked:?}"
+        );
+    }
+    for (i, r) in atomic_readers.iter().enumerate() {
+        let mut log = MemberLog::default();
+        take_into(r, &mut log, 20);
+        let got: Vec<u64> = log.deliveries.into_iter().map(|d| d.1).collect();
+        assert_eq!(got, acked, "ATOMIC reader {i}");
+    }
+    thread::sleep(Duration::from_millis(300));
+    assert!(
+        eventual.take(256).unwrap().is_empty(),
+        "expired at the EVENTUAL reader"
+    );
 }
