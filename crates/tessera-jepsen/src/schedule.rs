@@ -194,6 +194,11 @@ pub const WARMUP_MS: u64 = 5_000;
 /// discovered, added as a learner, caught up, made a voter, and the old id removed.
 pub const REJOIN_MS: u64 = 6_000;
 
+/// Milliseconds after a clock jump heals before another fault may start on its member:
+/// libfaketime reads the offset file again within a second and the member's watcher looks
+/// every 200 ms, so a kill sooner could keep it from ever seeing its clock come back.
+pub const CLOCK_SETTLE_MS: u64 = 2_000;
+
 impl Fault {
     /// Until when, for a fault healed at `end_ms`, its members count as faulty.
     pub fn faulty_until(&self, end_ms: u64) -> u64 {
@@ -381,6 +386,8 @@ impl Schedule {
                 .map(|s| s.2.len())
                 .sum()
         };
+        // (heal, member) of the jumps placed.
+        let mut settling: Vec<(u64, usize)> = Vec::new();
         let mut t = WARMUP_MS;
         loop {
             t += rng.range(1_500, 6_000);
@@ -390,34 +397,44 @@ impl Schedule {
             if faulty_at(&spans, t) >= budget {
                 continue;
             }
-            // Per member, until when it may be faulty from `t` on: up to its own next fault or
-            // the first moment another one would leave too few up (counts rise only at starts).
+            // Per member, the latest heal from `t` on: before the first moment another fault
+            // would leave too few up (counts rise only at starts), and settled before its own
+            // next fault.
             let mut free: Vec<(usize, u64)> = Vec::new();
             for m in 0..members {
-                if spans
-                    .iter()
-                    .any(|(from, until, ms)| *from <= t && t < *until && ms.contains(&m))
+                let busy = |(from, until, ms): &(u64, u64, Vec<usize>)| {
+                    *from <= t && t < *until && ms.contains(&m)
+                };
+                if spans.iter().any(busy)
+                    || settling
+                        .iter()
+                        .any(|&(end, x)| x == m && end <= t && t < end + CLOCK_SETTLE_MS)
                 {
                     continue;
                 }
-                let mut until = duration_ms;
+                let mut last_heal = duration_ms;
                 for (from, _, ms) in &spans {
-                    if *from > t
-                        && *from < until
-                        && (ms.contains(&m) || faulty_at(&spans, *from) >= budget)
-                    {
-                        until = *from;
+                    if *from <= t {
+                        continue;
+                    }
+                    if ms.contains(&m) {
+                        last_heal = last_heal.min(from.saturating_sub(CLOCK_SETTLE_MS));
+                    } else if faulty_at(&spans, *from) >= budget {
+                        last_heal = last_heal.min(*from);
                     }
                 }
-                if until >= t + MIN_CLOCK_JUMP_MS {
-                    free.push((m, until));
+                if last_heal >= t + MIN_CLOCK_JUMP_MS {
+                    free.push((m, last_heal));
                 }
             }
             if free.is_empty() {
                 continue;
             }
-            let (member, until) = free[rng.range(0, free.len() as u64) as usize];
-            let end = t + rng.range(MIN_CLOCK_JUMP_MS, (until - t).min(MAX_CLOCK_JUMP_MS) + 1);
+            let (member, last_heal) = free[rng.range(0, free.len() as u64) as usize];
+            let end = t + rng.range(
+                MIN_CLOCK_JUMP_MS,
+                (last_heal - t).min(MAX_CLOCK_JUMP_MS) + 1,
+            );
             // Seconds, tens of seconds or minutes, forward or back.
             let (lo, hi) = rng.pick(&[(1, 10), (10, 60), (60, 600)]);
             let magnitude = rng.range(lo, hi + 1) as i64;
@@ -429,6 +446,7 @@ impl Schedule {
             let fault = Fault::ClockJump { member, offset_s };
             let id = self.faults.len();
             spans.push((t, fault.faulty_until(end), fault.faulty()));
+            settling.push((end, member));
             self.steps.push(Step {
                 at_ms: t,
                 id,
@@ -561,6 +579,19 @@ mod tests {
             for seed in 0..300 {
                 let mixed = Schedule::generate(members, seed, 60_000, &Nemesis::ALL);
                 replay(members, 60_000, &mixed);
+                // Nothing starts on a member while its clock may still be settling.
+                for heal in mixed.steps.iter().filter(|x| x.action == Action::Heal) {
+                    let Fault::ClockJump { member, .. } = mixed.faults[heal.id] else {
+                        continue;
+                    };
+                    assert!(
+                        !mixed.steps.iter().any(|x| {
+                            matches!(&x.action, Action::Start(f) if f.faulty().contains(&member))
+                                && (heal.at_ms..heal.at_ms + CLOCK_SETTLE_MS).contains(&x.at_ms)
+                        }),
+                        "{mixed}"
+                    );
+                }
                 overlaid += mixed
                     .faults
                     .iter()
