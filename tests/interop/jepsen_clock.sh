@@ -8,20 +8,10 @@
 # members delivered the same number of samples. Needs libfaketime (scripts/install-deps).
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
+# shellcheck source=lib/jepsen.bash
+source "$(dirname "$0")/lib/jepsen.bash"
 
-JEPSEN_BIN="${JEPSEN_BIN:-$(dirname "$TESSERA_BIN")/tessera-jepsen}"
-[[ -x "$JEPSEN_BIN" ]] || fail "$JEPSEN_BIN missing (cargo build --release -p tessera-jepsen)"
-[[ -x "$(dirname "$JEPSEN_BIN")/tessera-jepsen-member" ]] || fail "tessera-jepsen-member missing"
-
-out="$WORK/run"
-log "running: tessera-jepsen run --members 3 --seed 9 --duration 20 --nemesis clock --lifespan 30"
-set +e
-"$JEPSEN_BIN" run --members 3 --seed 9 --duration 20 --nemesis clock --lifespan 30 \
-    --out "$out" >"$WORK/jepsen.log" 2>&1
-rc=$?
-set -e
-cat "$WORK/jepsen.log"
-[[ $rc -eq 0 ]] || fail "tessera-jepsen run exited $rc"
+jepsen_run --members 3 --seed 9 --duration 20 --nemesis clock --lifespan 30 --out "$WORK/run"
 grep -q "^== clock: .* jumps a member's wall clock, not its monotonic clock" "$WORK/jepsen.log" ||
     fail "no clock check"
 grep -q "clock jump m0 -561 s" "$WORK/jepsen.log" || fail "the schedule changed: no clock jump"
