@@ -447,9 +447,9 @@ fn run_one(o: &Opts, seed: u64, faketime: Option<&Path>) -> Result<(usize, usize
     let run_id = hosts::new_run_id();
     let dir = o.out.join(format!("seed-{seed}-{run_id}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let member_bin = member_bin()?;
     // Its own name prefix: the bench's cleanup of stale `tb-*` hosts never takes a run's.
     let topo = Topology::lan_with(hosts::JEPSEN, &run_id, o.members, &LinkShaping::default())?;
-    let member_bin = member_bin()?;
     let mut run = Run {
         o,
         topo,
