@@ -3,9 +3,9 @@
 //!
 //! Faults start every 1.5–5 s after a 5 s warm-up (the group forms undisturbed) and last 2–8 s,
 //! ending by the run's duration. Each fault makes some members *faulty* (killed, paused, on the
-//! minority side of a partition, cut off one way, losing packets, rejoining after a restart);
-//! a fault starts only on members that are not faulty already, and only while the members that
-//! are up stay a majority (`n - 2f > 0` with `f` faulty of `n`).
+//! minority side of a partition, cut off one way, losing packets, rejoining after a restart, its
+//! clock jumped); a fault starts only on members that are not faulty already, and only while
+//! the members that are up stay a majority (`n - 2f > 0` with `f` faulty of `n`).
 //!
 //! A killed or restarted process comes back as a new member; the leader adds it and then removes
 //! the old id. Until that is done the member stays faulty: [`REJOIN_MS`] past the heal. (Before
@@ -15,7 +15,8 @@
 //! Clock jumps come from a second pass with a random stream of their own, laid over the other
 //! faults where the same rules leave room (the member free, the faulty ones still a minority).
 //! So adding `clock` to a set of nemeses changes nothing else of a seed's schedule; the jumps
-//! are numbered after the other faults.
+//! are numbered after the other faults, last 2–10 s, step by 1 s to 10 min either way, and
+//! leave [`CLOCK_SETTLE_MS`] before the next fault on their member.
 
 use std::collections::BTreeSet;
 use std::fmt;
