@@ -8,20 +8,11 @@
 # here; see the README.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
-
-JEPSEN_BIN="${JEPSEN_BIN:-$(dirname "$TESSERA_BIN")/tessera-jepsen}"
-[[ -x "$JEPSEN_BIN" ]] || fail "$JEPSEN_BIN missing (cargo build --release -p tessera-jepsen)"
-[[ -x "$(dirname "$JEPSEN_BIN")/tessera-jepsen-member" ]] || fail "tessera-jepsen-member missing"
+# shellcheck source=lib/jepsen.bash
+source "$(dirname "$0")/lib/jepsen.bash"
 
 out="$WORK/run"
-log "running: tessera-jepsen run --members 3 --seed 2 --duration 20 --nemesis kill,partition"
-set +e
-"$JEPSEN_BIN" run --members 3 --seed 2 --duration 20 --nemesis kill,partition --out "$out" \
-    >"$WORK/jepsen.log" 2>&1
-rc=$?
-set -e
-cat "$WORK/jepsen.log"
-[[ $rc -eq 0 ]] || fail "tessera-jepsen run exited $rc"
+jepsen_run --members 3 --seed 2 --duration 20 --nemesis kill,partition --out "$out"
 grep -q "== seed 2: 0 violation(s)" "$WORK/jepsen.log" || fail "no clean verdict"
 grep -q "partition m1 | rest" "$WORK/jepsen.log" || fail "the schedule changed: no partition"
 grep -q "kill -9 m2" "$WORK/jepsen.log" || fail "the schedule changed: no kill"

@@ -4,7 +4,8 @@
 //! private bridge; each runs an ATOMIC writer and an ATOMIC reader on one topic and appends
 //! every event to a history file of its own. The controller (`tessera-jepsen run`) starts them,
 //! plays a seeded schedule of faults ([`schedule`]): kill -9 then restart, SIGSTOP pauses,
-//! majority/minority partitions, one-way cuts and loss bursts with nftables ([`nft`]), never
+//! majority/minority partitions, one-way cuts and loss bursts with nftables ([`nft`]), and
+//! jumps of one member's wall clock, forward or back, with libfaketime ([`clock`]); never
 //! more than a minority faulty at once; then heals everything, lets the group quiesce, stops
 //! the members, merges their histories ([`history`]) and runs [`tessera_atomic::check::check`].
 //!
@@ -15,6 +16,7 @@
 //! log from its start, so positions agree across members as long as no member installs a
 //! snapshot (the group snapshots every 10,000 entries; a run stays far below that, and the
 //! controller warns when it gets close).
+pub mod clock;
 pub mod history;
 pub mod nft;
 pub mod schedule;

@@ -3,14 +3,20 @@
 //!
 //! Faults start every 1.5–5 s after a 5 s warm-up (the group forms undisturbed) and last 2–8 s,
 //! ending by the run's duration. Each fault makes some members *faulty* (killed, paused, on the
-//! minority side of a partition, cut off one way, losing packets, rejoining after a restart);
-//! a fault starts only on members that are not faulty already, and only while the members that
-//! are up stay a majority (`n - 2f > 0` with `f` faulty of `n`).
+//! minority side of a partition, cut off one way, losing packets, rejoining after a restart, its
+//! clock jumped); a fault starts only on members that are not faulty already, and only while
+//! the members that are up stay a majority (`n - 2f > 0` with `f` faulty of `n`).
 //!
 //! A killed or restarted process comes back as a new member; the leader adds it and then removes
 //! the old id. Until that is done the member stays faulty: [`REJOIN_MS`] past the heal. (Before
 //! the leader removed dead ids, each replacement left a dead voter and the budget had to count
 //! them: a group of three could take one kill or restart per run.)
+//!
+//! Clock jumps come from a second pass with a random stream of their own, laid over the other
+//! faults where the same rules leave room (the member free, the faulty ones still a minority).
+//! So adding `clock` to a set of nemeses changes nothing else of a seed's schedule; the jumps
+//! are numbered after the other faults, last 2–10 s, step by 1 s to 10 min either way, and
+//! leave [`CLOCK_SETTLE_MS`] before the next fault on their member.
 
 use std::collections::BTreeSet;
 use std::fmt;
@@ -28,19 +34,22 @@ pub enum Nemesis {
     Restart,
     /// One-way cuts and loss bursts (nftables).
     Loss,
+    /// Jump a member's wall clock forward or back, and back again when the fault heals.
+    Clock,
 }
 
 impl Nemesis {
     /// Every nemesis.
-    pub const ALL: [Nemesis; 5] = [
+    pub const ALL: [Nemesis; 6] = [
         Nemesis::Kill,
         Nemesis::Pause,
         Nemesis::Partition,
         Nemesis::Restart,
         Nemesis::Loss,
+        Nemesis::Clock,
     ];
 
-    /// Parses a comma-separated list (`kill,pause,partition,restart,loss`).
+    /// Parses a comma-separated list (`kill,pause,partition,restart,loss,clock`).
     pub fn parse_list(s: &str) -> Result<Vec<Nemesis>, String> {
         let mut out = BTreeSet::new();
         for w in s.split(',').map(str::trim).filter(|w| !w.is_empty()) {
@@ -50,9 +59,10 @@ impl Nemesis {
                 "partition" => Nemesis::Partition,
                 "restart" => Nemesis::Restart,
                 "loss" => Nemesis::Loss,
+                "clock" => Nemesis::Clock,
                 _ => {
                     return Err(format!(
-                        "unknown nemesis {w:?} (kill, pause, partition, restart, loss)"
+                        "unknown nemesis {w:?} (kill, pause, partition, restart, loss, clock)"
                     ))
                 }
             });
@@ -99,6 +109,14 @@ pub enum Fault {
         /// The member.
         member: usize,
     },
+    /// `member`'s wall clock (CLOCK_REALTIME) jumps by `offset_s` seconds; its monotonic clock
+    /// does not. Heal: it jumps back to the true time.
+    ClockJump {
+        /// The member.
+        member: usize,
+        /// Seconds, forward (> 0) or back (< 0).
+        offset_s: i64,
+    },
 }
 
 impl Fault {
@@ -109,7 +127,8 @@ impl Fault {
             | Fault::Pause { member }
             | Fault::OneWay { member, .. }
             | Fault::LossBurst { member, .. }
-            | Fault::Restart { member } => vec![*member],
+            | Fault::Restart { member }
+            | Fault::ClockJump { member, .. } => vec![*member],
             Fault::Partition { minority } => minority.clone(),
         }
     }
@@ -133,6 +152,9 @@ impl fmt::Display for Fault {
             }
             Fault::LossBurst { member, pct } => write!(f, "loss burst {pct}% into m{member}"),
             Fault::Restart { member } => write!(f, "restart m{member}"),
+            Fault::ClockJump { member, offset_s } => {
+                write!(f, "clock jump m{member} {offset_s:+} s")
+            }
         }
     }
 }
@@ -172,6 +194,11 @@ pub const WARMUP_MS: u64 = 5_000;
 /// Milliseconds a killed or restarted member stays faulty after the heal: the new process is
 /// discovered, added as a learner, caught up, made a voter, and the old id removed.
 pub const REJOIN_MS: u64 = 6_000;
+
+/// Milliseconds after a clock jump heals before another fault may start on its member:
+/// libfaketime reads the offset file again within a second and the member's watcher looks
+/// every 200 ms, so a kill sooner could keep it from ever seeing its clock come back.
+pub const CLOCK_SETTLE_MS: u64 = 2_000;
 
 impl Fault {
     /// Until when, for a fault healed at `end_ms`, its members count as faulty.
@@ -231,6 +258,22 @@ impl Rng {
 impl Schedule {
     /// The schedule for `members` members, `seed`, `duration_ms` and the allowed `nemeses`.
     pub fn generate(members: usize, seed: u64, duration_ms: u64, nemeses: &[Nemesis]) -> Schedule {
+        let mut s = Schedule::without_clock(members, seed, duration_ms, nemeses);
+        if nemeses.contains(&Nemesis::Clock) {
+            s.add_clock_jumps(members, seed, duration_ms);
+        }
+        s
+    }
+
+    /// The first pass: every fault but clock jumps.
+    fn without_clock(members: usize, seed: u64, duration_ms: u64, nemeses: &[Nemesis]) -> Schedule {
+        // Without clock jumps in this list a seed's other faults are the same with `clock` as
+        // without it.
+        let nemeses: Vec<Nemesis> = nemeses
+            .iter()
+            .copied()
+            .filter(|n| *n != Nemesis::Clock)
+            .collect();
         let mut rng = Rng::new(seed);
         let mut steps = Vec::new();
         let mut faults = Vec::new();
@@ -253,7 +296,7 @@ impl Schedule {
             // The most members a partition's minority side may take.
             let room = (1..=healthy.len()).take_while(|&k| fits(k)).count();
             let end = (t + rng.range(2_000, 8_000)).min(duration_ms);
-            let fault = match rng.pick(nemeses) {
+            let fault = match rng.pick(&nemeses) {
                 Nemesis::Kill => Fault::Kill {
                     member: rng.pick(&healthy),
                 },
@@ -285,6 +328,8 @@ impl Schedule {
                         }
                     }
                 }
+                // Filtered out above: the clock pass below places them.
+                Nemesis::Clock => continue,
             };
             let id = faults.len();
             active.push((fault.faulty_until(end), fault.clone()));
@@ -300,11 +345,131 @@ impl Schedule {
             });
             faults.push(fault);
         }
-        // By time; at one time heals first (stable: starts keep their order).
-        steps.sort_by_key(|s| (s.at_ms, matches!(s.action, Action::Start(_))));
-        Schedule { steps, faults }
+        let mut s = Schedule { steps, faults };
+        s.sort_steps();
+        s
+    }
+
+    /// By time; at one time heals first (stable: starts keep their order).
+    fn sort_steps(&mut self) {
+        self.steps
+            .sort_by_key(|s| (s.at_ms, matches!(s.action, Action::Start(_))));
+    }
+
+    /// (from, faulty until, members) of every fault.
+    fn faulty_spans(&self) -> Vec<(u64, u64, Vec<usize>)> {
+        let mut started = vec![None; self.faults.len()];
+        let mut spans = Vec::new();
+        for step in &self.steps {
+            let fault = &self.faults[step.id];
+            match step.action {
+                Action::Start(_) => started[step.id] = Some(step.at_ms),
+                Action::Heal => {
+                    if let Some(from) = started[step.id] {
+                        spans.push((from, fault.faulty_until(step.at_ms), fault.faulty()));
+                    }
+                }
+            }
+        }
+        spans
+    }
+
+    /// The second pass: clock jumps on members left free by the faults already there.
+    fn add_clock_jumps(&mut self, members: usize, seed: u64, duration_ms: u64) {
+        let mut rng = Rng::new(seed ^ CLOCK_STREAM);
+        let mut spans = self.faulty_spans();
+        // The most members faulty at once that leave the rest a majority.
+        let budget = members.saturating_sub(1) / 2;
+        let faulty_at = |spans: &[(u64, u64, Vec<usize>)], x: u64| -> usize {
+            spans
+                .iter()
+                .filter(|(from, until, _)| *from <= x && x < *until)
+                .map(|s| s.2.len())
+                .sum()
+        };
+        // (heal, member) of the jumps placed.
+        let mut settling: Vec<(u64, usize)> = Vec::new();
+        let mut t = WARMUP_MS;
+        loop {
+            t += rng.range(1_500, 6_000);
+            if t + MIN_CLOCK_JUMP_MS > duration_ms {
+                break;
+            }
+            if faulty_at(&spans, t) >= budget {
+                continue;
+            }
+            // Per member, the latest heal from `t` on: before the first moment another fault
+            // would leave too few up (counts rise only at starts), and settled before its own
+            // next fault.
+            let mut free: Vec<(usize, u64)> = Vec::new();
+            for m in 0..members {
+                let busy = |(from, until, ms): &(u64, u64, Vec<usize>)| {
+                    *from <= t && t < *until && ms.contains(&m)
+                };
+                if spans.iter().any(busy)
+                    || settling
+                        .iter()
+                        .any(|&(end, x)| x == m && end <= t && t < end + CLOCK_SETTLE_MS)
+                {
+                    continue;
+                }
+                let mut last_heal = duration_ms;
+                for (from, _, ms) in &spans {
+                    if *from <= t {
+                        continue;
+                    }
+                    if ms.contains(&m) {
+                        last_heal = last_heal.min(from.saturating_sub(CLOCK_SETTLE_MS));
+                    } else if faulty_at(&spans, *from) >= budget {
+                        last_heal = last_heal.min(*from);
+                    }
+                }
+                if last_heal >= t + MIN_CLOCK_JUMP_MS {
+                    free.push((m, last_heal));
+                }
+            }
+            if free.is_empty() {
+                continue;
+            }
+            let (member, last_heal) = free[rng.range(0, free.len() as u64) as usize];
+            let end = t + rng.range(
+                MIN_CLOCK_JUMP_MS,
+                (last_heal - t).min(MAX_CLOCK_JUMP_MS) + 1,
+            );
+            // Seconds, tens of seconds or minutes, forward or back.
+            let (lo, hi) = rng.pick(&[(1, 10), (10, 60), (60, 600)]);
+            let magnitude = rng.range(lo, hi + 1) as i64;
+            let offset_s = if rng.range(0, 2) == 0 {
+                magnitude
+            } else {
+                -magnitude
+            };
+            let fault = Fault::ClockJump { member, offset_s };
+            let id = self.faults.len();
+            spans.push((t, fault.faulty_until(end), fault.faulty()));
+            settling.push((end, member));
+            self.steps.push(Step {
+                at_ms: t,
+                id,
+                action: Action::Start(fault.clone()),
+            });
+            self.steps.push(Step {
+                at_ms: end,
+                id,
+                action: Action::Heal,
+            });
+            self.faults.push(fault);
+        }
+        self.sort_steps();
     }
 }
+
+/// Mixed into the seed for the clock pass's own random stream.
+const CLOCK_STREAM: u64 = 0x636c_6f63_6b6a_756d;
+
+/// The shortest and longest clock jump, in milliseconds.
+const MIN_CLOCK_JUMP_MS: u64 = 2_000;
+const MAX_CLOCK_JUMP_MS: u64 = 10_000;
 
 impl fmt::Display for Schedule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -336,8 +501,54 @@ mod tests {
         assert!(a.faults.len() >= 3, "{a}");
     }
 
-    /// Replays many schedules and checks at every step that the members up (a replaced one
-    /// counted down until it rejoined) stay a majority and that everything heals by the end.
+    /// Replays `s` and checks at every step that the members up (a replaced one counted down
+    /// until it rejoined) stay a majority, that a fault starts only on members not faulty, and
+    /// that everything heals by the end. Returns the kinds of fault started and how many
+    /// members were replaced.
+    fn replay(members: usize, duration_ms: u64, s: &Schedule) -> (Vec<String>, usize) {
+        let mut kinds = Vec::new();
+        let mut faulty: Vec<usize> = Vec::new();
+        let mut open = BTreeSet::new();
+        // (until, members) of replaced members still rejoining.
+        let mut rejoining: Vec<(u64, Vec<usize>)> = Vec::new();
+        let mut replaced = 0usize;
+        for step in &s.steps {
+            rejoining.retain(|(until, _)| *until > step.at_ms);
+            assert!(step.at_ms >= WARMUP_MS && step.at_ms <= duration_ms, "{s}");
+            let fault = &s.faults[step.id];
+            let f = fault.faulty();
+            match &step.action {
+                Action::Start(started) => {
+                    assert!(f.iter().all(|m| !faulty.contains(m)), "{s}");
+                    assert!(
+                        rejoining
+                            .iter()
+                            .all(|(_, r)| f.iter().all(|m| !r.contains(m))),
+                        "{s}"
+                    );
+                    faulty.extend(&f);
+                    kinds.push(format!("{:?}", std::mem::discriminant(started)));
+                    assert!(open.insert(step.id), "{s}");
+                }
+                Action::Heal => {
+                    assert!(open.remove(&step.id), "{s}");
+                    for m in f {
+                        let i = faulty.iter().position(|&x| x == m).unwrap();
+                        faulty.remove(i);
+                    }
+                    if matches!(fault, Fault::Kill { .. } | Fault::Restart { .. }) {
+                        rejoining.push((step.at_ms + REJOIN_MS, fault.faulty()));
+                        replaced += 1;
+                    }
+                }
+            }
+            let down = faulty.len() + rejoining.iter().map(|r| r.1.len()).sum::<usize>();
+            assert!(2 * (members - down) > members, "{members} members:\n{s}");
+        }
+        assert!(open.is_empty() && faulty.is_empty(), "{s}");
+        (kinds, replaced)
+    }
+
     #[test]
     fn the_up_members_stay_a_majority_and_everything_heals_in_time() {
         for members in [3, 5] {
@@ -345,51 +556,11 @@ mod tests {
             let mut replacements = 0usize;
             for seed in 0..300 {
                 let s = Schedule::generate(members, seed, 60_000, &Nemesis::ALL);
-                let mut faulty: Vec<usize> = Vec::new();
-                let mut open = BTreeSet::new();
-                // (until, members) of replaced members still rejoining.
-                let mut rejoining: Vec<(u64, Vec<usize>)> = Vec::new();
-                let mut replaced_in_run = 0usize;
-                for step in &s.steps {
-                    rejoining.retain(|(until, _)| *until > step.at_ms);
-                    assert!(step.at_ms >= WARMUP_MS && step.at_ms <= 60_000);
-                    let fault = &s.faults[step.id];
-                    let f = fault.faulty();
-                    match &step.action {
-                        Action::Start(started) => {
-                            assert!(f.iter().all(|m| !faulty.contains(m)), "{s}");
-                            assert!(
-                                rejoining
-                                    .iter()
-                                    .all(|(_, r)| f.iter().all(|m| !r.contains(m))),
-                                "{s}"
-                            );
-                            faulty.extend(&f);
-                            kinds.insert(std::mem::discriminant(started));
-                            open.insert(step.id);
-                        }
-                        Action::Heal => {
-                            assert!(open.remove(&step.id));
-                            for m in f {
-                                let i = faulty.iter().position(|&x| x == m).unwrap();
-                                faulty.remove(i);
-                            }
-                            if matches!(fault, Fault::Kill { .. } | Fault::Restart { .. }) {
-                                rejoining.push((step.at_ms + REJOIN_MS, fault.faulty()));
-                                replaced_in_run += 1;
-                            }
-                        }
-                    }
-                    let down = faulty.len() + rejoining.iter().map(|r| r.1.len()).sum::<usize>();
-                    assert!(
-                        2 * (members - down) > members,
-                        "seed {seed}, {members} members:\n{s}"
-                    );
-                }
-                assert!(open.is_empty() && faulty.is_empty());
-                replacements = replacements.max(replaced_in_run);
+                let (k, replaced) = replay(members, 60_000, &s);
+                kinds.extend(k);
+                replacements = replacements.max(replaced);
             }
-            assert_eq!(kinds.len(), 6, "every kind of fault occurs");
+            assert_eq!(kinds.len(), 7, "every kind of fault occurs");
             // No budget for dead voters any more: a group of three takes several replacements
             // in one run.
             assert!(
@@ -397,6 +568,117 @@ mod tests {
                 "{members} members: at most {replacements} replacements"
             );
         }
+    }
+
+    /// Laid over the other faults, clock jumps keep the minority rule; alone they jump both
+    /// ways, by seconds to minutes, and are all healed by the end.
+    #[test]
+    fn clock_jumps_keep_the_rules_and_heal_in_time() {
+        for members in [3, 5] {
+            let (mut forward, mut back, mut overlaid) = (0, 0, 0);
+            let mut together = 0;
+            for seed in 0..300 {
+                let mixed = Schedule::generate(members, seed, 60_000, &Nemesis::ALL);
+                replay(members, 60_000, &mixed);
+                // Nothing starts on a member while its clock may still be settling.
+                for heal in mixed.steps.iter().filter(|x| x.action == Action::Heal) {
+                    let Fault::ClockJump { member, .. } = mixed.faults[heal.id] else {
+                        continue;
+                    };
+                    assert!(
+                        !mixed.steps.iter().any(|x| {
+                            matches!(&x.action, Action::Start(f) if f.faulty().contains(&member))
+                                && (heal.at_ms..heal.at_ms + CLOCK_SETTLE_MS).contains(&x.at_ms)
+                        }),
+                        "{mixed}"
+                    );
+                }
+                overlaid += mixed
+                    .faults
+                    .iter()
+                    .filter(|f| matches!(f, Fault::ClockJump { .. }))
+                    .count();
+                let s = Schedule::generate(members, seed, 60_000, &[Nemesis::Clock]);
+                replay(members, 60_000, &s);
+                let mut open = 0usize;
+                for step in &s.steps {
+                    let Fault::ClockJump { offset_s, .. } = s.faults[step.id] else {
+                        panic!("not a clock jump:\n{s}");
+                    };
+                    assert!((1..=600).contains(&offset_s.abs()), "{s}");
+                    match step.action {
+                        Action::Start(_) => {
+                            open += 1;
+                            together = together.max(open);
+                            if offset_s > 0 {
+                                forward += 1;
+                            } else {
+                                back += 1;
+                            }
+                        }
+                        Action::Heal => open -= 1,
+                    }
+                }
+                for id in 0..s.faults.len() {
+                    let at = |start: bool| {
+                        s.steps
+                            .iter()
+                            .find(|x| x.id == id && matches!(x.action, Action::Start(_)) == start)
+                            .map(|x| x.at_ms)
+                            .unwrap()
+                    };
+                    let len = at(false) - at(true);
+                    assert!(
+                        (MIN_CLOCK_JUMP_MS..=MAX_CLOCK_JUMP_MS).contains(&len),
+                        "{s}"
+                    );
+                }
+            }
+            assert!(
+                forward > 100 && back > 100,
+                "{forward} forward, {back} back"
+            );
+            // Up to the minority at once: one of three, two of five.
+            assert_eq!(together, (members - 1) / 2);
+            assert!(
+                overlaid > 100,
+                "{members} members: {overlaid} jumps among the rest"
+            );
+        }
+    }
+
+    /// Adding `clock` leaves every other fault of a seed where it was, ids included.
+    #[test]
+    fn clock_jumps_leave_the_other_faults_alone() {
+        let others: Vec<Nemesis> = Nemesis::ALL
+            .into_iter()
+            .filter(|n| *n != Nemesis::Clock)
+            .collect();
+        for nemeses in [others, vec![Nemesis::Kill, Nemesis::Partition]] {
+            let mut with_clock = nemeses.clone();
+            with_clock.push(Nemesis::Clock);
+            for members in [3, 5] {
+                for seed in 0..200 {
+                    let a = Schedule::generate(members, seed, 60_000, &nemeses);
+                    let b = Schedule::generate(members, seed, 60_000, &with_clock);
+                    let k = a.faults.len();
+                    assert_eq!(a.faults, b.faults[..k]);
+                    let kept: Vec<Step> = b.steps.iter().filter(|x| x.id < k).cloned().collect();
+                    assert_eq!(a.steps, kept);
+                }
+            }
+        }
+    }
+
+    /// tests/interop/jepsen_short.sh runs this schedule and expects these faults.
+    #[test]
+    fn the_short_runs_schedule_is_pinned() {
+        let s = Schedule::generate(3, 2, 20_000, &[Nemesis::Kill, Nemesis::Partition]);
+        assert_eq!(
+            s.to_string(),
+            "     7.6s  #0   partition m1 | rest\n    13.8s  #0   heal (partition m1 | rest)\n    \
+             15.9s  #1   kill -9 m2\n    18.6s  #1   heal (kill -9 m2)\n"
+        );
     }
 
     #[test]

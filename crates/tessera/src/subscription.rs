@@ -40,7 +40,7 @@ use parking_lot::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
-use tessera_rtps::qos::ReliabilityKind;
+use tessera_rtps::qos::{Consistency, ReliabilityKind};
 use tessera_rtps::reader::{Delivered, ReaderConfig, ReaderCore, Verdict};
 use tessera_rtps::types::{EntityId, Guid};
 use tessera_rtps::wire::{PayloadKind, ReceivedSubmessage, Submessage};
@@ -975,9 +975,14 @@ impl LocalReader for ReaderEndpoint {
             }
         }
         let t = &remote.writer_terms;
+        // An ATOMIC reader's samples from an ATOMIC writer are committed log entries that
+        // every member delivers: a LIFESPAN judged against each member's own wall clock would
+        // have members with different clocks (a skewed writer, an NTP step) drop different
+        // ones and diverge. It still applies to EVENTUAL readers of the writer.
+        let via_log = self.qos.consistency == Consistency::Atomic && remote.consensus.is_some();
         let terms = WriterTerms {
             strength: t.strength,
-            lifespan_ns: finite_ns(t.lifespan.duration),
+            lifespan_ns: finite_ns(t.lifespan.duration).filter(|_| !via_log),
             lease: watched_lease(t.liveliness.kind, t.liveliness.lease_duration),
             kind: t.liveliness.kind,
         };

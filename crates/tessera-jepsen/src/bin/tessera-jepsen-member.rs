@@ -4,10 +4,19 @@
 //! at most the line being written.
 //!
 //!   tessera-jepsen-member --history FILE --control PREFIX --writer-id W [--rate HZ]
-//!                         [--payload BYTES] [--domain D]
+//!                         [--payload BYTES] [--domain D] [--lifespan SECONDS]
+//!
+//! `--lifespan` gives the writer a LIFESPAN (none by default).
 //!
 //! The controller steers it with files: `PREFIX.quiet` (stop writing) and `PREFIX.stop`
 //! (containing `end` or `leave`: take what is left, log `stop <reason>`, exit).
+//!
+//!   tessera-jepsen-member --clock-probe
+//!
+//! answers each line on stdin with its wall clock (Unix ns) and the time its `Instant` says
+//! has passed since it started (ns): how `tessera_jepsen::clock::verify` sees that a preloaded
+//! libfaketime moves the one and not the other. A member prints `clock step <seconds>` on
+//! stderr when its wall clock steps against its monotonic clock.
 
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
@@ -18,7 +27,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
-use tessera::qos::{Consistency, DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
+use tessera::qos::{
+    Consistency, DataReaderQos, DataWriterQos, History, Lifespan, Reliability, TopicQos,
+};
 use tessera::{DataReader, DomainParticipant, TopicType};
 use tessera_jepsen::history::value_of;
 
@@ -54,6 +65,7 @@ struct Args {
     rate: f64,
     payload: usize,
     domain: u32,
+    lifespan: Option<Duration>,
 }
 
 fn args() -> Result<Args> {
@@ -64,6 +76,7 @@ fn args() -> Result<Args> {
         rate: 10.0,
         payload: 64,
         domain: 0,
+        lifespan: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(k) = it.next() {
@@ -75,11 +88,15 @@ fn args() -> Result<Args> {
             "--rate" => a.rate = v.parse()?,
             "--payload" => a.payload = v.parse()?,
             "--domain" => a.domain = v.parse()?,
+            "--lifespan" => {
+                a.lifespan =
+                    Some(Duration::try_from_secs_f64(v.parse()?).context("--lifespan: seconds")?)
+            }
             _ => bail!("unknown argument {k}"),
         }
     }
     if a.history.as_os_str().is_empty() || a.control.as_os_str().is_empty() || a.writer_id == 0 {
-        bail!("usage: tessera-jepsen-member --history FILE --control PREFIX --writer-id W [--rate HZ] [--payload BYTES] [--domain D]");
+        bail!("usage: tessera-jepsen-member --history FILE --control PREFIX --writer-id W [--rate HZ] [--payload BYTES] [--domain D] [--lifespan SECONDS]");
     }
     if !(a.rate > 0.0 && a.rate.is_finite()) {
         bail!("--rate must be > 0");
@@ -106,7 +123,51 @@ fn drain(r: &DataReader<Op>, log: &Log, pos: &mut u64) -> Result<usize> {
     Ok(n)
 }
 
+/// The wall clock minus the monotonic clock, in seconds: constant unless the wall clock steps.
+fn wall_minus_mono(start: Instant) -> f64 {
+    let wall = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs_f64())
+        .unwrap_or(0.0);
+    wall - start.elapsed().as_secs_f64()
+}
+
+/// Prints `clock step <seconds>` on stderr whenever the wall clock steps by more than half a
+/// second against the monotonic one: the controller counts these to see that its clock jumps
+/// reached the member.
+fn watch_clock(stop: &AtomicBool) {
+    let start = Instant::now();
+    let mut last = wall_minus_mono(start);
+    while !stop.load(Ordering::Relaxed) {
+        thread::sleep(Duration::from_millis(200));
+        let now = wall_minus_mono(start);
+        if (now - last).abs() > 0.5 {
+            eprintln!("clock step {:+.1}", now - last);
+        }
+        last = now;
+    }
+}
+
+/// See the module docs.
+fn clock_probe() -> Result<()> {
+    let start = Instant::now();
+    let mut out = std::io::stdout().lock();
+    for line in std::io::stdin().lines() {
+        line?;
+        let wall = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0);
+        writeln!(out, "{wall} {}", start.elapsed().as_nanos())?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
 fn main() -> Result<()> {
+    if std::env::args().nth(1).as_deref() == Some("--clock-probe") {
+        return clock_probe();
+    }
     let a = args()?;
     let file = OpenOptions::new()
         .create(true)
@@ -125,12 +186,21 @@ fn main() -> Result<()> {
         &t,
         DataReaderQos::from_topic(t.qos()).with_history(History::KeepAll),
     )?;
-    let writer = p.create_publisher(Default::default())?.create_datawriter(
-        &t,
-        DataWriterQos::from_topic(t.qos()).with_history(History::KeepAll),
-    )?;
+    let mut writer_qos = DataWriterQos::from_topic(t.qos()).with_history(History::KeepAll);
+    if let Some(duration) = a.lifespan {
+        writer_qos.lifespan = Lifespan { duration };
+    }
+    let writer = p
+        .create_publisher(Default::default())?
+        .create_datawriter(&t, writer_qos)?;
 
     let stop = Arc::new(AtomicBool::new(false));
+    {
+        let stop = stop.clone();
+        thread::Builder::new()
+            .name("jepsen-clock".into())
+            .spawn(move || watch_clock(&stop))?;
+    }
     let reading = {
         let (log, stop) = (log.clone(), stop.clone());
         thread::Builder::new()

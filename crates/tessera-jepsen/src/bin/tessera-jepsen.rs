@@ -1,7 +1,8 @@
 //! The controller of the ATOMIC fault harness (see the `tessera_jepsen` crate docs).
 //!
 //!   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
-//!                      [--nemesis kill,pause,partition,restart,loss] [--rate HZ] [--out DIR]
+//!                      [--nemesis kill,pause,partition,restart,loss,clock] [--rate HZ]
+//!                      [--out DIR] [--lifespan SECONDS]
 //!   tessera-jepsen schedule --members N --seed S [--duration SECONDS] [--nemesis LIST]
 //!   tessera-jepsen check DIR
 //!
@@ -10,7 +11,12 @@
 //! schedule, heals, lets the group quiesce, stops the members, merges their histories and
 //! checks them. `--schedules N` runs seeds S, S+1, ... S+N-1 in a row. Exit status 1 when any
 //! violation was found. `schedule` only prints the schedule a seed gives; `check` checks the
-//! member histories (`*.history`) a run left in DIR again.
+//! member histories (`*.history`) a run left in DIR again. `--lifespan` gives the members'
+//! writers a LIFESPAN.
+//!
+//! The `clock` nemesis preloads libfaketime (Debian package `libfaketime`) into every member;
+//! `run` refuses without it, and checks first that a preloaded process's wall clock jumps and
+//! its monotonic clock does not.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -22,6 +28,7 @@ use tessera_atomic::check::check;
 use tessera_bench::hosts::{self, LinkShaping, Topology};
 use tessera_bench::procmon::{Capture, Proc};
 use tessera_bench::results::Implementation;
+use tessera_jepsen::clock;
 use tessera_jepsen::history::{self, MemberHistory};
 use tessera_jepsen::nft::{self, HostRules};
 use tessera_jepsen::schedule::{Action, Fault, Nemesis, Schedule};
@@ -34,6 +41,8 @@ struct Opts {
     nemeses: Vec<Nemesis>,
     rate: f64,
     out: PathBuf,
+    /// The members' writers' LIFESPAN, seconds (none by default).
+    lifespan: Option<String>,
 }
 
 fn parse(args: &[String]) -> Result<Opts> {
@@ -45,6 +54,7 @@ fn parse(args: &[String]) -> Result<Opts> {
         nemeses: Nemesis::ALL.to_vec(),
         rate: 10.0,
         out: std::env::temp_dir().join("tessera-jepsen"),
+        lifespan: None,
     };
     let mut it = args.iter();
     while let Some(k) = it.next() {
@@ -57,6 +67,13 @@ fn parse(args: &[String]) -> Result<Opts> {
             "--nemesis" => o.nemeses = Nemesis::parse_list(v).map_err(anyhow::Error::msg)?,
             "--rate" => o.rate = v.parse()?,
             "--out" => o.out = v.into(),
+            "--lifespan" => {
+                v.parse::<f64>()
+                    .ok()
+                    .filter(|s| *s > 0.0 && s.is_finite())
+                    .context("--lifespan: seconds > 0")?;
+                o.lifespan = Some(v.clone());
+            }
             _ => bail!("unknown argument {k} (see the usage in --help)"),
         }
     }
@@ -71,7 +88,8 @@ fn parse(args: &[String]) -> Result<Opts> {
 
 const USAGE: &str = "usage:
   tessera-jepsen run [--members 3|5] [--seed S] [--duration SECONDS] [--schedules N]
-                     [--nemesis kill,pause,partition,restart,loss] [--rate HZ] [--out DIR]
+                     [--nemesis kill,pause,partition,restart,loss,clock] [--rate HZ]
+                     [--out DIR] [--lifespan SECONDS]
   tessera-jepsen schedule [--members N] [--seed S] [--duration SECONDS] [--nemesis LIST]
   tessera-jepsen check DIR";
 
@@ -81,26 +99,33 @@ fn main() -> Result<()> {
         Some("run") => {
             let o = parse(&args[1..])?;
             hosts::install_interrupt_handler()?;
+            let faketime = if o.nemeses.contains(&Nemesis::Clock) {
+                Some(clock_preflight(&o)?)
+            } else {
+                None
+            };
             let mut bad = Vec::new();
             for seed in o.seed..o.seed + o.schedules {
                 let t0 = Instant::now();
-                let (violations, exits) = run_one(&o, seed)?;
+                let (violations, exits, unseen) = run_one(&o, seed, faketime.as_deref())?;
+                let mut notes = String::new();
+                if exits > 0 {
+                    notes += &format!(", {exits} member(s) exited on their own");
+                }
+                if unseen > 0 {
+                    notes += &format!(", {unseen} clock step(s) not seen by their member");
+                }
                 println!(
-                    "== seed {seed}: {} violation(s){} ({:.0} s)",
-                    violations,
-                    if exits > 0 {
-                        format!(", {exits} member(s) exited on their own")
-                    } else {
-                        String::new()
-                    },
+                    "== seed {seed}: {violations} violation(s){notes} ({:.0} s)",
                     t0.elapsed().as_secs_f64()
                 );
-                if violations > 0 || exits > 0 {
+                if violations > 0 || exits > 0 || unseen > 0 {
                     bad.push(seed);
                 }
             }
             println!(
-                "== {} schedule(s) of {} s with {} members: {} with violations or member exits{}",
+                "== {} schedule(s) of {} s with {} members: {} with violations, member exits or \
+                 unseen clock steps{}",
                 o.schedules,
                 o.duration,
                 o.members,
@@ -146,6 +171,32 @@ fn main() -> Result<()> {
     }
 }
 
+/// The member binary, next to this one.
+fn member_bin() -> Result<PathBuf> {
+    let bin = std::env::current_exe()?.with_file_name("tessera-jepsen-member");
+    if !bin.exists() {
+        bail!(
+            "{} not found (cargo build -p tessera-jepsen)",
+            bin.display()
+        );
+    }
+    Ok(bin)
+}
+
+/// Finds libfaketime and checks that it moves a member's wall clock and not its monotonic one;
+/// a clock nemesis that did nothing would pass every run.
+fn clock_preflight(o: &Opts) -> Result<PathBuf> {
+    let lib = clock::find_library().map_err(anyhow::Error::msg)?;
+    std::fs::create_dir_all(&o.out).with_context(|| format!("creating {}", o.out.display()))?;
+    clock::verify(&lib, &member_bin()?, &o.out)
+        .map_err(|e| anyhow::anyhow!("the clock nemesis does not work here: {e}"))?;
+    println!(
+        "== clock: {} jumps a member's wall clock, not its monotonic clock",
+        lib.display()
+    );
+    Ok(lib)
+}
+
 /// One process incarnation of a member.
 struct Incarnation {
     name: String,
@@ -183,9 +234,22 @@ struct Run<'a> {
     /// Members that exited without being told to (a crash, or a failed start): the run's
     /// premise (the live ones stay up) does not hold, so it is reported apart.
     exits: Vec<String>,
+    /// libfaketime, preloaded into every member when the schedule may jump clocks.
+    faketime: Option<&'a Path>,
 }
 
 impl Run<'_> {
+    /// Member `m`'s clock offset, read by libfaketime in each of its incarnations: the clock
+    /// belongs to the member's host, not to one process.
+    fn clock_file(&self, m: usize) -> PathBuf {
+        self.dir.join(format!("m{m}.faketime"))
+    }
+
+    fn set_clock(&self, m: usize, offset_s: i64) -> Result<()> {
+        let f = self.clock_file(m);
+        clock::set_offset(&f, offset_s).with_context(|| format!("writing {}", f.display()))
+    }
+
     fn start_member(&mut self, m: usize) -> Result<()> {
         let inc = self.members[m].len();
         let name = format!("m{m}.{inc}");
@@ -206,6 +270,12 @@ impl Run<'_> {
             .arg(&control)
             .args(["--writer-id", &writer_id.to_string()])
             .args(["--rate", &self.o.rate.to_string()]);
+        if let Some(l) = &self.o.lifespan {
+            cmd.args(["--lifespan", l]);
+        }
+        if let Some(lib) = self.faketime {
+            clock::preload(&mut cmd, lib, &self.clock_file(m));
+        }
         let proc = Proc::spawn(
             cmd,
             &name,
@@ -314,6 +384,7 @@ impl Run<'_> {
                 };
                 self.set_rules(*member, id, r)?;
             }
+            Fault::ClockJump { member, offset_s } => self.set_clock(*member, *offset_s)?,
         }
         Ok(())
     }
@@ -326,6 +397,7 @@ impl Run<'_> {
             Fault::Partition { .. } | Fault::OneWay { .. } | Fault::LossBurst { .. } => {
                 self.clear_rules(id)?
             }
+            Fault::ClockJump { member, .. } => self.set_clock(*member, 0)?,
         }
         Ok(())
     }
@@ -364,9 +436,9 @@ impl Run<'_> {
     }
 }
 
-/// Runs one seeded schedule; returns the number of violations and of members that exited on
-/// their own.
-fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
+/// Runs one seeded schedule; returns the number of violations, of members that exited on
+/// their own and of clock steps the members did not see.
+fn run_one(o: &Opts, seed: u64, faketime: Option<&Path>) -> Result<(usize, usize, usize)> {
     let schedule = Schedule::generate(o.members, seed, o.duration * 1000, &o.nemeses);
     println!(
         "== seed {seed}: {} members, {} s, nemeses {:?}, schedule:\n{schedule}",
@@ -375,15 +447,9 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
     let run_id = hosts::new_run_id();
     let dir = o.out.join(format!("seed-{seed}-{run_id}"));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let member_bin = member_bin()?;
     // Its own name prefix: the bench's cleanup of stale `tb-*` hosts never takes a run's.
     let topo = Topology::lan_with(hosts::JEPSEN, &run_id, o.members, &LinkShaping::default())?;
-    let member_bin = std::env::current_exe()?.with_file_name("tessera-jepsen-member");
-    if !member_bin.exists() {
-        bail!(
-            "{} not found (cargo build -p tessera-jepsen)",
-            member_bin.display()
-        );
-    }
     let mut run = Run {
         o,
         topo,
@@ -392,6 +458,7 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
         members: (0..o.members).map(|_| Vec::new()).collect(),
         rules: vec![BTreeMap::new(); o.members],
         exits: Vec::new(),
+        faketime,
     };
     let result = play(&mut run, &schedule);
     // Whatever happened: no process, namespace or link outlives the run.
@@ -411,12 +478,16 @@ fn run_one(o: &Opts, seed: u64) -> Result<(usize, usize)> {
             parsed.push(history::parse_member(&inc.name, &text)?);
         }
     }
-    Ok((report(&parsed, &dir)?, run.exits.len()))
+    let unseen = clock_steps_unseen(&run, &schedule);
+    Ok((report(&parsed, &dir)?, run.exits.len(), unseen))
 }
 
 /// Plays the schedule, heals, quiesces and stops the members cleanly.
 fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
     for m in 0..run.o.members {
+        if run.faketime.is_some() {
+            run.set_clock(m, 0)?;
+        }
         run.start_member(m)?;
     }
     let t0 = Instant::now();
@@ -486,6 +557,57 @@ fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Matches each clock jump of the schedule, and its way back, with a `clock step` its member
+/// printed; prints what each member saw and returns how many steps none did. A jump that
+/// never reached its member would make the run pass for nothing.
+fn clock_steps_unseen(run: &Run<'_>, schedule: &Schedule) -> usize {
+    let mut unseen = 0;
+    for (m, incarnations) in run.members.iter().enumerate() {
+        let mut seen: Vec<f64> = incarnations
+            .iter()
+            .flat_map(|inc| {
+                inc.proc
+                    .output()
+                    .lines()
+                    .filter_map(|l| l.strip_prefix("clock step ")?.trim().parse().ok())
+                    .collect::<Vec<f64>>()
+            })
+            .collect();
+        let mut wanted = Vec::new();
+        for f in &schedule.faults {
+            if let Fault::ClockJump { member, offset_s } = f {
+                if *member == m {
+                    wanted.extend([*offset_s, -offset_s]);
+                }
+            }
+        }
+        if wanted.is_empty() && seen.is_empty() {
+            continue;
+        }
+        let shown: Vec<String> = seen.iter().map(|x| format!("{x:+.1}")).collect();
+        let mut missing = Vec::new();
+        for want in wanted {
+            match seen.iter().position(|x| (x - want as f64).abs() < 1.0) {
+                Some(i) => {
+                    seen.swap_remove(i);
+                }
+                None => missing.push(format!("{want:+}")),
+            }
+        }
+        println!(
+            "  clock steps m{m} saw: [{}] s{}",
+            shown.join(" "),
+            if missing.is_empty() {
+                String::new()
+            } else {
+                format!("; NOT SEEN: [{}] s", missing.join(" "))
+            }
+        );
+        unseen += missing.len();
+    }
+    unseen
 }
 
 /// Prints the counts and every violation; returns how many there were.

@@ -213,7 +213,11 @@ impl ReaderPolicies {
         }
         if self.min_separation_ns > 0 {
             if let Some(&last) = self.last_delivered.get(&key) {
-                if reception_ns.saturating_sub(last) < self.min_separation_ns {
+                // Reception times are wall-clock: after the clock stepped back the separation
+                // counts from the new time, as the writer-side filter does, instead of
+                // dropping every sample until the clock is past `last` again.
+                let since = reception_ns.saturating_sub(last);
+                if (0..self.min_separation_ns).contains(&since) {
                     self.filtered += 1;
                     return Admission::Filtered;
                 }
@@ -357,5 +361,32 @@ mod tests {
             Admission::NotOwner
         );
         assert_eq!((p.expired, p.filtered, p.not_owner_drops()), (1, 1, 1));
+    }
+
+    /// A reader whose wall clock steps back by a minute keeps delivering one sample per
+    /// separation instead of none for a minute.
+    #[test]
+    fn the_time_based_filter_survives_a_clock_step_back() {
+        let qos = DataReaderQos::default().with_time_based_filter(TimeBasedFilter {
+            minimum_separation: Duration::from_millis(100),
+        });
+        let mut p = ReaderPolicies::new(&qos);
+        let k = [9; 16];
+        let ms = 1_000_000i64;
+        let t = 1_000_000 * ms;
+        assert!(matches!(
+            p.admit(k, [1; 16], 0, t),
+            Admission::Deliver { .. }
+        ));
+        let back = t - 60_000 * ms;
+        assert!(matches!(
+            p.admit(k, [1; 16], 0, back),
+            Admission::Deliver { .. }
+        ));
+        assert_eq!(p.admit(k, [1; 16], 0, back + 50 * ms), Admission::Filtered);
+        assert!(matches!(
+            p.admit(k, [1; 16], 0, back + 150 * ms),
+            Admission::Deliver { .. }
+        ));
     }
 }
