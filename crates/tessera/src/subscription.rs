@@ -354,7 +354,11 @@ impl ReaderEndpoint {
             undecodable: AtomicU64::new(0),
             scratch: Mutex::new(Vec::new()),
             core: Mutex::new(ReaderCore::new(core_cfg)),
-            history: Mutex::new(History::new(history_cfg)),
+            history: Mutex::new({
+                let mut h = History::new(history_cfg);
+                h.set_purge_clock(monotonic_nanos);
+                h
+            }),
             statuses: Mutex::new(ReaderStatuses::default()),
             notifier: Arc::new(Notifier::default()),
             listener: Mutex::new(None),
@@ -1194,10 +1198,19 @@ thread_local! {
 /// when a purge is scheduled.
 fn purge_due(h: &mut History<SerializedPayload>) -> usize {
     if h.next_purge().is_some() {
-        h.purge_expired(crate::publication::now_nanos())
+        h.purge_expired(monotonic_nanos())
     } else {
         0
     }
+}
+
+/// Nanoseconds on the monotonic clock (since its first reading in this process): what a
+/// reader's autopurge delays are measured on, so a wall-clock step neither hastens nor
+/// postpones a purge.
+fn monotonic_nanos() -> i64 {
+    static BASE: OnceLock<Instant> = OnceLock::new();
+    let ns = BASE.get_or_init(Instant::now).elapsed().as_nanos();
+    i64::try_from(ns).unwrap_or(i64::MAX)
 }
 
 /// Adds `n` events to a DDS status count (`i32` in the DDS API), saturating: one peer

@@ -184,3 +184,53 @@ fn taken_instances_leave_the_purge_queue() {
     assert_eq!(h.purge_expired(i64::MAX), 0);
     assert_eq!(h.autopurged(), 0);
 }
+
+/// The purge clock of `delays_are_measured_on_the_purge_clock_not_on_wall_clock_times`.
+static MONO: std::sync::atomic::AtomicI64 = std::sync::atomic::AtomicI64::new(0);
+
+fn mono() -> i64 {
+    MONO.load(std::sync::atomic::Ordering::SeqCst)
+}
+
+/// With a monotonic purge clock (as a DataReader's cache has), the wall-clock reception times
+/// the state changes come with no longer decide the delays: a wall clock stepped an hour
+/// forward purges nothing early, one stepped an hour back delays nothing.
+#[test]
+fn delays_are_measured_on_the_purge_clock_not_on_wall_clock_times() {
+    use std::sync::atomic::Ordering::SeqCst;
+    const S: i64 = 1_000_000_000;
+    let wall = 1_700_000_000 * S;
+    let mut h = with_lifecycle(Some(10 * S as u64), Some(10 * S as u64));
+    MONO.store(5 * S, SeqCst);
+    h.set_purge_clock(mono);
+    h.insert(key(1), W1, 1, wall, wall);
+    h.dispose(key(1), W1, wall, wall);
+    h.insert(key(2), W2, 2, wall, wall);
+    assert_eq!(
+        h.next_purge(),
+        Some(15 * S),
+        "the delay counts from the purge clock"
+    );
+
+    // The wall clock steps an hour forward: the next input's reception time is far past the
+    // delay, yet only 1 s passed.
+    MONO.store(6 * S, SeqCst);
+    h.insert(key(3), W1, 3, wall + 3600 * S, wall + 3600 * S);
+    assert_eq!(h.purge_expired(mono()), 0);
+    assert_eq!(h.instance_count(), 3, "nothing purged early");
+
+    // Then an hour back: key 2 loses its writer at a reception time before key 1's dispose.
+    h.unregister(key(2), W2, wall - 3600 * S, wall - 3600 * S);
+    MONO.store(15 * S, SeqCst);
+    assert_eq!(h.purge_expired(mono()), 1, "key 1, 10 s after its dispose");
+    assert_eq!(h.lookup_instance(&key(1)), None);
+    assert!(h.lookup_instance(&key(2)).is_some());
+    MONO.store(16 * S, SeqCst);
+    assert_eq!(
+        h.purge_expired(mono()),
+        1,
+        "key 2, 10 s after it lost its writer"
+    );
+    assert_eq!(h.lookup_instance(&key(2)), None);
+    assert!(h.lookup_instance(&key(3)).is_some());
+}

@@ -3,7 +3,8 @@
 //! [`History`] holds the samples a reader has received, per instance, with the instance and
 //! sample state machines of DDS, and implements the read and take operations with their state
 //! masks and `SampleInfo` computation. It is a plain data structure: no I/O, no threads, no
-//! clock (every timestamp is an argument), so the DataReader wraps it in its own lock.
+//! clock (every timestamp is an argument; the one exception is the monotonic clock an owner may
+//! give it for autopurge), so the DataReader wraps it in its own lock.
 //!
 //! # Model
 //!
@@ -29,9 +30,11 @@
 //!   unregister are bounded by autopurge (below) and by the reader's instance limit.
 //! * **Autopurge** (the READER_DATA_LIFECYCLE QoS, [`Lifecycle`]): an instance that stays
 //!   NOT_ALIVE_NO_WRITERS or NOT_ALIVE_DISPOSED for the configured delay is purged with all its
-//!   samples, read or not. The cache has no clock: delays count from the local times given
-//!   with the state changes, and [`History::purge_expired`] (also run at the start of every
-//!   insert, dispose and unregister) purges what is due at the `now` it is given. Pending
+//!   samples, read or not. Delays count from the local times given with the state changes,
+//!   and [`History::purge_expired`] (also run at the start of every insert, dispose and
+//!   unregister) purges what is due at the `now` it is given; unless the owner gave the cache
+//!   a monotonic clock to measure them on ([`History::set_purge_clock`]), since a wall clock
+//!   that steps would purge early or late. Pending
 //!   purges are kept in a queue ordered by deadline, one entry per instance, so a cache with
 //!   nothing due pays one comparison.
 //!
@@ -108,8 +111,10 @@ pub struct History<T> {
     valid_total: usize,
     /// Samples not read yet.
     not_read_total: usize,
-    /// Not-alive instances due for autopurge, by deadline (ns, the caller's clock).
+    /// Not-alive instances due for autopurge, by deadline (ns on the purge clock).
     purge_queue: BTreeSet<(i64, InstanceHandle)>,
+    /// The clock autopurge delays are measured on; `None`: the timestamps the caller gives.
+    purge_clock: Option<fn() -> i64>,
     /// Instances purged by autopurge so far.
     autopurged: u64,
     /// The earliest LIFESPAN expiry set since the last sweep (see [`History::drop_expired`]).
@@ -152,6 +157,7 @@ impl<T> History<T> {
             valid_total: 0,
             not_read_total: 0,
             purge_queue: BTreeSet::new(),
+            purge_clock: None,
             autopurged: 0,
             next_expiry: None,
             order: ordered::Order::default(),
@@ -193,14 +199,36 @@ impl<T> History<T> {
         self.autopurged
     }
 
-    /// The earliest time (ns, the caller's clock) at which a not-alive instance is due for
+    /// Measures autopurge delays on `clock` (ns, monotonic) from now on, instead of on the
+    /// timestamps given with the state changes: those are wall-clock times, and a wall clock
+    /// stepped forward would purge early (backward: late). Set before anything is scheduled;
+    /// [`History::purge_expired`] and [`History::next_purge`] are then on `clock` too.
+    pub fn set_purge_clock(&mut self, clock: fn() -> i64) {
+        self.purge_clock = Some(clock);
+    }
+
+    /// The purge clock's time: its own reading, else `given` (the caller's timestamp).
+    fn purge_now(&self, given: i64) -> i64 {
+        self.purge_clock.map_or(given, |c| c())
+    }
+
+    /// [`History::purge_expired`] at the caller's timestamp `given` or the purge clock's time;
+    /// reads the clock only when a purge is pending (this runs on every insert).
+    fn purge_due(&mut self, given: i64) -> usize {
+        if self.purge_queue.is_empty() {
+            return 0;
+        }
+        self.purge_expired(self.purge_now(given))
+    }
+
+    /// The earliest time (ns, the purge clock) at which a not-alive instance is due for
     /// autopurge, if any is scheduled.
     pub fn next_purge(&self) -> Option<i64> {
         self.purge_queue.first().map(|&(t, _)| t)
     }
 
     /// Purges every not-alive instance whose autopurge delay has run out at `now` (ns, the
-    /// clock of the timestamps given to the cache), with all its samples. Returns how many.
+    /// purge clock: see [`History::set_purge_clock`]), with all its samples. Returns how many.
     pub fn purge_expired(&mut self, now: i64) -> usize {
         let mut n = 0;
         while let Some(&(at, handle)) = self.purge_queue.first() {
@@ -319,7 +347,7 @@ impl<T> History<T> {
         reception_ts: i64,
         replaced: &mut Option<T>,
     ) -> InsertOutcome {
-        self.purge_expired(reception_ts);
+        self.purge_due(reception_ts);
         let limits = self.config.limits;
         let slot = match self.find_cached(&key) {
             Some(s) => s,
@@ -442,7 +470,7 @@ impl<T> History<T> {
         ts: i64,
         reception_ts: i64,
     ) -> UpdateOutcome {
-        self.purge_expired(reception_ts);
+        self.purge_due(reception_ts);
         let delay = self.config.lifecycle.autopurge_disposed_samples_delay;
         let slot = match self.find_cached(&key) {
             Some(s) => s,
@@ -488,7 +516,7 @@ impl<T> History<T> {
         ts: i64,
         reception_ts: i64,
     ) -> UpdateOutcome {
-        self.purge_expired(reception_ts);
+        self.purge_due(reception_ts);
         match self.find_cached(&key) {
             Some(slot) => self.remove_writer(slot, &writer, ts, reception_ts),
             None => UpdateOutcome::UnknownInstance,
@@ -499,7 +527,7 @@ impl<T> History<T> {
     /// unregistered from every instance. Returns how many instances changed state (to
     /// NOT_ALIVE_NO_WRITERS). This visits every instance.
     pub fn writer_lost(&mut self, writer: WriterGuid, now: i64) -> usize {
-        self.purge_expired(now);
+        self.purge_due(now);
         let mut changed = 0;
         for slot in 0..self.slots.len() as Slot {
             let registered = self.inst(slot).is_some_and(|i| i.writers.contains(&writer));
@@ -987,9 +1015,11 @@ impl<T> History<T> {
         }
     }
 
-    /// (Re)schedules the autopurge of a not-alive instance `delay` after `now`; `None`
+    /// (Re)schedules the autopurge of a not-alive instance `delay` after `now` (the caller's
+    /// timestamp; the purge clock's time when the cache has one); `None`
     /// (infinite) cancels any pending one.
     fn schedule_purge(&mut self, slot: Slot, now: i64, delay: Option<Duration>) {
+        let now = self.purge_now(now);
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return;
         };

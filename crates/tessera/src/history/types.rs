@@ -319,7 +319,8 @@ pub enum DestinationOrder {
 /// How long a not-alive instance is kept (the READER_DATA_LIFECYCLE QoS); `None` is the DDS
 /// default, infinite. Delays count from the local time at which the cache learned of the state
 /// change (the `reception_ts` of the dispose or unregister, the `now` of
-/// [`History::writer_lost`](super::History::writer_lost)).
+/// [`History::writer_lost`](super::History::writer_lost)), or from its purge clock's time then
+/// when it has one ([`History::set_purge_clock`](super::History::set_purge_clock)).
 #[derive(Clone, Copy, PartialEq, Eq, Hash, Debug, Default)]
 pub struct Lifecycle {
     /// After an instance became NOT_ALIVE_NO_WRITERS, it is purged with all its samples once
