@@ -147,7 +147,11 @@ impl Group {
         for r in readers {
             // A full history refuses: wait for room rather than skip a committed sample.
             loop {
-                let o = r.deliver_local(&sample, None, None);
+                // Scoped to the delivery: the listeners `notify_local` calls may write.
+                let o = {
+                    let _committed = crate::subscription::CommittedDelivery::start();
+                    r.deliver_local(&sample, None, None)
+                };
                 let refused = o.rejected > 0;
                 r.notify_local(ctx, o);
                 if !refused || self.stop.load(Ordering::Relaxed) || ctx.is_closed() {

@@ -624,6 +624,12 @@ impl ReaderEndpoint {
         let writer = d.original.map_or(d.writer, |(w, _)| w).to_bytes();
         let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
         let reception = reception_now();
+        // An ATOMIC reader's samples from an ATOMIC writer are committed log entries: the log
+        // order is one order every member agrees on, which is what BY_SOURCE_TIMESTAMP is for.
+        // Dropping an entry whose source timestamp is older than the instance's newest (a
+        // writer whose clock lags) would drop an acknowledged write at every member, so they
+        // keep log order. EVENTUAL readers of the writer keep the policy.
+        let in_log_order = self.qos.consistency == Consistency::Atomic && committed_delivery();
         if d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key {
             let key_hash = match d.key_hash {
                 Some(k) => k,
@@ -645,7 +651,11 @@ impl ReaderEndpoint {
             }
             let mut changed = false;
             if d.status_info & 1 != 0 {
-                let out = history.dispose(key_hash, writer, ts, reception);
+                let out = if in_log_order {
+                    history.dispose_in_order(key_hash, writer, ts, reception)
+                } else {
+                    history.dispose(key_hash, writer, ts, reception)
+                };
                 if matches!(out, UpdateOutcome::Rejected(_)) {
                     *rejected += 1;
                 }
@@ -725,7 +735,13 @@ impl ReaderEndpoint {
         };
         // A keep-last reader that overwrites samples gives their buffers back to the pool.
         let mut replaced = None;
-        let out = history.insert_reclaiming(
+        let insert = if in_log_order {
+            History::insert_reclaiming_in_order
+        } else {
+            History::insert_reclaiming
+        };
+        let out = insert(
+            history,
             s.key_hash,
             s.writer,
             s.payload,
@@ -784,6 +800,36 @@ impl Drop for RunReception {
     fn drop(&mut self) {
         RUN_RECEPTION.with(|t| t.set(0));
     }
+}
+
+thread_local! {
+    /// Whether this thread is delivering an ATOMIC group's committed entries (see
+    /// [`CommittedDelivery`]).
+    static COMMITTED_DELIVERY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Marks the samples this thread delivers until dropped as committed log entries of an ATOMIC
+/// group (`crate::atomic`): a flag rather than a parameter, as the path from `deliver_local`
+/// to the history goes through presentation and group-coherent code that need not know.
+#[cfg_attr(not(feature = "atomic"), allow(dead_code))]
+pub(crate) struct CommittedDelivery;
+
+#[cfg_attr(not(feature = "atomic"), allow(dead_code))]
+impl CommittedDelivery {
+    pub(crate) fn start() -> CommittedDelivery {
+        COMMITTED_DELIVERY.with(|c| c.set(true));
+        CommittedDelivery
+    }
+}
+
+impl Drop for CommittedDelivery {
+    fn drop(&mut self) {
+        COMMITTED_DELIVERY.with(|c| c.set(false));
+    }
+}
+
+fn committed_delivery() -> bool {
+    COMMITTED_DELIVERY.with(std::cell::Cell::get)
 }
 
 /// The reception time of a sample delivered now: its run's, or the clock outside a run.

@@ -8,7 +8,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use tessera::qos::{
-    Consistency, DataReaderQos, DataWriterQos, History, Lifespan, Reliability, TopicQos,
+    Consistency, DataReaderQos, DataWriterQos, DestinationOrder, History, Lifespan, Reliability,
+    TopicQos,
 };
 use tessera::transport::InProcessNetwork;
 use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
@@ -330,4 +331,92 @@ fn an_atomic_writers_lifespan_does_not_make_members_drop_committed_samples() {
         eventual.take(256).unwrap().is_empty(),
         "expired at the EVENTUAL reader"
     );
+}
+
+/// DESTINATION_ORDER BY_SOURCE_TIMESTAMP with a writer whose source timestamps go backwards,
+/// as a writer's clock does when stepped back: every member still delivers every committed
+/// sample in log order (the order they agree on), where dropping the older ones would drop
+/// acknowledged writes at every member; an EVENTUAL reader of the writer keeps the policy and
+/// gets the first only.
+#[test]
+#[ignore = "opens TCP sockets (consensus): run inside scripts/netns-run"]
+fn by_source_timestamp_does_not_make_members_drop_committed_samples() {
+    let by_source = |q: TopicQos| TopicQos {
+        destination_order: DestinationOrder::BySourceTimestamp,
+        ..q
+    };
+    let net = InProcessNetwork::new();
+    let ps: Vec<_> = (0..4).map(|_| participant(&net)).collect();
+    let readers: Vec<_> = ps[..3]
+        .iter()
+        .map(|p| {
+            let t = p
+                .create_topic::<Op>("Ledger", by_source(topic_qos()))
+                .unwrap();
+            let qos = DataReaderQos::from_topic(t.qos()).with_history(History::KeepAll);
+            p.create_subscriber(Default::default())
+                .unwrap()
+                .create_datareader(&t, qos)
+                .unwrap()
+        })
+        .collect();
+    let eventual = {
+        let qos = by_source(
+            TopicQos::default().with_reliability(Reliability::reliable(Duration::from_secs(1))),
+        );
+        let t = ps[3].create_topic::<Op>("Ledger", qos).unwrap();
+        let rq = DataReaderQos::from_topic(t.qos()).with_history(History::KeepAll);
+        ps[3]
+            .create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&t, rq)
+            .unwrap()
+    };
+    let w = {
+        let t = ps[0]
+            .create_topic::<Op>("Ledger", by_source(topic_qos()))
+            .unwrap();
+        let qos = DataWriterQos::from_topic(t.qos()).with_history(History::KeepAll);
+        ps[0]
+            .create_publisher(Default::default())
+            .unwrap()
+            .create_datawriter(&t, qos)
+            .unwrap()
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while w.matched_subscriptions().len() < 4 {
+        assert!(Instant::now() < deadline, "{:?}", w.matched_subscriptions());
+        thread::sleep(Duration::from_millis(20));
+    }
+    // Each write's source timestamp is a second older than the one before.
+    let start = 1_700_000_000_000_000_000i64;
+    let mut acked = Vec::new();
+    let mut n = 0;
+    while acked.len() < 20 {
+        n += 1;
+        let op = Op { writer: 0, n };
+        match w.write_with_timestamp(&op, start - i64::from(n) * 1_000_000_000) {
+            Ok(()) => acked.push(value(&op)),
+            Err(tessera::Error::Timeout) => {}
+            Err(e) => panic!("write {n}: {e}"),
+        }
+        assert!(
+            Instant::now() < deadline + Duration::from_secs(20),
+            "{acked:?}"
+        );
+    }
+    for (i, r) in readers.iter().enumerate() {
+        let mut log = MemberLog::default();
+        take_into(r, &mut log, 20);
+        let got: Vec<u64> = log.deliveries.into_iter().map(|d| d.1).collect();
+        assert_eq!(got, acked, "ATOMIC reader {i}");
+    }
+    thread::sleep(Duration::from_millis(300));
+    let got: Vec<u64> = eventual
+        .take(256)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.data.as_ref().map(value))
+        .collect();
+    assert_eq!(got, acked[..1], "the EVENTUAL reader drops the older ones");
 }

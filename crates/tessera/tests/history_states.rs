@@ -628,6 +628,33 @@ fn by_source_timestamp_drops_older_updates() {
     assert!(r.insert(k, W1, 2, 5, 0).is_stored());
 }
 
+/// The `_in_order` inputs (an ATOMIC writer's committed entries at an ATOMIC reader) keep what
+/// BY_SOURCE_TIMESTAMP would drop, and still count as the instance's newest update.
+#[test]
+fn in_order_inputs_are_kept_under_by_source_timestamp() {
+    let mut h: History<u32> = History::new(HistoryConfig {
+        history: HistoryKind::KeepAll,
+        destination_order: DestinationOrder::BySourceTimestamp,
+        ..Default::default()
+    });
+    let k = key(1);
+    let mut replaced = None;
+    assert!(h.insert(k, W1, 1, 10, 0).is_stored());
+    assert!(h
+        .insert_reclaiming_in_order(k, W1, 2, 5, 1, &mut replaced)
+        .is_stored());
+    assert!(h.dispose_in_order(k, W1, 4, 2).is_changed());
+    assert!(h
+        .insert_reclaiming_in_order(k, W1, 3, 3, 3, &mut replaced)
+        .is_stored());
+    let handle = h.lookup_instance(&k).unwrap();
+    assert_eq!(h.insert(k, W2, 4, 9, 4), InsertOutcome::Outdated(handle));
+    assert_eq!(
+        data(&h.take(UNLIMITED, StateMasks::ANY)),
+        [Some(1), Some(2), Some(3)]
+    );
+}
+
 #[test]
 fn masks_behave_like_bitflags() {
     assert_eq!(

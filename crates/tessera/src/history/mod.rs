@@ -347,6 +347,47 @@ impl<T> History<T> {
         reception_ts: i64,
         replaced: &mut Option<T>,
     ) -> InsertOutcome {
+        let by_source = self.config.destination_order == DestinationOrder::BySourceTimestamp;
+        self.insert_ordered(
+            key,
+            writer,
+            (data, source_ts, reception_ts),
+            by_source,
+            replaced,
+        )
+    }
+
+    /// [`History::insert_reclaiming`] for a sample whose place in the order is already agreed
+    /// (an ATOMIC writer's committed log entry at an ATOMIC reader): stored in the order given
+    /// even under DESTINATION_ORDER BY_SOURCE_TIMESTAMP, so an older source timestamp does not
+    /// make it [`InsertOutcome::Outdated`].
+    pub fn insert_reclaiming_in_order(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        data: T,
+        source_ts: i64,
+        reception_ts: i64,
+        replaced: &mut Option<T>,
+    ) -> InsertOutcome {
+        self.insert_ordered(
+            key,
+            writer,
+            (data, source_ts, reception_ts),
+            false,
+            replaced,
+        )
+    }
+
+    /// The insert; `by_source`: drop a sample older than the instance's newest.
+    fn insert_ordered(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        (data, source_ts, reception_ts): (T, i64, i64),
+        by_source: bool,
+        replaced: &mut Option<T>,
+    ) -> InsertOutcome {
         self.purge_due(reception_ts);
         let limits = self.config.limits;
         let slot = match self.find_cached(&key) {
@@ -366,7 +407,6 @@ impl<T> History<T> {
                 }
             }
         };
-        let by_source = self.config.destination_order == DestinationOrder::BySourceTimestamp;
         let (depth, keep_all) = match self.config.history {
             HistoryKind::KeepLast(d) => (d.max(1) as usize, false),
             HistoryKind::KeepAll => (usize::MAX, true),
@@ -470,6 +510,30 @@ impl<T> History<T> {
         ts: i64,
         reception_ts: i64,
     ) -> UpdateOutcome {
+        let by_source = self.config.destination_order == DestinationOrder::BySourceTimestamp;
+        self.dispose_ordered(key, writer, (ts, reception_ts), by_source)
+    }
+
+    /// [`History::dispose`] in the order given whatever the source timestamp, as
+    /// [`History::insert_reclaiming_in_order`].
+    pub fn dispose_in_order(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        ts: i64,
+        reception_ts: i64,
+    ) -> UpdateOutcome {
+        self.dispose_ordered(key, writer, (ts, reception_ts), false)
+    }
+
+    /// The dispose; `by_source`: ignore one older than the instance's newest update.
+    fn dispose_ordered(
+        &mut self,
+        key: KeyHash,
+        writer: WriterGuid,
+        (ts, reception_ts): (i64, i64),
+        by_source: bool,
+    ) -> UpdateOutcome {
         self.purge_due(reception_ts);
         let delay = self.config.lifecycle.autopurge_disposed_samples_delay;
         let slot = match self.find_cached(&key) {
@@ -487,7 +551,6 @@ impl<T> History<T> {
                 Err(r) => return UpdateOutcome::Rejected(r),
             },
         };
-        let by_source = self.config.destination_order == DestinationOrder::BySourceTimestamp;
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return UpdateOutcome::UnknownInstance;
         };
