@@ -66,6 +66,16 @@ fn eventual_reader(p: &DomainParticipant) -> DataReader<Op> {
 /// Waits for `readers` matched readers, then writes until `want` writes were acknowledged
 /// (the group may still be forming: a timeout appended nothing); returns their values.
 fn write_acked(w: &DataWriter<Op>, readers: usize, want: usize) -> Vec<u64> {
+    write_acked_by(w, readers, want, |w, op| w.write(op))
+}
+
+/// [`write_acked`] writing with `write`.
+fn write_acked_by(
+    w: &DataWriter<Op>,
+    readers: usize,
+    want: usize,
+    write: impl Fn(&DataWriter<Op>, &Op) -> tessera::Result<()>,
+) -> Vec<u64> {
     let deadline = Instant::now() + Duration::from_secs(10);
     while w.matched_subscriptions().len() < readers {
         assert!(Instant::now() < deadline, "{:?}", w.matched_subscriptions());
@@ -76,7 +86,7 @@ fn write_acked(w: &DataWriter<Op>, readers: usize, want: usize) -> Vec<u64> {
     while acked.len() < want {
         n += 1;
         let op = Op { writer: 0, n };
-        match w.write(&op) {
+        match write(w, &op) {
             Ok(()) => acked.push(value(&op)),
             Err(tessera::Error::Timeout) => {}
             Err(e) => panic!("write {n}: {e}"),
@@ -383,28 +393,11 @@ fn by_source_timestamp_does_not_make_members_drop_committed_samples() {
             .create_datawriter(&t, qos)
             .unwrap()
     };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while w.matched_subscriptions().len() < 4 {
-        assert!(Instant::now() < deadline, "{:?}", w.matched_subscriptions());
-        thread::sleep(Duration::from_millis(20));
-    }
     // Each write's source timestamp is a second older than the one before.
     let start = 1_700_000_000_000_000_000i64;
-    let mut acked = Vec::new();
-    let mut n = 0;
-    while acked.len() < 20 {
-        n += 1;
-        let op = Op { writer: 0, n };
-        match w.write_with_timestamp(&op, start - i64::from(n) * 1_000_000_000) {
-            Ok(()) => acked.push(value(&op)),
-            Err(tessera::Error::Timeout) => {}
-            Err(e) => panic!("write {n}: {e}"),
-        }
-        assert!(
-            Instant::now() < deadline + Duration::from_secs(20),
-            "{acked:?}"
-        );
-    }
+    let acked = write_acked_by(&w, 4, 20, |w, op| {
+        w.write_with_timestamp(op, start - i64::from(op.n) * 1_000_000_000)
+    });
     for (i, r) in readers.iter().enumerate() {
         let mut log = MemberLog::default();
         take_into(r, &mut log, 20);
