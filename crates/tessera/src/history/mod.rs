@@ -1082,7 +1082,12 @@ impl<T> History<T> {
     /// timestamp; the purge clock's time when the cache has one); `None`
     /// (infinite) cancels any pending one.
     fn schedule_purge(&mut self, slot: Slot, now: i64, delay: Option<Duration>) {
-        let now = self.purge_now(now);
+        // No clock read for an infinite delay (the DDS default).
+        let now = if delay.is_some() {
+            self.purge_now(now)
+        } else {
+            now
+        };
         let Some(inst) = slot_mut(&mut self.slots, slot) else {
             return;
         };
