@@ -361,6 +361,7 @@ impl ConsensusThread {
             deliveries: rx,
             sim: spec.sim,
             router: self.router.clone(),
+            links: Default::default(),
         })
     }
 }
@@ -397,6 +398,8 @@ pub struct OpenRaftGroup {
     deliveries: Receiver<Delivery>,
     sim: Option<SimNet>,
     router: Router,
+    /// See [`Ctx::links`].
+    links: net::LinkPool,
 }
 
 impl OpenRaftGroup {
@@ -411,6 +414,7 @@ impl OpenRaftGroup {
             me: self.me,
             raft: self.raft.clone(),
             sim: self.sim.clone(),
+            links: self.links.clone(),
         }
     }
 }
@@ -421,6 +425,8 @@ struct Ctx {
     me: MemberId,
     raft: Raft,
     sim: Option<SimNet>,
+    /// Connections to the leader, kept between forwarded requests.
+    links: net::LinkPool,
 }
 
 impl Ctx {
@@ -444,13 +450,15 @@ impl Ctx {
                 tokio::time::timeout(ttl, fut).await.ok()
             }
             Some((id, addr)) => {
-                let mut link = Link::new(addr, self.sim.as_ref(), self.me);
+                let mut link = self.links.take(addr, self.sim.as_ref(), self.me);
                 let env = Envelope {
                     group: self.group.clone(),
                     target: *id,
                     req,
                 };
-                link.call(env, ttl).await.ok()
+                let r = link.call(env, ttl).await.ok();
+                self.links.put(addr, link);
+                r
             }
         }
     }

@@ -52,6 +52,7 @@ pub(crate) enum Request {
     Snapshot {
         vote: VoteOf<Cfg>,
         meta: SnapshotMetaOf<Cfg>,
+        #[serde(with = "crate::entry::base64_bytes")]
         data: Vec<u8>,
     },
     /// A follower forwards a proposal; the target appends it only if it leads.
@@ -363,6 +364,41 @@ impl Link {
                 io::ErrorKind::NotFound,
                 format!("unknown address {a}"),
             )),
+        }
+    }
+}
+
+/// Idle connections of forwarded requests, by address: a follower's proposals go to the leader
+/// one after another, and a TCP connect (with its accept and server task) per proposal cost more
+/// than the proposal itself.
+#[derive(Clone, Default)]
+pub(crate) struct LinkPool(Arc<Mutex<HashMap<String, Vec<Link>>>>);
+
+/// Idle links kept per address (more only while that many requests run at once).
+const IDLE_LINKS: usize = 4;
+
+impl LinkPool {
+    /// An idle link to `addr`, or a new one.
+    pub(crate) fn take(&self, addr: &str, sim: Option<&SimNet>, from: MemberId) -> Link {
+        let idle = self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get_mut(addr)
+            .and_then(Vec::pop);
+        idle.unwrap_or_else(|| Link::new(addr, sim, from))
+    }
+
+    /// Gives a link back after its call. One whose call failed has dropped its connection
+    /// (it never reuses one out of step) and would only reconnect: not kept.
+    pub(crate) fn put(&self, addr: &str, link: Link) {
+        if matches!(link, Link::Tcp { conn: None, .. } | Link::Unknown(_)) {
+            return;
+        }
+        let mut pool = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let idle = pool.entry(addr.to_owned()).or_default();
+        if idle.len() < IDLE_LINKS {
+            idle.push(link);
         }
     }
 }
