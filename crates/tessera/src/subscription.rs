@@ -1251,9 +1251,9 @@ fn purge_due(h: &mut History<SerializedPayload>) -> usize {
 }
 
 /// Nanoseconds on the monotonic clock (since its first reading in this process): what a
-/// reader's autopurge delays are measured on, so a wall-clock step neither hastens nor
-/// postpones a purge.
-fn monotonic_nanos() -> i64 {
+/// reader's autopurge delays and TIME_BASED_FILTER separations are measured on, so a
+/// wall-clock step neither hastens nor postpones them.
+pub(crate) fn monotonic_nanos() -> i64 {
     static BASE: OnceLock<Instant> = OnceLock::new();
     let ns = BASE.get_or_init(Instant::now).elapsed().as_nanos();
     i64::try_from(ns).unwrap_or(i64::MAX)

@@ -54,8 +54,13 @@ pub(crate) struct ReaderPolicies {
     pub ownership: Option<Ownership>,
     /// TIME_BASED_FILTER minimum separation in ns (0: off).
     min_separation_ns: i64,
-    /// Reception time (ns) of each instance's last delivered sample, under the filter.
+    /// When (on `separation_clock`, ns) each instance's last sample was delivered, under the
+    /// filter.
     last_delivered: FastHashMap<Key, i64>,
+    /// The clock the minimum separation is measured on: the monotonic one unless a test sets
+    /// its own. Not the wall clock, whose steps would let samples through early (forward) or
+    /// hold them back (backward).
+    separation_clock: Option<fn() -> i64>,
     writers: FastHashMap<Writer, WriterState>,
     /// Samples dropped as expired on arrival.
     pub expired: u64,
@@ -192,7 +197,8 @@ impl ReaderPolicies {
     }
 
     /// Decides whether a sample with data of instance `key` from `writer`, written at
-    /// `source_ns` and received at `reception_ns` (wall clock), enters the history.
+    /// `source_ns` and received at `reception_ns` (wall clock, for LIFESPAN), enters the
+    /// history.
     pub fn admit(
         &mut self,
         key: Key,
@@ -212,17 +218,16 @@ impl ReaderPolicies {
             }
         }
         if self.min_separation_ns > 0 {
+            let now = self
+                .separation_clock
+                .unwrap_or(crate::subscription::monotonic_nanos)();
             if let Some(&last) = self.last_delivered.get(&key) {
-                // Reception times are wall-clock: after the clock stepped back the separation
-                // counts from the new time, as the writer-side filter does, instead of
-                // dropping every sample until the clock is past `last` again.
-                let since = reception_ns.saturating_sub(last);
-                if (0..self.min_separation_ns).contains(&since) {
+                if now.saturating_sub(last) < self.min_separation_ns {
                     self.filtered += 1;
                     return Admission::Filtered;
                 }
             }
-            self.last_delivered.insert(key, reception_ns);
+            self.last_delivered.insert(key, now);
         }
         Admission::Deliver { expires }
     }
@@ -295,7 +300,30 @@ pub(crate) fn finite_ns(d: Duration) -> Option<i64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
     use tessera_rtps::qos::{Deadline, Ownership as OwnershipKind, TimeBasedFilter};
+
+    thread_local! {
+        /// The separation clock of these tests (ns), set by each test.
+        static FAKE_NOW: Cell<i64> = const { Cell::new(0) };
+    }
+
+    fn fake_now() -> i64 {
+        FAKE_NOW.with(Cell::get)
+    }
+
+    /// Policies for `qos` whose minimum separation runs on [`fake_now`].
+    fn policies(qos: &DataReaderQos) -> ReaderPolicies {
+        let mut p = ReaderPolicies::new(qos);
+        p.separation_clock = Some(fake_now);
+        p
+    }
+
+    /// `admit` with the separation clock at `now` and the sample received at `now` too.
+    fn admit_at(p: &mut ReaderPolicies, k: Key, w: Writer, source: i64, now: i64) -> Admission {
+        FAKE_NOW.with(|c| c.set(now));
+        p.admit(k, w, source, now)
+    }
 
     #[test]
     fn per_instance_entries_are_pruned_to_the_history() {
@@ -307,12 +335,12 @@ mod tests {
             .with_time_based_filter(TimeBasedFilter {
                 minimum_separation: Duration::from_millis(1),
             });
-        let mut p = ReaderPolicies::new(&qos);
+        let mut p = policies(&qos);
         let now = Instant::now();
         for i in 0..100u8 {
             let key = [i; 16];
             assert_eq!(
-                p.admit(key, [1; 16], 0, 10),
+                admit_at(&mut p, key, [1; 16], 0, 10),
                 Admission::Deliver { expires: None }
             );
             p.deadline.renew(key, now);
@@ -333,7 +361,7 @@ mod tests {
             .with_time_based_filter(TimeBasedFilter {
                 minimum_separation: Duration::from_millis(100),
             });
-        let mut p = ReaderPolicies::new(&qos);
+        let mut p = policies(&qos);
         let now = Instant::now();
         let terms = |strength, lifespan_ns| WriterTerms {
             strength,
@@ -344,49 +372,52 @@ mod tests {
         p.writer_matched([1; 16], terms(1, Some(1_000)), now);
         p.writer_matched([2; 16], terms(2, None), now);
         let k = [9; 16];
-        assert_eq!(p.admit(k, [1; 16], 0, 2_000), Admission::Expired);
+        assert_eq!(admit_at(&mut p, k, [1; 16], 0, 2_000), Admission::Expired);
         assert_eq!(
-            p.admit(k, [1; 16], 1_500, 2_000),
+            admit_at(&mut p, k, [1; 16], 1_500, 2_000),
             Admission::Deliver {
                 expires: Some(2_500)
             }
         );
-        assert_eq!(p.admit(k, [2; 16], 0, 3_000), Admission::Filtered);
+        assert_eq!(admit_at(&mut p, k, [2; 16], 0, 3_000), Admission::Filtered);
         assert_eq!(
-            p.admit(k, [2; 16], 0, 200_000_000),
+            admit_at(&mut p, k, [2; 16], 0, 200_000_000),
             Admission::Deliver { expires: None }
         );
         assert_eq!(
-            p.admit(k, [1; 16], 400_000_000, 400_000_000),
+            admit_at(&mut p, k, [1; 16], 400_000_000, 400_000_000),
             Admission::NotOwner
         );
         assert_eq!((p.expired, p.filtered, p.not_owner_drops()), (1, 1, 1));
     }
 
-    /// A reader whose wall clock steps back by a minute keeps delivering one sample per
-    /// separation instead of none for a minute.
+    /// The separation runs on the monotonic clock: reception times that step back a minute
+    /// or forward an hour (wall-clock steps) neither hold samples back nor let them through.
     #[test]
-    fn the_time_based_filter_survives_a_clock_step_back() {
+    fn the_time_based_filter_ignores_wall_clock_steps() {
         let qos = DataReaderQos::default().with_time_based_filter(TimeBasedFilter {
             minimum_separation: Duration::from_millis(100),
         });
-        let mut p = ReaderPolicies::new(&qos);
-        let k = [9; 16];
+        let mut p = policies(&qos);
+        let (k, w) = ([9; 16], [1; 16]);
         let ms = 1_000_000i64;
-        let t = 1_000_000 * ms;
+        let wall = 1_000_000 * ms;
+        let at = |p: &mut ReaderPolicies, mono: i64, wall: i64| {
+            FAKE_NOW.with(|c| c.set(mono));
+            p.admit(k, w, 0, wall)
+        };
+        assert!(matches!(at(&mut p, 0, wall), Admission::Deliver { .. }));
+        // The wall clock stepped back a minute 50 ms later: still within the separation.
+        assert_eq!(at(&mut p, 50 * ms, wall - 60_000 * ms), Admission::Filtered);
         assert!(matches!(
-            p.admit(k, [1; 16], 0, t),
+            at(&mut p, 100 * ms, wall - 59_950 * ms),
             Admission::Deliver { .. }
         ));
-        let back = t - 60_000 * ms;
-        assert!(matches!(
-            p.admit(k, [1; 16], 0, back),
-            Admission::Deliver { .. }
-        ));
-        assert_eq!(p.admit(k, [1; 16], 0, back + 50 * ms), Admission::Filtered);
-        assert!(matches!(
-            p.admit(k, [1; 16], 0, back + 150 * ms),
-            Admission::Deliver { .. }
-        ));
+        // And an hour forward 20 ms after that: still within the separation.
+        assert_eq!(
+            at(&mut p, 120 * ms, wall + 3_600_000 * ms),
+            Admission::Filtered
+        );
+        assert_eq!(p.filtered, 2);
     }
 }
