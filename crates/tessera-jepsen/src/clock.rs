@@ -66,6 +66,19 @@ pub fn preload(cmd: &mut Command, library: &Path, file: &Path) {
         .env_remove("FAKETIME_NO_CACHE");
 }
 
+/// Removes what libfaketime left of process `pid`: it makes a shared-memory segment and a
+/// semaphore in every process it loads into (`/dev/shm/faketime_shm_PID`,
+/// `/dev/shm/sem.faketime_sem_PID`) and removes them only at a clean exit, so each member
+/// killed with -9 left two files behind. Call once the process is gone.
+pub fn remove_leftovers(pid: u32) {
+    for name in [
+        format!("faketime_shm_{pid}"),
+        format!("sem.faketime_sem_{pid}"),
+    ] {
+        let _ = std::fs::remove_file(Path::new("/dev/shm").join(name));
+    }
+}
+
 /// Sets the offset the processes reading `file` see, in seconds (0: the true time). Written
 /// to a temporary file and renamed, so a reader never sees half a line.
 pub fn set_offset(file: &Path, offset_s: i64) -> std::io::Result<()> {
@@ -121,6 +134,7 @@ impl Drop for Probe {
     fn drop(&mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+        remove_leftovers(self.child.id());
     }
 }
 

@@ -556,6 +556,11 @@ fn play(run: &mut Run<'_>, schedule: &Schedule) -> Result<()> {
             }
         }
     }
+    if run.faketime.is_some() {
+        for inc in run.members.iter().flatten() {
+            clock::remove_leftovers(inc.proc.pid());
+        }
+    }
     Ok(())
 }
 
