@@ -58,8 +58,8 @@ class Proc:
         i = start
         if self.p.poll() is not None:
             self.t.join(timeout=5)  # a program that exited: read all it printed first
-        with self.cond:
-            while True:
+        while True:
+            with self.cond:
                 while i < len(self.lines):
                     for k, pat in enumerate(patterns):
                         if re.search(pat, self.lines[i]):
@@ -68,9 +68,13 @@ class Proc:
                 left = end - time.monotonic()
                 if left <= 0 or (not self.t.is_alive() and i >= len(self.lines)):
                     return None, None
-                if abort is not None and abort():
-                    return None, None
-                self.cond.wait(min(left, 0.2))
+            # Outside this process's lock: `abort` looks at the other processes, whose own
+            # waits may be asking about this one.
+            if abort is not None and abort():
+                return None, None
+            with self.cond:
+                if len(self.lines) == i:
+                    self.cond.wait(min(left, 0.2))
 
     def unsupported(self):
         if self.p.poll() is not None:
@@ -132,8 +136,9 @@ def run_publisher(p, expects_samples, abort=None):
     return "OK"
 
 
-def run_subscriber(s):
-    """The OMG harness's subscriber steps up to the first sample; returns its result code."""
+def run_subscriber(s, abort=None):
+    """The OMG harness's subscriber steps up to the first sample; returns its result code.
+    `abort()` true: a publisher said "not supported" and exited, so no sample will come."""
     if s.wait_for([r"Create topic:"])[0] is None:
         return "UNSUPPORTED_FEATURE" if s.unsupported() else "TOPIC_NOT_CREATED"
     k, _ = s.wait_for([r"Create reader for topic", r"failed to create content filtered topic"])
@@ -147,7 +152,8 @@ def run_subscriber(s):
             STATE.pattern,
             r"on_requested_incompatible_qos\(\)",
             r"on_requested_deadline_missed\(\)",
-        ]
+        ],
+        abort=abort,
     )
     if k is None:
         return "DATA_NOT_RECEIVED"
@@ -565,11 +571,14 @@ def run_test(test, pub_cmd, sub_cmd):
         def subs_unsupported():
             return any(s.p.poll() is not None and s.unsupported() for s in sub_procs)
 
+        def pubs_unsupported():
+            return any(p.p.poll() is not None and p.unsupported() for p in pub_procs)
+
         def pub_job(i, p):
             results[("pub", i)] = run_publisher(p, expects_samples[i], subs_unsupported)
 
         def sub_job(i, s):
-            results[("sub", i)] = run_subscriber(s)
+            results[("sub", i)] = run_subscriber(s, pubs_unsupported)
 
         jobs = [threading.Thread(target=pub_job, args=(i, p)) for i, p in enumerate(pub_procs)]
         jobs += [threading.Thread(target=sub_job, args=(i, s)) for i, s in enumerate(sub_procs)]
