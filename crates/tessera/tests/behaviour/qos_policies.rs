@@ -464,15 +464,23 @@ fn time_based_filter_applied_at_the_writer(t: Transport) {
         got.extend(seqs(&thin.take(usize::MAX).unwrap()));
         got.contains(&(2, 0))
     });
-    let ones = got.iter().filter(|(id, _)| *id == 1).count();
-    // 200 ms of writes at 5 ms: two or three pass a 100 ms separation (sleeps overshoot).
-    assert!((2..=4).contains(&ones), "{got:?}");
-    let filtered = w.protocol_counters().samples_filtered;
-    assert!(filtered >= 36 - ones as u64, "writer filtered {filtered}");
+    let ones = got.iter().filter(|(id, _)| *id == 1).count() as u64;
+    let at_writer = w.protocol_counters().samples_filtered;
+    let at_reader = thin.policy_drops().filtered;
+    // 200 ms of writes at 5 ms: two to four pass a 100 ms separation at the writer (sleeps
+    // overshoot). On a loaded machine two samples that left 100 ms apart can arrive closer
+    // together, and the reader's own filter (on its reception clock) then drops the second:
+    // that is the reader keeping its promise, not the writer failing to filter.
+    assert!((1..=4).contains(&ones), "{got:?}");
+    assert!(
+        at_writer >= 34,
+        "the writer filtered only {at_writer} of 40"
+    );
+    assert!(at_reader <= 2, "the reader filtered {at_reader}");
     assert_eq!(
-        thin.policy_drops().filtered,
-        0,
-        "the writer filtered them all"
+        ones + at_writer + at_reader,
+        40,
+        "every sample of instance 1 delivered or counted filtered once"
     );
     let mut every = Vec::new();
     wait_until(10, "every sample at the unfiltered reader", || {
