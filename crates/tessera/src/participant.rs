@@ -34,7 +34,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::types::{entity_kind, EntityId, Guid, GuidPrefix, Locator};
-use tessera_rtps::wire::{MessageReceiver, ReceivedSubmessage, Submessage};
+use tessera_rtps::wire::{MessageReceiver, Submessage};
 
 /// Configuration of a participant that is not QoS: where it sends and listens.
 #[derive(Debug, Clone, Default)]
@@ -782,10 +782,6 @@ impl ParticipantShared {
             return;
         }
         let now = Instant::now();
-        // Consecutive submessages of one remote writer for the same readers (a batch of DATA
-        // and its HEARTBEAT) go to the readers as one run.
-        let mut run: Vec<ReceivedSubmessage<'_>> = Vec::new();
-        let mut run_of: Option<(Guid, EntityId)> = None;
         for item in rx {
             let rs = match item {
                 Ok(rs) => rs,
@@ -810,70 +806,43 @@ impl ParticipantShared {
                 Submessage::NackFrag(n) => (true, n.writer_id, n.reader_id),
                 _ => continue,
             };
-            if !writer_side && !entity.is_builtin() {
-                let key = (Guid::new(rs.source_prefix, entity), to);
-                if run_of != Some(key) {
-                    if let Some((remote, to)) = run_of.take() {
-                        self.dispatch_run(remote, to, &run, now);
-                        run.clear();
-                    }
-                    run_of = Some(key);
-                }
-                run.push(rs);
-                continue;
-            }
-            // Anything else keeps its place after the run before it.
-            if let Some((remote, to)) = run_of.take() {
-                self.dispatch_run(remote, to, &run, now);
-                run.clear();
-            }
             if entity.is_builtin() {
                 let events = self.discovery.lock().handle(self, entity, &rs, now);
                 self.apply_discovery_events(events, now);
                 continue;
             }
-            let w = self.endpoints.read().writers.get(&entity).cloned();
-            match w {
-                Some(w) => w.handle(&self.ctx, &rs, now),
-                None => {
-                    self.counters
-                        .unroutable_submessages
-                        .fetch_add(1, Ordering::Relaxed);
+            if writer_side {
+                let w = self.endpoints.read().writers.get(&entity).cloned();
+                match w {
+                    Some(w) => w.handle(&self.ctx, &rs, now),
+                    None => {
+                        self.counters
+                            .unroutable_submessages
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-            }
-        }
-        if let Some((remote, to)) = run_of {
-            self.dispatch_run(remote, to, &run, now);
-        }
-    }
-
-    /// Hands a run of one remote writer's submessages to the local readers matched with it
-    /// (only to `to` when they were addressed to one reader).
-    fn dispatch_run(
-        &self,
-        remote: Guid,
-        to: EntityId,
-        run: &[ReceivedSubmessage<'_>],
-        now: Instant,
-    ) {
-        // The lock is released before any handler (and listener) runs: a listener may
-        // create or delete entities, which takes it for writing.
-        let readers = self.endpoints.read().readers_of(&remote);
-        match readers {
-            Some(readers) => {
-                // A submessage addressed to one reader is for it alone: a GAP of
-                // writer-side content filtering must not reach the reader beside it.
-                for r in readers
-                    .iter()
-                    .filter(|r| to == EntityId::UNKNOWN || r.guid().entity_id == to)
-                {
-                    r.handle(&self.ctx, run, now);
+            } else {
+                let remote = Guid::new(rs.source_prefix, entity);
+                // The lock is released before any handler (and listener) runs: a listener may
+                // create or delete entities, which takes it for writing.
+                let readers = self.endpoints.read().readers_of(&remote);
+                match readers {
+                    Some(readers) => {
+                        // A submessage addressed to one reader is for it alone: a GAP of
+                        // writer-side content filtering must not reach the reader beside it.
+                        for r in readers
+                            .iter()
+                            .filter(|r| to == EntityId::UNKNOWN || r.guid().entity_id == to)
+                        {
+                            r.handle(&self.ctx, std::slice::from_ref(&rs), now);
+                        }
+                    }
+                    None => {
+                        self.counters
+                            .unroutable_submessages
+                            .fetch_add(1, Ordering::Relaxed);
+                    }
                 }
-            }
-            None => {
-                self.counters
-                    .unroutable_submessages
-                    .fetch_add(run.len() as u64, Ordering::Relaxed);
             }
         }
     }

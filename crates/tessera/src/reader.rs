@@ -199,7 +199,9 @@ impl UntypedDataReader {
     /// Gives payloads that the caller is done with back to the reader, which reuses their
     /// buffers for arriving samples (optional; dropping them is fine).
     pub fn recycle(&self, payloads: impl IntoIterator<Item = SerializedPayload>) {
-        self.ep.pool.recycle_all(payloads);
+        for p in payloads {
+            self.ep.pool.recycle(p);
+        }
     }
 
     /// Sends every sample to `sink` (on the receive thread, with its writer's GUID and
@@ -364,15 +366,13 @@ impl UntypedDataReader {
         recycle: bool,
     ) -> usize {
         let mut n = 0;
-        // Given back to the pool under one lock for the whole batch.
-        let mut held = None;
         for Sample { data, info } in src {
             let data = match data {
                 None => None,
                 Some(p) => {
                     let decoded = p.decode::<T>();
                     if recycle {
-                        self.ep.pool.recycle_held(&mut held, p);
+                        self.ep.pool.recycle(p);
                     }
                     match decoded {
                         Ok(t) => Some(t),

@@ -186,44 +186,21 @@ pub struct SerializedSample {
 /// Payload buffers a reader recycles: the receive thread copies each sample into one, and a
 /// `take` that decoded the sample gives it back, so a reader in steady state allocates no
 /// payload buffer per sample. Bounded in count and in the size of a kept buffer.
-///
-/// Two lists, because the receive thread and the taking thread usually run on different
-/// cores: a lock both take per sample moves its cache line between them twice a sample. Takes
-/// give buffers back to `returned` one lock per batch; the receive side draws from `ready` and
-/// swaps the whole `returned` list in when it runs dry.
+#[derive(Default)]
 pub(crate) struct PayloadPool {
-    /// What the receive side draws from (and where it puts what a KEEP_LAST overwrite freed).
-    ready: Mutex<Vec<Arc<Vec<u8>>>>,
-    /// What takes gave back, waiting to be swapped into `ready`.
-    returned: Mutex<Vec<Arc<Vec<u8>>>>,
+    free: Mutex<Vec<Arc<Vec<u8>>>>,
 }
 
-/// Buffers each of the pool's two lists keeps at most (per reader).
-const POOL_BUFFERS: usize = 128;
+/// Buffers kept at most (per reader).
+const POOL_BUFFERS: usize = 256;
 /// Buffers larger than this are freed rather than kept.
 const POOL_MAX_CAPACITY: usize = 4096;
-
-impl Default for PayloadPool {
-    /// Both lists at their full size from the start: they trade places, and a list that grew
-    /// while the other did not would allocate on the take path.
-    fn default() -> Self {
-        PayloadPool {
-            ready: Mutex::new(Vec::with_capacity(POOL_BUFFERS)),
-            returned: Mutex::new(Vec::with_capacity(POOL_BUFFERS)),
-        }
-    }
-}
 
 impl PayloadPool {
     /// A payload holding a copy of `bytes`, in a recycled buffer when one is free.
     pub fn copy_of(&self, bytes: &[u8]) -> SerializedPayload {
         if bytes.len() <= POOL_MAX_CAPACITY {
-            let mut ready = self.ready.lock();
-            if ready.is_empty() {
-                std::mem::swap(&mut *ready, &mut *self.returned.lock());
-            }
-            if let Some(mut buf) = ready.pop() {
-                drop(ready);
+            if let Some(mut buf) = self.free.lock().pop() {
                 if let Some(v) = Arc::get_mut(&mut buf) {
                     v.clear();
                     v.extend_from_slice(bytes);
@@ -234,43 +211,15 @@ impl PayloadPool {
         SerializedPayload::new(bytes.to_vec())
     }
 
-    /// Takes back a payload the receive side replaced (a KEEP_LAST overwrite).
-    pub fn recycle(&self, p: SerializedPayload) {
-        if let Some(buf) = Self::reusable(p) {
-            let mut ready = self.ready.lock();
-            if ready.len() < POOL_BUFFERS {
-                ready.push(buf);
+    /// Takes back a payload no longer needed; kept only if nothing else shares it.
+    pub fn recycle(&self, mut p: SerializedPayload) {
+        if p.1.is_none()
+            && Arc::get_mut(&mut p.0).is_some_and(|v| v.capacity() <= POOL_MAX_CAPACITY)
+        {
+            let mut free = self.free.lock();
+            if free.len() < POOL_BUFFERS {
+                free.push(p.0);
             }
         }
-    }
-
-    /// Takes back payloads a `take` is done with (one lock for all of them); kept only if
-    /// nothing else shares them.
-    pub fn recycle_all(&self, payloads: impl IntoIterator<Item = SerializedPayload>) {
-        let mut held = None;
-        for p in payloads {
-            self.recycle_held(&mut held, p);
-        }
-    }
-
-    /// Takes back one payload of a batch: the first reusable one locks `returned` into `held`,
-    /// the rest of the batch pushes under that same lock (drop `held` to end the batch).
-    /// Allocates nothing.
-    pub fn recycle_held<'a>(
-        &'a self,
-        held: &mut Option<parking_lot::MutexGuard<'a, Vec<Arc<Vec<u8>>>>>,
-        p: SerializedPayload,
-    ) {
-        if let Some(buf) = Self::reusable(p) {
-            let r = held.get_or_insert_with(|| self.returned.lock());
-            if r.len() < POOL_BUFFERS {
-                r.push(buf);
-            }
-        }
-    }
-
-    fn reusable(mut p: SerializedPayload) -> Option<Arc<Vec<u8>>> {
-        (p.1.is_none() && Arc::get_mut(&mut p.0).is_some_and(|v| v.capacity() <= POOL_MAX_CAPACITY))
-            .then_some(p.0)
     }
 }

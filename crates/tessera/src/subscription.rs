@@ -868,8 +868,7 @@ impl LocalReader for ReaderEndpoint {
         let lost_after;
         {
             // One lock of the core (and at most one of the history), one flush and one status
-            // change for the whole run: a batched datagram of 128 samples wakes the
-            // application once, not 128 times.
+            // change for what `run` holds.
             let mut core = self.core.lock();
             lost_before = core.counters().lost;
             let refused_before = core.counters().refused;
