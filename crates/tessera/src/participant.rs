@@ -834,7 +834,7 @@ impl ParticipantShared {
                             .iter()
                             .filter(|r| to == EntityId::UNKNOWN || r.guid().entity_id == to)
                         {
-                            r.handle(&self.ctx, std::slice::from_ref(&rs), now);
+                            r.handle(&self.ctx, &rs, now);
                         }
                     }
                     None => {

@@ -66,7 +66,7 @@ fn route(
                     | Submessage::Gap(_),
                     _,
                     Some(r),
-                ) => r.handle(&c, std::slice::from_ref(&rs), now),
+                ) => r.handle(&c, &rs, now),
                 _ => {}
             }
         }

@@ -623,7 +623,7 @@ impl ReaderEndpoint {
         // A relayed sample is delivered as its original writer's.
         let writer = d.original.map_or(d.writer, |(w, _)| w).to_bytes();
         let ts = d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0);
-        let reception = reception_now();
+        let reception = crate::publication::now_nanos();
         // An ATOMIC reader's samples from an ATOMIC writer are committed log entries: the log
         // order is one order every member agrees on, which is what BY_SOURCE_TIMESTAMP is for.
         // Dropping an entry whose source timestamp is older than the instance's newest (a
@@ -781,28 +781,6 @@ impl ReaderEndpoint {
 }
 
 thread_local! {
-    /// The reception time of the run of submessages this thread is handling (0: none).
-    static RUN_RECEPTION: std::cell::Cell<i64> = const { std::cell::Cell::new(0) };
-}
-
-/// Samples that arrived in one datagram share its reception time: one clock read per run
-/// instead of one per sample. Reset when the run is handled, before any listener runs.
-struct RunReception;
-
-impl RunReception {
-    fn start() -> RunReception {
-        RUN_RECEPTION.with(|t| t.set(crate::publication::now_nanos()));
-        RunReception
-    }
-}
-
-impl Drop for RunReception {
-    fn drop(&mut self) {
-        RUN_RECEPTION.with(|t| t.set(0));
-    }
-}
-
-thread_local! {
     /// Whether this thread is delivering an ATOMIC group's committed entries (see
     /// [`CommittedDelivery`]).
     static COMMITTED_DELIVERY: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
@@ -832,34 +810,24 @@ fn committed_delivery() -> bool {
     COMMITTED_DELIVERY.with(std::cell::Cell::get)
 }
 
-/// The reception time of a sample delivered now: its run's, or the clock outside a run.
-fn reception_now() -> i64 {
-    match RUN_RECEPTION.with(std::cell::Cell::get) {
-        0 => crate::publication::now_nanos(),
-        t => t,
-    }
-}
-
 impl LocalReader for ReaderEndpoint {
     fn guid(&self) -> Guid {
         self.guid
     }
 
-    fn handle(&self, ctx: &RuntimeContext, run: &[ReceivedSubmessage<'_>], now: Instant) {
+    fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
         if self.policies_on.load(Ordering::Relaxed) {
             // What asserts a writer's liveliness: its samples and its HEARTBEATs with the
             // liveliness flag (`assert_liveliness`), not the protocol's periodic HEARTBEATs
             // or GAPs, which flow whether the application asserts or not.
-            for rs in run {
-                let writer = match &rs.submessage {
-                    Submessage::Data(d) => Some(d.writer_id),
-                    Submessage::DataFrag(d) => Some(d.writer_id),
-                    Submessage::Heartbeat(h) if h.liveliness_flag => Some(h.writer_id),
-                    _ => None,
-                };
-                if let Some(w) = writer {
-                    self.writer_seen(Guid::new(rs.source_prefix, w), now);
-                }
+            let writer = match &rs.submessage {
+                Submessage::Data(d) => Some(d.writer_id),
+                Submessage::DataFrag(d) => Some(d.writer_id),
+                Submessage::Heartbeat(h) if h.liveliness_flag => Some(h.writer_id),
+                _ => None,
+            };
+            if let Some(w) = writer {
+                self.writer_seen(Guid::new(rs.source_prefix, w), now);
             }
         }
         let mut available = false;
@@ -867,12 +835,9 @@ impl LocalReader for ReaderEndpoint {
         let lost_before;
         let lost_after;
         {
-            // One lock of the core (and at most one of the history), one flush and one status
-            // change for what `run` holds.
             let mut core = self.core.lock();
             lost_before = core.counters().lost;
             let refused_before = core.counters().refused;
-            let _clock = RunReception::start();
             // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
             // nearly every datagram) then costs no history lock.
             let mut history = None;
@@ -888,23 +853,19 @@ impl LocalReader for ReaderEndpoint {
                 self.refused.store(true, Ordering::Relaxed);
                 Verdict::Refused
             };
-            for rs in run {
-                match &rs.submessage {
-                    Submessage::Data(d) => {
-                        core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
-                    }
-                    Submessage::DataFrag(d) => {
-                        core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
-                    }
-                    Submessage::Heartbeat(h) => {
-                        core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
-                    }
-                    Submessage::HeartbeatFrag(h) => {
-                        core.on_heartbeat_frag(rs.source_prefix, h, now)
-                    }
-                    Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
-                    _ => {}
+            match &rs.submessage {
+                Submessage::Data(d) => {
+                    core.on_data(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
                 }
+                Submessage::DataFrag(d) => {
+                    core.on_data_frag(rs.source_prefix, d, rs.timestamp, now, &mut deliver)
+                }
+                Submessage::Heartbeat(h) => {
+                    core.on_heartbeat(rs.source_prefix, h, now, &mut deliver)
+                }
+                Submessage::HeartbeatFrag(h) => core.on_heartbeat_frag(rs.source_prefix, h, now),
+                Submessage::Gap(g) => core.on_gap(rs.source_prefix, g, now, &mut deliver),
+                _ => {}
             }
             drop(history);
             if self.sink_on.load(Ordering::Relaxed) {
