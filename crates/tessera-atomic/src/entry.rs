@@ -99,13 +99,51 @@ impl fmt::Display for Entry {
     }
 }
 
+/// What one log entry holds: one or more entries proposed together (a writer's group commit:
+/// the samples written while its previous proposal was in flight), applied in order, each
+/// deduplicated on its own `(writer, sn)`.
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Batch(pub Vec<Entry>);
+
+impl fmt::Debug for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0.as_slice() {
+            [one] => fmt::Debug::fmt(one, f),
+            all => write!(f, "Batch({} entries)", all.len()),
+        }
+    }
+}
+
+impl fmt::Display for Batch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Most entries in one [`Batch`]: a delivery's position keeps 16 bits for the place in it.
+pub const MAX_BATCH_ENTRIES: usize = (1 << POSITION_SHIFT) - 1;
+
+const POSITION_SHIFT: u32 = 16;
+
+/// An entry's position in the total order: its log index, then its place in the log entry's
+/// batch. Positions only grow along the log; consecutive ones need not be adjacent.
+pub fn position(log_index: u64, place: usize) -> u64 {
+    (log_index << POSITION_SHIFT) | place as u64
+}
+
+/// The last position a log index can hold (a snapshot up to it covers all of its batch).
+pub fn last_position(log_index: u64) -> u64 {
+    position(log_index, MAX_BATCH_ENTRIES)
+}
+
 /// What the group delivers to a member, in log order.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Delivery {
-    /// A committed entry and its log index: the index is the total order, the same at every
+    /// A committed entry and its position: the position is the total order, the same at every
     /// member.
     Entry {
-        /// Log index (gaps are entries the application never sees: leader blanks, membership).
+        /// Position in the total order ([`position`]: log index, then place in the batch; gaps
+        /// are entries the application never sees: leader blanks, membership, duplicates).
         index: u64,
         /// The entry.
         entry: Entry,
@@ -114,7 +152,7 @@ pub enum Delivery {
     /// were never delivered here (their effect on deduplication is in the snapshot). Readers count
     /// them as lost.
     Skipped {
-        /// The last index the snapshot covers.
+        /// The last position the snapshot covers ([`last_position`] of its last log index).
         index: u64,
     },
 }

@@ -87,10 +87,18 @@ pub trait ConsensusGroup: Send + Sync {
     /// This member.
     fn id(&self) -> MemberId;
 
-    /// Appends `entry` and returns its log index once a majority of voters holds it. On
-    /// `Err(Indeterminate)` it may still commit; a retry with the same `(writer, sn)` is
-    /// deduplicated.
-    fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64, ProposeError>;
+    /// Appends `entry` and returns its position ([`crate::entry::position`]) once a majority of
+    /// voters holds it. On `Err(Indeterminate)` it may still commit; a retry with the same
+    /// `(writer, sn)` is deduplicated.
+    fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64, ProposeError> {
+        self.propose_batch(vec![entry], timeout)
+    }
+
+    /// Appends `entries` as one log entry (all commit or none; at most
+    /// [`crate::entry::MAX_BATCH_ENTRIES`]) and returns the position of the last one delivered
+    /// once a majority holds it. Each entry is deduplicated on its own `(writer, sn)`: a retried
+    /// batch is delivered once, and `Err(Duplicate)` if none of it was new.
+    fn propose_batch(&self, entries: Vec<Entry>, timeout: Duration) -> Result<u64, ProposeError>;
 
     /// Committed entries in log order, each once (a member that joins late gets the log from the
     /// start, or a [`Delivery::Skipped`] where it was purged).

@@ -5,10 +5,12 @@
 //!
 //! The participants with an ATOMIC endpoint on one (domain, partition, topic) form a group whose
 //! voters replicate one log of [`Entry`]s (writer GUID and sequence number, key hash, timestamp,
-//! payload, kind). With `2f + 1` voters, while at most `f` are down or cut off:
+//! payload, kind), proposed one at a time or as a [`Batch`] that commits whole. With `2f + 1`
+//! voters, while at most `f` are down or cut off:
 //!
-//! - **one total order**: every member delivers committed entries in log order; the log index is
-//!   the same at every member ([`Delivery::Entry`]);
+//! - **one total order**: every member delivers committed entries in log order; an entry's
+//!   position (log index, then place in its [`Batch`]) is the same at every member
+//!   ([`Delivery::Entry`]);
 //! - **all or none**: nothing is delivered before it is committed (held by a majority); an entry
 //!   that never reached a majority is delivered nowhere; a committed one reaches every member
 //!   that stays in the group, including one that comes back (it replays the log, or installs a
@@ -53,7 +55,9 @@ pub mod group;
 mod raft;
 pub mod sim;
 
-pub use entry::{Delivery, Entry, EntryKind, MemberId};
+pub use entry::{
+    last_position, position, Batch, Delivery, Entry, EntryKind, MemberId, MAX_BATCH_ENTRIES,
+};
 pub use group::{Change, ConsensusGroup, MemberAddr, MembershipError, ProposeError, MIN_VOTERS};
 pub use raft::{ConsensusThread, GroupSpec, OpenError, OpenRaftGroup, Timing};
 

@@ -125,42 +125,60 @@ fn run_schedule(seed: u64, members: usize, run_for: Duration, keep_log: u64) -> 
     let writes: Arc<Mutex<Vec<Write>>> = Arc::default();
 
     // Two writers, each through "its" member's current incarnation (like a writer in a
-    // participant), sequential writes with unique values.
+    // participant), sequential writes with unique values. Writer 0 proposes one entry at a time,
+    // writer 1 batches of one to four (a group commit): all of a batch commits or none.
     let writers: Vec<_> = (0..2u64)
         .map(|w| {
             let (slots, stop, writes) = (slots.clone(), stop.clone(), writes.clone());
             thread::spawn(move || {
                 let mut sn = 0i64;
+                let mut sizes = Rng(seed.wrapping_add(w) | 1);
                 while !stop.load(Ordering::Relaxed) {
                     let g = slots.lock().unwrap()[w as usize].group.clone();
                     let Some(g) = g else {
                         thread::sleep(Duration::from_millis(20));
                         continue;
                     };
-                    sn += 1;
-                    let value = (w << 32) | sn as u64;
+                    let n = if w == 0 { 1 } else { 1 + sizes.below(4) };
                     let mut writer = [0u8; 16];
                     writer[..8].copy_from_slice(&w.to_be_bytes());
-                    let entry = Entry {
-                        writer,
-                        sn,
-                        key_hash: [0; 16],
-                        timestamp_ns: 0,
-                        payload: value.to_le_bytes().to_vec(),
-                        kind: EntryKind::Write,
-                    };
-                    let outcome = match g.propose(entry, Duration::from_millis(800)) {
+                    let mut values = Vec::new();
+                    let batch: Vec<Entry> = (0..n)
+                        .map(|_| {
+                            sn += 1;
+                            let value = (w << 32) | sn as u64;
+                            values.push(value);
+                            Entry {
+                                writer,
+                                sn,
+                                key_hash: [0; 16],
+                                timestamp_ns: 0,
+                                payload: value.to_le_bytes().to_vec(),
+                                kind: EntryKind::Write,
+                            }
+                        })
+                        .collect();
+                    let outcome = match g.propose_batch(batch, Duration::from_millis(800)) {
                         Ok(i) => Outcome::Ok(i),
                         Err(ProposeError::NoLeader) | Err(ProposeError::Duplicate(None)) => {
                             Outcome::Failed
                         }
                         Err(_) => Outcome::Indeterminate,
                     };
-                    writes.lock().unwrap().push(Write {
-                        writer: w,
-                        value,
-                        outcome,
-                    });
+                    let mut writes = writes.lock().unwrap();
+                    let last = values.len() - 1;
+                    for (k, value) in values.into_iter().enumerate() {
+                        // The returned position is the batch's last entry's.
+                        let outcome = match outcome {
+                            Outcome::Ok(_) if k < last => Outcome::Acked,
+                            o => o,
+                        };
+                        writes.push(Write {
+                            writer: w,
+                            value,
+                            outcome,
+                        });
+                    }
                 }
             })
         })

@@ -103,18 +103,28 @@ pub(crate) struct Group {
 }
 
 impl Group {
-    /// Proposes one entry; returns its log index once committed.
-    pub(crate) fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64> {
-        self.member.propose(entry, timeout).map_err(|e| match e {
-            ProposeError::NoLeader => Error::Timeout,
-            ProposeError::Indeterminate => Error::Indeterminate,
-            ProposeError::Duplicate(_) => {
-                Error::PreconditionNotMet("sequence number reused".into())
-            }
-            ProposeError::Closed => Error::AlreadyDeleted,
-        })
+    /// Proposes entries as one log entry (all commit or none); returns the last one's position
+    /// once committed.
+    pub(crate) fn propose_batch(
+        &self,
+        entries: Vec<Entry>,
+        timeout: Duration,
+    ) -> std::result::Result<u64, ProposeError> {
+        self.member.propose_batch(entries, timeout)
     }
+}
 
+/// What a failed proposal means to the writer's caller.
+pub(crate) fn propose_error(e: ProposeError) -> Error {
+    match e {
+        ProposeError::NoLeader => Error::Timeout,
+        ProposeError::Indeterminate => Error::Indeterminate,
+        ProposeError::Duplicate(_) => Error::PreconditionNotMet("sequence number reused".into()),
+        ProposeError::Closed => Error::AlreadyDeleted,
+    }
+}
+
+impl Group {
     fn deliver(&self, ctx: &RuntimeContext, index: u64, e: &Entry) {
         let status_info = match e.kind {
             EntryKind::Write => 0,

@@ -69,6 +69,16 @@ pub trait DataWriterListener<T: TopicType>: Send + Sync {
     fn on_liveliness_lost(&self, _writer: &DataWriter<T>, _status: LivelinessLostStatus) {}
 }
 
+/// One sample an ATOMIC writer proposes (see [`atomic`]).
+#[cfg_attr(not(feature = "atomic"), allow(dead_code))]
+pub(crate) struct AtomicSample<'a> {
+    pub payload: &'a [u8],
+    pub key_hash: Option<[u8; 16]>,
+    pub status: u32,
+    pub key_only: bool,
+    pub source_ns: i64,
+}
+
 type ErasedWriterListener = Box<dyn Fn(Arc<WriterEndpoint>, StatusMask) + Send + Sync>;
 
 /// The shared state of one data writer.
@@ -330,18 +340,56 @@ impl WriterEndpoint {
             return Err(Error::NotEnabled);
         }
         // ATOMIC: commit first; then, for EVENTUAL readers only, on through the history
-        // (in commit order: the guard is held to the end).
-        let _order = match self.atomic.get() {
-            Some(a) => {
-                let guard = a.order();
-                a.submit(self.guid, &payload, key_hash, status, source_ns)?;
-                if guard.is_none() {
-                    return Ok(None);
-                }
-                guard
-            }
-            None => None,
-        };
+        // (in commit order: the writer stays busy to the end).
+        if let Some(a) = self.atomic.get() {
+            let sample = AtomicSample {
+                payload: &payload,
+                key_hash,
+                status,
+                key_only,
+                source_ns,
+            };
+            let pipelined = self.batching.load(Ordering::Relaxed);
+            let Some(_busy) = a.write(self, sample, pipelined, self.max_blocking)? else {
+                return Ok(None);
+            };
+            return self.to_history_with(
+                payload,
+                (key_hash, status, key_only, source_ns),
+                filtered_out,
+                origin,
+            );
+        }
+        self.to_history_with(
+            payload,
+            (key_hash, status, key_only, source_ns),
+            filtered_out,
+            origin,
+        )
+    }
+
+    /// A committed ATOMIC sample on its way to the EVENTUAL readers (see [`atomic`]).
+    #[cfg_attr(not(feature = "atomic"), allow(dead_code))]
+    fn to_history(
+        &self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status: u32,
+        key_only: bool,
+        source_ns: i64,
+    ) -> Result<Option<SequenceNumber>> {
+        self.to_history_with(payload, (key_hash, status, key_only, source_ns), None, None)
+    }
+
+    /// The RTPS side of [`Self::submit_with`]: the sample into the history (waiting for room
+    /// as KEEP_ALL does), to local readers, and out, batched or not.
+    fn to_history_with(
+        &self,
+        payload: Arc<Vec<u8>>,
+        (key_hash, status, key_only, source_ns): (Option<[u8; 16]>, u32, bool, i64),
+        filtered_out: Option<Arc<[Guid]>>,
+        origin: Option<(Guid, tessera_rtps::types::SequenceNumber)>,
+    ) -> Result<Option<SequenceNumber>> {
         let filtered_out = self.time_filtered(filtered_out, key_hash, status, key_only, source_ns);
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
@@ -542,6 +590,11 @@ impl WriterEndpoint {
 
     /// Sends every batched sample now.
     fn flush_batch(&self) {
+        // An ATOMIC writer's pipelined samples reach the history once committed. A failure
+        // stays for the next write or wait_for_acknowledgments to report.
+        if let Some(a) = self.atomic.get() {
+            let _ = a.drain_keeping_failure(a.timeout());
+        }
         let now = Instant::now();
         let mut core = self.core.lock();
         self.send_all(&self.ctx, &mut core, now);
@@ -574,6 +627,11 @@ impl WriterEndpoint {
     /// took every sample it refused), or `timeout`.
     fn wait_acked(&self, timeout: Duration) -> Result<()> {
         let deadline = far_deadline(Instant::now(), timeout);
+        if let Some(a) = self.atomic.get() {
+            // Committed first: pipelined samples are acknowledged by their commit.
+            a.drain(deadline.saturating_duration_since(Instant::now()))?;
+            self.flush_batch();
+        }
         let mut core = self.core.lock();
         let all_acked =
             |core: &WriterCore| core.all_acked() && !self.holding.load(Ordering::Relaxed);

@@ -23,7 +23,7 @@ use self::net::{
     Envelope, Link, MembershipOutcome, NetworkFactory, ProposeOutcome, Request, Response, Router,
 };
 use self::store::{MemLog, StateMachine};
-use crate::entry::{Delivery, Entry, MemberId};
+use crate::entry::{Batch, Delivery, Entry, MemberId};
 use crate::group::{Change, ConsensusGroup, MemberAddr, MembershipError, ProposeError, MIN_VOTERS};
 use crate::sim::SimNet;
 
@@ -48,7 +48,7 @@ impl fmt::Display for Applied {
 openraft::declare_raft_types!(
     /// Tessera's openraft type configuration.
     pub(crate) Cfg:
-        D = Entry,
+        D = Batch,
         R = Applied,
         NodeId = MemberId,
         Node = BasicNode,
@@ -467,7 +467,7 @@ impl Ctx {
         leader.filter(|(id, _)| *id != self.me)
     }
 
-    async fn propose(self, entry: Entry, deadline: Instant) -> Result<u64, ProposeError> {
+    async fn propose(self, batch: Batch, deadline: Instant) -> Result<u64, ProposeError> {
         // Whether some attempt may have appended the entry: then a timeout is indeterminate.
         let mut maybe_appended = false;
         let mut target = None;
@@ -481,7 +481,7 @@ impl Ctx {
                 });
             }
             let resp = self
-                .at_leader(&target, Request::Propose(entry.clone()), deadline - now)
+                .at_leader(&target, Request::Propose(batch.clone()), deadline - now)
                 .await;
             let pause = match resp {
                 Some(Response::Proposed(ProposeOutcome::Applied(a))) => match a {
@@ -548,9 +548,9 @@ impl ConsensusGroup for OpenRaftGroup {
         self.me
     }
 
-    fn propose(&self, entry: Entry, timeout: Duration) -> Result<u64, ProposeError> {
+    fn propose_batch(&self, entries: Vec<Entry>, timeout: Duration) -> Result<u64, ProposeError> {
         let deadline = Instant::now() + timeout;
-        let fut = self.ctx().propose(entry, deadline);
+        let fut = self.ctx().propose(Batch(entries), deadline);
         // The task ends by its deadline; the margin covers the hand-over.
         run_on(&self.handle, timeout + Duration::from_millis(500), fut)
             .unwrap_or(Err(ProposeError::Closed))

@@ -28,7 +28,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use super::{merge_known, Applied, Cfg, Member, Raft};
-use crate::entry::{Entry, MemberId};
+use crate::entry::{Batch, MemberId};
 use crate::group::MemberAddr;
 use crate::sim::SimNet;
 
@@ -56,7 +56,7 @@ pub(crate) enum Request {
         data: Vec<u8>,
     },
     /// A follower forwards a proposal; the target appends it only if it leads.
-    Propose(Entry),
+    Propose(Batch),
     AddVoter {
         id: MemberId,
         addr: String,
@@ -105,9 +105,9 @@ fn leader_of(e: &ClientWriteError<Cfg>) -> Option<Option<(MemberId, String)>> {
     }
 }
 
-/// Appends `entry` at this member if it leads.
-pub(crate) async fn propose_local(raft: &Raft, entry: Entry) -> ProposeOutcome {
-    match raft.client_write(entry).await {
+/// Appends `batch` at this member if it leads.
+pub(crate) async fn propose_local(raft: &Raft, batch: Batch) -> ProposeOutcome {
+    match raft.client_write(batch).await {
         Ok(resp) => ProposeOutcome::Applied(resp.data),
         Err(openraft::error::RaftError::APIError(e)) => match leader_of(&e) {
             Some(l) => ProposeOutcome::NotLeader(l),

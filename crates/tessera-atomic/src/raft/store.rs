@@ -19,7 +19,7 @@ use openraft::{EntryPayload, LogState, OptionalSend, RaftLogReader, RaftSnapshot
 use serde::{Deserialize, Serialize};
 
 use super::{Applied, Cfg};
-use crate::entry::Delivery;
+use crate::entry::{last_position, position, Batch, Delivery};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     // A panic elsewhere while holding the lock leaves plain data behind: keep going.
@@ -122,7 +122,7 @@ impl RaftLogStorage<Cfg> for MemLog {
     }
 }
 
-/// Per writer GUID: the highest sequence number applied and the index it was applied at.
+/// Per writer GUID: the highest sequence number applied and the position it was applied at.
 #[derive(Clone, Default, Serialize, Deserialize)]
 pub(crate) struct DedupTable(Vec<([u8; 16], i64, u64)>);
 
@@ -175,6 +175,35 @@ impl RaftSnapshotBuilder<Cfg> for StateMachine {
     }
 }
 
+/// Applies one log entry's batch: each entry whose `(writer, sn)` is new is delivered at its
+/// position. The proposer learns the last delivered position; a batch with nothing new (a retry
+/// of one that committed) is a duplicate, told where its last entry went if it was its writer's
+/// last.
+fn apply_batch(inner: &mut SmInner, index: u64, batch: Batch) -> Applied {
+    let mut last = None;
+    let mut duplicate = None;
+    for (place, e) in batch.0.into_iter().enumerate() {
+        match inner.dedup.get(&e.writer) {
+            Some(&(sn, at)) if e.sn <= sn => duplicate = Some((e.sn == sn).then_some(at)),
+            _ => {
+                let at = position(index, place);
+                inner.dedup.insert(e.writer, (e.sn, at));
+                // A member whose owner went away has nobody reading: ignore.
+                let _ = inner.deliveries.send(Delivery::Entry {
+                    index: at,
+                    entry: e,
+                });
+                last = Some(at);
+            }
+        }
+    }
+    match (last, duplicate) {
+        (Some(at), _) => Applied::Index(at),
+        (None, Some(d)) => Applied::Duplicate(d),
+        (None, None) => Applied::Nothing,
+    }
+}
+
 impl RaftStateMachine<Cfg> for StateMachine {
     type SnapshotData = Vec<u8>;
     type SnapshotBuilder = Self;
@@ -200,15 +229,7 @@ impl RaftStateMachine<Cfg> for StateMachine {
                     inner.membership = StoredMembershipOf::<Cfg>::new(Some(entry.log_id), m);
                     Applied::Nothing
                 }
-                EntryPayload::Normal(e) => match inner.dedup.get(&e.writer) {
-                    Some(&(sn, at)) if e.sn <= sn => Applied::Duplicate((e.sn == sn).then_some(at)),
-                    _ => {
-                        inner.dedup.insert(e.writer, (e.sn, index));
-                        // A member whose owner went away has nobody reading: ignore.
-                        let _ = inner.deliveries.send(Delivery::Entry { index, entry: e });
-                        Applied::Index(index)
-                    }
-                },
+                EntryPayload::Normal(batch) => apply_batch(&mut inner, index, batch),
             };
             drop(inner);
             if let Some(r) = responder {
@@ -238,9 +259,9 @@ impl RaftStateMachine<Cfg> for StateMachine {
         inner.last_applied = meta.last_log_id;
         inner.membership = meta.last_membership.clone();
         if let Some(l) = meta.last_log_id {
-            let _ = inner
-                .deliveries
-                .send(Delivery::Skipped { index: l.index() });
+            let _ = inner.deliveries.send(Delivery::Skipped {
+                index: last_position(l.index()),
+            });
         }
         inner.snapshot = Some((meta.clone(), data));
         Ok(())
@@ -265,21 +286,27 @@ mod tests {
     use crate::entry::{Entry, EntryKind, MemberId};
 
     fn entry(index: u64, writer: u8, sn: i64) -> LogEntry {
+        batch(index, &[(writer, sn)])
+    }
+
+    /// A log entry holding a batch of `(writer, sn)` samples.
+    fn batch(index: u64, samples: &[(u8, i64)]) -> LogEntry {
         let leader = LeaderId {
             term: 1,
             node_id: MemberId([0; 12]),
         };
-        LogEntry::new_normal(
-            LogId::new(leader, index),
-            Entry {
+        let entries = samples
+            .iter()
+            .map(|&(writer, sn)| Entry {
                 writer: [writer; 16],
                 sn,
                 key_hash: [0; 16],
                 timestamp_ns: 0,
                 payload: vec![writer, sn as u8],
                 kind: EntryKind::Write,
-            },
-        )
+            })
+            .collect();
+        LogEntry::new_normal(LogId::new(leader, index), Batch(entries))
     }
 
     async fn apply(sm: &mut StateMachine, entries: Vec<LogEntry>) {
@@ -316,14 +343,62 @@ mod tests {
                 ],
             )
             .await;
-            assert_eq!(delivered(&rx), vec![(1, 1), (2, 2)]);
+            assert_eq!(
+                delivered(&rx),
+                vec![(position(1, 0), 1), (position(2, 0), 2)]
+            );
             let snap = a.build_snapshot().await.unwrap();
 
             let (tx, rx) = crossbeam_channel::unbounded();
             let mut b = StateMachine::new(tx);
             b.install_snapshot(&snap.meta, snap.snapshot).await.unwrap();
             apply(&mut b, vec![entry(5, 7, 2), entry(6, 8, 1), entry(7, 7, 3)]).await;
-            assert_eq!(delivered(&rx), vec![(4, -1), (6, 1), (7, 3)]);
+            assert_eq!(
+                delivered(&rx),
+                vec![
+                    (last_position(4), -1),
+                    (position(6, 0), 1),
+                    (position(7, 0), 3)
+                ]
+            );
         });
+    }
+
+    /// A batch is applied entry by entry: each new one at its place, the ones already applied
+    /// skipped; a retried batch is a duplicate as a whole.
+    #[test]
+    fn batches_deliver_each_new_entry_at_its_place() {
+        let (tx, rx) = crossbeam_channel::unbounded();
+        let sm = StateMachine::new(tx);
+        let applied: Vec<Applied> = [
+            (1, &[(7, 1), (7, 2), (8, 1)][..]),
+            (2, &[(7, 2), (7, 3)]),
+            (3, &[(7, 1), (7, 3)]),
+        ]
+        .into_iter()
+        .map(|(index, samples)| {
+            let EntryPayload::Normal(b) = batch(index, samples).payload else {
+                unreachable!("a normal entry")
+            };
+            apply_batch(&mut lock(&sm.0), index, b)
+        })
+        .collect();
+        assert_eq!(
+            delivered(&rx),
+            vec![
+                (position(1, 0), 1),
+                (position(1, 1), 2),
+                (position(1, 2), 1),
+                (position(2, 1), 3)
+            ]
+        );
+        assert_eq!(
+            applied,
+            vec![
+                Applied::Index(position(1, 2)),
+                Applied::Index(position(2, 1)),
+                Applied::Duplicate(Some(position(2, 1)))
+            ]
+        );
     }
 }

@@ -622,7 +622,7 @@ impl<T: PerfIo> DiscoveryOps for DiscoveryTyped<T> {
             .participant
             .create_publisher(PublisherQos::default().with_partition(Partition(vec![partition])))?;
         let w = publisher.create_datawriter(&self.pong_topic, self.pong_qos.clone())?;
-        w.set_batching(true);
+        w.set_batching(batches_pings(&self.pong_qos));
         w.set_listener(Some(Arc::new(WriterListener {
             matched: self.matched_tx.clone(),
         })));
@@ -790,6 +790,13 @@ fn consistency(cfg: &PerfConfig) -> Consistency {
     } else {
         Consistency::Eventual
     }
+}
+
+/// Whether a ping or pong writer batches (then flushes after each write, as ddsperf does). An
+/// ATOMIC one does not: with batching its `write` would only queue the sample for its committer
+/// thread and the flush wait for that thread's commit, a hand-off a synchronous write skips.
+fn batches_pings(qos: &DataWriterQos) -> bool {
+    qos.consistency != Consistency::Atomic
 }
 
 fn data_history(cfg: &PerfConfig) -> QosHistory {
@@ -1020,7 +1027,7 @@ fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
         "dds_create_writer(ping)",
         publisher.create_datawriter(&ping_topic, pp_wqos.clone())
     );
-    ping_writer.set_batching(true);
+    ping_writer.set_batching(batches_pings(&pp_wqos));
     let data_reader = if cfg.has_data_reader() {
         Some(tryd!(
             "dds_create_reader(data)",
@@ -1110,7 +1117,7 @@ fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
                 "dds_create_writer(pong)",
                 publisher.create_datawriter(&pong_topic, pp_wqos.clone())
             );
-            w.set_batching(true);
+            w.set_batching(batches_pings(&pp_wqos));
             ctx.add_pong_writer(prefix_of(&own_guid), w);
             lock(&ctx.ping).peers_changed(1, tdisc);
         }

@@ -1,42 +1,111 @@
 //! ATOMIC writers (Consistency QoS): `write` proposes the serialized sample to the topic's
-//! consensus group and returns once it is committed. ATOMIC readers get entries from their own
-//! member (the group's log is their history), never over RTPS.
+//! consensus group. ATOMIC readers get entries from their own member (the group's log is their
+//! history), never over RTPS.
+//!
+//! **One proposal in flight per writer.** The group deduplicates on `(writer, sn)` and drops a
+//! number that is not newer than the writer's last applied one, so a writer's samples must reach
+//! the log in sequence-number order. Numbers are given out under the writer's commit-queue lock,
+//! and only one proposal of the writer is in flight at a time:
+//!
+//! - a write that finds the writer idle proposes on its own thread and returns after the commit
+//!   (no thread hand-off on the path that decides the round-trip latency);
+//! - a write that finds a proposal in flight queues its sample; the writer's committer thread
+//!   proposes everything queued as one log entry (a group commit: what arrived while the previous
+//!   proposal was in flight) as soon as the writer is idle, so concurrent writers share commits;
+//! - with batching on ([`crate::DataWriter::set_batching`], or a LATENCY_BUDGET) `write` returns
+//!   once its sample is queued (pipelined): `flush` and `wait_for_acknowledgments` return once
+//!   everything queued before them is committed, and a proposal that failed is reported by the
+//!   writer's next `write` or `wait_for_acknowledgments` (`Timeout`: nothing appended;
+//!   `Indeterminate`: it may still commit). Without batching `write` returns after the commit.
 //!
 //! EVENTUAL readers of the topic (no consensus address in their SEDP data) are not members:
 //! after the commit the writer sends the sample to them through its RTPS history, as an
 //! EVENTUAL writer would, so they receive committed samples only, each writer's in its commit
-//! order (one write at a time per writer from proposal to history). A write that ended
-//! indeterminate is not sent, even if it commits later: they may miss such a sample, never get
-//! an uncommitted one. Samples of different writers are ordered per writer only (as EVENTUAL
-//! promises); the total order is for members.
+//! order (the proposal and the hand-over to the history happen while the writer is busy). A
+//! write that ended indeterminate is not sent, even if it commits later: they may miss such a
+//! sample, never get an uncommitted one. Samples of different writers are ordered per writer
+//! only (as EVENTUAL promises); the total order is for members.
 
-use std::collections::BTreeSet;
-use std::sync::atomic::{AtomicI64, AtomicUsize, Ordering};
-use std::sync::Arc;
-use std::time::Duration;
+use std::collections::{BTreeSet, HashMap, VecDeque};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
-use tessera_atomic::{Entry, EntryKind};
+use parking_lot::{Condvar, Mutex};
+use tessera_atomic::{Entry, EntryKind, ProposeError, MAX_BATCH_ENTRIES};
 use tessera_rtps::qos::{is_wildcard, Consistency, WriterSideQos};
 use tessera_rtps::types::Guid;
 
-use crate::atomic::{group_name, Group, ATOMIC_WRITE_TIMEOUT};
+use super::{far_deadline, AtomicSample, WriterEndpoint};
+use crate::atomic::{group_name, propose_error, Group, ATOMIC_WRITE_TIMEOUT};
 use crate::error::{Error, Result};
 use crate::participant::ParticipantShared;
+
+/// Most payload bytes one group commit carries (it always carries at least one sample).
+const BATCH_BYTES: usize = 1 << 20;
+/// Most payload bytes queued behind the proposal in flight: a writer ahead of its group's
+/// commits waits (up to `max_blocking_time`) rather than grow memory.
+const QUEUE_BYTES: usize = 8 << 20;
+/// Most samples queued behind the proposal in flight.
+const QUEUE_SAMPLES: usize = 1 << 16;
+/// How often an idle committer thread looks whether its writer is gone.
+const COMMITTER_IDLE_CHECK: Duration = Duration::from_millis(200);
 
 /// The consensus side of one ATOMIC writer.
 pub(crate) struct AtomicWriter {
     group: Arc<Group>,
-    /// The writer's own sequence numbers: a failed or indeterminate write uses one up, so a late
-    /// commit of it can never be delivered after a newer sample (apply drops it).
-    next_sn: AtomicI64,
+    /// The writer's GUID as its log entries carry it.
+    group_writer: [u8; 16],
     timeout: Duration,
     /// The matched EVENTUAL readers (remote and local), served over RTPS after each commit.
-    eventual: parking_lot::Mutex<BTreeSet<Guid>>,
+    eventual: Mutex<BTreeSet<Guid>>,
     /// `eventual`'s length: one load per write.
     eventual_count: AtomicUsize,
-    /// Held from proposal to history, so that EVENTUAL readers get this writer's samples in
-    /// commit order even when several threads write.
-    order: parking_lot::Mutex<()>,
+    commits: Arc<CommitQueue>,
+}
+
+/// A writer's samples on their way to the log (see the module docs).
+struct CommitQueue {
+    state: Mutex<QueueState>,
+    /// Signalled when the writer becomes idle, a sample is queued or leaves the queue, or an
+    /// outcome is known.
+    changed: Condvar,
+}
+
+struct QueueState {
+    /// The next sequence number: a failed or indeterminate write uses one up, so a late commit
+    /// of it can never be delivered after a newer sample (apply drops it).
+    next_sn: i64,
+    /// A proposal of this writer is in flight (or its commit is being handed to the history).
+    busy: bool,
+    queue: VecDeque<Queued>,
+    queued_bytes: usize,
+    /// The committer thread was started.
+    committer: bool,
+    /// Outcomes of queued synchronous writes, by sequence number, until their writer takes them.
+    outcomes: HashMap<i64, std::result::Result<(), ProposeError>>,
+    /// The first failed pipelined proposal not reported to the application yet.
+    failed: Option<ProposeError>,
+    /// The writer is gone: the committer fails what is queued and stops.
+    stopped: bool,
+}
+
+struct Queued {
+    entry: Entry,
+    key_only: bool,
+    /// A synchronous write waits for this sample's outcome in [`QueueState::outcomes`].
+    waited_for: bool,
+}
+
+/// The writer's turn to propose, held from the proposal to the hand-over to the history: its
+/// drop makes the writer idle and wakes the committer.
+pub(crate) struct Busy<'a>(&'a CommitQueue);
+
+impl Drop for Busy<'_> {
+    fn drop(&mut self) {
+        self.0.state.lock().busy = false;
+        self.0.changed.notify_all();
+    }
 }
 
 impl AtomicWriter {
@@ -64,35 +133,260 @@ impl AtomicWriter {
         self.eventual_count.load(Ordering::Relaxed) > 0
     }
 
-    /// Serializes this writer's writes while EVENTUAL readers are matched (see the module).
-    pub(crate) fn order(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
-        self.has_eventual_readers().then(|| self.order.lock())
+    /// Proposes one sample (or dispose/unregister). Synchronous (`pipelined` false): returns
+    /// after the commit; `Some(busy)` when the caller must now hand the sample to the history
+    /// for EVENTUAL readers, holding `busy` until done. Pipelined: returns once queued
+    /// (waiting up to `max_blocking` for room), or the failure of an earlier pipelined write.
+    pub(crate) fn write(
+        &self,
+        ep: &WriterEndpoint,
+        s: AtomicSample<'_>,
+        pipelined: bool,
+        max_blocking: Duration,
+    ) -> Result<Option<Busy<'_>>> {
+        let q = &*self.commits;
+        let mut st = q.state.lock();
+        if pipelined {
+            if let Some(e) = st.failed.take() {
+                return Err(propose_error(e));
+            }
+            let deadline = far_deadline(Instant::now(), max_blocking);
+            while st.queued_bytes >= QUEUE_BYTES || st.queue.len() >= QUEUE_SAMPLES {
+                if st.stopped {
+                    return Err(Error::AlreadyDeleted);
+                }
+                if q.changed.wait_until(&mut st, deadline).timed_out() {
+                    return Err(Error::Timeout);
+                }
+            }
+        }
+        let entry = self.entry(&mut st, &s);
+        if !pipelined && !st.busy && st.queue.is_empty() {
+            // Idle: propose here.
+            st.busy = true;
+            drop(st);
+            let busy = Busy(q);
+            let eventual = self.has_eventual_readers();
+            self.group
+                .propose_batch(vec![entry], self.timeout)
+                .map_err(propose_error)?;
+            return Ok(eventual.then_some(busy));
+        }
+        let sn = entry.sn;
+        st.queued_bytes += entry.payload.len();
+        st.queue.push_back(Queued {
+            entry,
+            key_only: s.key_only,
+            waited_for: !pipelined,
+        });
+        if !st.committer {
+            st.committer = true;
+            if let Err(e) = self.start_committer(ep) {
+                st.committer = false;
+                st.queue.pop_back();
+                return Err(Error::OutOfResources(format!("committer thread: {e}")));
+            }
+        }
+        q.changed.notify_all();
+        if pipelined {
+            return Ok(None);
+        }
+        // The committer decides every queued sample within its proposal timeouts, or fails
+        // them when the writer goes.
+        loop {
+            if let Some(outcome) = st.outcomes.remove(&sn) {
+                return outcome.map(|()| None).map_err(propose_error);
+            }
+            if st.stopped {
+                return Err(Error::AlreadyDeleted);
+            }
+            q.changed.wait_for(&mut st, COMMITTER_IDLE_CHECK);
+        }
     }
 
-    /// Proposes one sample (or dispose/unregister) and waits for its commit.
-    pub(crate) fn submit(
-        &self,
-        guid: Guid,
-        payload: &[u8],
-        key_hash: Option<[u8; 16]>,
-        status: u32,
-        source_ns: i64,
-    ) -> Result<()> {
-        let kind = match status & 3 {
+    /// Waits until every sample queued before is decided (committed or failed), up to
+    /// `timeout`; `Err` for the first pipelined failure not reported yet.
+    pub(crate) fn drain(&self, timeout: Duration) -> Result<()> {
+        if !self.drain_keeping_failure(timeout) {
+            return Err(Error::Timeout);
+        }
+        let failed = self.commits.state.lock().failed.take();
+        failed.map_or(Ok(()), |e| Err(propose_error(e)))
+    }
+
+    /// Waits until every sample queued before is decided, up to `timeout`; false if that did
+    /// not happen in time. A failure stays to be reported.
+    pub(crate) fn drain_keeping_failure(&self, timeout: Duration) -> bool {
+        let q = &*self.commits;
+        let deadline = far_deadline(Instant::now(), timeout);
+        let mut st = q.state.lock();
+        while (st.busy || !st.queue.is_empty()) && !st.stopped {
+            if q.changed.wait_until(&mut st, deadline).timed_out() {
+                return false;
+            }
+        }
+        true
+    }
+
+    /// The longest a proposal waits for its commit.
+    pub(crate) fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    fn entry(&self, st: &mut QueueState, s: &AtomicSample<'_>) -> Entry {
+        let kind = match s.status & 3 {
             0 => EntryKind::Write,
             1 => EntryKind::Dispose,
             2 => EntryKind::Unregister,
             _ => EntryKind::DisposeUnregister,
         };
-        let entry = Entry {
-            writer: guid.to_bytes(),
-            sn: self.next_sn.fetch_add(1, Ordering::Relaxed),
-            key_hash: key_hash.unwrap_or([0; 16]),
-            timestamp_ns: source_ns,
-            payload: payload.to_vec(),
+        let sn = st.next_sn;
+        st.next_sn += 1;
+        Entry {
+            writer: self.group_writer,
+            sn,
+            key_hash: s.key_hash.unwrap_or([0; 16]),
+            timestamp_ns: s.source_ns,
+            payload: s.payload.to_vec(),
             kind,
-        };
-        self.group.propose(entry, self.timeout).map(|_| ())
+        }
+    }
+
+    fn start_committer(&self, ep: &WriterEndpoint) -> std::io::Result<()> {
+        let (q, group, writer, timeout) = (
+            self.commits.clone(),
+            self.group.clone(),
+            ep.me.clone(),
+            self.timeout,
+        );
+        std::thread::Builder::new()
+            .name("atomic-commit".into())
+            .spawn(move || committer(&q, &group, &writer, timeout))
+            .map(drop)
+    }
+}
+
+impl Drop for AtomicWriter {
+    fn drop(&mut self) {
+        self.commits.state.lock().stopped = true;
+        self.commits.changed.notify_all();
+    }
+}
+
+/// The committer thread of one writer: proposes what is queued, one group commit at a time.
+fn committer(q: &CommitQueue, group: &Group, writer: &Weak<WriterEndpoint>, timeout: Duration) {
+    loop {
+        let mut st = q.state.lock();
+        while !st.stopped && (st.busy || st.queue.is_empty()) {
+            if q.changed
+                .wait_for(&mut st, COMMITTER_IDLE_CHECK)
+                .timed_out()
+                && writer.strong_count() == 0
+            {
+                st.stopped = true;
+            }
+        }
+        if st.stopped {
+            for s in std::mem::take(&mut st.queue) {
+                if s.waited_for {
+                    st.outcomes.insert(s.entry.sn, Err(ProposeError::Closed));
+                }
+            }
+            st.queued_bytes = 0;
+            drop(st);
+            q.changed.notify_all();
+            return;
+        }
+        let mut batch = Vec::new();
+        let mut bytes = 0;
+        while let Some(next) = st.queue.front() {
+            let len = next.entry.payload.len();
+            if batch.len() == MAX_BATCH_ENTRIES || (!batch.is_empty() && bytes + len > BATCH_BYTES)
+            {
+                break;
+            }
+            bytes += len;
+            batch.extend(st.queue.pop_front());
+        }
+        st.queued_bytes -= bytes;
+        st.busy = true;
+        drop(st);
+        // Room in the queue for writers waiting for it.
+        q.changed.notify_all();
+        let outcome = commit(group, writer, batch, timeout);
+        let mut st = q.state.lock();
+        st.busy = false;
+        for (sn, waited_for) in outcome.samples {
+            if waited_for {
+                st.outcomes.insert(sn, outcome.result.clone());
+            }
+        }
+        if let Err(e) = outcome.result {
+            if outcome.pipelined && st.failed.is_none() {
+                st.failed = Some(e);
+            }
+        }
+        drop(st);
+        q.changed.notify_all();
+    }
+}
+
+/// What one group commit decided.
+struct Committed {
+    result: std::result::Result<(), ProposeError>,
+    /// Each sample's number and whether a synchronous write waits for it.
+    samples: Vec<(i64, bool)>,
+    /// Some sample was written pipelined (its failure is reported later).
+    pipelined: bool,
+}
+
+/// Proposes `batch` as one log entry, then hands it to the history for EVENTUAL readers.
+fn commit(
+    group: &Group,
+    writer: &Weak<WriterEndpoint>,
+    batch: Vec<Queued>,
+    timeout: Duration,
+) -> Committed {
+    let samples: Vec<(i64, bool)> = batch.iter().map(|s| (s.entry.sn, s.waited_for)).collect();
+    let pipelined = samples.iter().any(|&(_, waited_for)| !waited_for);
+    let ep = writer.upgrade();
+    let eventual = ep
+        .as_ref()
+        .and_then(|ep| ep.atomic.get())
+        .is_some_and(AtomicWriter::has_eventual_readers);
+    // What the history needs after the commit (the entries move into the proposal).
+    let copies: Vec<_> = if eventual {
+        batch
+            .iter()
+            .map(|s| {
+                let e = &s.entry;
+                let key_hash = (e.key_hash != [0; 16]).then_some(e.key_hash);
+                let status = match e.kind {
+                    EntryKind::Write => 0,
+                    EntryKind::Dispose => 1,
+                    EntryKind::Unregister => 2,
+                    EntryKind::DisposeUnregister => 3,
+                };
+                let sample = (Arc::new(e.payload.clone()), key_hash, status, s.key_only);
+                (sample, e.timestamp_ns)
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let entries = batch.into_iter().map(|s| s.entry).collect();
+    let result = group.propose_batch(entries, timeout).map(drop);
+    if let (Ok(()), Some(ep)) = (&result, ep) {
+        for ((payload, key_hash, status, key_only), source_ns) in copies {
+            if let Err(e) = ep.to_history(payload, key_hash, status, key_only, source_ns) {
+                tracing::warn!(writer = %ep.guid, "a committed ATOMIC sample did not reach the EVENTUAL readers' history: {e}");
+            }
+        }
+    }
+    Committed {
+        result,
+        samples,
+        pipelined,
     }
 }
 
@@ -117,10 +411,22 @@ pub(crate) fn setup(
     side.consensus_endpoint = Some(endpoint);
     Ok(Some(AtomicWriter {
         group,
-        next_sn: AtomicI64::new(1),
+        group_writer: guid.to_bytes(),
         timeout: side.reliability.max_blocking_time.max(ATOMIC_WRITE_TIMEOUT),
-        eventual: parking_lot::Mutex::new(BTreeSet::new()),
+        eventual: Mutex::new(BTreeSet::new()),
         eventual_count: AtomicUsize::new(0),
-        order: parking_lot::Mutex::new(()),
+        commits: Arc::new(CommitQueue {
+            state: Mutex::new(QueueState {
+                next_sn: 1,
+                busy: false,
+                queue: VecDeque::new(),
+                queued_bytes: 0,
+                committer: false,
+                outcomes: HashMap::new(),
+                failed: None,
+                stopped: false,
+            }),
+            changed: Condvar::new(),
+        }),
     }))
 }

@@ -1,5 +1,7 @@
 //! ATOMIC writers without the `atomic` feature: refused at creation.
 
+use std::time::Duration;
+
 use tessera_rtps::qos::{Consistency, WriterSideQos};
 use tessera_rtps::types::Guid;
 
@@ -18,21 +20,31 @@ impl AtomicWriter {
         match *self {}
     }
 
-    pub(crate) fn order(&self) -> Option<parking_lot::MutexGuard<'_, ()>> {
+    pub(crate) fn write(
+        &self,
+        _ep: &super::WriterEndpoint,
+        _sample: super::AtomicSample<'_>,
+        _pipelined: bool,
+        _max_blocking: Duration,
+    ) -> Result<Option<Busy>> {
         match *self {}
     }
 
-    pub(crate) fn submit(
-        &self,
-        _guid: Guid,
-        _payload: &[u8],
-        _key_hash: Option<[u8; 16]>,
-        _status: u32,
-        _source_ns: i64,
-    ) -> Result<()> {
+    pub(crate) fn drain(&self, _timeout: Duration) -> Result<()> {
+        match *self {}
+    }
+
+    pub(crate) fn drain_keeping_failure(&self, _timeout: Duration) -> bool {
+        match *self {}
+    }
+
+    pub(crate) fn timeout(&self) -> Duration {
         match *self {}
     }
 }
+
+/// Never made in this build.
+pub(crate) enum Busy {}
 
 /// Refuses an ATOMIC writer; `None` for an EVENTUAL one.
 pub(crate) fn setup(
