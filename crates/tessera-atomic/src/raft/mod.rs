@@ -113,8 +113,13 @@ pub struct Timing {
     /// Election timeout range.
     pub election: (Duration, Duration),
     /// Keep this many entries in the log after a snapshot (a member further behind gets the
-    /// snapshot and a [`Delivery::Skipped`]).
+    /// snapshot and a [`Delivery::Skipped`]), within [`Timing::log_bytes`].
     pub keep_log: u64,
+    /// Payload bytes a member's in-memory log keeps before it asks for a snapshot and purges
+    /// down to half of it, whatever `keep_log` says: with group-committed batches the entry
+    /// count alone let a log hold hundreds of megabytes. A member further behind than what is
+    /// kept catches up from a snapshot (and counts what it skipped).
+    pub log_bytes: usize,
     /// A voter that has not acknowledged the leader for this long counts as dead for
     /// [`ConsensusGroup::reconcile`]; a member counts as live if it answered a gossip round
     /// within this long.
@@ -129,6 +134,7 @@ impl Default for Timing {
             heartbeat: Duration::from_millis(50),
             election: (Duration::from_millis(150), Duration::from_millis(300)),
             keep_log: 10_000,
+            log_bytes: 32 << 20,
             dead_after: Duration::from_secs(2),
             open: Duration::from_secs(10),
         }
@@ -274,17 +280,13 @@ impl ConsensusThread {
         let (out, got) = crossbeam_channel::bounded(1);
         let abandoned = Arc::new(std::sync::Mutex::new(false));
         let ab = abandoned.clone();
+        let log = MemLog::new(spec.timing.log_bytes);
+        let (trimmed, kept) = (log.clone(), log.clone());
         self.handle.spawn(async move {
             let made = async {
-                let raft = Raft::new(
-                    me,
-                    config,
-                    factory,
-                    MemLog::default(),
-                    StateMachine::new(tx),
-                )
-                .await
-                .map_err(|e| OpenError::Consensus(e.to_string()))?;
+                let raft = Raft::new(me, config, factory, log, StateMachine::new(tx))
+                    .await
+                    .map_err(|e| OpenError::Consensus(e.to_string()))?;
                 if let Some(members) = initial {
                     raft.initialize(net::initial_members(&members))
                         .await
@@ -293,6 +295,9 @@ impl ConsensusThread {
                 Ok::<_, OpenError>(raft)
             }
             .await;
+            if let Ok(raft) = &made {
+                tokio::spawn(trim_log(raft.clone(), trimmed));
+            }
             let leftover = {
                 let gave_up = ab.lock().unwrap_or_else(|e| e.into_inner());
                 if *gave_up {
@@ -362,6 +367,7 @@ impl ConsensusThread {
             sim: spec.sim,
             router: self.router.clone(),
             links: Default::default(),
+            log: kept,
         })
     }
 }
@@ -374,6 +380,30 @@ impl Drop for ConsensusThread {
         if let Some(j) = self.join.take() {
             let _ = j.join();
         }
+    }
+}
+
+/// Keeps a member's in-memory log within [`Timing::log_bytes`]: once over it, asks for a
+/// snapshot and purges what it covers down to half the budget. Ends when the member stops.
+async fn trim_log(raft: Raft, log: MemLog) {
+    loop {
+        let woken = tokio::time::timeout(Duration::from_secs(1), log.over_budget.notified()).await;
+        if raft.metrics().borrow_watched().running_state.is_err() {
+            return;
+        }
+        let Some(upto) = woken.ok().and_then(|()| log.purge_point()) else {
+            continue;
+        };
+        if raft.trigger().snapshot().await.is_err() {
+            return;
+        }
+        // Only what a snapshot holds is purged: give the snapshot a moment (a dedup table).
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        if raft.trigger().purge_log(upto).await.is_err() {
+            return;
+        }
+        // At most one round per 50 ms; appends meanwhile only wake the next one.
+        tokio::time::sleep(Duration::from_millis(40)).await;
     }
 }
 
@@ -400,6 +430,9 @@ pub struct OpenRaftGroup {
     router: Router,
     /// See [`Ctx::links`].
     links: net::LinkPool,
+    /// The member's log (its size, for tests).
+    #[cfg_attr(not(test), allow(dead_code))]
+    log: MemLog,
 }
 
 impl OpenRaftGroup {
@@ -940,5 +973,72 @@ mod tests {
         let settled = net.counts();
         std::thread::sleep(Duration::from_millis(1500));
         assert_eq!(net.counts(), settled);
+    }
+
+    /// A log of large batches is purged back within its byte budget at every member, and every
+    /// member still delivers every entry (none was ever behind what its leader kept).
+    #[test]
+    fn a_log_of_large_batches_stays_within_its_byte_budget() {
+        const BUDGET: usize = 1 << 20;
+        let net = SimNet::new(7);
+        let ids = [m(1), m(2), m(3)];
+        let initial: Vec<_> = ids.iter().map(|id| (*id, MemberAddr::Sim(*id))).collect();
+        let threads: Vec<_> = ids
+            .iter()
+            .map(|id| ConsensusThread::start(&id.to_string(), None).unwrap())
+            .collect();
+        let groups: Vec<_> = threads
+            .iter()
+            .zip(ids)
+            .map(|(t, id)| {
+                t.open(GroupSpec {
+                    group: "g".into(),
+                    me: id,
+                    initial: Some(initial.clone()),
+                    sim: Some(net.clone()),
+                    timing: Timing {
+                        log_bytes: BUDGET,
+                        ..Timing::default()
+                    },
+                })
+                .unwrap()
+            })
+            .collect();
+        let mut sn = 0;
+        // Six budgets' worth, 64 KiB entries in batches of four.
+        for _ in 0..24 {
+            let batch = (0..4)
+                .map(|_| {
+                    sn += 1;
+                    Entry {
+                        writer: [1; 16],
+                        sn,
+                        key_hash: [0; 16],
+                        timestamp_ns: 0,
+                        payload: vec![sn as u8; 64 << 10],
+                        kind: crate::entry::EntryKind::Write,
+                    }
+                })
+                .collect();
+            groups[0]
+                .propose_batch(batch, Duration::from_secs(5))
+                .expect("commit");
+        }
+        let deadline = Instant::now() + Duration::from_secs(10);
+        for g in &groups {
+            while g.log.bytes() > BUDGET {
+                assert!(Instant::now() < deadline, "{} B kept", g.log.bytes());
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            let delivered: Vec<i64> =
+                std::iter::from_fn(|| g.deliveries().recv_timeout(Duration::from_secs(2)).ok())
+                    .filter_map(|d| match d {
+                        Delivery::Entry { entry, .. } => Some(entry.sn),
+                        Delivery::Skipped { .. } => None,
+                    })
+                    .take(96)
+                    .collect();
+            assert_eq!(delivered, (1..=96).collect::<Vec<i64>>());
+        }
     }
 }

@@ -32,21 +32,73 @@ type LogEntry = <Cfg as openraft::RaftTypeConfig>::Entry;
 struct LogInner {
     last_purged: Option<LogIdOf<Cfg>>,
     log: BTreeMap<u64, LogEntry>,
+    /// Payload bytes of the entries in `log`.
+    bytes: usize,
     committed: Option<LogIdOf<Cfg>>,
     vote: Option<VoteOf<Cfg>>,
 }
 
 /// The Raft log and vote, in memory: lost with the process, so a restarted member rejoins under a
 /// new id.
-#[derive(Clone, Default)]
-pub(crate) struct MemLog(Arc<Mutex<LogInner>>);
+#[derive(Clone)]
+pub(crate) struct MemLog {
+    inner: Arc<Mutex<LogInner>>,
+    /// Payload bytes the log keeps before it asks for a snapshot and a purge
+    /// ([`super::Timing::log_bytes`]).
+    budget: usize,
+    /// Woken when the log holds more than `budget` (see [`MemLog::purge_point`]).
+    pub(crate) over_budget: Arc<tokio::sync::Notify>,
+}
+
+/// The bytes an entry counts for: its payloads and a fixed share for the rest.
+fn entry_bytes(e: &LogEntry) -> usize {
+    const OVERHEAD: usize = 64;
+    match &e.payload {
+        EntryPayload::Normal(b) => b.0.iter().map(|e| e.payload.len() + OVERHEAD).sum(),
+        _ => OVERHEAD,
+    }
+}
+
+impl MemLog {
+    /// An empty log that keeps about `budget` payload bytes.
+    pub(crate) fn new(budget: usize) -> Self {
+        MemLog {
+            inner: Default::default(),
+            budget,
+            over_budget: Default::default(),
+        }
+    }
+
+    /// Payload bytes held now.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(crate) fn bytes(&self) -> usize {
+        lock(&self.inner).bytes
+    }
+
+    /// Over budget: the last index to purge so that the entries after it hold at most half of
+    /// the budget. `None` within budget.
+    pub(crate) fn purge_point(&self) -> Option<u64> {
+        let inner = lock(&self.inner);
+        if inner.bytes <= self.budget {
+            return None;
+        }
+        let mut kept = 0;
+        for (index, e) in inner.log.iter().rev() {
+            kept += entry_bytes(e);
+            if kept > self.budget / 2 {
+                return Some(*index);
+            }
+        }
+        None
+    }
+}
 
 impl RaftLogReader<Cfg> for MemLog {
     async fn try_get_log_entries<RB: RangeBounds<u64> + Clone + Debug + OptionalSend>(
         &mut self,
         range: RB,
     ) -> Result<Vec<LogEntry>, io::Error> {
-        Ok(lock(&self.0)
+        Ok(lock(&self.inner)
             .log
             .range(range)
             .map(|(_, e)| e.clone())
@@ -54,7 +106,7 @@ impl RaftLogReader<Cfg> for MemLog {
     }
 
     async fn read_vote(&mut self) -> Result<Option<VoteOf<Cfg>>, io::Error> {
-        Ok(lock(&self.0).vote)
+        Ok(lock(&self.inner).vote)
     }
 }
 
@@ -62,7 +114,7 @@ impl RaftLogStorage<Cfg> for MemLog {
     type LogReader = Self;
 
     async fn get_log_state(&mut self) -> Result<LogState<Cfg>, io::Error> {
-        let inner = lock(&self.0);
+        let inner = lock(&self.inner);
         let last = inner
             .log
             .values()
@@ -80,17 +132,17 @@ impl RaftLogStorage<Cfg> for MemLog {
     }
 
     async fn save_vote(&mut self, vote: &VoteOf<Cfg>) -> Result<(), io::Error> {
-        lock(&self.0).vote = Some(*vote);
+        lock(&self.inner).vote = Some(*vote);
         Ok(())
     }
 
     async fn save_committed(&mut self, committed: Option<LogIdOf<Cfg>>) -> Result<(), io::Error> {
-        lock(&self.0).committed = committed;
+        lock(&self.inner).committed = committed;
         Ok(())
     }
 
     async fn read_committed(&mut self) -> Result<Option<LogIdOf<Cfg>>, io::Error> {
-        Ok(lock(&self.0).committed)
+        Ok(lock(&self.inner).committed)
     }
 
     async fn append<I>(&mut self, entries: I, callback: IOFlushed<Cfg>) -> Result<(), io::Error>
@@ -98,9 +150,15 @@ impl RaftLogStorage<Cfg> for MemLog {
         I: IntoIterator<Item = LogEntry> + OptionalSend,
     {
         {
-            let mut inner = lock(&self.0);
+            let mut inner = lock(&self.inner);
             for e in entries {
-                inner.log.insert(e.index(), e);
+                inner.bytes += entry_bytes(&e);
+                if let Some(old) = inner.log.insert(e.index(), e) {
+                    inner.bytes -= entry_bytes(&old);
+                }
+            }
+            if inner.bytes > self.budget {
+                self.over_budget.notify_one();
             }
         }
         callback.io_completed(Ok(()));
@@ -109,14 +167,17 @@ impl RaftLogStorage<Cfg> for MemLog {
 
     async fn truncate_after(&mut self, last: Option<LogIdOf<Cfg>>) -> Result<(), io::Error> {
         let from = last.map_or(0, |l| l.index() + 1);
-        lock(&self.0).log.split_off(&from);
+        let mut inner = lock(&self.inner);
+        let gone = inner.log.split_off(&from);
+        inner.bytes -= gone.values().map(entry_bytes).sum::<usize>();
         Ok(())
     }
 
     async fn purge(&mut self, upto: LogIdOf<Cfg>) -> Result<(), io::Error> {
-        let mut inner = lock(&self.0);
+        let mut inner = lock(&self.inner);
         let keep = inner.log.split_off(&(upto.index() + 1));
-        inner.log = keep;
+        let gone = std::mem::replace(&mut inner.log, keep);
+        inner.bytes -= gone.values().map(entry_bytes).sum::<usize>();
         inner.last_purged = Some(upto);
         Ok(())
     }
