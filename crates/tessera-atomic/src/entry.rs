@@ -74,7 +74,7 @@ pub struct Entry {
     pub timestamp_ns: i64,
     /// The serialized sample (encapsulation header included), empty for a dispose or unregister
     /// of a keyless topic.
-    #[serde(with = "base64_bytes")]
+    #[serde(with = "crate::frame::bytes")]
     pub payload: Vec<u8>,
     /// Sample or instance change.
     pub kind: EntryKind,
@@ -155,24 +155,4 @@ pub enum Delivery {
         /// The last position the snapshot covers ([`last_position`] of its last log index).
         index: u64,
     },
-}
-
-/// Bytes as one base64 string in the consensus frames (JSON): a 64 KiB sample becomes 87 KiB of
-/// text decoded at memory speed, where serde's default (an array of numbers) made it about
-/// 230 KiB parsed number by number.
-pub(crate) mod base64_bytes {
-    use base64::engine::general_purpose::STANDARD;
-    use base64::Engine as _;
-    use serde::{Deserialize, Deserializer, Serializer};
-
-    pub fn serialize<S: Serializer>(bytes: &[u8], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&STANDARD.encode(bytes))
-    }
-
-    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<u8>, D::Error> {
-        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
-        STANDARD
-            .decode(text.as_bytes())
-            .map_err(|e| serde::de::Error::custom(format!("payload: {e}")))
-    }
 }

@@ -51,6 +51,7 @@
 //! - [`check`] reads a history of writes and deliveries and lists every broken promise.
 pub mod check;
 pub mod entry;
+mod frame;
 pub mod group;
 mod raft;
 pub mod sim;
@@ -65,4 +66,13 @@ pub use raft::{ConsensusThread, GroupSpec, OpenError, OpenRaftGroup, Timing};
 /// start: each closed its connection.
 pub fn bad_frames() -> u64 {
     raft::net::BAD_FRAMES.load(std::sync::atomic::Ordering::Relaxed)
+}
+
+/// Decodes `bytes` as a consensus frame (a request, then a response) and says whether either
+/// parsed: the fuzz target's way in. A frame is network input: it must never panic.
+#[doc(hidden)]
+pub fn decode_frame_for_fuzzing(bytes: &[u8]) -> bool {
+    let request = frame::decode::<raft::net::Envelope>(bytes.to_vec()).is_ok();
+    let response = frame::decode::<raft::net::Response>(bytes.to_vec()).is_ok();
+    request || response
 }

@@ -15,8 +15,7 @@ use crate::raft::net::{handle, Envelope, Response};
 use crate::raft::Member;
 
 fn reencode<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> io::Result<T> {
-    let bytes = serde_json::to_vec(v).map_err(io::Error::other)?;
-    serde_json::from_slice(&bytes).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    crate::frame::decode(crate::frame::encode(v)?)
 }
 
 #[derive(Default)]

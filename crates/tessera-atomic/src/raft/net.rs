@@ -52,7 +52,7 @@ pub(crate) enum Request {
     Snapshot {
         vote: VoteOf<Cfg>,
         meta: SnapshotMetaOf<Cfg>,
-        #[serde(with = "crate::entry::base64_bytes")]
+        #[serde(with = "crate::frame::bytes")]
         data: Vec<u8>,
     },
     /// A follower forwards a proposal; the target appends it only if it leads.
@@ -277,7 +277,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router) {
                         return;
                     }
                 };
-                let Ok(env) = serde_json::from_slice::<Envelope>(&frame) else {
+                let Ok(env) = crate::frame::decode::<Envelope>(frame) else {
                     BAD_FRAMES.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!("consensus: undecodable frame, closing the connection");
                     return;
@@ -288,7 +288,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router) {
                         Response::Error(format!("no member {} of group {}", env.target, env.group))
                     }
                 };
-                let Ok(bytes) = serde_json::to_vec(&resp) else {
+                let Ok(bytes) = crate::frame::encode(&resp) else {
                     return;
                 };
                 if write_frame(&mut sock, &bytes).await.is_err() {
@@ -338,11 +338,10 @@ impl Link {
                         *conn = Some(s);
                     }
                     let s = conn.as_mut().expect("connected above");
-                    let bytes = serde_json::to_vec(&env).map_err(io::Error::other)?;
+                    let bytes = crate::frame::encode(&env)?;
                     write_frame(s, &bytes).await?;
                     let frame = read_frame(s).await?;
-                    serde_json::from_slice::<Response>(&frame)
-                        .map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+                    crate::frame::decode::<Response>(frame)
                 })
                 .await
                 .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")));
