@@ -75,7 +75,7 @@ pub struct Entry {
     /// The serialized sample (encapsulation header included), empty for a dispose or unregister
     /// of a keyless topic.
     #[serde(with = "crate::frame::bytes")]
-    pub payload: Vec<u8>,
+    pub payload: bytes::Bytes,
     /// Sample or instance change.
     pub kind: EntryKind,
 }

@@ -56,6 +56,8 @@ pub mod group;
 mod raft;
 pub mod sim;
 
+/// The shared byte strings entries carry as payloads.
+pub use ::bytes::Bytes;
 pub use entry::{
     last_position, position, Batch, Delivery, Entry, EntryKind, MemberId, MAX_BATCH_ENTRIES,
 };
@@ -72,7 +74,8 @@ pub fn bad_frames() -> u64 {
 /// parsed: the fuzz target's way in. A frame is network input: it must never panic.
 #[doc(hidden)]
 pub fn decode_frame_for_fuzzing(bytes: &[u8]) -> bool {
-    let request = frame::decode::<raft::net::Envelope>(bytes.to_vec()).is_ok();
-    let response = frame::decode::<raft::net::Response>(bytes.to_vec()).is_ok();
+    let frame = ::bytes::Bytes::copy_from_slice(bytes);
+    let request = frame::decode::<raft::net::Envelope>(frame.clone()).is_ok();
+    let response = frame::decode::<raft::net::Response>(frame).is_ok();
     request || response
 }

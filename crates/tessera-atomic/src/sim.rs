@@ -15,7 +15,7 @@ use crate::raft::net::{handle, Envelope, Response};
 use crate::raft::Member;
 
 fn reencode<T: serde::Serialize + serde::de::DeserializeOwned>(v: &T) -> io::Result<T> {
-    crate::frame::decode(crate::frame::encode(v)?)
+    crate::frame::decode(crate::frame::encode(v)?.into_bytes())
 }
 
 #[derive(Default)]

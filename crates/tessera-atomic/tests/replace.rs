@@ -86,7 +86,7 @@ fn write(g: &OpenRaftGroup, sn: i64) -> bool {
         sn,
         key_hash: [0; 16],
         timestamp_ns: 0,
-        payload: sn.to_le_bytes().to_vec(),
+        payload: sn.to_le_bytes().to_vec().into(),
         kind: EntryKind::Write,
     };
     g.propose(entry, Duration::from_secs(3)).is_ok()

@@ -153,7 +153,7 @@ fn run_schedule(seed: u64, members: usize, run_for: Duration, keep_log: u64) -> 
                                 sn,
                                 key_hash: [0; 16],
                                 timestamp_ns: 0,
-                                payload: value.to_le_bytes().to_vec(),
+                                payload: value.to_le_bytes().to_vec().into(),
                                 kind: EntryKind::Write,
                             }
                         })

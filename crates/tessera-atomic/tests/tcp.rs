@@ -17,7 +17,10 @@ fn entry(writer: u8, sn: i64) -> Entry {
         sn,
         key_hash: [0; 16],
         timestamp_ns: 0,
-        payload: (((writer as u64) << 32) | sn as u64).to_le_bytes().to_vec(),
+        payload: (((writer as u64) << 32) | sn as u64)
+            .to_le_bytes()
+            .to_vec()
+            .into(),
         kind: EntryKind::Write,
     }
 }

@@ -140,7 +140,7 @@ impl Group {
             } else {
                 PayloadKind::Key
             },
-            payload: std::borrow::Cow::Borrowed(&e.payload),
+            payload: std::borrow::Cow::Borrowed(&e.payload[..]),
             status_info,
             key_hash: (e.key_hash != [0; 16]).then_some(e.key_hash),
             source_timestamp: Some(Timestamp::from_nanos(e.timestamp_ns)),

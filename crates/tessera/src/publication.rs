@@ -72,7 +72,7 @@ pub trait DataWriterListener<T: TopicType>: Send + Sync {
 /// One sample an ATOMIC writer proposes (see [`atomic`]).
 #[cfg_attr(not(feature = "atomic"), allow(dead_code))]
 pub(crate) struct AtomicSample<'a> {
-    pub payload: &'a [u8],
+    pub payload: &'a Arc<Vec<u8>>,
     pub key_hash: Option<[u8; 16]>,
     pub status: u32,
     pub key_only: bool,

@@ -1015,7 +1015,7 @@ mod tests {
                         sn,
                         key_hash: [0; 16],
                         timestamp_ns: 0,
-                        payload: vec![sn as u8; 64 << 10],
+                        payload: vec![sn as u8; 64 << 10].into(),
                         kind: crate::entry::EntryKind::Write,
                     }
                 })

@@ -29,6 +29,7 @@ use tokio::net::{TcpListener, TcpStream};
 
 use super::{merge_known, Applied, Cfg, Member, Raft};
 use crate::entry::{Batch, MemberId};
+use crate::frame::Frame;
 use crate::group::MemberAddr;
 use crate::sim::SimNet;
 
@@ -52,7 +53,7 @@ pub(crate) enum Request {
     Snapshot {
         vote: VoteOf<Cfg>,
         meta: SnapshotMetaOf<Cfg>,
-        #[serde(with = "crate::frame::bytes")]
+        #[serde(with = "crate::frame::vec")]
         data: Vec<u8>,
     },
     /// A follower forwards a proposal; the target appends it only if it leads.
@@ -248,11 +249,27 @@ async fn read_frame(s: &mut TcpStream) -> io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-async fn write_frame(s: &mut TcpStream, bytes: &[u8]) -> io::Result<()> {
-    let len = u32::try_from(bytes.len())
-        .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
-    s.write_u32(len).await?;
-    s.write_all(bytes).await?;
+/// Writes `frame` behind its length, in vectored writes: its byte strings are never copied
+/// into one buffer.
+async fn write_frame(s: &mut TcpStream, frame: Frame) -> io::Result<()> {
+    let len = u32::try_from(frame.len())
+        .ok()
+        .filter(|&l| l as usize <= MAX_FRAME)
+        .ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "frame too large"))?;
+    let prefix = len.to_be_bytes();
+    let mut parts: Vec<&[u8]> = Vec::with_capacity(2 + frame.strings.len());
+    parts.push(&prefix);
+    parts.push(&frame.head);
+    parts.extend(frame.strings.iter().map(|b| &b[..]));
+    let mut slices: Vec<io::IoSlice<'_>> = parts.iter().map(|p| io::IoSlice::new(p)).collect();
+    let mut rest = &mut slices[..];
+    while !rest.is_empty() {
+        let n = s.write_vectored(rest).await?;
+        if n == 0 {
+            return Err(io::ErrorKind::WriteZero.into());
+        }
+        io::IoSlice::advance_slices(&mut rest, n);
+    }
     s.flush().await
 }
 
@@ -277,7 +294,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router) {
                         return;
                     }
                 };
-                let Ok(env) = crate::frame::decode::<Envelope>(frame) else {
+                let Ok(env) = crate::frame::decode::<Envelope>(frame.into()) else {
                     BAD_FRAMES.fetch_add(1, Ordering::Relaxed);
                     tracing::debug!("consensus: undecodable frame, closing the connection");
                     return;
@@ -291,7 +308,7 @@ pub(crate) async fn serve(listener: TcpListener, router: Router) {
                 let Ok(bytes) = crate::frame::encode(&resp) else {
                     return;
                 };
-                if write_frame(&mut sock, &bytes).await.is_err() {
+                if write_frame(&mut sock, bytes).await.is_err() {
                     return;
                 }
             }
@@ -338,10 +355,9 @@ impl Link {
                         *conn = Some(s);
                     }
                     let s = conn.as_mut().expect("connected above");
-                    let bytes = crate::frame::encode(&env)?;
-                    write_frame(s, &bytes).await?;
+                    write_frame(s, crate::frame::encode(&env)?).await?;
                     let frame = read_frame(s).await?;
-                    crate::frame::decode::<Response>(frame)
+                    crate::frame::decode::<Response>(frame.into())
                 })
                 .await
                 .unwrap_or_else(|_| Err(io::Error::new(io::ErrorKind::TimedOut, "rpc timed out")));

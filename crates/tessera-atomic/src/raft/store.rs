@@ -363,7 +363,7 @@ mod tests {
                 sn,
                 key_hash: [0; 16],
                 timestamp_ns: 0,
-                payload: vec![writer, sn as u8],
+                payload: vec![writer, sn as u8].into(),
                 kind: EntryKind::Write,
             })
             .collect();

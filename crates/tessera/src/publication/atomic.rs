@@ -32,7 +32,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tessera_atomic::{Entry, EntryKind, ProposeError, MAX_BATCH_ENTRIES};
+use tessera_atomic::{Bytes, Entry, EntryKind, ProposeError, MAX_BATCH_ENTRIES};
 use tessera_rtps::qos::{is_wildcard, Consistency, WriterSideQos};
 use tessera_rtps::types::Guid;
 
@@ -52,6 +52,15 @@ const QUEUE_BYTES: usize = 8 << 20;
 const QUEUE_SAMPLES: usize = 1 << 16;
 /// How often an idle committer thread looks whether its writer is gone.
 const COMMITTER_IDLE_CHECK: Duration = Duration::from_millis(200);
+
+/// A serialized sample as an entry's payload, shared rather than copied.
+struct Shared(Arc<Vec<u8>>);
+
+impl AsRef<[u8]> for Shared {
+    fn as_ref(&self) -> &[u8] {
+        &self.0
+    }
+}
 
 /// The consensus side of one ATOMIC writer.
 pub(crate) struct AtomicWriter {
@@ -249,7 +258,8 @@ impl AtomicWriter {
             sn,
             key_hash: s.key_hash.unwrap_or([0; 16]),
             timestamp_ns: s.source_ns,
-            payload: s.payload.to_vec(),
+            // Shared with the writer's serialized sample: no copy.
+            payload: Bytes::from_owner(Shared(s.payload.clone())),
             kind,
         }
     }
@@ -369,7 +379,7 @@ fn commit(
                     EntryKind::Unregister => 2,
                     EntryKind::DisposeUnregister => 3,
                 };
-                let sample = (Arc::new(e.payload.clone()), key_hash, status, s.key_only);
+                let sample = (Arc::new(e.payload.to_vec()), key_hash, status, s.key_only);
                 (sample, e.timestamp_ns)
             })
             .collect()
