@@ -939,6 +939,13 @@ impl Drop for WriterOwner {
                 tracing::debug!(error = %e, "unregister on writer deletion failed");
             }
         }
+        // An ATOMIC writer's pipelined samples (and those unregistrations) commit before it
+        // goes, within the linger: its committer thread fails what is left once it is gone.
+        if let Some(a) = self.ep.atomic.get() {
+            if !a.drain_keeping_failure(WRITER_LINGER) {
+                tracing::warn!(writer = %self.ep.guid, "ATOMIC writer deleted with samples not yet committed");
+            }
+        }
         if let Some(g) = self.ep.group.get() {
             g.leaving(&self.ep);
         }

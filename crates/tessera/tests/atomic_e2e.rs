@@ -484,3 +484,28 @@ fn pipelined_and_concurrent_writes_commit_every_sample_in_one_order() {
     }
     assert_eq!(sequence(&eventual), first, "EVENTUAL reader");
 }
+
+/// A writer deleted right after pipelined writes: every member still gets all of them (its
+/// deletion waits, within its linger, for what it queued to commit).
+#[test]
+#[ignore = "opens TCP sockets (consensus): run inside scripts/netns-run"]
+fn a_writer_deleted_after_pipelined_writes_commits_them_first() {
+    let net = InProcessNetwork::new();
+    let ps: Vec<_> = (0..3).map(|_| participant(&net)).collect();
+    let readers: Vec<_> = ps.iter().map(reader).collect();
+    let w = writer(&ps[0]);
+    let mut written = write_acked(&w, 3, 1);
+    w.set_batching(true);
+    for n in 100..300 {
+        let op = Op { writer: 0, n };
+        w.write(&op).expect("queued");
+        written.push(value(&op));
+    }
+    drop(w);
+    for (i, r) in readers.iter().enumerate() {
+        let mut log = MemberLog::default();
+        take_into(r, &mut log, written.len());
+        let got: Vec<u64> = log.deliveries.into_iter().map(|d| d.1).collect();
+        assert_eq!(got, written, "ATOMIC reader {i}");
+    }
+}

@@ -15,8 +15,9 @@
 //! - with batching on ([`crate::DataWriter::set_batching`], or a LATENCY_BUDGET) `write` returns
 //!   once its sample is queued (pipelined): `flush` and `wait_for_acknowledgments` return once
 //!   everything queued before them is committed, and a proposal that failed is reported by the
-//!   writer's next `write` or `wait_for_acknowledgments` (`Timeout`: nothing appended;
-//!   `Indeterminate`: it may still commit). Without batching `write` returns after the commit.
+//!   writer's next `write` (which then queues nothing) or `wait_for_acknowledgments`
+//!   (`Timeout`: nothing appended; `Indeterminate`: it may still commit). Deleting the writer
+//!   waits (a little) for what is queued. Without batching `write` returns after the commit.
 //!
 //! EVENTUAL readers of the topic (no consensus address in their SEDP data) are not members:
 //! after the commit the writer sends the sample to them through its RTPS history, as an
