@@ -4,7 +4,10 @@
 
 1. 16 B round trip: a Python ping and a Python pong process through the binding, against
    `tessera perf -T UK16 ping waitset` / `pong waitset` (the Rust API), each for `--seconds`.
-   Target: the binding's median ≤ 1.5× the Rust API's.
+   Target: the binding's median ≤ 1.5× the Rust API's. `tessera perf`, like ddsperf, reports
+   half the round trip as its latency: the Rust round trip here is twice its figure. Beside
+   each: CPU per round trip, ping and pong processes together (utime + stime from /proc over
+   the measured window, so 10 ms ticks: a few % of noise over 2 s).
 2. `for sample in reader` at 16 B: a Rust publisher (`tessera perf -T UK16 pub inf`) and a
    Python loop over the reader, in samples/s. Target: ≥ 200k samples/s.
 
@@ -17,6 +20,7 @@ builds measure the compiler, not the binding.
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import subprocess
@@ -40,6 +44,14 @@ class Unkeyed16:
 
 
 QOS = dict(reliability="reliable", depth=1)
+TICK = os.sysconf("SC_CLK_TCK")
+
+
+def cpu_s(pid: int) -> float:
+    """The CPU seconds (user + system, all threads) process `pid` used so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / TICK  # utime, stime
 
 
 def pong(seconds: float) -> None:
@@ -51,7 +63,8 @@ def pong(seconds: float) -> None:
             out.write(s.data)
 
 
-def ping(seconds: float) -> list[float]:
+def ping(seconds: float, pong_pid: int) -> tuple[list[float], float]:
+    """The round trips (us) after a warm-up, and the CPU seconds both processes used then."""
     dp = tessera.DomainParticipant(0)
     out = dp.create_writer(dp.create_topic("PyPing16", Unkeyed16), **QOS)
     back = dp.create_reader(dp.create_topic("PyPong16", Unkeyed16), **QOS)
@@ -61,6 +74,7 @@ def ping(seconds: float) -> list[float]:
     seq = 0
     end = time.monotonic() + seconds
     warm = time.monotonic() + 0.3
+    cpu0 = None
     while time.monotonic() < end:
         seq += 1
         t0 = time.perf_counter_ns()
@@ -71,18 +85,46 @@ def ping(seconds: float) -> list[float]:
                 break
         if got and time.monotonic() > warm:
             rtts.append((time.perf_counter_ns() - t0) / 1000)
-    return rtts
+            if cpu0 is None:
+                cpu0 = cpu_s(os.getpid()) + cpu_s(pong_pid)
+    cpu = cpu_s(os.getpid()) + cpu_s(pong_pid) - (cpu0 or 0.0)
+    return rtts, cpu
 
 
-def rust_roundtrip(tessera_bin: str, seconds: float) -> str:
-    pong_p = subprocess.Popen([tessera_bin, "perf", "-T", "UK16", "-D", str(seconds + 2), "pong",
+def rust_roundtrip(tessera_bin: str, seconds: float) -> tuple[list[str], float, int]:
+    """`tessera perf` ping's report lines over a window of `seconds` (rounded, ≥ 1) after its
+    first report, the CPU seconds both processes used in it and the round trips it counted."""
+    window = max(1, round(seconds))
+    pong_p = subprocess.Popen([tessera_bin, "perf", "-T", "UK16", "-D", str(window + 4), "pong",
                                "waitset"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Reports come once a second from t=2: CPU is read at the first and at the one `window`
+    # seconds later, before the last, so that both processes are still there.
+    ping_p = subprocess.Popen([tessera_bin, "perf", "-T", "UK16", "-D", str(window + 3), "ping",
+                               "waitset"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                              text=True)
+    lines, cpu, count, first, read_twice = [], 0.0, 0, None, False
     try:
-        out = subprocess.run([tessera_bin, "perf", "-T", "UK16", "-D", str(seconds), "ping",
-                              "waitset"], capture_output=True, text=True, timeout=seconds + 30)
+        for line in ping_p.stdout:
+            m = re.search(r"\] ([0-9.]+) .* cnt (\d+)", line)
+            if not m:
+                continue
+            t = float(m.group(1))
+            if first is None:
+                first = t
+                cpu = -(cpu_s(ping_p.pid) + cpu_s(pong_p.pid))
+            elif t <= first + window + 0.5:
+                lines.append(line.strip())
+                count += int(m.group(2))
+                if t > first + window - 0.5:
+                    cpu += cpu_s(ping_p.pid) + cpu_s(pong_p.pid)
+                    read_twice = True
+        ping_p.wait(timeout=30)
     finally:
+        ping_p.kill()
         pong_p.kill()
-    return out.stdout
+        ping_p.wait()
+        pong_p.wait()
+    return lines, cpu if read_twice else float("nan"), count
 
 
 def python_throughput(tessera_bin: str, seconds: float) -> tuple[int, float]:
@@ -110,6 +152,7 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=2.0)
     ap.add_argument("--tessera", default=str(REPO / "target/release/tessera"))
+    ap.add_argument("--rtt-only", action="store_true", help="skip the for-loop rate")
     ap.add_argument("--role", choices=["pong"], help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.role == "pong":
@@ -118,22 +161,28 @@ def main() -> None:
     pong_p = subprocess.Popen([sys.executable, __file__, "--role", "pong", "--seconds",
                                str(a.seconds)])
     try:
-        rtts = ping(a.seconds)
+        rtts, cpu = ping(a.seconds, pong_p.pid)
     finally:
         pong_p.kill()
+        pong_p.wait()
     med = statistics.median(rtts)
     print(f"python 16 B round trip: {len(rtts)} round trips, median {med:.1f} us, "
-          f"p90 {statistics.quantiles(rtts, n=10)[-1]:.1f} us")
+          f"p90 {statistics.quantiles(rtts, n=10)[-1]:.1f} us, "
+          f"CPU {cpu / len(rtts) * 1e6:.1f} us per round trip")
     if not Path(a.tessera).is_file():
         print(f"{a.tessera} missing: no Rust comparison (cargo build --release -p tessera-cli)")
         return
-    rust = rust_roundtrip(a.tessera, a.seconds)
-    print("rust (tessera perf) 16 B round trip:")
-    print("  " + "\n  ".join(rust.strip().splitlines()[-4:]))
-    m = re.search(r"\b50% ([0-9.]+)us", rust)
-    if m:
-        print(f"binding / Rust API, median round trip: {med / float(m.group(1)):.2f} "
-              "(target <= 1.5)")
+    lines, rcpu, count = rust_roundtrip(a.tessera, a.seconds)
+    print("rust (tessera perf, latency = half the round trip) 16 B:")
+    print("  " + "\n  ".join(lines))
+    halves = [float(m.group(1)) for m in (re.search(r"\b50% ([0-9.]+)us", x) for x in lines) if m]
+    if halves and count:
+        rust = 2 * statistics.median(halves)
+        print(f"rust 16 B round trip: median {rust:.1f} us, "
+              f"CPU {rcpu / count * 1e6:.1f} us per round trip")
+        print(f"binding / Rust API, median round trip: {med / rust:.2f} (target <= 1.5)")
+    if a.rtt_only:
+        return
     n, secs = python_throughput(a.tessera, a.seconds)
     print(f"python `for sample in reader` at 16 B: {n} samples in {secs:.2f} s = "
           f"{n / secs / 1000:.0f}k samples/s (target 200k)")
