@@ -65,10 +65,12 @@ pub enum EntryKind {
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
     /// The writer's full GUID (prefix + entity id).
+    #[serde(with = "hex16")]
     pub writer: [u8; 16],
     /// The writer's sequence number; strictly increasing per writer.
     pub sn: i64,
     /// The instance's key hash (zero for keyless topics).
+    #[serde(with = "hex16")]
     pub key_hash: [u8; 16],
     /// Source timestamp, nanoseconds since the Unix epoch.
     pub timestamp_ns: i64,
@@ -155,4 +157,68 @@ pub enum Delivery {
         /// The last position the snapshot covers ([`last_position`] of its last log index).
         index: u64,
     },
+}
+
+/// Sixteen bytes as 32 hex digits in JSON: as serde's default array of numbers, the writer GUID
+/// and key hash of every entry cost 32 numbers to write and parse.
+mod hex16 {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+    pub fn serialize<S: Serializer>(v: &[u8; 16], s: S) -> Result<S::Ok, S::Error> {
+        let mut text = [0u8; 32];
+        for (i, b) in v.iter().enumerate() {
+            text[2 * i] = DIGITS[usize::from(b >> 4)];
+            text[2 * i + 1] = DIGITS[usize::from(b & 15)];
+        }
+        s.serialize_str(std::str::from_utf8(&text).expect("hex digits are ASCII"))
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 16], D::Error> {
+        let text = <std::borrow::Cow<'de, str>>::deserialize(d)?;
+        let bad = || serde::de::Error::custom("16 bytes are 32 hex digits");
+        let digits = text.as_bytes();
+        if digits.len() != 32 {
+            return Err(bad());
+        }
+        let nibble = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+        let mut v = [0u8; 16];
+        for (i, b) in v.iter_mut().enumerate() {
+            *b = (nibble(digits[2 * i]).ok_or_else(bad)? << 4)
+                | nibble(digits[2 * i + 1]).ok_or_else(bad)?;
+        }
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn guids_and_key_hashes_are_hex_in_json_and_round_trip() {
+        let e = Entry {
+            writer: core::array::from_fn(|i| (i * 17) as u8),
+            sn: 5,
+            key_hash: [0xff; 16],
+            timestamp_ns: 1,
+            payload: bytes::Bytes::from_static(b"x"),
+            kind: EntryKind::Dispose,
+        };
+        let json = serde_json::to_string(&e).unwrap();
+        assert!(
+            json.contains(r#""writer":"00112233445566778899aabbccddeeff""#),
+            "{json}"
+        );
+        assert_eq!(serde_json::from_str::<Entry>(&json).unwrap(), e);
+        for bad in [
+            "00",
+            "zz112233445566778899aabbccddeeff",
+            "é0112233445566778899aabbccddeef",
+        ] {
+            let j = json.replace("00112233445566778899aabbccddeeff", bad);
+            assert!(serde_json::from_str::<Entry>(&j).is_err(), "{bad}");
+        }
+    }
 }

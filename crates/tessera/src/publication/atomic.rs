@@ -45,7 +45,7 @@ use crate::participant::ParticipantShared;
 /// Most payload bytes one group commit carries (it always carries at least one sample). Larger
 /// batches gain little once a commit's fixed cost is shared by dozens of samples, and every
 /// member's in-memory log keeps whole entries (`tessera_atomic::Timing::log_bytes`).
-const BATCH_BYTES: usize = 256 << 10;
+const BATCH_BYTES: usize = 1 << 20;
 /// Most payload bytes queued behind the proposal in flight: a writer ahead of its group's
 /// commits waits (up to `max_blocking_time`) rather than grow memory.
 const QUEUE_BYTES: usize = 8 << 20;
