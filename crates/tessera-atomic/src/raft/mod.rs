@@ -262,6 +262,9 @@ impl ConsensusThread {
             election_timeout_max: spec.timing.election.1.as_millis() as u64,
             snapshot_policy: SnapshotPolicy::LogsSinceLast(spec.timing.keep_log.max(1)),
             max_in_snapshot_log_to_keep: spec.timing.keep_log,
+            // An entry may be a group commit of up to 1 MiB: 64 of them make an append of at
+            // most 64 MiB (openraft's 300 would reach past the 256 MiB frame bound).
+            max_payload_entries: 64,
             ..Default::default()
         };
         let config = Arc::new(
