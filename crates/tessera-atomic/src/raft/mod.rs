@@ -392,16 +392,38 @@ impl Drop for ConsensusThread {
 }
 
 /// Keeps a member's in-memory log within [`Timing::log_bytes`]: once over it, asks for a
-/// snapshot and purges what it covers down to half the budget. Ends when the member stops.
+/// snapshot and purges what it covers down to half the budget. A leader spares what a follower
+/// has not acknowledged yet (a follower 20 ms behind a saturating 64 KiB writer would otherwise
+/// be sent a snapshot and skip samples) until the log holds [`HARD_LOG_FACTOR`] budgets: then a
+/// follower that stopped answering no longer holds memory. Ends when the member stops.
 async fn trim_log(raft: Raft, log: MemLog) {
     loop {
         let woken = tokio::time::timeout(Duration::from_secs(1), log.over_budget.notified()).await;
-        if raft.metrics().borrow_watched().running_state.is_err() {
+        let (stopped, acked) = {
+            let m = raft.metrics();
+            let m = m.borrow_watched();
+            let acked = m.replication.as_ref().map(|r| {
+                r.values()
+                    .map(|l| l.as_ref().map_or(0, |l| l.index()))
+                    .min()
+                    .unwrap_or(0)
+            });
+            (m.running_state.is_err(), acked)
+        };
+        if stopped {
             return;
         }
-        let Some(upto) = woken.ok().and_then(|()| log.purge_point()) else {
+        let Some(mut upto) = woken.ok().and_then(|()| log.purge_point()) else {
             continue;
         };
+        if let Some(acked) = acked {
+            if log.bytes() <= log.budget() * HARD_LOG_FACTOR {
+                upto = upto.min(acked);
+            }
+        }
+        if upto == 0 {
+            continue;
+        }
         if raft.trigger().snapshot().await.is_err() {
             return;
         }
@@ -414,6 +436,9 @@ async fn trim_log(raft: Raft, log: MemLog) {
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
 }
+
+/// A leader's log may grow to this many budgets for followers that lag (see [`trim_log`]).
+const HARD_LOG_FACTOR: usize = 4;
 
 /// One member of one group, on openraft.
 pub struct OpenRaftGroup {

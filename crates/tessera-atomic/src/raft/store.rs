@@ -70,9 +70,13 @@ impl MemLog {
     }
 
     /// Payload bytes held now.
-    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn bytes(&self) -> usize {
         lock(&self.inner).bytes
+    }
+
+    /// The payload bytes it keeps before it asks for a purge.
+    pub(crate) fn budget(&self) -> usize {
+        self.budget
     }
 
     /// Over budget: the last index to purge so that the entries after it hold at most half of
