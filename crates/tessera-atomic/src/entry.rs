@@ -59,6 +59,28 @@ pub enum EntryKind {
     DisposeUnregister,
 }
 
+impl EntryKind {
+    /// The kind an RTPS status info (its dispose and unregister bits) stands for.
+    pub fn from_status_info(status: u32) -> EntryKind {
+        match status & 3 {
+            0 => EntryKind::Write,
+            1 => EntryKind::Dispose,
+            2 => EntryKind::Unregister,
+            _ => EntryKind::DisposeUnregister,
+        }
+    }
+
+    /// The RTPS status info of this kind.
+    pub fn status_info(self) -> u32 {
+        match self {
+            EntryKind::Write => 0,
+            EntryKind::Dispose => 1,
+            EntryKind::Unregister => 2,
+            EntryKind::DisposeUnregister => 3,
+        }
+    }
+}
+
 /// One proposal: a writer's sample with the identity that makes retries idempotent. Applying the
 /// log skips an entry whose `(writer, sn)` was already applied, so a write retried after an
 /// indeterminate timeout is delivered once.

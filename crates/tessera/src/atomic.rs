@@ -33,8 +33,8 @@ use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use tessera_atomic::{
-    Change, ConsensusGroup, ConsensusThread, Delivery, Entry, EntryKind, GroupSpec, MemberAddr,
-    MemberId, ProposeError, Timing,
+    Change, ConsensusGroup, ConsensusThread, Delivery, Entry, GroupSpec, MemberAddr, MemberId,
+    ProposeError, Timing,
 };
 use tessera_rtps::reader::Delivered;
 use tessera_rtps::types::{locator_kind, Guid, GuidPrefix, Locator, Timestamp};
@@ -126,12 +126,7 @@ pub(crate) fn propose_error(e: ProposeError) -> Error {
 
 impl Group {
     fn deliver(&self, ctx: &RuntimeContext, index: u64, e: &Entry) {
-        let status_info = match e.kind {
-            EntryKind::Write => 0,
-            EntryKind::Dispose => 1,
-            EntryKind::Unregister => 2,
-            EntryKind::DisposeUnregister => 3,
-        };
+        let status_info = e.kind.status_info();
         let sample = Delivered {
             writer: Guid::from_bytes(e.writer),
             seq: e.sn,

@@ -341,44 +341,28 @@ impl WriterEndpoint {
         }
         // ATOMIC: commit first; then, for EVENTUAL readers only, on through the history
         // (in commit order: the writer stays busy to the end).
-        if let Some(a) = self.atomic.get() {
-            let sample = AtomicSample {
-                payload: &payload,
-                key_hash,
-                status,
-                key_only,
-                source_ns,
-            };
-            let pipelined = self.batching.load(Ordering::Relaxed);
-            let Some(_busy) = a.write(self, sample, pipelined, self.max_blocking)? else {
-                return Ok(None);
-            };
-            return self.to_history_with(
-                payload,
-                (key_hash, status, key_only, source_ns),
-                filtered_out,
-                origin,
-            );
-        }
+        let _busy = match self.atomic.get() {
+            Some(a) => {
+                let sample = AtomicSample {
+                    payload: &payload,
+                    key_hash,
+                    status,
+                    key_only,
+                    source_ns,
+                };
+                match a.write(self, sample)? {
+                    Some(busy) => Some(busy),
+                    None => return Ok(None),
+                }
+            }
+            None => None,
+        };
         self.to_history_with(
             payload,
             (key_hash, status, key_only, source_ns),
             filtered_out,
             origin,
         )
-    }
-
-    /// A committed ATOMIC sample on its way to the EVENTUAL readers (see [`atomic`]).
-    #[cfg_attr(not(feature = "atomic"), allow(dead_code))]
-    fn to_history(
-        &self,
-        payload: Arc<Vec<u8>>,
-        key_hash: Option<[u8; 16]>,
-        status: u32,
-        key_only: bool,
-        source_ns: i64,
-    ) -> Result<Option<SequenceNumber>> {
-        self.to_history_with(payload, (key_hash, status, key_only, source_ns), None, None)
     }
 
     /// The RTPS side of [`Self::submit_with`]: the sample into the history (waiting for room
@@ -630,7 +614,6 @@ impl WriterEndpoint {
         if let Some(a) = self.atomic.get() {
             // Committed first: pipelined samples are acknowledged by their commit.
             a.drain(deadline.saturating_duration_since(Instant::now()))?;
-            self.flush_batch();
         }
         let mut core = self.core.lock();
         let all_acked =

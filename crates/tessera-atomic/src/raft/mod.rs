@@ -392,10 +392,8 @@ impl Drop for ConsensusThread {
 }
 
 /// Keeps a member's in-memory log within [`Timing::log_bytes`]: once over it, asks for a
-/// snapshot and purges what it covers down to half the budget. A leader spares what a follower
-/// has not acknowledged yet (a follower 20 ms behind a saturating 64 KiB writer would otherwise
-/// be sent a snapshot and skip samples) until the log holds [`HARD_LOG_FACTOR`] budgets: then a
-/// follower that stopped answering no longer holds memory. Ends when the member stops.
+/// snapshot and purges what it covers down to half the budget, sparing at a leader what a
+/// follower has not acknowledged ([`MemLog::purge_point`]). Ends when the member stops.
 async fn trim_log(raft: Raft, log: MemLog) {
     loop {
         let woken = tokio::time::timeout(Duration::from_secs(1), log.over_budget.notified()).await;
@@ -413,17 +411,9 @@ async fn trim_log(raft: Raft, log: MemLog) {
         if stopped {
             return;
         }
-        let Some(mut upto) = woken.ok().and_then(|()| log.purge_point()) else {
+        let Some(upto) = woken.ok().and_then(|()| log.purge_point(acked)) else {
             continue;
         };
-        if let Some(acked) = acked {
-            if log.bytes() <= log.budget() * HARD_LOG_FACTOR {
-                upto = upto.min(acked);
-            }
-        }
-        if upto == 0 {
-            continue;
-        }
         if raft.trigger().snapshot().await.is_err() {
             return;
         }
@@ -436,9 +426,6 @@ async fn trim_log(raft: Raft, log: MemLog) {
         tokio::time::sleep(Duration::from_millis(40)).await;
     }
 }
-
-/// A leader's log may grow to this many budgets for followers that lag (see [`trim_log`]).
-const HARD_LOG_FACTOR: usize = 4;
 
 /// One member of one group, on openraft.
 pub struct OpenRaftGroup {
@@ -512,8 +499,7 @@ impl Ctx {
                 let fut = async {
                     match req {
                         Request::Propose { batch, from } => Response::Proposed(
-                            net::propose_local(&self.raft, batch, Some((&*self.origins, from)))
-                                .await,
+                            net::propose_local(&self.raft, batch, &self.origins, from).await,
                         ),
                         r => Response::Membership(net::membership_local(&self.raft, &r).await),
                     }

@@ -94,8 +94,9 @@ const ORIGIN_MIN_PROPOSALS: u64 = 50;
 
 /// Where the proposals a leader applies come from. A forwarded proposal costs its writer a round
 /// trip to the leader and the leader a frame to decode, so when one other member proposes at
-/// least 90 % of a busy quarter second (a single writer's process), leadership moves there. Writers
-/// spread over members (a ping-pong, the fault harness's writer per member) move nothing.
+/// least 90 % of a busy quarter second (a single writer's process), leadership moves there.
+/// Writers spread over members (a ping-pong, the fault harness's writer per member) move
+/// nothing.
 pub(crate) struct Origins {
     me: MemberId,
     window: std::sync::Mutex<Option<(std::time::Instant, HashMap<MemberId, u64>)>>,
@@ -155,16 +156,17 @@ fn leader_of(e: &ClientWriteError<Cfg>) -> Option<Option<(MemberId, String)>> {
     }
 }
 
-/// Appends `batch` at this member if it leads; counts where it came from in `origins`, which
-/// may move leadership there.
+/// Appends `batch` at this member if it leads; counts that it came `from` there in `origins`,
+/// which may move leadership there.
 pub(crate) async fn propose_local(
     raft: &Raft,
     batch: Batch,
-    origin: Option<(&Origins, MemberId)>,
+    origins: &Origins,
+    from: MemberId,
 ) -> ProposeOutcome {
     match raft.client_write(batch).await {
         Ok(resp) => {
-            if let Some(to) = origin.and_then(|(o, from)| o.note(from)) {
+            if let Some(to) = origins.note(from) {
                 let voter = raft
                     .metrics()
                     .borrow_watched()
@@ -270,7 +272,7 @@ pub(crate) async fn handle(member: &Member, req: Request) -> Response {
             }
         }
         Request::Propose { batch, from } => {
-            Response::Proposed(propose_local(raft, batch, Some((&*member.origins, from))).await)
+            Response::Proposed(propose_local(raft, batch, &member.origins, from).await)
         }
         r @ (Request::AddVoter { .. } | Request::Remove(_)) => {
             Response::Membership(membership_local(raft, &r).await)
@@ -532,9 +534,9 @@ impl RaftNetworkV2<Cfg> for Network {
         option: RPCOption,
     ) -> Result<AppendEntriesResponse<Cfg>, RPCError<Cfg>> {
         // openraft asks for an answer within a heartbeat (50 ms). A group commit of a few
-        // hundred KiB behind a saturated 100 Mbit/s link's queue takes longer than that, and an append
-        // given up is sent again whole, so it never got through: the ATOMIC critical flow of
-        // the reliability test stalled after its first commit.
+        // hundred KiB behind a saturated 100 Mbit/s link's queue takes longer than that, and
+        // an append given up is sent again whole, so it never got through: the ATOMIC critical
+        // flow of the reliability test stalled after its first commit.
         let ttl = option.hard_ttl().max(APPEND_TTL_FLOOR);
         match self.rpc(Request::Append(rpc), ttl).await? {
             Response::Append(r) => Ok(r),

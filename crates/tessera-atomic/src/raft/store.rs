@@ -50,6 +50,10 @@ pub(crate) struct MemLog {
     pub(crate) over_budget: Arc<tokio::sync::Notify>,
 }
 
+/// A leader's log may grow to this many budgets for followers that lag (see
+/// [`MemLog::purge_point`]).
+const HARD_LOG_FACTOR: usize = 4;
+
 /// The bytes an entry counts for: its payloads and a fixed share for the rest.
 fn entry_bytes(e: &LogEntry) -> usize {
     const OVERHEAD: usize = 64;
@@ -70,30 +74,32 @@ impl MemLog {
     }
 
     /// Payload bytes held now.
+    #[cfg_attr(not(test), allow(dead_code))]
     pub(crate) fn bytes(&self) -> usize {
         lock(&self.inner).bytes
     }
 
-    /// The payload bytes it keeps before it asks for a purge.
-    pub(crate) fn budget(&self) -> usize {
-        self.budget
-    }
-
     /// Over budget: the last index to purge so that the entries after it hold at most half of
-    /// the budget. `None` within budget.
-    pub(crate) fn purge_point(&self) -> Option<u64> {
+    /// the budget. `None` within budget. `acked` (at a leader: the lowest index every follower
+    /// acknowledged) is spared while the log holds at most [`HARD_LOG_FACTOR`] budgets: under a
+    /// saturating 64 KiB writer 32 MiB is about 40 ms of data, and a follower a little behind
+    /// would be sent a snapshot and skip samples; past that, one that stopped answering no
+    /// longer holds memory.
+    pub(crate) fn purge_point(&self, acked: Option<u64>) -> Option<u64> {
         let inner = lock(&self.inner);
         if inner.bytes <= self.budget {
             return None;
         }
         let mut kept = 0;
-        for (index, e) in inner.log.iter().rev() {
+        let upto = inner.log.iter().rev().find_map(|(index, e)| {
             kept += entry_bytes(e);
-            if kept > self.budget / 2 {
-                return Some(*index);
-            }
-        }
-        None
+            (kept > self.budget / 2).then_some(*index)
+        })?;
+        let upto = match acked {
+            Some(acked) if inner.bytes <= self.budget * HARD_LOG_FACTOR => upto.min(acked),
+            _ => upto,
+        };
+        (upto > 0).then_some(upto)
     }
 }
 

@@ -104,6 +104,9 @@ struct QueueState {
 
 struct Queued {
     entry: Entry,
+    /// The writer's serialized sample (the entry shares it): what the history gets after the
+    /// commit when EVENTUAL readers are matched.
+    payload: Arc<Vec<u8>>,
     key_only: bool,
     /// A synchronous write waits for this sample's outcome in [`QueueState::outcomes`].
     waited_for: bool,
@@ -145,24 +148,24 @@ impl AtomicWriter {
         self.eventual_count.load(Ordering::Relaxed) > 0
     }
 
-    /// Proposes one sample (or dispose/unregister). Synchronous (`pipelined` false): returns
-    /// after the commit; `Some(busy)` when the caller must now hand the sample to the history
-    /// for EVENTUAL readers, holding `busy` until done. Pipelined: returns once queued
-    /// (waiting up to `max_blocking` for room), or the failure of an earlier pipelined write.
+    /// Proposes one sample (or dispose/unregister). Synchronous (the writer does not batch):
+    /// returns after the commit; `Some(busy)` when the caller must now hand the sample to the
+    /// history for EVENTUAL readers, holding `busy` until done. Pipelined (it batches): returns
+    /// once queued (waiting up to `max_blocking_time` for room), or the failure of an earlier
+    /// pipelined write.
     pub(crate) fn write(
         &self,
         ep: &WriterEndpoint,
         s: AtomicSample<'_>,
-        pipelined: bool,
-        max_blocking: Duration,
     ) -> Result<Option<Busy<'_>>> {
+        let pipelined = ep.batching.load(Ordering::Relaxed);
         let q = &*self.commits;
         let mut st = q.state.lock();
         if pipelined {
             if let Some(e) = st.failed.take() {
                 return Err(propose_error(e));
             }
-            let deadline = far_deadline(Instant::now(), max_blocking);
+            let deadline = far_deadline(Instant::now(), ep.max_blocking);
             while st.queued_bytes >= QUEUE_BYTES || st.queue.len() >= QUEUE_SAMPLES {
                 if st.stopped {
                     return Err(Error::AlreadyDeleted);
@@ -188,6 +191,7 @@ impl AtomicWriter {
         st.queued_bytes += entry.payload.len();
         st.queue.push_back(Queued {
             entry,
+            payload: s.payload.clone(),
             key_only: s.key_only,
             waited_for: !pipelined,
         });
@@ -246,12 +250,6 @@ impl AtomicWriter {
     }
 
     fn entry(&self, st: &mut QueueState, s: &AtomicSample<'_>) -> Entry {
-        let kind = match s.status & 3 {
-            0 => EntryKind::Write,
-            1 => EntryKind::Dispose,
-            2 => EntryKind::Unregister,
-            _ => EntryKind::DisposeUnregister,
-        };
         let sn = st.next_sn;
         st.next_sn += 1;
         Entry {
@@ -261,7 +259,7 @@ impl AtomicWriter {
             timestamp_ns: s.source_ns,
             // Shared with the writer's serialized sample: no copy.
             payload: Bytes::from_owner(Shared(s.payload.clone())),
-            kind,
+            kind: EntryKind::from_status_info(s.status),
         }
     }
 
@@ -368,20 +366,14 @@ fn commit(
         .and_then(|ep| ep.atomic.get())
         .is_some_and(AtomicWriter::has_eventual_readers);
     // What the history needs after the commit (the entries move into the proposal).
-    let copies: Vec<_> = if eventual {
+    let for_history: Vec<_> = if eventual {
         batch
             .iter()
             .map(|s| {
                 let e = &s.entry;
                 let key_hash = (e.key_hash != [0; 16]).then_some(e.key_hash);
-                let status = match e.kind {
-                    EntryKind::Write => 0,
-                    EntryKind::Dispose => 1,
-                    EntryKind::Unregister => 2,
-                    EntryKind::DisposeUnregister => 3,
-                };
-                let sample = (Arc::new(e.payload.to_vec()), key_hash, status, s.key_only);
-                (sample, e.timestamp_ns)
+                let meta = (key_hash, e.kind.status_info(), s.key_only, e.timestamp_ns);
+                (s.payload.clone(), meta)
             })
             .collect()
     } else {
@@ -390,8 +382,8 @@ fn commit(
     let entries = batch.into_iter().map(|s| s.entry).collect();
     let result = group.propose_batch(entries, timeout).map(drop);
     if let (Ok(()), Some(ep)) = (&result, ep) {
-        for ((payload, key_hash, status, key_only), source_ns) in copies {
-            if let Err(e) = ep.to_history(payload, key_hash, status, key_only, source_ns) {
+        for (payload, meta) in for_history {
+            if let Err(e) = ep.to_history_with(payload, meta, None, None) {
                 tracing::warn!(writer = %ep.guid, "a committed ATOMIC sample did not reach the EVENTUAL readers' history: {e}");
             }
         }

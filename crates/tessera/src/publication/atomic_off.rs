@@ -24,8 +24,6 @@ impl AtomicWriter {
         &self,
         _ep: &super::WriterEndpoint,
         _sample: super::AtomicSample<'_>,
-        _pipelined: bool,
-        _max_blocking: Duration,
     ) -> Result<Option<Busy>> {
         match *self {}
     }
