@@ -158,6 +158,10 @@ pub trait ConsensusGroup: Send + Sync {
         timeout: Duration,
     ) -> Result<Option<Change>, MembershipError>;
 
+    /// Whether `id` answered this member's gossip after `t`: it is running and reachable,
+    /// whatever discovery last said of it.
+    fn heard_after(&self, id: MemberId, t: std::time::Instant) -> bool;
+
     /// The current leader as this member knows it.
     fn leader(&self) -> Option<MemberId>;
 

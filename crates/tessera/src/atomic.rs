@@ -94,9 +94,10 @@ pub(crate) struct Group {
     peers: Mutex<BTreeMap<MemberId, SocketAddr>>,
     /// Per remote member, its ATOMIC endpoints matched with ours in this group.
     endpoints: Mutex<BTreeMap<MemberId, BTreeSet<Guid>>>,
-    /// Members whose every matched endpoint unmatched (left, or lease expired): the leader
-    /// removes them; a later match brings one back.
-    gone: Mutex<BTreeSet<MemberId>>,
+    /// Members whose every matched endpoint unmatched (left, or lease expired), and since
+    /// when: the leader removes them; a later match, or an answer to gossip after that
+    /// instant, brings one back.
+    gone: Mutex<BTreeMap<MemberId, Instant>>,
     readers: Mutex<Vec<Weak<dyn LocalReader>>>,
     stop: AtomicBool,
     created: Instant,
@@ -206,7 +207,15 @@ impl Group {
         }
         // The leader adds live newcomers (gossip reaches those its discovery has not seen)
         // and removes the ids of members that are gone; elsewhere this does nothing.
-        let gone = self.gone.lock().clone();
+        // A member that answers gossip after discovery gave it up is running and reachable:
+        // a partition or a pause outlasted its discovery, and its discovery data may not come
+        // again (its side never lost ours). Left out, it would never be added back and would
+        // keep asking for votes with an old configuration that still names it.
+        let gone: BTreeSet<MemberId> = {
+            let mut gone = self.gone.lock();
+            gone.retain(|id, since| !self.member.heard_after(*id, *since));
+            gone.keys().copied().collect()
+        };
         match self.member.reconcile(&gone, Duration::from_secs(2)) {
             Ok(Some(Change::Added(id))) => {
                 tracing::info!(group = %self.name, member = %id, "ATOMIC member added")
@@ -322,7 +331,7 @@ impl AtomicService {
                     member: Arc::new(member) as Arc<dyn ConsensusGroup>,
                     peers: Mutex::new(BTreeMap::from([(self.me, addr)])),
                     endpoints: Mutex::new(BTreeMap::new()),
-                    gone: Mutex::new(BTreeSet::new()),
+                    gone: Mutex::new(BTreeMap::new()),
                     readers: Mutex::new(Vec::new()),
                     stop: AtomicBool::new(false),
                     created: Instant::now(),
@@ -390,7 +399,7 @@ impl AtomicService {
         if set.is_empty() {
             eps.remove(&id);
             g.peers.lock().remove(&id);
-            g.gone.lock().insert(id);
+            g.gone.lock().insert(id, Instant::now());
             tracing::debug!(group = %g.name, member = %id, "ATOMIC member gone");
         }
     }

@@ -785,6 +785,14 @@ impl ConsensusGroup for OpenRaftGroup {
         self.raft.metrics().borrow_watched().current_leader
     }
 
+    fn heard_after(&self, id: MemberId, t: Instant) -> bool {
+        self.heard
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .is_some_and(|h| *h > t)
+    }
+
     fn voters(&self) -> Vec<MemberId> {
         self.raft
             .metrics()
@@ -1037,6 +1045,7 @@ mod tests {
             })
             .collect();
         let mut sn = 0;
+        let mut last = 0;
         // Six budgets' worth, 64 KiB entries in batches of four.
         for _ in 0..24 {
             let batch = (0..4)
@@ -1052,7 +1061,7 @@ mod tests {
                     }
                 })
                 .collect();
-            groups[0]
+            last = groups[0]
                 .propose_batch(batch, Duration::from_secs(5))
                 .expect("commit");
         }
@@ -1064,7 +1073,9 @@ mod tests {
             }
             let mut delivered = Vec::new();
             let mut skipped_to = 0;
-            while delivered.last() != Some(&96) {
+            // A member that fell behind may catch up by a snapshot that covers the last entry
+            // too: then it delivers nothing, and that is announced.
+            while delivered.last() != Some(&96) && skipped_to < last {
                 match g.deliveries().recv_timeout(Duration::from_secs(2)) {
                     Ok(Delivery::Entry { entry, .. }) => delivered.push(entry.sn),
                     Ok(Delivery::Skipped { index }) => {
@@ -1074,7 +1085,9 @@ mod tests {
                     Err(_) => panic!("stalled after {delivered:?}"),
                 }
             }
-            let first = delivered[0];
+            let Some(&first) = delivered.first() else {
+                continue;
+            };
             assert_eq!(delivered, (first..=96).collect::<Vec<i64>>());
             assert!(
                 first == 1 || skipped_to > 0,

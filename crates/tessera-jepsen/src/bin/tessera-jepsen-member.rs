@@ -168,6 +168,14 @@ fn main() -> Result<()> {
     if std::env::args().nth(1).as_deref() == Some("--clock-probe") {
         return clock_probe();
     }
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
     let a = args()?;
     let file = OpenOptions::new()
         .create(true)
