@@ -550,7 +550,6 @@ impl ReaderCore {
 
     /// Matches a writer (`reliable`: the match is reliable). Re-matching updates locators.
     pub fn add_writer(&mut self, guid: Guid, locators: Locators, reliable: bool, now: Instant) {
-        let _ = now;
         if let Some(w) = self.writers.iter_mut().find(|w| w.guid == guid) {
             w.locators = locators;
             return;
@@ -564,7 +563,10 @@ impl ReaderCore {
             highest_known: 0,
             last_hb_count: None,
             last_hbfrag_count: None,
-            ack_due: None,
+            // A reliable match starts with a pre-emptive ACKNACK (as Cyclone's and Fast DDS's
+            // readers send): a writer that matched us earlier learns at once that we listen,
+            // instead of on its next heartbeat.
+            ack_due: reliable.then_some(now),
             nack_at: None,
             nack_hi: 0,
             nack_probe: None,

@@ -192,7 +192,14 @@ fn unknown_writers_are_ignored_and_counted() {
     r.on_heartbeat(stranger.prefix, &hb(stranger, 1, 5, 1), now, &mut cb);
     assert_eq!(n, 0);
     assert_eq!(r.counters().unknown_writer, 2);
-    assert!(r.poll_transmit(now).is_none());
+    // Nothing for the stranger: only the pre-emptive ACKNACK to the matched writer.
+    let out: Vec<_> = std::iter::from_fn(|| r.poll_transmit(now)).collect();
+    assert_eq!(out.len(), 1);
+    assert!(out[0]
+        .submessages
+        .iter()
+        .all(|s| matches!(s, OutSubmessage::AckNack(a) if a.writer_id == w.entity_id)));
+    assert_eq!(out[0].dest.info_dst(), Some(w.prefix));
 }
 
 #[test]

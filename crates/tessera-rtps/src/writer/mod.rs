@@ -275,6 +275,9 @@ struct ReaderProxy {
     recheck_at: Option<Instant>,
     /// Rechecks since the reader last made progress (the interval doubles with each).
     recheck_backoff: u32,
+    /// While the reader has not answered: when it is asked again, and how often it was.
+    unsynced_next: Instant,
+    unsynced_hbs: u32,
 }
 
 /// Smoothed round-trip time and its mean deviation (RFC 6298 style).
@@ -354,8 +357,17 @@ impl ReaderProxy {
 /// Shortest interval between two rechecks of a reader's repairs.
 const MIN_RECHECK: Duration = Duration::from_millis(1);
 
-/// Heartbeat period towards reliable readers that have not answered any heartbeat yet.
+/// First heartbeat period towards a reliable reader that has not answered yet; it doubles
+/// with each unanswered heartbeat up to the configured period. A reader usually answers
+/// at once (it matched us first) or asks on its own when it matches us (its pre-emptive
+/// ACKNACK); a flat 10 ms towards every reader its participant has not yet matched made
+/// hundreds of writers in a starting system heartbeat a hundred times a second.
 const UNSYNCED_HEARTBEAT_PERIOD: Duration = Duration::from_millis(10);
+
+/// The heartbeat period towards a reader that left `unanswered` heartbeats unanswered.
+fn unsynced_period(unanswered: u32, configured: Duration) -> Duration {
+    (UNSYNCED_HEARTBEAT_PERIOD * (1u32 << unanswered.min(8))).min(configured)
+}
 
 /// Writer state shared by all proxies (split from the proxies for borrowing).
 #[derive(Debug)]
@@ -648,9 +660,11 @@ impl WriterCore {
             probe: None,
             recheck_at: None,
             recheck_backoff: 0,
+            unsynced_next: now + unsynced_period(0, self.sh.cfg.heartbeat_period),
+            unsynced_hbs: 0,
         });
         if reliable {
-            let due = now + self.hb_interval();
+            let due = now + unsynced_period(0, self.sh.cfg.heartbeat_period);
             self.next_hb = Some(self.next_hb.map_or(due, |t| t.min(due)));
         }
     }
@@ -1129,26 +1143,25 @@ impl WriterCore {
         if t > now {
             return;
         }
-        let mut any = false;
+        let period = self.sh.cfg.heartbeat_period;
+        let mut next = None::<Instant>;
         for r in self.readers.iter_mut().filter(|r| r.reliable) {
-            if r.acked <= last || !r.synced {
-                // Unacknowledged data, or a reader that has not answered yet: ask again.
+            if !r.synced {
+                // A reader that has not answered yet: asked soon after it matched, then
+                // less and less often.
+                if r.unsynced_next <= now {
+                    r.want_hb(false);
+                    r.unsynced_hbs = r.unsynced_hbs.saturating_add(1);
+                    r.unsynced_next = now + unsynced_period(r.unsynced_hbs, period);
+                }
+                next = Some(next.map_or(r.unsynced_next, |t| t.min(r.unsynced_next)));
+            } else if r.acked <= last {
+                // Unacknowledged data: ask again.
                 r.want_hb(false);
-                any = true;
+                next = Some(next.map_or(now + period, |t| t.min(now + period)));
             }
         }
-        self.next_hb = any.then(|| now + self.hb_interval());
-    }
-
-    /// The heartbeat period, shortened while a reliable reader has not answered yet so that it
-    /// gets its data soon after it matches us.
-    fn hb_interval(&self) -> Duration {
-        let waiting = self.readers.iter().any(|r| r.reliable && !r.synced);
-        if waiting {
-            self.sh.cfg.heartbeat_period.min(UNSYNCED_HEARTBEAT_PERIOD)
-        } else {
-            self.sh.cfg.heartbeat_period
-        }
+        self.next_hb = next;
     }
 
     /// Whether every matched reliable reader acknowledged `seq`.
