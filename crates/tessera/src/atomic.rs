@@ -14,11 +14,11 @@
 //! unless gossip said a group is already formed: then it waits to be added. The leader adds
 //! (learner, then voter) a live member that is not yet a voter, and removes the id of a member
 //! that is gone: its participant left or lost liveliness (all its ATOMIC endpoints of the group
-//! unmatched), or it stopped answering while a successor (the same process restarted under a new
-//! id) joined; it keeps three voters at least ([`tessera_atomic::ConsensusGroup::reconcile`]).
-//! This assumes
-//! discovery and gossip converged within the wait: two members that bootstrap without knowing
-//! each other would form two groups (a join protocol that refuses that is future work).
+//! unmatched, and it has not answered gossip since), or it stopped answering while a successor
+//! (the same process restarted under a new id) joined; it keeps three voters at least
+//! ([`tessera_atomic::ConsensusGroup::reconcile`]). This assumes discovery and gossip
+//! converged within the wait: two members that bootstrap without knowing each other would form
+//! two groups (a join protocol that refuses that is future work).
 //!
 //! **Deliveries.** A pump thread per group hands committed entries, in log order, to the
 //! participant's ATOMIC readers of that group (as local deliveries: no RTPS involved), retrying a
