@@ -628,6 +628,7 @@ impl WriterCore {
         now: Instant,
     ) {
         let reliable = reliable && self.sh.cfg.reliable;
+        let first_hb = now + unsynced_period(0, self.sh.cfg.heartbeat_period);
         let last = self.sh.last_seq;
         let start = if self.sh.cfg.transient_local && durable {
             self.sh.history.first_seq().unwrap_or(last + 1)
@@ -660,12 +661,11 @@ impl WriterCore {
             probe: None,
             recheck_at: None,
             recheck_backoff: 0,
-            unsynced_next: now + unsynced_period(0, self.sh.cfg.heartbeat_period),
+            unsynced_next: first_hb,
             unsynced_hbs: 0,
         });
         if reliable {
-            let due = now + unsynced_period(0, self.sh.cfg.heartbeat_period);
-            self.next_hb = Some(self.next_hb.map_or(due, |t| t.min(due)));
+            self.next_hb = Some(self.next_hb.map_or(first_hb, |t| t.min(first_hb)));
         }
     }
 
