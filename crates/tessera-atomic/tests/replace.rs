@@ -247,3 +247,44 @@ fn a_partitioned_voter_of_five_stays_and_catches_up() {
     stop.store(true, Ordering::Relaxed);
     m.join().unwrap();
 }
+
+/// A removal planned at one leader can reach the member it removes once that member leads
+/// (seed 3023 of the long fault schedules: a member paused, reported gone, then elected). The
+/// leader refuses to remove itself; before, it dropped itself from the configuration and the
+/// next change tripped an assertion in openraft that stopped its consensus thread.
+#[test]
+fn a_leader_refuses_a_request_to_remove_itself_and_the_group_goes_on_changing() {
+    let net = SimNet::new(13);
+    let (_, live, stop, m) = start(&net, 3);
+    let writer = live.lock().unwrap()[0].group.clone();
+    let end = Instant::now() + Duration::from_secs(10);
+    let mut sn = 1;
+    while !write(&writer, sn) {
+        assert!(Instant::now() < end, "no write committed");
+        sn += 1;
+    }
+    let leader = writer.leader().expect("a leader");
+    // Asked through a follower: the request follows leadership to the member it names.
+    let follower = live
+        .lock()
+        .unwrap()
+        .iter()
+        .find(|l| l.id != leader)
+        .unwrap()
+        .group
+        .clone();
+    let refused = follower.remove_member(leader, Duration::from_secs(3));
+    assert!(
+        matches!(refused, Err(tessera_atomic::MembershipError::Refused(_))),
+        "removing the leader through a follower: {refused:?}"
+    );
+    // The group still commits and still adds a newcomer (a change made by that same leader).
+    sn += 1;
+    assert!(write(&writer, sn), "no write committed after the refusal");
+    live.lock().unwrap().push(open(&net, member_id(20), None));
+    let want: BTreeSet<MemberId> = live.lock().unwrap().iter().map(|l| l.id).collect();
+    let voters = wait_voters(&live, &want, Duration::from_secs(20));
+    assert_eq!(voters.iter().copied().collect::<BTreeSet<_>>(), want);
+    stop.store(true, Ordering::Relaxed);
+    m.join().unwrap();
+}

@@ -774,11 +774,25 @@ impl ConsensusGroup for OpenRaftGroup {
             )
         };
         let Some(change) = plan else { return Ok(None) };
-        match &change {
-            Plan::Add(id, addr) => self.add_voter(*id, addr.clone(), timeout)?,
-            Plan::Remove(id) => self.remove_member(*id, timeout)?,
+        // Made here, by the leader that planned it, or not at all: forwarded to a later leader
+        // the plan could act on what this one saw (a member it found silent may lead now).
+        let req = match &change {
+            Plan::Add(id, addr) => Request::AddVoter {
+                id: *id,
+                addr: addr.encode(),
+            },
+            Plan::Remove(id) => Request::Remove(*id),
+        };
+        let raft = self.raft.clone();
+        let fut =
+            async move { tokio::time::timeout(timeout, net::membership_local(&raft, &req)).await };
+        match run_on(&self.handle, timeout + Duration::from_millis(500), fut) {
+            None => Err(MembershipError::Closed),
+            Some(Err(_elapsed)) => Err(MembershipError::Timeout),
+            Some(Ok(Ok(()))) => Ok(Some(change.done())),
+            Some(Ok(Err(MembershipOutcome::NotLeader(_)))) => Ok(None),
+            Some(Ok(Err(MembershipOutcome::Refused(e)))) => Err(MembershipError::Refused(e)),
         }
-        Ok(Some(change.done()))
     }
 
     fn leader(&self) -> Option<MemberId> {

@@ -203,13 +203,21 @@ pub(crate) async fn membership_local(raft: &Raft, req: &Request) -> Result<(), M
             }
         }
         Request::Remove(id) => {
-            // A learner is not a voter: openraft refuses RemoveVoters for it.
-            let is_voter = raft
-                .metrics()
-                .borrow_watched()
-                .membership_config
-                .voter_ids()
-                .any(|v| v == *id);
+            let (me, is_voter) = {
+                let metrics = raft.metrics();
+                let m = metrics.borrow_watched();
+                // A learner is not a voter: openraft refuses RemoveVoters for it.
+                let is_voter = m.membership_config.voter_ids().any(|v| v == *id);
+                (m.id, is_voter)
+            };
+            // A request planned at an earlier leader can reach the member it removes once that
+            // member leads. A leader that drops itself stays leader of a configuration without
+            // it until it notices, and openraft asserts against any later change it makes.
+            if *id == me {
+                return Err(MembershipOutcome::Refused(
+                    "a leader does not remove itself".into(),
+                ));
+            }
             let ids = BTreeSet::from([*id]);
             let change = if is_voter {
                 ChangeMembers::RemoveVoters(ids)
