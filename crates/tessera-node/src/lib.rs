@@ -65,7 +65,9 @@ pub struct NodeConfig {
     pub network: Option<ParticipantConfig>,
     /// How long a busy flow gathers samples into one datagram ([`sched::Coalescer`]; zero:
     /// each sample is sent when the flow's queue empties). Flows with a latency budget or a
-    /// positive transport priority do not wait.
+    /// positive transport priority do not wait there. Also the node plane's shared-memory
+    /// gathering window (`ShmConfig::gather`): while the applications write more often than
+    /// this, the node takes their unprioritised samples once per window.
     pub batch_window: Duration,
 }
 
@@ -119,6 +121,13 @@ impl Node {
         let presence = NodePresence::announce(config.domain).map_err(NodeError::Presence)?;
         let mut local_cfg = tessera::node::node_plane_config(config.domain)?;
         local_cfg.ignore_local = true;
+        // The applications' unmarked samples wait for the node's receive thread to come round
+        // (one wake-up per window while busy) instead of each waking it: the scheduler holds
+        // busy flows this long anyway.
+        local_cfg.shm = Some(tessera::transport::shm::ShmConfig {
+            gather: config.batch_window,
+            ..local_cfg.shm.take().unwrap_or_default()
+        });
         let local = DomainParticipant::with_qos(config.domain, Default::default(), local_cfg)?;
         let mut net_cfg = config.network.clone().unwrap_or_default();
         net_cfg.ignore_local = true;

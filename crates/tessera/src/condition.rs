@@ -9,9 +9,16 @@
 //! calls `Notifier::notify`, which bumps each wait set's generation and wakes its waiter. A
 //! waiter reads the generation *before* evaluating the conditions, so a change that lands while it
 //! evaluates is never missed. With no wait set attached, `notify` is one atomic load.
+//!
+//! A receive thread that handles a batch of datagrams (one `recvmmsg`, one round of the
+//! shared-memory ring) wakes each wait set once, after the batch, rather than once per sample:
+//! it calls [`defer_wakes`] once and [`flush_deferred_wakes`] after every batch. A thread
+//! waiting on a reader then takes the whole burst in one wake-up instead of being woken again
+//! for every sample that lands while it runs.
 
 use crate::error::{Error, Result};
 use parking_lot::{Condvar, Mutex};
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
@@ -30,6 +37,43 @@ impl WaitSetCore {
     }
 }
 
+/// Wait sets one thread wakes at once, past which it stops deferring (a bound on memory).
+const MAX_DEFERRED: usize = 64;
+
+thread_local! {
+    /// `Some` on a thread that defers its wakes ([`defer_wakes`]): the wait sets to wake at the
+    /// next [`flush_deferred_wakes`].
+    static DEFERRED: RefCell<Option<Vec<Arc<WaitSetCore>>>> = const { RefCell::new(None) };
+}
+
+/// From now on, the calling thread's notifications wake wait sets only when it calls
+/// [`flush_deferred_wakes`] — which it must do after every batch it handles.
+pub(crate) fn defer_wakes() {
+    DEFERRED.with(|d| {
+        d.borrow_mut().get_or_insert_with(Vec::new);
+    });
+}
+
+/// Wakes the wait sets the calling thread notified since its last flush (see [`defer_wakes`]).
+pub(crate) fn flush_deferred_wakes() {
+    let pending = DEFERRED.with(|d| d.borrow_mut().as_mut().map(std::mem::take));
+    let Some(mut pending) = pending else { return };
+    if pending.is_empty() {
+        return;
+    }
+    for ws in pending.drain(..) {
+        ws.wake();
+    }
+    // Hand the storage back: no allocation per batch.
+    DEFERRED.with(|d| {
+        if let Some(v) = d.borrow_mut().as_mut() {
+            if v.is_empty() {
+                *v = pending;
+            }
+        }
+    });
+}
+
 /// The list of wait sets a condition source must wake.
 #[derive(Debug, Default)]
 pub struct Notifier {
@@ -45,7 +89,17 @@ impl Notifier {
         }
         let list = self.waitsets.lock();
         for ws in list.iter().filter_map(Weak::upgrade) {
-            ws.wake();
+            let deferred = DEFERRED.with(|d| match d.borrow_mut().as_mut() {
+                Some(v) if v.iter().any(|w| Arc::ptr_eq(w, &ws)) => true,
+                Some(v) if v.len() < MAX_DEFERRED => {
+                    v.push(ws.clone());
+                    true
+                }
+                _ => false,
+            });
+            if !deferred {
+                ws.wake();
+            }
         }
     }
 
@@ -288,6 +342,37 @@ mod tests {
         let active = ws.wait(Some(Duration::from_secs(10))).unwrap();
         assert_eq!(active, vec![g.condition()]);
         t.join().unwrap();
+    }
+
+    /// On a thread that defers its wakes, a burst of notifications wakes a wait set once, at
+    /// the flush, and not before; a thread that does not defer wakes at every notification.
+    #[test]
+    fn deferred_wakes_come_once_at_the_flush() {
+        let g = GuardCondition::new();
+        let mut ws = WaitSet::new();
+        ws.attach(&g.condition());
+        let generation = || *ws.core.generation.lock();
+        let before = generation();
+        let (burst_done, go) = (std::sync::mpsc::channel(), std::sync::mpsc::channel());
+        let g2 = g.clone();
+        let (done_tx, go_rx) = (burst_done.0, go.1);
+        let t = std::thread::spawn(move || {
+            defer_wakes();
+            for _ in 0..10 {
+                g2.set_trigger_value(true);
+            }
+            done_tx.send(()).unwrap();
+            go_rx.recv().unwrap();
+            flush_deferred_wakes();
+        });
+        burst_done.1.recv().unwrap();
+        assert_eq!(generation(), before, "woken before the flush");
+        go.0.send(()).unwrap();
+        t.join().unwrap();
+        assert_eq!(generation(), before + 1, "one wake for the burst");
+        g.set_trigger_value(true);
+        g.set_trigger_value(true);
+        assert_eq!(generation(), before + 3);
     }
 
     #[test]

@@ -300,6 +300,7 @@ const BACKLOG_THRESHOLD: Duration = Duration::from_micros(3);
 impl RecvLoop {
     fn run(self) {
         mark_receive_thread();
+        crate::condition::defer_wakes();
         if self.batch <= 1 {
             self.run_single()
         } else {
@@ -398,6 +399,7 @@ impl RecvLoop {
             self.stats.batches.fetch_add(1, Ordering::Relaxed);
             self.deliver(&buf[..len], &sin, msg.msg_flags);
             self.handler.on_batch_end(self.channel);
+            crate::condition::flush_deferred_wakes();
         }
     }
 
@@ -503,6 +505,7 @@ impl RecvLoop {
                 self.deliver(data, &sin, flags);
             }
             self.handler.on_batch_end(self.channel);
+            crate::condition::flush_deferred_wakes();
         }
         // Keep the storage alive (and unmoved) until the loop has ended.
         drop((msgs, iovs, names, buf));

@@ -45,7 +45,7 @@ use parking_lot::RwLock;
 use tessera_rtps::types::{locator_kind, Locator};
 
 use super::recv::{self, Channel, DatagramHandler, Receivers};
-use super::shm_ring::{Consumer, Geometry, Owner, Polled, Pushed, Region, Ring, RingStats};
+use super::shm_ring::{self, Consumer, Geometry, Owner, Polled, Pushed, Region, Ring, RingStats};
 use super::udp::{TransportError, TransportLocators, TransportStats};
 use super::wait::{Spinner, WaitStrategy};
 use super::Transport;
@@ -77,6 +77,9 @@ const SEND_PATIENCE: Duration = Duration::from_millis(200);
 const LIVENESS_CHECK: Duration = Duration::from_millis(100);
 /// Idle futex sleeps end after this even without a wake-up (a bound on any lost wake-up).
 const IDLE_WAIT: Duration = Duration::from_millis(200);
+/// Datagrams a receive round takes before it wakes the wait sets they concern, if the ring has
+/// not emptied by then (see [`crate::condition`]).
+const WAKE_EVERY: u32 = 16;
 /// Peer segments remembered at most (mappings cost address space, not memory).
 const MAX_PEERS: usize = 1024;
 
@@ -95,6 +98,13 @@ pub struct ShmConfig {
     pub wait: Option<WaitStrategy>,
     /// How long the reader waits for a claimed slot to be committed before it skips it.
     pub stall_timeout: Duration,
+    /// Gathering window (zero: off, the default). While datagrams arrive more often than
+    /// this, the receive thread sleeps this long between rounds and writers of unmarked
+    /// datagrams (no TRANSPORT_PRIORITY) skip their wake-up: one wake-up per window instead of
+    /// one per datagram, for up to this much latency. The node service sets it to its batch
+    /// window, which holds busy flows that long anyway. At most [`shm_ring::MAX_GATHER`]
+    /// (10 ms; longer is taken as that).
+    pub gather: Duration,
     /// Directory of the segments (a tmpfs; [`SHM_DIR`] by default).
     pub dir: PathBuf,
     /// Leave the network namespace out of the host identity, so that participants in
@@ -111,6 +121,7 @@ impl Default for ShmConfig {
             spin: DEFAULT_SPIN,
             wait: None,
             stall_timeout: DEFAULT_STALL_TIMEOUT,
+            gather: Duration::ZERO,
             dir: PathBuf::from(SHM_DIR),
             across_network_namespaces: false,
         }
@@ -330,6 +341,10 @@ pub struct ShmStats {
     pub lost_writes: AtomicU64,
     /// Futex wake-ups made by our writers.
     pub wakes: AtomicU64,
+    /// Datagrams our writers left to a gathering reader's own wake-up (no syscall).
+    pub deferred_wakes: AtomicU64,
+    /// Gathering sleeps of our receive thread ([`ShmConfig::gather`]).
+    pub gathers: AtomicU64,
     /// Peer segments that would not open or validate.
     pub bad_peer_segments: AtomicU64,
     /// Segments of dead participants removed at start-up.
@@ -545,15 +560,21 @@ impl ShmTransport {
         false
     }
 
-    fn push(&self, buf: &[u8], dest: &Locator) -> io::Result<Option<Arc<Ring>>> {
+    /// `may_defer`: an unmarked datagram, which a gathering reader may take on its own time.
+    fn push(&self, buf: &[u8], dest: &Locator, may_defer: bool) -> io::Result<Option<Arc<Ring>>> {
         let Some(ring) = self.peer(dest) else {
             self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         };
-        match ring.push(buf) {
-            Pushed::Sent { woke } => {
+        match ring.push_deferrable(buf, may_defer) {
+            Pushed::Sent { woke, deferred } => {
                 if woke {
                     self.shm_stats.wakes.fetch_add(1, Ordering::Relaxed);
+                }
+                if deferred {
+                    self.shm_stats
+                        .deferred_wakes
+                        .fetch_add(1, Ordering::Relaxed);
                 }
                 self.stats.send.record_sent(buf.len());
                 Ok(None)
@@ -576,6 +597,44 @@ impl ShmTransport {
                 self.shm_stats.lost_writes.fetch_add(1, Ordering::Relaxed);
                 self.stats.send.dropped.fetch_add(1, Ordering::Relaxed);
                 Ok(None)
+            }
+        }
+    }
+}
+
+impl ShmTransport {
+    /// Pushes `buf`, waiting up to [`SEND_PATIENCE`] for room in a full ring.
+    fn send_blocking(&self, buf: &[u8], dest: &Locator, may_defer: bool) -> io::Result<()> {
+        let start = Instant::now();
+        let mut spins = 0u32;
+        loop {
+            let Some(ring) = self.push(buf, dest, may_defer)? else {
+                return Ok(());
+            };
+            if start.elapsed() > SEND_PATIENCE {
+                self.stats.send.dropped.fetch_add(1, Ordering::Relaxed);
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "shared-memory ring stayed full",
+                ));
+            }
+            drop(ring);
+            // Room comes as fast as the reader copies out: yield first, then nap briefly.
+            spins += 1;
+            if spins < 64 {
+                std::thread::yield_now();
+            } else {
+                std::thread::sleep(Duration::from_micros(50));
+            }
+        }
+    }
+
+    fn try_send(&self, buf: &[u8], dest: &Locator, may_defer: bool) -> io::Result<()> {
+        match self.push(buf, dest, may_defer)? {
+            None => Ok(()),
+            Some(_) => {
+                self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
+                Err(io::Error::from(io::ErrorKind::WouldBlock))
             }
         }
     }
@@ -633,38 +692,20 @@ impl Transport for ShmTransport {
     }
 
     fn send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        let start = Instant::now();
-        let mut spins = 0u32;
-        loop {
-            let Some(ring) = self.push(buf, dest)? else {
-                return Ok(());
-            };
-            if start.elapsed() > SEND_PATIENCE {
-                self.stats.send.dropped.fetch_add(1, Ordering::Relaxed);
-                return Err(io::Error::new(
-                    io::ErrorKind::TimedOut,
-                    "shared-memory ring stayed full",
-                ));
-            }
-            drop(ring);
-            // Room comes as fast as the reader copies out: yield first, then nap briefly.
-            spins += 1;
-            if spins < 64 {
-                std::thread::yield_now();
-            } else {
-                std::thread::sleep(Duration::from_micros(50));
-            }
-        }
+        self.send_blocking(buf, dest, true)
     }
 
     fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        match self.push(buf, dest)? {
-            None => Ok(()),
-            Some(_) => {
-                self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
-                Err(io::Error::from(io::ErrorKind::WouldBlock))
-            }
-        }
+        self.try_send(buf, dest, true)
+    }
+
+    /// Marked traffic never waits for a gathering reader: it wakes it.
+    fn send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        self.send_blocking(buf, dest, tos == 0)
+    }
+
+    fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
+        self.try_send(buf, dest, tos == 0)
     }
 
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
@@ -686,6 +727,7 @@ impl Transport for ShmTransport {
                 }
             }),
             stall_timeout: self.config.stall_timeout,
+            gather: self.config.gather.min(shm_ring::MAX_GATHER),
             stats: self.shm_stats.clone(),
             recv: self.stats.recv.clone(),
             from: shm_locator(self.host, self.domain, 0),
@@ -717,6 +759,7 @@ struct RecvLoop {
     stop: Arc<AtomicBool>,
     wait: WaitStrategy,
     stall_timeout: Duration,
+    gather: Duration,
     stats: Arc<ShmStats>,
     recv: Arc<recv::ReceiveStats>,
     /// The source given to the handler: the ring does not say who wrote a datagram.
@@ -726,6 +769,7 @@ struct RecvLoop {
 impl RecvLoop {
     fn run(self) {
         recv::mark_receive_thread();
+        crate::condition::defer_wakes();
         let ring = &self.own.ring;
         let mut consumer = Consumer::new(self.stall_timeout);
         let mut buf = vec![0u8; ring.geometry().capacity()];
@@ -734,6 +778,11 @@ impl RecvLoop {
         // Datagrams delivered since the last `on_batch_end` (called once the ring is empty).
         let mut in_batch = false;
         let mut warned = Instant::now() - Duration::from_secs(2);
+        // Gathering (`gather` > 0): the last sleep, whether it gathered, and the datagrams
+        // taken since it with how soon the first came.
+        let mut slept: Option<(Instant, bool)> = None;
+        let mut round = 0u32;
+        let mut first_after = Duration::MAX;
         while !self.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             match consumer.poll(ring, &mut buf, &self.stats.ring, now) {
@@ -741,8 +790,16 @@ impl RecvLoop {
                     if let Some(t) = idle_since.take() {
                         spinner.record_wait(now.duration_since(t));
                     }
+                    if round == 0 {
+                        first_after = slept.map_or(Duration::MAX, |(t, _)| now.duration_since(t));
+                    }
+                    round += 1;
                     in_batch = true;
                     self.deliver(&buf[..n]);
+                    // A ring that never empties still wakes its waiting readers.
+                    if round % WAKE_EVERY == 0 {
+                        crate::condition::flush_deferred_wakes();
+                    }
                 }
                 Polled::Dropped => {
                     self.recv.errors.fetch_add(1, Ordering::Relaxed);
@@ -767,7 +824,19 @@ impl RecvLoop {
                         std::hint::spin_loop();
                         continue;
                     }
-                    consumer.wait(ring, IDLE_WAIT, now, &self.stop);
+                    // Busy: the last gathering sleep found datagrams, or the last plain one
+                    // ended within a window. Then sleep a window, unwoken by unmarked writes.
+                    let gathering = !self.gather.is_zero()
+                        && round > 0
+                        && slept.is_some_and(|(_, g)| g || first_after < self.gather);
+                    round = 0;
+                    slept = Some((now, gathering));
+                    if gathering {
+                        self.stats.gathers.fetch_add(1, Ordering::Relaxed);
+                        consumer.gather(ring, self.gather, now, &self.stop);
+                    } else {
+                        consumer.wait(ring, IDLE_WAIT, now, &self.stop);
+                    }
                 }
             }
         }
@@ -787,6 +856,7 @@ impl RecvLoop {
     fn batch_end(&self) {
         self.recv.batches.fetch_add(1, Ordering::Relaxed);
         self.guarded(|| self.handler.on_batch_end(Channel::UserUnicast));
+        crate::condition::flush_deferred_wakes();
     }
 
     /// A panicking handler is a bug, but it must not end reception: count, log, go on.

@@ -9,7 +9,7 @@
 //! 32   owner start time u64 (/proc/<pid>/stat field 22) | 40 owner pid namespace inode u64
 //! 48   host identity u64 | 56 domain id u32
 //! 128  head u64: the next position a writer claims (its own cache line)
-//! 256  futex word u32 | 260 "reader sleeping" flag u32
+//! 256  futex word u32 | 260 "reader sleeping" flag u32 | 264 "reader wakes by" u64 (CLOCK_MONOTONIC ns)
 //! 512  slots: stride bytes each = seq u64 | length u32 | pad u32 | payload (stride - 16)
 //! ```
 //!
@@ -30,6 +30,14 @@
 //! and wakes it. Both sides separate their store from their load with a `SeqCst` fence, so at
 //! least one of them sees the other (no lost wake-up); the wait also has a timeout, so even a
 //! scribbled flag delays a datagram by at most that long.
+//!
+//! A *gathering* reader (the node service's, [`ShmConfig::gather`](super::shm::ShmConfig)) that
+//! finds its ring busy sleeps for a fixed short time instead, and says until when in "reader
+//! wakes by" (0 otherwise). A writer of an unmarked datagram ([`Ring::push_deferrable`]) then
+//! skips the wake-up when that time is near: the reader takes a window's datagrams in one
+//! wake-up, and no writer makes a syscall. Marked datagrams (a TRANSPORT_PRIORITY) always wake
+//! it. A writer trusts the time only up to [`MAX_GATHER`] ahead, so a scribbled one costs at most
+//! the reader's own timeout.
 //!
 //! # Untrusted contents
 //! Another process of the same user can write anything into a segment. Geometry is read once,
@@ -58,6 +66,8 @@ pub const SLOT_HEADER: usize = 16;
 pub const MAX_SLOTS: u32 = 1 << 20;
 /// Largest slot stride accepted from a segment (a datagram of up to 16 MiB).
 pub const MAX_STRIDE: u32 = 16 << 20;
+/// Furthest ahead a writer trusts a gathering reader's wake-up time (see the module docs).
+pub const MAX_GATHER: Duration = Duration::from_millis(10);
 /// Largest segment accepted.
 pub const MAX_SEGMENT: u64 = 1 << 30;
 
@@ -80,6 +90,7 @@ const OWNER_AT: OwnerAt = OwnerAt {
 const OFF_HEAD: usize = 128;
 const OFF_FUTEX: usize = 256;
 const OFF_SLEEPING: usize = 260;
+const OFF_WAKE_BY: usize = 264;
 
 const FLAG_CLOSED: u32 = 1;
 
@@ -391,6 +402,8 @@ pub enum Pushed {
     Sent {
         /// Whether a wake-up syscall was made.
         woke: bool,
+        /// The reader was asleep and not woken: it gathers and wakes by itself soon.
+        deferred: bool,
     },
     /// No free slot now.
     Full,
@@ -517,9 +530,19 @@ impl Ring {
         self.region.u32_at(OFF_SLEEPING)
     }
 
+    fn wake_by(&self) -> &AtomicU64 {
+        self.region.u64_at(OFF_WAKE_BY)
+    }
+
     /// Claims a slot, copies `data` in and commits it. Never blocks: [`Pushed::Full`] when the
     /// reader is a lap behind (or the shared words are scribbled so that no slot looks free).
     pub fn push(&self, data: &[u8]) -> Pushed {
+        self.push_deferrable(data, false)
+    }
+
+    /// [`Ring::push`]; with `may_defer`, a sleeping reader that gathers and wakes within
+    /// [`MAX_GATHER`] is left to wake by itself (no syscall).
+    pub fn push_deferrable(&self, data: &[u8], may_defer: bool) -> Pushed {
         if data.len() > self.geo.capacity() {
             return Pushed::TooLarge;
         }
@@ -565,13 +588,27 @@ impl Ring {
                 return Pushed::Lost;
             }
             fence(Ordering::SeqCst);
-            let woke = self.sleeping().load(Ordering::Relaxed) != 0;
+            let asleep = self.sleeping().load(Ordering::Relaxed) != 0;
+            // The reader stores its wake-up time before it raises the flag: seeing this sleep's
+            // flag, we see this sleep's time.
+            let deferred = asleep && may_defer && self.reader_wakes_soon();
+            let woke = asleep && !deferred;
             if woke {
                 self.wake();
             }
-            return Pushed::Sent { woke };
+            return Pushed::Sent { woke, deferred };
         }
         Pushed::Full
+    }
+
+    /// The sleeping reader gathers and wakes by itself within [`MAX_GATHER`].
+    fn reader_wakes_soon(&self) -> bool {
+        let by = self.wake_by().load(Ordering::SeqCst);
+        if by == 0 {
+            return false;
+        }
+        let now = monotonic_ns();
+        by > now && by - now <= MAX_GATHER.as_nanos() as u64
     }
 
     /// Bumps the futex word and wakes the reader (a stop request, a close, a commit).
@@ -685,10 +722,33 @@ impl Consumer {
     /// time for the stall timeout. Returns at once if the ring is closed or `interrupt` is
     /// raised (raise it, then [`Ring::wake`]: a wake that comes before the sleep is not lost).
     pub fn wait(&self, ring: &Ring, timeout: Duration, now: Instant, interrupt: &AtomicBool) {
+        self.sleep(ring, timeout, false, now, interrupt);
+    }
+
+    /// [`Consumer::wait`] for exactly `window` (or until a marked datagram's wake-up), telling
+    /// writers of unmarked datagrams not to wake it: the gathering sleep of the module docs.
+    pub fn gather(&self, ring: &Ring, window: Duration, now: Instant, interrupt: &AtomicBool) {
+        self.sleep(ring, window, true, now, interrupt);
+    }
+
+    fn sleep(
+        &self,
+        ring: &Ring,
+        timeout: Duration,
+        gathering: bool,
+        now: Instant,
+        interrupt: &AtomicBool,
+    ) {
         let seen = ring.futex().load(Ordering::SeqCst);
         if interrupt.load(Ordering::SeqCst) {
             return;
         }
+        let wake_by = if gathering {
+            monotonic_ns().saturating_add(timeout.as_nanos() as u64)
+        } else {
+            0
+        };
+        ring.wake_by().store(wake_by, Ordering::SeqCst);
         ring.sleeping().store(1, Ordering::SeqCst);
         fence(Ordering::SeqCst);
         let pos = self.pos;
@@ -710,6 +770,20 @@ impl Consumer {
         }
         ring.sleeping().store(0, Ordering::Relaxed);
     }
+}
+
+/// CLOCK_MONOTONIC in ns: one clock for every process of the host (unlike [`Instant`], whose
+/// value cannot be shared).
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
 }
 
 fn futex_wait(word: &AtomicU32, expected: u32, timeout: Duration) {

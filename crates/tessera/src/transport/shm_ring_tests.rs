@@ -272,7 +272,13 @@ fn a_commit_wakes_the_sleeping_reader() {
         assert!(t0.elapsed() < Duration::from_secs(5), "never woken");
     };
     assert_eq!(got, b"wake");
-    assert_eq!(w.join().unwrap(), Pushed::Sent { woke: true });
+    assert_eq!(
+        w.join().unwrap(),
+        Pushed::Sent {
+            woke: true,
+            deferred: false
+        }
+    );
 }
 
 /// A stop request raised (and woken) just before the reader goes to sleep is not lost: the
@@ -290,4 +296,105 @@ fn an_interrupt_before_the_sleep_is_not_lost() {
         "slept {:?}",
         t0.elapsed()
     );
+}
+
+/// Waits (bounded) until the reader thread has raised its sleeping flag.
+fn until_asleep(r: &Ring) {
+    let t0 = Instant::now();
+    while r.sleeping().load(Ordering::SeqCst) == 0 {
+        assert!(
+            t0.elapsed() < Duration::from_secs(5),
+            "the reader never slept"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// A gathering reader is not woken by deferrable writes (it takes them when its window ends),
+/// but a plain (marked) write wakes it at once.
+#[test]
+fn a_gathering_reader_is_left_to_wake_by_itself_except_for_marked_writes() {
+    let r = Arc::new(ring(8, 64));
+    let window = MAX_GATHER - Duration::from_millis(2);
+    let reader = {
+        let r = r.clone();
+        std::thread::spawn(move || {
+            let c = Consumer::new(Duration::from_secs(1));
+            let t0 = Instant::now();
+            c.gather(&r, window, t0, &AtomicBool::new(false));
+            t0.elapsed()
+        })
+    };
+    until_asleep(&r);
+    assert_eq!(
+        r.push_deferrable(b"bulk", true),
+        Pushed::Sent {
+            woke: false,
+            deferred: true
+        }
+    );
+    let slept = reader.join().unwrap();
+    assert!(
+        slept >= window - Duration::from_millis(5),
+        "woken after {slept:?}"
+    );
+
+    let reader = {
+        let r = r.clone();
+        std::thread::spawn(move || {
+            let c = Consumer::at(1, Duration::from_secs(1));
+            let t0 = Instant::now();
+            c.gather(&r, Duration::from_secs(5), t0, &AtomicBool::new(false));
+            t0.elapsed()
+        })
+    };
+    until_asleep(&r);
+    // Not deferrable (a TRANSPORT_PRIORITY): it wakes the gathering reader.
+    assert_eq!(
+        r.push_deferrable(b"urgent", false),
+        Pushed::Sent {
+            woke: true,
+            deferred: false
+        }
+    );
+    assert!(reader.join().unwrap() < Duration::from_secs(4));
+}
+
+/// A plain sleep says nothing about when the reader wakes, so every write wakes it; and a
+/// scribbled wake-up time further ahead than [`MAX_GATHER`] is not trusted.
+#[test]
+fn deferrable_writes_wake_a_plain_sleeper_and_distrust_a_far_wake_up_time() {
+    let r = Arc::new(ring(8, 64));
+    let reader = {
+        let r = r.clone();
+        std::thread::spawn(move || {
+            let c = Consumer::new(Duration::from_secs(1));
+            c.wait(
+                &r,
+                Duration::from_secs(5),
+                Instant::now(),
+                &AtomicBool::new(false),
+            );
+        })
+    };
+    until_asleep(&r);
+    assert!(matches!(
+        r.push_deferrable(b"a", true),
+        Pushed::Sent { woke: true, .. }
+    ));
+    reader.join().unwrap();
+    // Scribbled: asleep, "wakes" in an hour.
+    r.sleeping().store(1, Ordering::SeqCst);
+    r.wake_by()
+        .store(monotonic_ns() + 3_600_000_000_000, Ordering::SeqCst);
+    assert!(matches!(
+        r.push_deferrable(b"b", true),
+        Pushed::Sent { woke: true, .. }
+    ));
+    // Overdue (the reader should be up already): woken too.
+    r.wake_by().store(monotonic_ns() - 1, Ordering::SeqCst);
+    assert!(matches!(
+        r.push_deferrable(b"c", true),
+        Pushed::Sent { woke: true, .. }
+    ));
 }
