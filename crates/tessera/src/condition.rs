@@ -12,7 +12,7 @@
 //!
 //! A receive thread that handles a batch of datagrams (one `recvmmsg`, one round of the
 //! shared-memory ring) wakes each wait set once, after the batch, rather than once per sample:
-//! it calls [`defer_wakes`] once and [`flush_deferred_wakes`] after every batch. A thread
+//! it calls `defer_wakes` once and `flush_deferred_wakes` after every batch. A thread
 //! waiting on a reader then takes the whole burst in one wake-up instead of being woken again
 //! for every sample that lands while it runs.
 
