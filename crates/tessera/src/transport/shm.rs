@@ -600,9 +600,7 @@ impl ShmTransport {
             }
         }
     }
-}
 
-impl ShmTransport {
     /// Pushes `buf`, waiting up to [`SEND_PATIENCE`] for room in a full ring.
     fn send_blocking(&self, buf: &[u8], dest: &Locator, may_defer: bool) -> io::Result<()> {
         let start = Instant::now();
