@@ -237,6 +237,17 @@ fn run_main(prog: &str, args: &[String]) -> Result<i32, CliError> {
         println!("note: {n}");
     }
     let failed = rs.points.iter().filter(|p| !p.ok).count();
+    // A failed point's reason is in results.json and the report; print it here too, so a log
+    // that keeps only the terminal output (CI) still says why.
+    for p in rs.points.iter().filter(|p| !p.ok) {
+        println!(
+            "failed: {} {} round {}: {}",
+            p.experiment,
+            report::pair_display(&p.pair),
+            p.round,
+            p.error.as_deref().unwrap_or("no reason given")
+        );
+    }
     println!(
         "\n{} points ({} failed) in {:.0} s; report: {}",
         rs.points.len(),

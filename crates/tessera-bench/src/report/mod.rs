@@ -39,7 +39,7 @@ use thiserror::Error;
 
 use super::results::ResultSet;
 
-pub use table::{markdown_tables, terminal_summary};
+pub use table::{markdown_tables, pair_display, terminal_summary};
 
 /// Why a report could not be written.
 #[derive(Debug, Error)]

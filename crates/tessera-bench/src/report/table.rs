@@ -61,7 +61,7 @@ pub(super) fn pair_rank(label: &str) -> (usize, String) {
 }
 
 /// Display name of a pair label (`Tessera → Cyclone DDS`), the label itself when unknown.
-pub(super) fn pair_display(label: &str) -> String {
+pub fn pair_display(label: &str) -> String {
     Pair::from_label(label)
         .map(|p| p.display())
         .unwrap_or_else(|| label.to_string())
