@@ -69,9 +69,10 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          set ROS_DISCOVERY_SERVER=ADDR:PORT\n\
          \x20 idl FILE.idl... [-I DIR] [-o DIR]\n\
          \x20                          OMG IDL to Rust types (runs {IDL_BINARY})\n\
-         \x20 durability [--store DIR] [--topics PATTERNS] [-d DOMAIN]\n\
+         \x20 durability [--store DIR] [--topics PATTERNS] [--replicated] [-d DOMAIN]\n\
          \x20                          TRANSIENT/PERSISTENT durability service (runs\n\
-         \x20                          {DURABILITY_BINARY})\n\
+         \x20                          {DURABILITY_BINARY}; --replicated: services kept\n\
+         \x20                          identical by consensus)\n\
          \x20 node [-d DOMAIN] [--rate TOPIC=BYTES[/BURST]]...\n\
          \x20                          the per-host node service (federated: applications\n\
          \x20                          with TESSERA_NODE=1 attach to it; runs {NODE_BINARY})\n\

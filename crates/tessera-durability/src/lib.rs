@@ -24,12 +24,16 @@
 //!
 //! Several services may run on one domain: each also follows the others' replays (they are
 //! TRANSIENT writers too), keeping per original writer only numbers above the highest it has.
-//! That is best-effort redundancy, not consensus: two services that saw different samples
-//! replay their own sets, and readers take each original sample once.
+//! By default that is best-effort redundancy: two services that saw different samples replay
+//! their own sets, and readers take each original sample once. Replicated services
+//! ([`ServiceConfig::replicated`], `--replicated`) are kept identical by consensus instead: they
+//! share one ATOMIC log, propose what they receive to it and store what it delivers, in log
+//! order ([`replicate`]); a sample is acknowledged to its writer once the log applied it.
 //!
 //! The `tessera-durability` binary (also run as `tessera durability`) runs one service.
 
 pub mod persist;
+pub mod replicate;
 pub mod service;
 pub mod store;
 

@@ -5,15 +5,28 @@ use tessera_durability::{DurabilityService, ServiceConfig};
 
 fn usage(prog: &str) -> String {
     format!(
-        "usage: {prog} [-d DOMAIN] [--store DIR] [--topics PATTERN[,PATTERN...]] [--stats SECS]\n\
+        "usage: {prog} [-d DOMAIN] [--store DIR] [--topics PATTERN[,PATTERN...]] [--replicated]\n\
+         \x20      [--stats SECS]\n\
          \n\
          Keeps the samples of TRANSIENT writers in memory and of PERSISTENT writers in\n\
          DIR/durability.redb (reloaded at start), and serves them to TRANSIENT and PERSISTENT\n\
-         readers that join later. Patterns: * and ?; default every topic.\n"
+         readers that join later. Patterns: * and ?; default every topic.\n\
+         --replicated: the domain's replicated services keep the same samples through\n\
+         consensus (one ATOMIC log); a sample is acknowledged once the group committed it.\n"
     )
 }
 
 fn main() {
+    // Warnings and errors on stderr (a store write that failed, log entries dropped);
+    // RUST_LOG for more.
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn")),
+        )
+        .with_ansi(false)
+        .with_writer(std::io::stderr)
+        .init();
     let argv: Vec<String> = std::env::args().collect();
     let prog = argv
         .first()
@@ -37,6 +50,10 @@ fn run(prog: &str, args: &[String]) -> i32 {
                 .and_then(|v| v.parse().map_err(|e| format!("domain {v}: {e}")))
                 .map(|d| domain = d),
             "--store" => value("a directory").map(|v| config.store_dir = Some(v.into())),
+            "--replicated" => {
+                config.replicated = true;
+                Ok(())
+            }
             "--topics" => value("patterns").map(|v| {
                 config.topics = v
                     .split(',')
@@ -73,6 +90,7 @@ fn run(prog: &str, args: &[String]) -> i32 {
             return 1;
         }
     };
+    let config_replicated = config.replicated;
     let service = match DurabilityService::start_with_store(participant, config, store) {
         Ok(s) => s,
         Err(e) => {
@@ -84,6 +102,10 @@ fn run(prog: &str, args: &[String]) -> i32 {
     loop {
         std::thread::sleep(Duration::from_secs(stats.unwrap_or(3600).max(1)));
         if stats.is_some() {
+            if config_replicated {
+                let (again, dropped) = service.log_counters();
+                println!("log: {again} proposed again, {dropped} entries dropped");
+            }
             for (topic, s) in service.stats() {
                 println!(
                     "{topic}: {} samples, {} instances, {} duplicates, {} over limits, {} cleaned up",

@@ -1,17 +1,19 @@
 //! The running service: a thread that watches discovery, follows the topics of TRANSIENT and
 //! PERSISTENT writers, and feeds each topic's replay writer; a [`SampleSink`] per topic that
 //! stores what the topic's reader receives (and commits PERSISTENT batches before they are
-//! acknowledged).
+//! acknowledged) or, replicated, proposes it to the services' log and waits until the log
+//! applied it ([`crate::replicate`]); and, replicated, a thread that applies the log.
 
 use crate::persist::{PersistError, PersistentStore, TopicRecord};
+use crate::replicate::{LogEntry, LogWriter};
 use crate::store::{Op, Outcome, StoredSample, TopicStats, TopicStore};
-use parking_lot::Mutex;
+use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tessera::qos::{
     DataReaderQos, DataWriterQos, Durability, History, Partition, PublisherQos, Reliability,
     ResourceLimits, SubscriberQos, TopicQos, WriterDataLifecycle,
@@ -20,8 +22,8 @@ use tessera::rtps::cdr::CdrError;
 use tessera::rtps::discovery::DiscoveredWriterData;
 use tessera::rtps::types::{Guid, GuidPrefix};
 use tessera::{
-    DomainParticipant, DynamicTypeSupport, ReceivedSample, SampleSink, TypeSupport,
-    UntypedDataReader, UntypedDataWriter, UntypedTopic,
+    DataReader, DomainParticipant, DynamicTypeSupport, ReceivedSample, SampleSink, StateMasks,
+    TypeSupport, UntypedDataReader, UntypedDataWriter, UntypedTopic, WaitSet,
 };
 
 /// How the service runs.
@@ -37,6 +39,11 @@ pub struct ServiceConfig {
     pub type_timeout: Duration,
     /// How often discovery is looked at and cleanup runs.
     pub period: Duration,
+    /// Keep the samples in step with the other replicated services of the domain through
+    /// consensus ([`crate::replicate`]): every one of them keeps the same samples, and a
+    /// sample is acknowledged to its writer once the group committed it. Off: each service
+    /// keeps what it received itself (best-effort redundancy).
+    pub replicated: bool,
 }
 
 impl Default for ServiceConfig {
@@ -46,6 +53,7 @@ impl Default for ServiceConfig {
             topics: Vec::new(),
             type_timeout: Duration::from_secs(2),
             period: Duration::from_millis(50),
+            replicated: false,
         }
     }
 }
@@ -64,8 +72,7 @@ pub enum ServiceError {
 /// A durability service on a participant. Stops (and joins its thread) when dropped.
 pub struct DurabilityService {
     shared: Arc<Shared>,
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
+    threads: Vec<JoinHandle<()>>,
 }
 
 struct Shared {
@@ -77,7 +84,31 @@ struct Shared {
     store_errors: Arc<AtomicU64>,
     /// Type lookups that failed, by topic.
     type_tries: Mutex<HashMap<String, u32>>,
+    /// Set when the service stops.
+    stop: Arc<AtomicBool>,
+    /// Replicated: the services' log.
+    log: Option<Arc<LogWriter>>,
+    /// Replicated: log entries of topics not followed yet (their type is being learned), in
+    /// log order, and their payload bytes (bounded by [`MAX_HELD_BYTES`]).
+    held: Mutex<(HashMap<String, Vec<StoredSample>>, usize)>,
+    /// Replicated: log entries dropped (malformed, or over [`MAX_HELD_BYTES`]).
+    log_dropped: AtomicU64,
 }
+
+/// Payload bytes of log entries held for topics whose type is not known yet.
+const MAX_HELD_BYTES: usize = 64 << 20;
+
+/// How long after proposing a sample a sink proposes it again if the log has not applied it
+/// (no leader then, a proposal lost in a leader change).
+const PROPOSE_AGAIN_AFTER: Duration = Duration::from_secs(2);
+
+/// How long a sink waits for the log to apply a sample it proposed before refusing it (its
+/// writer sends it again): a commit takes a few milliseconds, a resend round trip more. Short,
+/// as the reader's lock is held meanwhile.
+const ACCEPT_WAIT: Duration = Duration::from_millis(50);
+
+/// Proposals remembered per topic (to propose each sample once, not on every resend).
+const MAX_IN_FLIGHT: usize = 65_536;
 
 /// Failed type lookups after which a topic whose writers announce type information is
 /// followed with an opaque type anyway.
@@ -110,46 +141,40 @@ struct TopicState {
     pending: Mutex<Pending>,
     replay: crossbeam_channel::Sender<StoredSample>,
     store_errors: Arc<AtomicU64>,
+    /// Replicated: the services' log, where received samples are proposed instead of stored.
+    log: Option<Arc<LogWriter>>,
+    /// Replicated: samples proposed and not applied yet, with when they were proposed.
+    in_flight: Mutex<HashMap<(Guid, i64), Instant>>,
+    /// Replicated: per original writer, the highest number the log applied here (and wrote
+    /// to disk, PERSISTENT); a sample is accepted, and so acknowledged, only at or below it.
+    applied: Mutex<HashMap<Guid, i64>>,
+    applied_changed: Condvar,
+    /// The topic's reader is being replaced: a sink waiting for the log gives up.
+    closed: AtomicBool,
+    stop: Arc<AtomicBool>,
 }
 
-impl SampleSink for TopicState {
-    fn on_sample(&self, s: &ReceivedSample<'_>) -> bool {
-        if s.writer.prefix == self.own {
-            // Our own replay writer, delivered locally.
-            return true;
-        }
-        let sample = StoredSample {
-            writer: s.writer,
-            sequence_number: s.sequence_number,
-            key_hash: s.key_hash,
-            status_info: s.status_info & 3,
-            source_timestamp: s.source_timestamp,
-            arrival: 0,
-            payload: s.payload.to_vec(),
-        };
+impl TopicState {
+    /// Takes `sample` into the store; what to write to disk and replay goes to `p`.
+    fn stage(&self, sample: StoredSample, p: &mut Pending) {
         let mut ops = Vec::new();
         let out = self.store.lock().insert(sample, &mut ops);
         if out == Outcome::Stored {
-            let mut p = self.pending.lock();
             if self.persist.is_some() {
                 p.0.extend(ops.iter().map(|o| (self.name.clone(), o.clone())));
             }
             if let Some(Op::Put(s)) = ops.into_iter().find(|o| matches!(o, Op::Put(_))) {
                 p.1.push(s);
             }
-        } else if out == Outcome::Duplicate || out == Outcome::Ignored {
+        } else if (out == Outcome::Duplicate || out == Outcome::Ignored) && self.persist.is_some() {
             // The high-water mark moved (unregister) or nothing did: nothing to commit
             // beyond it.
-            if self.persist.is_some() {
-                let mut p = self.pending.lock();
-                p.0.extend(ops.into_iter().map(|o| (self.name.clone(), o)));
-            }
+            p.0.extend(ops.into_iter().map(|o| (self.name.clone(), o)));
         }
-        true
     }
 
-    fn end_of_batch(&self) {
-        let (ops, samples) = std::mem::take(&mut *self.pending.lock());
+    /// Writes what was staged to disk (PERSISTENT) and hands its samples to the replay writer.
+    fn commit(&self, (ops, samples): Pending) {
         if let Some(p) = &self.persist {
             if let Err(e) = p.apply(&ops) {
                 // Acknowledged but not on disk: counted and said, the service keeps serving
@@ -162,6 +187,118 @@ impl SampleSink for TopicState {
         for s in samples {
             let _ = self.replay.send(s);
         }
+    }
+
+    /// Replicated: applies samples the log delivered for this topic, in log order (the same
+    /// at every service), then wakes the sinks waiting for them.
+    fn apply_log(&self, samples: Vec<StoredSample>) {
+        if samples.is_empty() {
+            return;
+        }
+        let writers: HashSet<Guid> = samples.iter().map(|s| s.writer).collect();
+        let mut p = Pending::default();
+        for s in samples {
+            self.stage(s, &mut p);
+        }
+        self.commit(p);
+        let highs: Vec<(Guid, i64)> = {
+            let store = self.store.lock();
+            writers
+                .into_iter()
+                .filter_map(|w| store.high_of(&w).map(|h| (w, h)))
+                .collect()
+        };
+        let mut applied = self.applied.lock();
+        for (w, h) in highs {
+            let a = applied.entry(w).or_insert(h);
+            *a = (*a).max(h);
+        }
+        self.applied_changed.notify_all();
+        self.in_flight
+            .lock()
+            .retain(|(w, seq), _| applied.get(w).is_none_or(|&h| *seq > h));
+    }
+
+    /// Replicated: whether `sample` may be acknowledged: once the log applied it here. Else
+    /// it is proposed (once, again after [`PROPOSE_AGAIN_AFTER`]) and waited for a little; not
+    /// applied by then, it is refused and its writer sends it again (the log thread asks for
+    /// it as soon as it applied it). Nothing here waits on the log for longer than
+    /// [`ACCEPT_WAIT`]: the reader's lock is held, and the participant's event thread needs it.
+    fn accept_replicated(&self, log: &LogWriter, sample: StoredSample) -> bool {
+        let done = |a: &HashMap<Guid, i64>| {
+            a.get(&sample.writer)
+                .is_some_and(|&h| sample.sequence_number <= h)
+        };
+        if done(&self.applied.lock()) {
+            return true;
+        }
+        let now = Instant::now();
+        {
+            let mut in_flight = self.in_flight.lock();
+            let key = (sample.writer, sample.sequence_number);
+            match in_flight.get(&key) {
+                Some(at) if now.duration_since(*at) < PROPOSE_AGAIN_AFTER => {}
+                again => {
+                    if again.is_some() {
+                        log.reproposed.fetch_add(1, Ordering::Relaxed);
+                        tracing::info!(topic = %self.name, seq = sample.sequence_number,
+                            "not in the log yet: proposed again");
+                    } else if in_flight.len() >= MAX_IN_FLIGHT {
+                        in_flight.clear();
+                    }
+                    in_flight.insert(key, now);
+                    log.propose(&self.name, &sample);
+                }
+            }
+        }
+        let deadline = now + ACCEPT_WAIT;
+        let mut applied = self.applied.lock();
+        loop {
+            if done(&applied) {
+                return true;
+            }
+            if self.closed.load(Ordering::Relaxed)
+                || self.stop.load(Ordering::Relaxed)
+                || self
+                    .applied_changed
+                    .wait_until(&mut applied, deadline)
+                    .timed_out()
+            {
+                return done(&applied);
+            }
+        }
+    }
+}
+
+impl SampleSink for TopicState {
+    fn on_sample(&self, s: &ReceivedSample<'_>) -> bool {
+        if s.writer.prefix == self.own || s.relayed_by.is_some_and(|r| r.prefix == self.own) {
+            // Our own replay writer, delivered locally.
+            return true;
+        }
+        let sample = StoredSample {
+            writer: s.writer,
+            sequence_number: s.sequence_number,
+            key_hash: s.key_hash,
+            status_info: s.status_info & 3,
+            source_timestamp: s.source_timestamp,
+            arrival: 0,
+            payload: s.payload.to_vec(),
+        };
+        if let Some(log) = &self.log {
+            // Replicated: stored when the log delivers it, at every service alike.
+            return self.accept_replicated(log, sample);
+        }
+        self.stage(sample, &mut self.pending.lock());
+        true
+    }
+
+    fn end_of_batch(&self) {
+        if self.log.is_some() {
+            return;
+        }
+        let pending = std::mem::take(&mut *self.pending.lock());
+        self.commit(pending);
     }
 }
 
@@ -248,6 +385,12 @@ impl DurabilityService {
         store: Option<PersistentStore>,
     ) -> Result<DurabilityService, ServiceError> {
         let persist = store.map(Arc::new);
+        let (log, log_reader) = if config.replicated {
+            let (w, r) = crate::replicate::open(&participant)?;
+            (Some(Arc::new(w)), Some(r))
+        } else {
+            (None, None)
+        };
         let shared = Arc::new(Shared {
             participant,
             config,
@@ -255,6 +398,10 @@ impl DurabilityService {
             topics: Mutex::new(HashMap::new()),
             store_errors: Arc::new(AtomicU64::new(0)),
             type_tries: Mutex::new(HashMap::new()),
+            stop: Arc::new(AtomicBool::new(false)),
+            log,
+            held: Mutex::new((HashMap::new(), 0)),
+            log_dropped: AtomicU64::new(0),
         });
         if let Some(p) = &shared.persist {
             for t in p.load()? {
@@ -279,24 +426,45 @@ impl DurabilityService {
                 )?;
             }
         }
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let (shared, stop) = (shared.clone(), stop.clone());
+        let spawn = |name: &str, f: Box<dyn FnOnce() + Send>| {
             std::thread::Builder::new()
-                .name("tessera-durability".into())
-                .spawn(move || {
-                    while !stop.load(Ordering::Relaxed) {
+                .name(name.into())
+                .spawn(f)
+                .map_err(|e| tessera::Error::OutOfResources(e.to_string()))
+        };
+        let mut threads = Vec::new();
+        let main = {
+            let shared = shared.clone();
+            spawn(
+                "tessera-durability",
+                Box::new(move || {
+                    while !shared.stop.load(Ordering::Relaxed) {
                         shared.tick();
                         std::thread::sleep(shared.config.period);
                     }
-                })
-                .map_err(|e| tessera::Error::OutOfResources(e.to_string()))?
+                }),
+            )
         };
-        Ok(DurabilityService {
-            shared,
-            stop,
-            thread: Some(thread),
-        })
+        let service = |threads| DurabilityService {
+            shared: shared.clone(),
+            threads,
+        };
+        match main {
+            Ok(t) => threads.push(t),
+            Err(e) => return Err(e.into()),
+        }
+        if let Some(reader) = log_reader {
+            let s = shared.clone();
+            match spawn("tessera-dur-log", Box::new(move || s.follow_log(&reader))) {
+                Ok(t) => threads.push(t),
+                // Dropping the service stops and joins the thread already started.
+                Err(e) => {
+                    drop(service(threads));
+                    return Err(e.into());
+                }
+            }
+        }
+        Ok(service(threads))
     }
 
     /// The participant the service runs on.
@@ -321,12 +489,43 @@ impl DurabilityService {
     pub fn store_errors(&self) -> u64 {
         self.shared.store_errors.load(Ordering::Relaxed)
     }
+
+    /// The samples kept for `topic`, in the order they were stored (for a replicated service:
+    /// log order, the same at every service).
+    pub fn samples(&self, topic: &str) -> Vec<StoredSample> {
+        self.shared
+            .topics
+            .lock()
+            .get(topic)
+            .map(|f| {
+                f.state
+                    .store
+                    .lock()
+                    .samples()
+                    .into_iter()
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// Replicated: samples proposed to the log again (not applied within 2 s: no leader yet,
+    /// a lost proposal), and log entries dropped (malformed, or held too long for a topic
+    /// whose type was not learned).
+    pub fn log_counters(&self) -> (u64, u64) {
+        let again = self
+            .shared
+            .log
+            .as_ref()
+            .map_or(0, |l| l.reproposed.load(Ordering::Relaxed));
+        (again, self.shared.log_dropped.load(Ordering::Relaxed))
+    }
 }
 
 impl Drop for DurabilityService {
     fn drop(&mut self) {
-        self.stop.store(true, Ordering::Relaxed);
-        if let Some(t) = self.thread.take() {
+        self.shared.stop.store(true, Ordering::Relaxed);
+        for t in self.threads.drain(..) {
             let _ = t.join();
         }
     }
@@ -340,6 +539,95 @@ fn now_ns() -> i64 {
 }
 
 impl Shared {
+    /// Replicated: applies the log as it commits, until the service stops.
+    fn follow_log(&self, reader: &DataReader<LogEntry>) {
+        let mut waitset = WaitSet::new();
+        waitset.attach(&reader.create_readcondition(StateMasks::ANY));
+        while !self.stop.load(Ordering::Relaxed) {
+            let _ = waitset.wait(Some(Duration::from_millis(100)));
+            loop {
+                let taken = match reader.take(4096) {
+                    Ok(t) => t,
+                    Err(e) => {
+                        tracing::error!(error = %e, "reading the services' log");
+                        break;
+                    }
+                };
+                let more = taken.len() == 4096;
+                self.apply_log(taken.into_iter().filter_map(|s| s.data).collect());
+                if !more {
+                    break;
+                }
+            }
+            // Entries held for a topic whose type was learned since.
+            self.apply_log(Vec::new());
+        }
+    }
+
+    /// Applies log entries (in log order) to the topics they belong to; entries of a topic
+    /// not followed yet wait for it (in order, bounded).
+    fn apply_log(&self, entries: Vec<LogEntry>) {
+        let mut by_topic: HashMap<String, Vec<StoredSample>> = HashMap::new();
+        for e in entries {
+            if !self.wanted(&e.topic) {
+                continue;
+            }
+            let topic = e.topic.clone();
+            match e.sample() {
+                Some(s) => by_topic.entry(topic).or_default().push(s),
+                None => {
+                    self.log_dropped.fetch_add(1, Ordering::Relaxed);
+                    tracing::warn!(topic, "malformed log entry dropped");
+                }
+            }
+        }
+        let mut held = self.held.lock();
+        let topics = self.topics.lock();
+        let ready: Vec<String> = held
+            .0
+            .keys()
+            .filter(|t| topics.contains_key(*t))
+            .cloned()
+            .collect();
+        // Readers that may have refused what was applied now: asked to have it sent again
+        // once the locks are released.
+        let mut resume: Vec<UntypedDataReader> = Vec::new();
+        for t in ready {
+            let mut samples = held.0.remove(&t).unwrap_or_default();
+            held.1 -= samples.iter().map(|s| s.payload.len()).sum::<usize>();
+            samples.extend(by_topic.remove(&t).unwrap_or_default());
+            let f = &topics[&t];
+            f.state.apply_log(samples);
+            resume.push(f.reader.clone());
+        }
+        for (t, samples) in by_topic {
+            if let Some(f) = topics.get(&t) {
+                f.state.apply_log(samples);
+                resume.push(f.reader.clone());
+                continue;
+            }
+            let bytes: usize = samples.iter().map(|s| s.payload.len()).sum();
+            if held.1 + bytes > MAX_HELD_BYTES {
+                // This service would miss what the others keep: said loudly, counted.
+                self.log_dropped
+                    .fetch_add(samples.len() as u64, Ordering::Relaxed);
+                tracing::error!(
+                    topic = t,
+                    samples = samples.len(),
+                    "log entries dropped: the topic's type is still unknown here"
+                );
+                continue;
+            }
+            held.1 += bytes;
+            held.0.entry(t).or_default().extend(samples);
+        }
+        drop(topics);
+        drop(held);
+        for r in resume {
+            r.request_refused_samples();
+        }
+    }
+
     fn wanted(&self, topic: &str) -> bool {
         self.config.topics.is_empty()
             || self.config.topics.iter().any(|p| matches_pattern(p, topic))
@@ -504,6 +792,9 @@ impl Shared {
                     History::KeepAll => History::KeepAll,
                 })
                 .with_resource_limits(ResourceLimits::UNLIMITED)
+                // What the service keeps, announced: another service that learns of the topic
+                // from this writer first keeps as much (the default would keep 1 per instance).
+                .with_durability_service(policy)
                 .with_writer_data_lifecycle(WriterDataLifecycle {
                     autodispose_unregistered_instances: false,
                 }),
@@ -527,6 +818,7 @@ impl Shared {
             .participant
             .create_untyped_topic(name, support, TopicQos::default())?;
         let (tx, rx) = crossbeam_channel::unbounded();
+        let applied = store.highs().collect();
         let state = Arc::new(TopicState {
             name: name.to_owned(),
             own: self.participant.guid().prefix,
@@ -537,6 +829,12 @@ impl Shared {
             pending: Mutex::new((Vec::new(), Vec::new())),
             replay: tx,
             store_errors: self.store_errors.clone(),
+            log: self.log.clone(),
+            in_flight: Mutex::new(HashMap::new()),
+            applied: Mutex::new(applied),
+            applied_changed: Condvar::new(),
+            closed: AtomicBool::new(false),
+            stop: self.stop.clone(),
         });
         let writer = self.replay_writer(&topic, &state, partition.clone(), kind)?;
         let subscriber = self.participant.create_subscriber(SubscriberQos {
@@ -585,6 +883,8 @@ fn replay(w: &UntypedDataWriter, s: &StoredSample) {
 
 impl Drop for Followed {
     fn drop(&mut self) {
+        // A sink waiting for the log on the receive thread lets go first.
+        self.state.closed.store(true, Ordering::Relaxed);
         self.reader.set_sample_sink(None);
     }
 }

@@ -122,6 +122,16 @@ impl TopicStore {
         *h = (*h).max(seq);
     }
 
+    /// The highest sequence number taken from `writer`, if any.
+    pub fn high_of(&self, writer: &Guid) -> Option<i64> {
+        self.high.get(writer).copied()
+    }
+
+    /// Every writer's highest sequence number taken.
+    pub fn highs(&self) -> impl Iterator<Item = (Guid, i64)> + '_ {
+        self.high.iter().map(|(w, h)| (*w, *h))
+    }
+
     /// Takes a sample received from `sample.writer`; the changes for disk go to `ops`.
     /// A number at or below the writer's highest taken is a duplicate: a writer's samples
     /// reach the service in order (reliable, one writer proxy), and replays of other

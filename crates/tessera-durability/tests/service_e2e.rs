@@ -2,30 +2,14 @@
 //! outlives it; PERSISTENT data outlives the service; duplicates from the writer and the
 //! service (or two services) are delivered once; disposed instances are cleaned up.
 
-use std::time::{Duration, Instant};
-use tessera::qos::{
-    DataReaderQos, DataWriterQos, Durability, DurabilityService, History, Reliability,
-    ResourceLimits, TopicQos, WriterDataLifecycle,
-};
+use std::time::Duration;
+use tessera::qos::Durability;
 use tessera::transport::InProcessNetwork;
-use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
+use tessera::DataWriter;
 use tessera_durability::{DurabilityService as Service, ServiceConfig};
 
-#[derive(TopicType, Debug, Clone, PartialEq)]
-struct Reading {
-    #[key]
-    sensor: u32,
-    value: u32,
-}
-
-fn join(net: &InProcessNetwork) -> DomainParticipant {
-    DomainParticipant::with_qos(
-        0,
-        Default::default(),
-        ParticipantConfig::with_in_process(net.clone()),
-    )
-    .expect("participant")
-}
+mod common;
+use common::{join, reader, take_n, wait_until, writer, Reading};
 
 fn service(net: &InProcessNetwork, store: Option<&std::path::Path>) -> Service {
     Service::start(
@@ -39,62 +23,6 @@ fn service(net: &InProcessNetwork, store: Option<&std::path::Path>) -> Service {
     .expect("service")
 }
 
-fn wait_until(secs: u64, what: &str, mut f: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(secs);
-    while !f() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(5));
-    }
-}
-
-/// A writer whose own history keeps `own` samples per instance, and whose service keeps
-/// `depth`. `own` ≥ `depth`: a reliable reader matched just before the writes gets them from
-/// the writer's history once the handshake is done, whatever was written meanwhile.
-fn writer(
-    p: &DomainParticipant,
-    topic: &str,
-    kind: Durability,
-    depth: u32,
-    own: u32,
-) -> DataWriter<Reading> {
-    let t = p
-        .create_topic::<Reading>(topic, TopicQos::default())
-        .unwrap();
-    p.create_publisher(Default::default())
-        .unwrap()
-        .create_datawriter(
-            &t,
-            DataWriterQos::default()
-                .with_durability(kind)
-                .with_history(History::KeepLast(own))
-                .with_durability_service(DurabilityService {
-                    service_cleanup_delay: Duration::ZERO,
-                    history: History::KeepLast(depth),
-                    resource_limits: ResourceLimits::UNLIMITED,
-                })
-                .with_writer_data_lifecycle(WriterDataLifecycle {
-                    autodispose_unregistered_instances: false,
-                }),
-        )
-        .unwrap()
-}
-
-fn reader(p: &DomainParticipant, topic: &str, kind: Durability) -> DataReader<Reading> {
-    let t = p
-        .create_topic::<Reading>(topic, TopicQos::default())
-        .unwrap();
-    p.create_subscriber(Default::default())
-        .unwrap()
-        .create_datareader(
-            &t,
-            DataReaderQos::default()
-                .with_durability(kind)
-                .with_reliability(Reliability::reliable(Duration::from_secs(1)))
-                .with_history(History::KeepAll),
-        )
-        .unwrap()
-}
-
 fn stored(s: &Service, topic: &str) -> usize {
     s.stats()
         .iter()
@@ -102,41 +30,9 @@ fn stored(s: &Service, topic: &str) -> usize {
         .map_or(0, |(_, st)| st.samples)
 }
 
-/// Takes until `n` samples arrived (then 200 ms more, to catch duplicates).
-fn take_n(r: &DataReader<Reading>, n: usize) -> Vec<tessera::Sample<Reading>> {
-    let mut got = Vec::new();
-    let deadline = Instant::now() + Duration::from_secs(20);
-    while got.len() < n {
-        got.extend(
-            r.take(100)
-                .unwrap()
-                .into_iter()
-                .filter(|s| s.data.is_some()),
-        );
-        assert!(
-            Instant::now() < deadline,
-            "{} of {n} samples: {:?}",
-            got.len(),
-            got.iter().map(|s| s.data.clone()).collect::<Vec<_>>()
-        );
-        std::thread::sleep(Duration::from_millis(5));
-    }
-    std::thread::sleep(Duration::from_millis(200));
-    got.extend(
-        r.take(100)
-            .unwrap()
-            .into_iter()
-            .filter(|s| s.data.is_some()),
-    );
-    got
-}
-
-#[test]
-fn transient_data_outlives_its_writer() {
-    let net = InProcessNetwork::new();
-    let svc = service(&net, None);
-    let wp = join(&net);
-    let w = writer(&wp, "Transient", Durability::Transient, 5, 5);
+/// Once the service matched: values 0..10 to sensor 1 and 100..110 to sensor 2, interleaved,
+/// acknowledged.
+fn write_two_sensors(w: &DataWriter<Reading>) {
     wait_until(10, "the service follows the topic", || {
         !w.matched_subscriptions().is_empty()
     });
@@ -149,6 +45,15 @@ fn transient_data_outlives_its_writer() {
         .unwrap();
     }
     w.wait_for_acknowledgments(Duration::from_secs(10)).unwrap();
+}
+
+#[test]
+fn transient_data_outlives_its_writer() {
+    let net = InProcessNetwork::new();
+    let svc = service(&net, None);
+    let wp = join(&net);
+    let w = writer(&wp, "Transient", Durability::Transient, 5, 5);
+    write_two_sensors(&w);
     let writer_guid = w.guid();
     drop(w);
     drop(wp);
@@ -243,6 +148,28 @@ fn two_services_deliver_each_sample_once() {
     sorted.sort();
     assert_eq!(sorted, (0..10).collect::<Vec<_>>(), "{values:?}");
     assert_eq!(r.duplicates_dropped(), 10);
+}
+
+#[test]
+fn a_service_that_learns_the_topic_from_another_service_keeps_as_deep() {
+    let net = InProcessNetwork::new();
+    let first = service(&net, None);
+    let wp = join(&net);
+    let w = writer(&wp, "Deep", Durability::Transient, 5, 5);
+    write_two_sensors(&w);
+    drop(w);
+    drop(wp);
+    // The second service sees only the first one's replay writer: it must keep depth 5 per
+    // instance as well (the replay writer announces it), not the default 1.
+    let second = service(&net, None);
+    wait_until(
+        10,
+        "the second service holds both instances' samples",
+        || stored(&second, "Deep") == 10,
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    assert_eq!(stored(&second, "Deep"), 10);
+    assert_eq!(stored(&first, "Deep"), 10);
 }
 
 #[test]

@@ -211,6 +211,13 @@ impl UntypedDataReader {
         self.ep.set_sink(sink);
     }
 
+    /// Asks the writers of samples this reader refused (its sink returned `false`, or its
+    /// history had no room) to send them again now rather than at their next heartbeat: a
+    /// sink calls it once it can take them.
+    pub fn request_refused_samples(&self) {
+        self.ep.resume(1);
+    }
+
     /// Samples dropped because the same original writer and sequence number was delivered
     /// before (TRANSIENT and PERSISTENT readers: from the live writer and a durability
     /// service, or from two services).

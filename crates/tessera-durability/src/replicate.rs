@@ -1,0 +1,167 @@
+//! Redundant services kept identical by consensus ([`ServiceConfig::replicated`]).
+//!
+//! Replicated services on a domain share one log: an ATOMIC topic ([`LOG_TOPIC`]), so they
+//! form one consensus group (`tessera-atomic`, the machinery of the Consistency QoS). A
+//! service does not store what its readers receive; it proposes it to the log and stores what
+//! the log delivers, in log order, like every other member. Every service therefore applies
+//! the same entries in the same order to the same deterministic [`TopicStore`] rules and ends
+//! with the same samples, whichever of them heard a writer. Several services usually propose
+//! the same sample (each hears the writer): the log holds it once per proposer and the store's
+//! per-writer high-water mark drops the later copies, at every member alike.
+//!
+//! A received sample is acknowledged to its writer only once the log applied it here and,
+//! PERSISTENT, it is on disk: until then [`crate::service`]'s sink refuses it (after a short
+//! wait for the commit) and the writer keeps it and sends it again. An acknowledged sample is
+//! therefore kept by a majority of the services, and by every one of them that stays up.
+//!
+//! [`ServiceConfig::replicated`]: crate::ServiceConfig::replicated
+//! [`TopicStore`]: crate::TopicStore
+
+use crate::store::StoredSample;
+use std::sync::atomic::AtomicU64;
+use std::time::Duration;
+use tessera::qos::{
+    Consistency, DataReaderQos, DataWriterQos, History, PublisherQos, Reliability, SubscriberQos,
+    TopicQos,
+};
+use tessera::rtps::types::Guid;
+use tessera::{DataReader, DataWriter, DomainParticipant, TopicType};
+
+/// The topic of the replicated services' log (ATOMIC, keyless).
+pub const LOG_TOPIC: &str = "TesseraDurabilityLog";
+
+/// One log entry: a sample some service received, with its original writer's identity.
+#[derive(TopicType, Debug, Clone, PartialEq)]
+pub struct LogEntry {
+    /// The topic it was written on.
+    pub topic: String,
+    /// The original writer's GUID (16 bytes).
+    pub writer: Vec<u8>,
+    /// Its sequence number.
+    pub sequence_number: i64,
+    /// The instance (16 bytes).
+    pub key_hash: Vec<u8>,
+    /// PID_STATUS_INFO flags (1 disposed, 2 unregistered).
+    pub status_info: u32,
+    /// Source timestamp (ns since the epoch).
+    pub source_timestamp: i64,
+    /// Serialized sample, or key for a dispose (encapsulation header included).
+    pub payload: Vec<u8>,
+}
+
+impl LogEntry {
+    /// The entry for `sample` of `topic`.
+    pub fn of(topic: &str, sample: &StoredSample) -> LogEntry {
+        LogEntry {
+            topic: topic.to_owned(),
+            writer: sample.writer.to_bytes().to_vec(),
+            sequence_number: sample.sequence_number,
+            key_hash: sample.key_hash.to_vec(),
+            status_info: sample.status_info,
+            source_timestamp: sample.source_timestamp,
+            payload: sample.payload.clone(),
+        }
+    }
+
+    /// The sample it carries; `None` when its GUID or key hash is not 16 bytes (not written
+    /// by a service: counted and dropped by the caller).
+    pub fn sample(self) -> Option<StoredSample> {
+        let writer: [u8; 16] = self.writer.as_slice().try_into().ok()?;
+        let key_hash: [u8; 16] = self.key_hash.as_slice().try_into().ok()?;
+        Some(StoredSample {
+            writer: Guid::from_bytes(writer),
+            sequence_number: self.sequence_number,
+            key_hash,
+            status_info: self.status_info,
+            source_timestamp: self.source_timestamp,
+            arrival: 0,
+            payload: self.payload,
+        })
+    }
+}
+
+/// A service's side of the log: what it proposes with.
+pub(crate) struct LogWriter {
+    writer: DataWriter<LogEntry>,
+    /// Samples proposed again because they were not applied in time.
+    pub(crate) reproposed: AtomicU64,
+}
+
+impl LogWriter {
+    /// Queues `sample` for the log (the writer batches: this does not wait for the commit).
+    /// A failure is logged; the caller proposes again if the sample is not applied in time.
+    pub(crate) fn propose(&self, topic: &str, sample: &StoredSample) {
+        if let Err(e) = self.writer.write(&LogEntry::of(topic, sample)) {
+            tracing::debug!(topic, error = %e, "log proposal failed (proposed again later)");
+        }
+    }
+}
+
+/// Joins the services' log on `participant`: its writer (batching, so proposals from one
+/// received datagram go as one group commit) and its reader.
+pub(crate) fn open(
+    participant: &DomainParticipant,
+) -> Result<(LogWriter, DataReader<LogEntry>), tessera::Error> {
+    let qos = TopicQos::default()
+        .with_consistency(Consistency::Atomic)
+        .with_reliability(Reliability::reliable(Duration::from_secs(1)));
+    let topic = participant.create_topic::<LogEntry>(LOG_TOPIC, qos)?;
+    let writer = participant
+        .create_publisher(PublisherQos::default())?
+        .create_datawriter(
+            &topic,
+            DataWriterQos::from_topic(topic.qos()).with_history(History::KeepAll),
+        )?;
+    writer.set_batching(true);
+    let reader = participant
+        .create_subscriber(SubscriberQos::default())?
+        .create_datareader(
+            &topic,
+            DataReaderQos::from_topic(topic.qos()).with_history(History::KeepAll),
+        )?;
+    Ok((
+        LogWriter {
+            writer,
+            reproposed: AtomicU64::new(0),
+        },
+        reader,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_entry_carries_the_sample_whole() {
+        let s = StoredSample {
+            writer: Guid::from_bytes([7; 16]),
+            sequence_number: 42,
+            key_hash: [3; 16],
+            status_info: 1,
+            source_timestamp: 1_700_000_000_000_000_000,
+            arrival: 9,
+            payload: vec![0, 1, 0, 0, 5],
+        };
+        let back = LogEntry::of("T", &s).sample().expect("well formed");
+        assert_eq!(back, StoredSample { arrival: 0, ..s });
+    }
+
+    #[test]
+    fn an_entry_with_a_short_guid_is_refused() {
+        let mut e = LogEntry::of(
+            "T",
+            &StoredSample {
+                writer: Guid::from_bytes([1; 16]),
+                sequence_number: 1,
+                key_hash: [0; 16],
+                status_info: 0,
+                source_timestamp: 0,
+                arrival: 0,
+                payload: vec![],
+            },
+        );
+        e.writer.truncate(15);
+        assert!(e.sample().is_none());
+    }
+}

@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Replicated PERSISTENT durability services (`tessera-durability --replicated`: one consensus
+# log) across kill -9: three services, each with its own store; a writer writes 4 instances x
+# 300 samples (service depth 300); one service is killed with SIGKILL mid-stream; the writer's
+# samples are acknowledged by the two left; they keep the same 1,200 samples. The killed one
+# restarts on its own (partial) store and catches up to 1,200 from the group. Then the writer
+# and the two others are killed; a late PERSISTENT reader gets every sample from the restarted
+# one alone, in order, once, as the writer's.
+#
+# Binaries: the release ones when built (scripts/test builds them), else the debug ones
+# (cargo build -p tessera-durability --bins --examples); BUILD_DIR overrides.
+# shellcheck source=lib/common.bash
+source "$(dirname "$0")/lib/common.bash"
+# shellcheck source=lib/durability.bash
+source "$(dirname "$0")/lib/durability.bash"
+# A killed process's readers are unmatched after 3 s rather than 10: the writer's
+# acknowledgments wait for them.
+export TESSERA_LEASE_DURATION=3
+
+kept() { # NAME: the samples its last stats line reports for the topic
+    { grep '^Durable:' "$WORK/$1.log" || true; } | tail -n 1 | awk '{print $2}'
+}
+
+wait_kept() { # NAME COUNT SECONDS
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        [[ "$(kept "$1")" == "$2" ]] && return 0
+        sleep 0.1
+    done
+    fail "$1 keeps $(kept "$1") samples, not $2, after $3 s"
+}
+
+kill9() { # NAME...
+    local n
+    for n in "$@"; do
+        kill -9 "$(bg_pid "$n")"
+        wait "$(bg_pid "$n")" 2>/dev/null || true
+        unset "_BG_PIDS[$n]"
+    done
+}
+
+for s in s1 s2 s3; do
+    start_bg "$s" "$SERVICE" --replicated --store "$WORK/$s" --stats 1
+done
+for s in s1 s2 s3; do wait_for_line "$s" "ready" 20; done
+
+started=$SECONDS
+start_bg writer "$PEER" pub --kind persistent --instances 4 --count 300 --depth 300 --timeout 60
+# Mid-stream: once s3 applied part of the stream from the log.
+for ((i = 0; i < 300; i++)); do
+    n="$(kept s3)"
+    [[ -n "$n" && "$n" -gt 0 ]] && break
+    sleep 0.1
+done
+log "s3 keeps ${n:-0} samples: kill -9"
+kill9 s3
+wait_for_line writer "acknowledged" 60
+writer_guid="$(awk '/^acknowledged/ {print $2}' "$WORK/writer.log")"
+wait_kept s1 1200 10
+wait_kept s2 1200 10
+log "writer $writer_guid acknowledged by s1 and s2 within $((SECONDS - started)) s of its start, both keep 1200"
+
+start_bg s3b "$SERVICE" --replicated --store "$WORK/s3" --stats 1
+wait_for_line s3b "ready" 20
+wait_kept s3b 1200 40
+log "s3 restarted on its store and caught up: $(grep -E '^log:' "$WORK/s3b.log" | tail -n 1)"
+for s in s1 s2 s3b; do
+    if grep -q "panicked" "$WORK/$s.log"; then fail "$s panicked"; fi
+    dropped="$(grep -E '^log:' "$WORK/$s.log" | tail -n 1 | awk '{print $5}')"
+    [[ "${dropped:-0}" == "0" ]] || fail "$s dropped $dropped log entries"
+done
+
+kill9 writer s1 s2
+start_bg reader "$PEER" sub --kind persistent --instances 4 --count 300 --depth 300 \
+    --writer "$writer_guid" --timeout 30
+rc=0
+wait_pid reader 60 || rc=$?
+tail -n 2 "$WORK/reader.log"
+[[ $rc -eq 0 ]] || fail "late reader exited $rc"
+stop_bg s3b
+log "ok"

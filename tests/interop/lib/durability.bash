@@ -1,0 +1,24 @@
+# shellcheck shell=bash
+# What the durability service's process tests share: the binaries (the release ones when
+# built, as scripts/test does, else the debug ones: cargo build -p tessera-durability --bins
+# --examples; BUILD_DIR overrides) and waiting for a line in a process's log.
+
+if [[ -z "${BUILD_DIR:-}" ]]; then
+    BUILD_DIR="$REPO_ROOT/target/debug"
+    [[ -x "$REPO_ROOT/target/release/tessera-durability" &&
+        -x "$REPO_ROOT/target/release/examples/durable_peer" ]] && BUILD_DIR="$REPO_ROOT/target/release"
+fi
+SERVICE="$BUILD_DIR/tessera-durability"
+PEER="$BUILD_DIR/examples/durable_peer"
+[[ -x "$SERVICE" && -x "$PEER" ]] ||
+    fail "not built: cargo build -p tessera-durability --bins --examples"
+
+wait_for_line() { # NAME PATTERN SECONDS
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -q "$2" "$WORK/$1.log" 2>/dev/null && return 0
+        kill -0 "$(bg_pid "$1")" 2>/dev/null || fail "$1 exited early"
+        sleep 0.1
+    done
+    fail "$1: no '$2' within $3 s"
+}
