@@ -66,7 +66,7 @@ wait_kept s3b 1200 40
 log "s3 restarted on its store and caught up: $(grep -E '^log:' "$WORK/s3b.log" | tail -n 1)"
 for s in s1 s2 s3b; do
     if grep -q "panicked" "$WORK/$s.log"; then fail "$s panicked"; fi
-    dropped="$(grep -E '^log:' "$WORK/$s.log" | tail -n 1 | awk '{print $5}')"
+    dropped="$(grep -E '^log:' "$WORK/$s.log" | tail -n 1 | sed -E 's/.* ([0-9]+) entries dropped.*/\1/')"
     [[ "${dropped:-0}" == "0" ]] || fail "$s dropped $dropped log entries"
 done
 

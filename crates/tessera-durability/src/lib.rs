@@ -38,5 +38,6 @@ pub mod service;
 pub mod store;
 
 pub use persist::{PersistError, PersistentStore};
+pub use replicate::LogCounters;
 pub use service::{DurabilityService, ServiceConfig, ServiceError};
 pub use store::{StoredSample, TopicStats, TopicStore};

@@ -103,8 +103,11 @@ fn run(prog: &str, args: &[String]) -> i32 {
         std::thread::sleep(Duration::from_secs(stats.unwrap_or(3600).max(1)));
         if stats.is_some() {
             if config_replicated {
-                let (again, dropped) = service.log_counters();
-                println!("log: {again} proposed again, {dropped} entries dropped");
+                let c = service.log_counters();
+                println!(
+                    "log: {} proposed, {} proposed again, {} refused until applied, {} entries dropped",
+                    c.proposed, c.proposed_again, c.refused, c.dropped
+                );
             }
             for (topic, s) in service.stats() {
                 println!(

@@ -5,9 +5,12 @@
 //! service does not store what its readers receive; it proposes it to the log and stores what
 //! the log delivers, in log order, like every other member. Every service therefore applies
 //! the same entries in the same order to the same deterministic [`TopicStore`] rules and ends
-//! with the same samples, whichever of them heard a writer. Several services usually propose
-//! the same sample (each hears the writer): the log holds it once per proposer and the store's
-//! per-writer high-water mark drops the later copies, at every member alike.
+//! with the same samples, whichever of them heard a writer. When several services propose the
+//! same sample, the log holds it once per proposer and the store's per-writer high-water mark
+//! drops the later copies, at every member alike.
+//!
+//! The service whose log writer has the lowest GUID proposes at once; the others wait
+//! [`PROPOSER_GRACE`] for it first, so a sample usually enters the log once.
 //!
 //! A received sample is acknowledged to its writer only once the log applied it here and,
 //! PERSISTENT, it is on disk: until then [`crate::service`]'s sink refuses it (after a short
@@ -18,7 +21,7 @@
 //! [`TopicStore`]: crate::TopicStore
 
 use crate::store::StoredSample;
-use std::sync::atomic::AtomicU64;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::Duration;
 use tessera::qos::{
     Consistency, DataReaderQos, DataWriterQos, History, PublisherQos, Reliability, SubscriberQos,
@@ -26,6 +29,11 @@ use tessera::qos::{
 };
 use tessera::rtps::types::Guid;
 use tessera::{DataReader, DataWriter, DomainParticipant, TopicType};
+
+/// How long a service that is not the designated proposer waits for the log to apply a
+/// received sample before proposing it itself (the designated one may not have it yet, or be
+/// gone).
+pub(crate) const PROPOSER_GRACE: Duration = Duration::from_millis(10);
 
 /// The topic of the replicated services' log (ATOMIC, keyless).
 pub const LOG_TOPIC: &str = "TesseraDurabilityLog";
@@ -80,17 +88,48 @@ impl LogEntry {
     }
 }
 
+/// What a replicated service counted about the log since it started.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LogCounters {
+    /// Samples proposed.
+    pub proposed: u64,
+    /// Of those, proposed again: not applied within 2 s (no leader then, a lost proposal).
+    pub proposed_again: u64,
+    /// Times a received sample was refused because the log had not applied it within the
+    /// short wait (its writer sends it again).
+    pub refused: u64,
+    /// Log entries dropped: malformed, or held too long for a topic whose type was not learned.
+    pub dropped: u64,
+}
+
 /// A service's side of the log: what it proposes with.
 pub(crate) struct LogWriter {
     writer: DataWriter<LogEntry>,
-    /// Samples proposed again because they were not applied in time.
-    pub(crate) reproposed: AtomicU64,
+    /// This service proposes what it receives at once: its log writer has the lowest GUID of
+    /// the group's. The others give it [`PROPOSER_GRACE`] first, so that a sample usually
+    /// goes into the log once rather than once per service.
+    pub(crate) designated: AtomicBool,
+    pub(crate) proposed: AtomicU64,
+    pub(crate) proposed_again: AtomicU64,
+    pub(crate) refused: AtomicU64,
 }
 
 impl LogWriter {
+    /// Updates [`Self::designated`] from the log writers `reader` matched.
+    pub(crate) fn elect(&self, reader: &DataReader<LogEntry>) {
+        let me = self.writer.guid();
+        let lowest = reader
+            .matched_publications()
+            .into_iter()
+            .chain(std::iter::once(me))
+            .min();
+        self.designated.store(lowest == Some(me), Ordering::Relaxed);
+    }
+
     /// Queues `sample` for the log (the writer batches: this does not wait for the commit).
     /// A failure is logged; the caller proposes again if the sample is not applied in time.
     pub(crate) fn propose(&self, topic: &str, sample: &StoredSample) {
+        self.proposed.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = self.writer.write(&LogEntry::of(topic, sample)) {
             tracing::debug!(topic, error = %e, "log proposal failed (proposed again later)");
         }
@@ -122,7 +161,10 @@ pub(crate) fn open(
     Ok((
         LogWriter {
             writer,
-            reproposed: AtomicU64::new(0),
+            designated: AtomicBool::new(false),
+            proposed: AtomicU64::new(0),
+            proposed_again: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
         },
         reader,
     ))

@@ -5,7 +5,7 @@
 //! applied it ([`crate::replicate`]); and, replicated, a thread that applies the log.
 
 use crate::persist::{PersistError, PersistentStore, TopicRecord};
-use crate::replicate::{LogEntry, LogWriter};
+use crate::replicate::{LogCounters, LogEntry, LogWriter, PROPOSER_GRACE};
 use crate::store::{Op, Outcome, StoredSample, TopicStats, TopicStore};
 use parking_lot::{Condvar, Mutex};
 use std::collections::{HashMap, HashSet};
@@ -151,6 +151,8 @@ struct TopicState {
     applied_changed: Condvar,
     /// The topic's reader is being replaced: a sink waiting for the log gives up.
     closed: AtomicBool,
+    /// Replicated: the sink refused a sample since its writers were last asked to resend.
+    refused: AtomicBool,
     stop: Arc<AtomicBool>,
 }
 
@@ -233,6 +235,23 @@ impl TopicState {
             return true;
         }
         let now = Instant::now();
+        if !log.designated.load(Ordering::Relaxed) {
+            // Most likely proposed by the designated service already: a little time for it.
+            let mut applied = self.applied.lock();
+            let grace = now + PROPOSER_GRACE;
+            while !done(&applied) {
+                if self
+                    .applied_changed
+                    .wait_until(&mut applied, grace)
+                    .timed_out()
+                {
+                    break;
+                }
+            }
+            if done(&applied) {
+                return true;
+            }
+        }
         {
             let mut in_flight = self.in_flight.lock();
             let key = (sample.writer, sample.sequence_number);
@@ -240,7 +259,7 @@ impl TopicState {
                 Some(at) if now.duration_since(*at) < PROPOSE_AGAIN_AFTER => {}
                 again => {
                     if again.is_some() {
-                        log.reproposed.fetch_add(1, Ordering::Relaxed);
+                        log.proposed_again.fetch_add(1, Ordering::Relaxed);
                         tracing::info!(topic = %self.name, seq = sample.sequence_number,
                             "not in the log yet: proposed again");
                     } else if in_flight.len() >= MAX_IN_FLIGHT {
@@ -264,7 +283,12 @@ impl TopicState {
                     .wait_until(&mut applied, deadline)
                     .timed_out()
             {
-                return done(&applied);
+                let ok = done(&applied);
+                if !ok {
+                    log.refused.fetch_add(1, Ordering::Relaxed);
+                    self.refused.store(true, Ordering::Relaxed);
+                }
+                return ok;
             }
         }
     }
@@ -509,16 +533,18 @@ impl DurabilityService {
             .unwrap_or_default()
     }
 
-    /// Replicated: samples proposed to the log again (not applied within 2 s: no leader yet,
-    /// a lost proposal), and log entries dropped (malformed, or held too long for a topic
-    /// whose type was not learned).
-    pub fn log_counters(&self) -> (u64, u64) {
-        let again = self
-            .shared
-            .log
-            .as_ref()
-            .map_or(0, |l| l.reproposed.load(Ordering::Relaxed));
-        (again, self.shared.log_dropped.load(Ordering::Relaxed))
+    /// Replicated: what the service counted about the log (zeros when not replicated).
+    pub fn log_counters(&self) -> LogCounters {
+        let mut c = LogCounters {
+            dropped: self.shared.log_dropped.load(Ordering::Relaxed),
+            ..LogCounters::default()
+        };
+        if let Some(l) = &self.shared.log {
+            c.proposed = l.proposed.load(Ordering::Relaxed);
+            c.proposed_again = l.proposed_again.load(Ordering::Relaxed);
+            c.refused = l.refused.load(Ordering::Relaxed);
+        }
+        c
     }
 }
 
@@ -541,10 +567,25 @@ fn now_ns() -> i64 {
 impl Shared {
     /// Replicated: applies the log as it commits, until the service stops.
     fn follow_log(&self, reader: &DataReader<LogEntry>) {
+        let (resend, asks) = crossbeam_channel::unbounded::<UntypedDataReader>();
+        let resender = std::thread::Builder::new()
+            .name("tessera-dur-resend".into())
+            .spawn(move || {
+                for r in asks {
+                    r.request_refused_samples();
+                }
+            });
+        if let Err(e) = &resender {
+            // Refused samples then come again at their writers' next heartbeat.
+            tracing::warn!(error = %e, "no resend thread");
+        }
         let mut waitset = WaitSet::new();
         waitset.attach(&reader.create_readcondition(StateMasks::ANY));
         while !self.stop.load(Ordering::Relaxed) {
             let _ = waitset.wait(Some(Duration::from_millis(100)));
+            if let Some(log) = &self.log {
+                log.elect(reader);
+            }
             loop {
                 let taken = match reader.take(4096) {
                     Ok(t) => t,
@@ -554,19 +595,27 @@ impl Shared {
                     }
                 };
                 let more = taken.len() == 4096;
-                self.apply_log(taken.into_iter().filter_map(|s| s.data).collect());
+                self.apply_log(taken.into_iter().filter_map(|s| s.data).collect(), &resend);
                 if !more {
                     break;
                 }
             }
             // Entries held for a topic whose type was learned since.
-            self.apply_log(Vec::new());
+            self.apply_log(Vec::new(), &resend);
+        }
+        drop(resend);
+        if let Ok(t) = resender {
+            let _ = t.join();
         }
     }
 
     /// Applies log entries (in log order) to the topics they belong to; entries of a topic
     /// not followed yet wait for it (in order, bounded).
-    fn apply_log(&self, entries: Vec<LogEntry>) {
+    fn apply_log(
+        &self,
+        entries: Vec<LogEntry>,
+        resend: &crossbeam_channel::Sender<UntypedDataReader>,
+    ) {
         let mut by_topic: HashMap<String, Vec<StoredSample>> = HashMap::new();
         for e in entries {
             if !self.wanted(&e.topic) {
@@ -589,21 +638,27 @@ impl Shared {
             .filter(|t| topics.contains_key(*t))
             .cloned()
             .collect();
-        // Readers that may have refused what was applied now: asked to have it sent again
-        // once the locks are released.
+        // Readers that refused samples, maybe applied now: their writers are asked to send them
+        // again, by the resend thread (asking takes the reader's lock, which its receive thread
+        // may hold while it waits for this thread to apply an entry).
         let mut resume: Vec<UntypedDataReader> = Vec::new();
+        let mut refused = |f: &Followed| {
+            if f.state.refused.swap(false, Ordering::Relaxed) {
+                resume.push(f.reader.clone());
+            }
+        };
         for t in ready {
             let mut samples = held.0.remove(&t).unwrap_or_default();
             held.1 -= samples.iter().map(|s| s.payload.len()).sum::<usize>();
             samples.extend(by_topic.remove(&t).unwrap_or_default());
             let f = &topics[&t];
             f.state.apply_log(samples);
-            resume.push(f.reader.clone());
+            refused(f);
         }
         for (t, samples) in by_topic {
             if let Some(f) = topics.get(&t) {
                 f.state.apply_log(samples);
-                resume.push(f.reader.clone());
+                refused(f);
                 continue;
             }
             let bytes: usize = samples.iter().map(|s| s.payload.len()).sum();
@@ -624,7 +679,7 @@ impl Shared {
         drop(topics);
         drop(held);
         for r in resume {
-            r.request_refused_samples();
+            let _ = resend.send(r);
         }
     }
 
@@ -657,10 +712,15 @@ impl Shared {
             }
         }
         let now = now_ns();
+        // Replays are written after the topics' lock is released: a write delivers to this
+        // participant's own reader too, whose lock a receive thread may hold while it waits
+        // for the log thread, which needs the topics' lock.
+        let mut replays: Vec<(UntypedDataWriter, Vec<StoredSample>)> = Vec::new();
         let mut topics = self.topics.lock();
         for f in topics.values_mut() {
-            for s in f.replay.try_iter() {
-                replay(&f.writer, &s);
+            let due: Vec<StoredSample> = f.replay.try_iter().collect();
+            if !due.is_empty() {
+                replays.push((f.writer.clone(), due));
             }
             let mut ops = Vec::new();
             let removed = f
@@ -681,6 +741,12 @@ impl Shared {
                     Ok(w) => f.writer = w,
                     Err(e) => tracing::warn!(topic = %f.state.name, error = %e, "replay writer"),
                 }
+            }
+        }
+        drop(topics);
+        for (w, samples) in replays {
+            for s in &samples {
+                replay(&w, s);
             }
         }
     }
@@ -834,6 +900,7 @@ impl Shared {
             applied: Mutex::new(applied),
             applied_changed: Condvar::new(),
             closed: AtomicBool::new(false),
+            refused: AtomicBool::new(false),
             stop: self.stop.clone(),
         });
         let writer = self.replay_writer(&topic, &state, partition.clone(), kind)?;

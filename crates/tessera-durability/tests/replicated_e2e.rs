@@ -101,7 +101,7 @@ fn replicated_services_keep_the_same_samples_through_a_departure_and_a_late_star
     b.sort();
     assert_eq!(a, b, "the late service keeps the same samples");
     for s in services.iter().chain(std::iter::once(&late)) {
-        assert_eq!(s.log_counters().1, 0, "no log entry dropped");
+        assert_eq!(s.log_counters().dropped, 0, "no log entry dropped");
     }
 
     // The writer leaves; a late reader gets every sample once, as the writer's.
