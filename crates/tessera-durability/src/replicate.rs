@@ -10,7 +10,7 @@
 //! drops the later copies, at every member alike.
 //!
 //! The service whose log writer has the lowest GUID proposes at once; the others wait
-//! [`PROPOSER_GRACE`] for it first, so a sample usually enters the log once.
+//! 10 ms for it first, so a sample usually enters the log once.
 //!
 //! A received sample is acknowledged to its writer only once the log applied it here and,
 //! PERSISTENT, it is on disk: until then [`crate::service`]'s sink refuses it (after a short
