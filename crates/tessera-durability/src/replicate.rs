@@ -9,8 +9,8 @@
 //! same sample, the log holds it once per proposer and the store's per-writer high-water mark
 //! drops the later copies, at every member alike.
 //!
-//! The service whose log writer has the lowest GUID proposes at once; the others wait
-//! 10 ms for it first, so a sample usually enters the log once.
+//! Of the services that follow a topic, the one with the lowest participant GUID proposes at
+//! once; the others wait 10 ms for it first, so a sample usually enters the log once.
 //!
 //! A received sample is acknowledged to its writer only once the log applied it here and,
 //! PERSISTENT, it is on disk: until then [`crate::service`]'s sink refuses it (after a short
@@ -21,13 +21,14 @@
 //! [`TopicStore`]: crate::TopicStore
 
 use crate::store::StoredSample;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 use tessera::qos::{
     Consistency, DataReaderQos, DataWriterQos, History, PublisherQos, Reliability, SubscriberQos,
     TopicQos,
 };
-use tessera::rtps::types::Guid;
+use tessera::rtps::types::{Guid, GuidPrefix};
 use tessera::{DataReader, DataWriter, DomainParticipant, TopicType};
 
 /// How long a service that is not the designated proposer waits for the log to apply a
@@ -105,27 +106,12 @@ pub struct LogCounters {
 /// A service's side of the log: what it proposes with.
 pub(crate) struct LogWriter {
     writer: DataWriter<LogEntry>,
-    /// This service proposes what it receives at once: its log writer has the lowest GUID of
-    /// the group's. The others give it [`PROPOSER_GRACE`] first, so that a sample usually
-    /// goes into the log once rather than once per service.
-    pub(crate) designated: AtomicBool,
     pub(crate) proposed: AtomicU64,
     pub(crate) proposed_again: AtomicU64,
     pub(crate) refused: AtomicU64,
 }
 
 impl LogWriter {
-    /// Updates [`Self::designated`] from the log writers `reader` matched.
-    pub(crate) fn elect(&self, reader: &DataReader<LogEntry>) {
-        let me = self.writer.guid();
-        let lowest = reader
-            .matched_publications()
-            .into_iter()
-            .chain(std::iter::once(me))
-            .min();
-        self.designated.store(lowest == Some(me), Ordering::Relaxed);
-    }
-
     /// Queues `sample` for the log (the writer batches: this does not wait for the commit).
     /// A failure is logged; the caller proposes again if the sample is not applied in time.
     pub(crate) fn propose(&self, topic: &str, sample: &StoredSample) {
@@ -134,6 +120,32 @@ impl LogWriter {
             tracing::debug!(topic, error = %e, "log proposal failed (proposed again later)");
         }
     }
+}
+
+/// The participants of the replicated services `reader` (the log's) knows, this one included.
+pub(crate) fn services(reader: &DataReader<LogEntry>, own: GuidPrefix) -> HashSet<GuidPrefix> {
+    reader
+        .matched_publications()
+        .into_iter()
+        .map(|g| g.prefix)
+        .chain(std::iter::once(own))
+        .collect()
+}
+
+/// Whether this service (`own`) is the designated proposer of `topic`: the lowest participant
+/// among the replicated `services` that follow it (their replay writers on it are in
+/// `writers`). The others give it [`PROPOSER_GRACE`] before proposing a sample themselves, so a
+/// sample usually enters the log once rather than once per service.
+pub(crate) fn designated(
+    topic: &str,
+    own: GuidPrefix,
+    services: &HashSet<GuidPrefix>,
+    writers: &[std::sync::Arc<tessera::rtps::discovery::DiscoveredWriterData>],
+) -> bool {
+    writers
+        .iter()
+        .filter(|w| w.topic_name == topic && services.contains(&w.guid.prefix))
+        .all(|w| w.guid.prefix >= own)
 }
 
 /// Joins the services' log on `participant`: its writer (batching, so proposals from one
@@ -161,7 +173,6 @@ pub(crate) fn open(
     Ok((
         LogWriter {
             writer,
-            designated: AtomicBool::new(false),
             proposed: AtomicU64::new(0),
             proposed_again: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -187,6 +198,29 @@ mod tests {
         };
         let back = LogEntry::of("T", &s).sample().expect("well formed");
         assert_eq!(back, StoredSample { arrival: 0, ..s });
+    }
+
+    #[test]
+    fn the_lowest_service_following_a_topic_proposes_it() {
+        use std::sync::Arc;
+        use tessera::rtps::discovery::DiscoveredWriterData;
+        use tessera::rtps::types::EntityId;
+        let p = |n: u8| GuidPrefix([n; 12]);
+        let w = |n: u8, topic: &str| {
+            Arc::new(DiscoveredWriterData::new(
+                Guid::new(p(n), EntityId([0, 0, 1, 2])),
+                topic,
+                "T",
+            ))
+        };
+        let services: HashSet<GuidPrefix> = [p(1), p(2), p(3)].into();
+        // Service 1 follows only A; 2 and 3 follow B; 0 is an application writer of B.
+        let writers = vec![w(1, "A"), w(2, "B"), w(3, "B"), w(0, "B")];
+        assert!(designated("A", p(1), &services, &writers));
+        assert!(!designated("A", p(2), &services, &writers));
+        assert!(designated("B", p(2), &services, &writers), "1 does not follow B");
+        assert!(!designated("B", p(3), &services, &writers));
+        assert!(designated("C", p(3), &services, &writers), "nobody else follows C");
     }
 
     #[test]

@@ -153,6 +153,9 @@ struct TopicState {
     closed: AtomicBool,
     /// Replicated: the sink refused a sample since its writers were last asked to resend.
     refused: AtomicBool,
+    /// Replicated: this service proposes the topic's samples at once
+    /// ([`crate::replicate::designated`]).
+    designated: AtomicBool,
     stop: Arc<AtomicBool>,
 }
 
@@ -235,7 +238,7 @@ impl TopicState {
             return true;
         }
         let now = Instant::now();
-        if !log.designated.load(Ordering::Relaxed) {
+        if !self.designated.load(Ordering::Relaxed) {
             // Most likely proposed by the designated service already: a little time for it.
             let mut applied = self.applied.lock();
             let grace = now + PROPOSER_GRACE;
@@ -583,9 +586,7 @@ impl Shared {
         waitset.attach(&reader.create_readcondition(StateMasks::ANY));
         while !self.stop.load(Ordering::Relaxed) {
             let _ = waitset.wait(Some(Duration::from_millis(100)));
-            if let Some(log) = &self.log {
-                log.elect(reader);
-            }
+            self.elect(reader);
             loop {
                 let taken = match reader.take(4096) {
                     Ok(t) => t,
@@ -606,6 +607,18 @@ impl Shared {
         drop(resend);
         if let Ok(t) = resender {
             let _ = t.join();
+        }
+    }
+
+    /// Replicated: which topics this service proposes at once (see
+    /// [`crate::replicate::designated`]).
+    fn elect(&self, reader: &DataReader<LogEntry>) {
+        let own = self.participant.guid().prefix;
+        let services = crate::replicate::services(reader, own);
+        let writers = self.participant.discovered_writers();
+        for (name, f) in self.topics.lock().iter() {
+            let d = crate::replicate::designated(name, own, &services, &writers);
+            f.state.designated.store(d, Ordering::Relaxed);
         }
     }
 
@@ -901,6 +914,7 @@ impl Shared {
             applied_changed: Condvar::new(),
             closed: AtomicBool::new(false),
             refused: AtomicBool::new(false),
+            designated: AtomicBool::new(true),
             stop: self.stop.clone(),
         });
         let writer = self.replay_writer(&topic, &state, partition.clone(), kind)?;
