@@ -218,9 +218,15 @@ mod tests {
         let writers = vec![w(1, "A"), w(2, "B"), w(3, "B"), w(0, "B")];
         assert!(designated("A", p(1), &services, &writers));
         assert!(!designated("A", p(2), &services, &writers));
-        assert!(designated("B", p(2), &services, &writers), "1 does not follow B");
+        assert!(
+            designated("B", p(2), &services, &writers),
+            "1 does not follow B"
+        );
         assert!(!designated("B", p(3), &services, &writers));
-        assert!(designated("C", p(3), &services, &writers), "nobody else follows C");
+        assert!(
+            designated("C", p(3), &services, &writers),
+            "nobody else follows C"
+        );
     }
 
     #[test]
