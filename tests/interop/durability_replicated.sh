@@ -77,5 +77,15 @@ rc=0
 wait_pid reader 60 || rc=$?
 tail -n 2 "$WORK/reader.log"
 [[ $rc -eq 0 ]] || fail "late reader exited $rc"
-stop_bg s3b
+# SIGTERM: a clean exit (its shared-memory segment removed) even with its group gone.
+s3b_pid="$(bg_pid s3b)"
+kill -TERM "$s3b_pid"
+for ((i = 0; i < 50; i++)); do
+    kill -0 "$s3b_pid" 2>/dev/null || break
+    sleep 0.1
+done
+kill -0 "$s3b_pid" 2>/dev/null && fail "s3b still running 5 s after SIGTERM"
+wait "$s3b_pid" || fail "s3b exited $? on SIGTERM"
+unset '_BG_PIDS[s3b]'
+log "s3b left within $((i / 10)).$((i % 10)) s of SIGTERM"
 log "ok"

@@ -191,6 +191,10 @@ fn main() {
                 got.len(),
                 if ok { "ok" } else { "FAILED" }
             );
+            // Leave cleanly (goodbye, shared-memory segment removed): exit skips destructors.
+            drop(r);
+            drop(t);
+            drop(p);
             std::process::exit(if ok { 0 } else { 1 });
         }
         _ => {

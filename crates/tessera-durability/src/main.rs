@@ -1,6 +1,9 @@
-//! `tessera-durability` (also `tessera durability`): runs a durability service until killed.
+//! `tessera-durability` (also `tessera durability`): runs a durability service until SIGINT or
+//! SIGTERM, then leaves cleanly (its participant says goodbye and removes its shared-memory
+//! segment; killed with -9, the next participant on the host reclaims the segment).
 
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 use tessera_durability::{DurabilityService, ServiceConfig};
 
 fn usage(prog: &str) -> String {
@@ -14,6 +17,12 @@ fn usage(prog: &str) -> String {
          --replicated: the domain's replicated services keep the same samples through\n\
          consensus (one ATOMIC log); a sample is acknowledged once the group committed it.\n"
     )
+}
+
+static STOP: AtomicBool = AtomicBool::new(false);
+
+extern "C" fn on_signal(_: libc::c_int) {
+    STOP.store(true, Ordering::SeqCst);
 }
 
 fn main() {
@@ -98,9 +107,20 @@ fn run(prog: &str, args: &[String]) -> i32 {
             return 1;
         }
     };
+    // SAFETY: `on_signal` only stores to an atomic, which is async-signal-safe.
+    unsafe {
+        libc::signal(libc::SIGINT, on_signal as *const () as libc::sighandler_t);
+        libc::signal(libc::SIGTERM, on_signal as *const () as libc::sighandler_t);
+    }
     println!("durability service ready on domain {domain}");
-    loop {
-        std::thread::sleep(Duration::from_secs(stats.unwrap_or(3600).max(1)));
+    let period = Duration::from_secs(stats.unwrap_or(3600).max(1));
+    let mut next = Instant::now() + period;
+    while !STOP.load(Ordering::SeqCst) {
+        std::thread::sleep(Duration::from_millis(50));
+        if Instant::now() < next {
+            continue;
+        }
+        next += period;
         if stats.is_some() {
             if config_replicated {
                 let c = service.log_counters();
@@ -117,4 +137,6 @@ fn run(prog: &str, args: &[String]) -> i32 {
             }
         }
     }
+    drop(service);
+    0
 }
