@@ -185,9 +185,8 @@ pub(crate) fn open(
 mod tests {
     use super::*;
 
-    #[test]
-    fn an_entry_carries_the_sample_whole() {
-        let s = StoredSample {
+    fn sample() -> StoredSample {
+        StoredSample {
             writer: Guid::from_bytes([7; 16]),
             sequence_number: 42,
             key_hash: [3; 16],
@@ -195,7 +194,12 @@ mod tests {
             source_timestamp: 1_700_000_000_000_000_000,
             arrival: 9,
             payload: vec![0, 1, 0, 0, 5],
-        };
+        }
+    }
+
+    #[test]
+    fn an_entry_carries_the_sample_whole() {
+        let s = sample();
         let back = LogEntry::of("T", &s).sample().expect("well formed");
         assert_eq!(back, StoredSample { arrival: 0, ..s });
     }
@@ -231,18 +235,7 @@ mod tests {
 
     #[test]
     fn an_entry_with_a_short_guid_is_refused() {
-        let mut e = LogEntry::of(
-            "T",
-            &StoredSample {
-                writer: Guid::from_bytes([1; 16]),
-                sequence_number: 1,
-                key_hash: [0; 16],
-                status_info: 0,
-                source_timestamp: 0,
-                arrival: 0,
-                payload: vec![],
-            },
-        );
+        let mut e = LogEntry::of("T", &sample());
         e.writer.truncate(15);
         assert!(e.sample().is_none());
     }

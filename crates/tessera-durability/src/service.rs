@@ -459,39 +459,29 @@ impl DurabilityService {
                 .spawn(f)
                 .map_err(|e| tessera::Error::OutOfResources(e.to_string()))
         };
-        let mut threads = Vec::new();
-        let main = {
-            let shared = shared.clone();
-            spawn(
-                "tessera-durability",
-                Box::new(move || {
-                    while !shared.stop.load(Ordering::Relaxed) {
-                        shared.tick();
-                        std::thread::sleep(shared.config.period);
-                    }
-                }),
-            )
-        };
-        let service = |threads| DurabilityService {
+        // Dropped on an early return, the service stops and joins what it started.
+        let mut service = DurabilityService {
             shared: shared.clone(),
-            threads,
+            threads: Vec::new(),
         };
-        match main {
-            Ok(t) => threads.push(t),
-            Err(e) => return Err(e.into()),
-        }
+        let main = shared.clone();
+        service.threads.push(spawn(
+            "tessera-durability",
+            Box::new(move || {
+                while !main.stop.load(Ordering::Relaxed) {
+                    main.tick();
+                    std::thread::sleep(main.config.period);
+                }
+            }),
+        )?);
         if let Some(reader) = log_reader {
             let s = shared.clone();
-            match spawn("tessera-dur-log", Box::new(move || s.follow_log(&reader))) {
-                Ok(t) => threads.push(t),
-                // Dropping the service stops and joins the thread already started.
-                Err(e) => {
-                    drop(service(threads));
-                    return Err(e.into());
-                }
-            }
+            service.threads.push(spawn(
+                "tessera-dur-log",
+                Box::new(move || s.follow_log(&reader)),
+            )?);
         }
-        Ok(service(threads))
+        Ok(service)
     }
 
     /// The participant the service runs on.
