@@ -30,15 +30,6 @@ wait_kept() { # NAME COUNT SECONDS
     fail "$1 keeps $(kept "$1") samples, not $2, after $3 s"
 }
 
-kill9() { # NAME...
-    local n
-    for n in "$@"; do
-        kill -9 "$(bg_pid "$n")"
-        wait "$(bg_pid "$n")" 2>/dev/null || true
-        unset "_BG_PIDS[$n]"
-    done
-}
-
 for s in s1 s2 s3; do
     start_bg "$s" "$SERVICE" --replicated --store "$WORK/$s" --stats 1
 done
@@ -71,12 +62,7 @@ for s in s1 s2 s3b; do
 done
 
 kill9 writer s1 s2
-start_bg reader "$PEER" sub --kind persistent --instances 4 --count 300 --depth 300 \
-    --writer "$writer_guid" --timeout 30
-rc=0
-wait_pid reader 60 || rc=$?
-tail -n 2 "$WORK/reader.log"
-[[ $rc -eq 0 ]] || fail "late reader exited $rc"
+late_reader "$writer_guid" --instances 4 --count 300 --depth 300
 # SIGTERM: a clean exit (its shared-memory segment removed) even with its group gone.
 s3b_pid="$(bg_pid s3b)"
 kill -TERM "$s3b_pid"

@@ -26,11 +26,26 @@
 //! the writing applications, with a token bucket per topic, and the network writers batch, so
 //! samples of all applications share datagrams.
 //!
+//! Durability passes through: a route's network writer offers the strongest DURABILITY of the
+//! application writers it stands for (with that writer's history and DURABILITY_SERVICE, so
+//! the network's durability services keep a TRANSIENT writer's data), and an application
+//! reader gets the history its request entitles it to (see `route::DurableQos`).
+//!
+//! # Durability service
+//! With [`NodeConfig::durability`] (`tessera node --durability`) the node also runs a
+//! durability service ([`tessera_durability`]) on a participant of its own attached to the
+//! node plane, like one of the host's applications: it keeps the TRANSIENT and PERSISTENT
+//! data of the host's writers (and of the network's, on topics the host's applications read:
+//! the routes bring them) past those writers, and serves them over shared memory to the host's
+//! late-joining readers, under the original writers' names. Its replays stay on the host: a
+//! route's proxy reader is never TRANSIENT, so it does not take them.
+//!
 //! # Limits
-//! A route's QoS is set when it is made (reliable unless an
-//! application endpoint on the topic is best effort; the network writer offers TRANSIENT_LOCAL
-//! only if a local writer did); types that dynamic types do not model are not forwarded
-//! (logged).
+//! A route's QoS is set when it is made (reliable unless an application endpoint on the topic
+//! is best effort; durability as above, from the endpoints known then); samples leave the
+//! node under the node's writers' names; types that dynamic types do not model are not
+//! forwarded (logged). The hosted durability service is not replicated (`--replicated` is for
+//! services of their own).
 
 pub mod route;
 pub mod sched;
@@ -69,6 +84,9 @@ pub struct NodeConfig {
     /// gathering window (`ShmConfig::gather`): while the applications write more often than
     /// this, the node takes their unprioritised samples once per window.
     pub batch_window: Duration,
+    /// Run a durability service inside the node (see the crate docs); `None`: none. Its
+    /// `replicated` must be off.
+    pub durability: Option<tessera_durability::ServiceConfig>,
 }
 
 impl NodeConfig {
@@ -81,6 +99,7 @@ impl NodeConfig {
             rates: HashMap::new(),
             network: None,
             batch_window: sched::BATCH_WINDOW,
+            durability: None,
         }
     }
 }
@@ -95,10 +114,18 @@ pub enum NodeError {
     /// A participant could not be created.
     #[error(transparent)]
     Dds(#[from] tessera::Error),
+    /// The hosted durability service could not start (its store, or its endpoints).
+    #[error(transparent)]
+    Durability(#[from] tessera_durability::ServiceError),
+    /// The configuration asks for something the node does not do.
+    #[error("node configuration: {0}")]
+    Config(String),
 }
 
 /// A running node service; stopped (routes, participants, presence file) when dropped.
 pub struct Node {
+    /// Leaves first (its participant says goodbye while the node still carries it).
+    durability: Option<tessera_durability::DurabilityService>,
     shared: Arc<Shared>,
     manager: Option<JoinHandle<()>>,
     _presence: NodePresence,
@@ -118,6 +145,19 @@ struct Shared {
 impl Node {
     /// Starts the node of `config.domain`: both participants, then the route manager.
     pub fn start(config: NodeConfig) -> Result<Node, NodeError> {
+        if config.durability.as_ref().is_some_and(|d| d.replicated) {
+            return Err(NodeError::Config(
+                "a durability service inside the node is not replicated; run \
+                 `tessera durability --replicated` beside it"
+                    .into(),
+            ));
+        }
+        // Opened before anything joins the domain: a store that cannot be opened (locked by
+        // another service, unreadable) stops the node before it is announced.
+        let durable_store = match &config.durability {
+            Some(d) => tessera_durability::DurabilityService::open_store(d)?,
+            None => None,
+        };
         let presence = NodePresence::announce(config.domain).map_err(NodeError::Presence)?;
         let mut local_cfg = tessera::node::node_plane_config(config.domain)?;
         local_cfg.ignore_local = true;
@@ -148,11 +188,40 @@ impl Node {
             .name("tessera-node".into())
             .spawn(move || s.manage())
             .map_err(|e| NodeError::Dds(tessera::Error::Io(e)))?;
-        Ok(Node {
+        let mut node = Node {
+            durability: None,
             shared,
             manager: Some(manager),
             _presence: presence,
-        })
+        };
+        if let Some(service_config) = node.shared.config.durability.clone() {
+            // An application of this node, like any other of the host's.
+            let attached = ParticipantConfig {
+                node: Some(true),
+                ..Default::default()
+            };
+            let participant = DomainParticipant::with_qos(
+                node.shared.config.domain,
+                Default::default(),
+                attached,
+            )?;
+            if !participant.attached_to_node() {
+                return Err(NodeError::Config(
+                    "the durability service did not attach to the node".into(),
+                ));
+            }
+            node.durability = Some(tessera_durability::DurabilityService::start_with_store(
+                participant,
+                service_config,
+                durable_store,
+            )?);
+        }
+        Ok(node)
+    }
+
+    /// The durability service the node runs, if any.
+    pub fn durability(&self) -> Option<&tessera_durability::DurabilityService> {
+        self.durability.as_ref()
     }
 
     /// The local (node-plane) participant.
@@ -193,6 +262,7 @@ impl Node {
 
 impl Drop for Node {
     fn drop(&mut self) {
+        drop(self.durability.take());
         self.shared.stop.store(true, Ordering::Relaxed);
         if let Some(m) = self.manager.take() {
             let _ = m.join();

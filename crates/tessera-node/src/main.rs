@@ -1,23 +1,31 @@
 //! `tessera-node` (also `tessera node`): the per-host node service of the federated
 //! architecture. Runs until SIGINT/SIGTERM (then it leaves cleanly: its participants say
 //! goodbye, so the applications and remote peers drop it at once, and its presence file and
-//! segments go); prints its routes and the scheduler's counters every few seconds
-//! (`--stats SECS`, 0 for never).
+//! segments go); prints its routes, the scheduler's counters and, with `--durability`, what
+//! its durability service keeps, every few seconds (`--stats SECS`, 0 for never).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use tessera_durability::ServiceConfig;
 use tessera_node::{Node, NodeConfig, Rate};
 
 const USAGE: &str = "usage: tessera node [-d DOMAIN] [--rate TOPIC=BYTES[/BURST]]... \
-                     [--default-rate BYTES[/BURST]] [--batch-window MICROS] [--stats SECS]";
+                     [--default-rate BYTES[/BURST]] [--batch-window MICROS] [--stats SECS]\n\
+                     \x20      [--durability] [--durability-store DIR] \
+                     [--durability-topics PATTERN[,PATTERN...]]\n\
+                     --durability runs a durability service inside the node: it keeps the \
+                     TRANSIENT data of the host's writers in memory, PERSISTENT data in \
+                     DIR/durability.redb with --durability-store (which implies it), and \
+                     serves the host's late-joining readers";
 
 fn parse(args: &[String]) -> Result<(NodeConfig, u64), String> {
     let mut domain = 0u32;
     let mut rates: HashMap<Option<String>, Rate> = HashMap::new();
     let mut stats = 5u64;
     let mut window = None;
+    let mut durability: Option<ServiceConfig> = None;
     let mut it = args.iter();
     while let Some(a) = it.next() {
         let mut val = || it.next().ok_or_else(|| format!("{a} needs a value"));
@@ -40,12 +48,26 @@ fn parse(args: &[String]) -> Result<(NodeConfig, u64), String> {
                     .map_err(|_| "bad --batch-window (microseconds)".to_string())?;
                 window = Some(Duration::from_micros(us));
             }
+            "--durability" => {
+                durability.get_or_insert_with(ServiceConfig::default);
+            }
+            "--durability-store" => {
+                let dir = val()?.into();
+                durability
+                    .get_or_insert_with(ServiceConfig::default)
+                    .store_dir = Some(dir);
+            }
+            "--durability-topics" => {
+                let topics = val()?.split(',').map(str::to_owned).collect();
+                durability.get_or_insert_with(ServiceConfig::default).topics = topics;
+            }
             "-h" | "--help" => return Err(USAGE.into()),
             other => return Err(format!("unknown argument {other:?}\n{USAGE}")),
         }
     }
     let mut c = NodeConfig::new(domain);
     c.rates = rates;
+    c.durability = durability;
     if let Some(w) = window {
         c.batch_window = w;
     }
@@ -93,12 +115,21 @@ fn main() {
         next = Instant::now() + Duration::from_secs(stats);
         for r in node.routes() {
             println!(
-                "route {} {:?}: {} samples, {} dispose/unregister, {} failed",
-                r.topic, r.direction, r.samples, r.lifecycle, r.failed
+                "route {} {:?}: {} samples, {} dispose/unregister, {} failed, {} own returned",
+                r.topic, r.direction, r.samples, r.lifecycle, r.failed, r.own
             );
         }
         for (t, why) in node.pending() {
             println!("pending {t}: {why}");
+        }
+        if let Some(d) = node.durability() {
+            for (topic, t) in d.stats() {
+                println!(
+                    "durable {topic}: {} samples, {} instances, {} duplicates, {} over limits, \
+                     {} cleaned up",
+                    t.samples, t.instances, t.duplicates, t.over_limit, t.cleaned_up
+                );
+            }
         }
         for f in node.scheduler().flows {
             println!(

@@ -9,9 +9,11 @@ use std::time::Duration;
 
 use tessera::history::{InstanceHandle, InstanceState};
 use tessera::qos::{
-    DataReaderQos, DataWriterQos, Durability, History, LatencyBudget, Partition, PublisherQos,
-    Reliability, ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos, INFINITE,
+    DataReaderQos, DataWriterQos, Durability, DurabilityService, History, LatencyBudget, Partition,
+    PublisherQos, Reliability, ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
+    WriterSideQos, INFINITE,
 };
+use tessera::rtps::discovery::{DiscoveredReaderData, DiscoveredWriterData};
 use tessera::{Condition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet};
 
 use crate::sched::{Op, Rank, Scheduler};
@@ -39,6 +41,9 @@ pub struct RouteStats {
     pub lifecycle: u64,
     /// Samples the other side refused (counted, not retried).
     pub failed: u64,
+    /// Samples not forwarded because they left this host through this node before (a
+    /// durability service elsewhere replayed them).
+    pub own: u64,
 }
 
 #[derive(Default)]
@@ -46,6 +51,7 @@ struct Counters {
     samples: AtomicU64,
     lifecycle: AtomicU64,
     failed: AtomicU64,
+    own: AtomicU64,
 }
 
 /// Samples a proxy reader holds before the reliable protocol pushes back on the writers.
@@ -102,6 +108,101 @@ fn reliability(best_effort: bool) -> Reliability {
     }
 }
 
+/// What a route's endpoints ask and offer of DURABILITY, so that the node is as transparent
+/// to it as a network is: a durable application writer stays as durable on the network (a
+/// TRANSIENT one is kept by the durability services there), and an application reader gets
+/// the history its request entitles it to.
+struct DurableQos {
+    /// The proxy reader's request.
+    reader: Durability,
+    /// The forwarding writer's offer, and what it keeps (a durable writer's history serves
+    /// late joiners; the DURABILITY_SERVICE tells a service how much to keep).
+    writer: Durability,
+    history: History,
+    resource_limits: ResourceLimits,
+    service: DurabilityService,
+}
+
+/// What a durable forwarding writer keeps when no writer it stands for says more.
+const DEFAULT_DURABLE_DEPTH: u32 = 16;
+
+impl DurableQos {
+    /// A non-durable route's QoS: asks for no history, offers none, keeps everything until
+    /// it is sent.
+    fn volatile() -> DurableQos {
+        DurableQos {
+            reader: Durability::Volatile,
+            writer: Durability::Volatile,
+            history: History::KeepAll,
+            resource_limits: ResourceLimits::default(),
+            service: DurabilityService::default(),
+        }
+    }
+
+    /// Local applications' writers to the network. The network writer offers the strongest
+    /// durability among them, with that writer's history and DURABILITY_SERVICE. The proxy
+    /// reader asks TRANSIENT_LOCAL when every writer offers at least that (it then takes the
+    /// history they kept before the route opened) and never more: a durability service's
+    /// replays (relayed samples) are for TRANSIENT readers, so the host's own service's
+    /// replays do not leave the host again as the node's samples.
+    fn to_network(writers: &[Arc<DiscoveredWriterData>]) -> DurableQos {
+        let mut q = Self::volatile();
+        let Some(model) = writers.iter().max_by_key(|w| durable_rank(&w.qos)) else {
+            return q;
+        };
+        if model.qos.durability != Durability::Volatile {
+            q.writer = model.qos.durability;
+            q.history = model.qos.history;
+            q.resource_limits = model.qos.resource_limits;
+            q.service = model.qos.durability_service;
+        }
+        let weakest = writers.iter().map(|w| w.qos.durability).min();
+        q.reader = weakest.map_or(Durability::Volatile, |d| d.min(Durability::TransientLocal));
+        q
+    }
+
+    /// The network's writers to local applications' readers. The proxy reader asks what every
+    /// local reader asks at least (it matches every remote writer each of them would, and
+    /// TRANSIENT readers receive the durability services' replays); the local writer offers
+    /// what the most demanding reader asks, keeping the history and DURABILITY_SERVICE of the
+    /// strongest remote writer known when the route opens (16 samples per instance if none).
+    fn from_network(
+        readers: &[Arc<DiscoveredReaderData>],
+        remote_writers: &[Arc<DiscoveredWriterData>],
+    ) -> DurableQos {
+        let mut q = Self::volatile();
+        q.reader = readers
+            .iter()
+            .map(|r| r.qos.durability)
+            .min()
+            .unwrap_or(Durability::Volatile);
+        let strongest = readers.iter().map(|r| r.qos.durability).max();
+        let strongest = strongest.unwrap_or(Durability::Volatile);
+        if strongest == Durability::Volatile {
+            return q;
+        }
+        q.writer = strongest;
+        match remote_writers.iter().max_by_key(|w| durable_rank(&w.qos)) {
+            Some(model) if model.qos.durability != Durability::Volatile => {
+                q.history = model.qos.history;
+                q.resource_limits = model.qos.resource_limits;
+                q.service = model.qos.durability_service;
+            }
+            _ => q.history = History::KeepLast(DEFAULT_DURABLE_DEPTH),
+        }
+        q
+    }
+}
+
+/// Orders writers by how much they keep for late joiners: durability first, then history.
+fn durable_rank(q: &WriterSideQos) -> (Durability, u64) {
+    let depth = match q.history {
+        History::KeepAll => u64::MAX,
+        History::KeepLast(n) => u64::from(n),
+    };
+    (q.durability, depth)
+}
+
 impl Route {
     /// Opens the route of `topic` in direction `dir` for what the applications have on it.
     /// Errors are reasons to log and retry later.
@@ -126,30 +227,35 @@ impl Route {
         };
         // The reader must match every writer it forwards from (best effort if any of them is),
         // and the writer offers what the readers beyond it may ask.
-        let (reader_best_effort, writer_durable) = match dir {
-            Direction::ToNetwork => (
-                uses.writers
-                    .iter()
-                    .any(|w| w.qos.reliability.kind == ReliabilityKind::BestEffort),
-                uses.writers
-                    .iter()
-                    .any(|w| w.qos.durability != Durability::Volatile),
-            ),
-            Direction::FromNetwork => (
-                node.net.discovered_endpoints().iter().any(|e| match e {
-                    tessera::rtps::discovery::RemoteEndpointInfo::Writer(w) => {
-                        w.topic_name == topic
-                            && w.qos.reliability.kind == ReliabilityKind::BestEffort
-                    }
-                    _ => false,
-                }),
-                uses.readers
-                    .iter()
-                    .any(|r| r.qos.durability != Durability::Volatile),
-            ),
+        let remote_writers: Vec<_> = node
+            .net
+            .discovered_endpoints()
+            .into_iter()
+            .filter_map(|e| match e {
+                tessera::rtps::discovery::RemoteEndpointInfo::Writer(w)
+                    if w.topic_name == topic =>
+                {
+                    Some(w)
+                }
+                _ => None,
+            })
+            .collect();
+        let reader_best_effort = match dir {
+            Direction::ToNetwork => uses
+                .writers
+                .iter()
+                .any(|w| w.qos.reliability.kind == ReliabilityKind::BestEffort),
+            Direction::FromNetwork => remote_writers
+                .iter()
+                .any(|w| w.qos.reliability.kind == ReliabilityKind::BestEffort),
+        };
+        let durable = match dir {
+            Direction::ToNetwork => DurableQos::to_network(&uses.writers),
+            Direction::FromNetwork => DurableQos::from_network(&uses.readers, &remote_writers),
         };
         let reader_qos = DataReaderQos {
             reliability: reliability(reader_best_effort),
+            durability: durable.reader,
             // Accepts every writer's budget (a reader asking less matches fewer writers).
             latency_budget: LatencyBudget { duration: INFINITE },
             history: History::KeepAll,
@@ -175,22 +281,17 @@ impl Route {
                 .min()
                 .unwrap_or(Duration::ZERO),
         };
+        let writer_durable = durable.writer != Durability::Volatile;
         let writer_qos = DataWriterQos {
             // The scheduler's writers wait briefly (NETWORK_BLOCKING); the local side's longer.
             reliability: match dir {
                 Direction::ToNetwork => Reliability::reliable(NETWORK_BLOCKING),
                 Direction::FromNetwork => reliability(false),
             },
-            durability: if writer_durable {
-                Durability::TransientLocal
-            } else {
-                Durability::Volatile
-            },
-            history: if writer_durable {
-                History::KeepLast(16)
-            } else {
-                History::KeepAll
-            },
+            durability: durable.writer,
+            durability_service: durable.service,
+            history: durable.history,
+            resource_limits: durable.resource_limits,
             latency_budget: LatencyBudget {
                 duration: match dir {
                     Direction::ToNetwork => rank.latency_budget,
@@ -239,11 +340,17 @@ impl Route {
         };
         let counters = Arc::new(Counters::default());
         let (c, s) = (counters.clone(), stop.clone());
+        // What left this host through this node may come back as a durability service's
+        // replay (under the node's network writer's name); the host has it already.
+        let own_prefix = match dir {
+            Direction::FromNetwork => Some(node.net.guid().to_bytes()),
+            Direction::ToNetwork => None,
+        };
         let thread = std::thread::Builder::new()
             .name(format!("tessera-node-{topic}"))
             .spawn(move || {
                 if let Some(reader) = source.reader(&s) {
-                    pump(reader, sink, &c, &s);
+                    pump(reader, sink, own_prefix, &c, &s);
                 }
             })
             .map_err(|e| format!("{topic}: {e}"))?;
@@ -263,6 +370,7 @@ impl Route {
             samples: self.counters.samples.load(Ordering::Relaxed),
             lifecycle: self.counters.lifecycle.load(Ordering::Relaxed),
             failed: self.counters.failed.load(Ordering::Relaxed),
+            own: self.counters.own.load(Ordering::Relaxed),
         }
     }
 }
@@ -319,8 +427,15 @@ impl Source {
     }
 }
 
-/// Moves everything the reader receives to the sink until stopped.
-fn pump(reader: UntypedDataReader, sink: Sink, counters: &Counters, stop: &AtomicBool) {
+/// Moves everything the reader receives to the sink until stopped, except samples written by
+/// a writer of the participant `skip` names (the first 12 bytes, its GUID prefix).
+fn pump(
+    reader: UntypedDataReader,
+    sink: Sink,
+    skip: Option<[u8; 16]>,
+    counters: &Counters,
+    stop: &AtomicBool,
+) {
     let support = reader.type_support().clone();
     let cond: Condition = reader.status_condition(StatusMask::DATA_AVAILABLE);
     let mut ws = WaitSet::new();
@@ -337,6 +452,10 @@ fn pump(reader: UntypedDataReader, sink: Sink, counters: &Counters, stop: &Atomi
                 break;
             }
             for s in samples.drain(..) {
+                if skip.is_some_and(|p| s.info.publication_handle[..12] == p[..12]) {
+                    counters.own.fetch_add(1, Ordering::Relaxed);
+                    continue;
+                }
                 let handle = s.info.instance_handle;
                 let (op, lifecycle) = match s.data {
                     Some(p) => {

@@ -6,9 +6,11 @@ mod support;
 
 use std::time::Duration;
 
-use support::{reader, reader_in, reader_qos, require_netns, wait_until, writer, writer_qos};
+use support::{
+    participant, reader, reader_in, reader_qos, require_netns, wait_until, writer, writer_qos,
+};
 use tessera::history::InstanceState;
-use tessera::{DataReader, DomainParticipant, ParticipantConfig, TopicType};
+use tessera::{DataReader, DomainParticipant, TopicType};
 use tessera_node::{Direction, Node, NodeConfig};
 
 #[derive(TopicType, Debug, Clone, PartialEq)]
@@ -16,14 +18,6 @@ struct Keyed {
     #[key]
     id: u32,
     seq: u32,
-}
-
-fn participant(domain: u32, node: bool) -> DomainParticipant {
-    let config = ParticipantConfig {
-        node: Some(node),
-        ..Default::default()
-    };
-    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
 }
 
 /// Takes from `r` until `n` samples with data arrived; returns their seqs (instance by instance,

@@ -22,3 +22,22 @@ wait_for_line() { # NAME PATTERN SECONDS
     done
     fail "$1: no '$2' within $3 s"
 }
+
+kill9() { # NAME...: kill -9 of background processes, reaped and forgotten
+    local n
+    for n in "$@"; do kill -9 "$(bg_pid "$n")" 2>/dev/null || true; done
+    for n in "$@"; do
+        wait "$(bg_pid "$n")" 2>/dev/null || true
+        unset "_BG_PIDS[$n]"
+    done
+}
+
+late_reader() { # WRITER_GUID ARGS...: a late PERSISTENT reader (durable_peer sub ARGS
+    # --writer WRITER_GUID) that must get what it expects within 60 s; prints its log's end.
+    local guid="$1" rc=0
+    shift
+    start_bg reader "$PEER" sub --kind persistent "$@" --writer "$guid" --timeout 30
+    wait_pid reader 60 || rc=$?
+    tail -n 5 "$WORK/reader.log"
+    [[ $rc -eq 0 ]] || fail "late reader exited $rc"
+}

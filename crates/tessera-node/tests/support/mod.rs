@@ -6,7 +6,7 @@ pub mod load;
 use std::time::{Duration, Instant};
 
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, SubscriberQos, TopicQos};
-use tessera::{DataReader, DataWriter, DomainParticipant, TopicType};
+use tessera::{DataReader, DataWriter, DomainParticipant, ParticipantConfig, TopicType};
 
 /// Panics outside a test network namespace (`scripts/netns-run` sets `TESSERA_IN_NETNS=1`).
 pub fn require_netns() {
@@ -14,6 +14,16 @@ pub fn require_netns() {
         std::env::var("TESSERA_IN_NETNS").as_deref() == Ok("1"),
         "socket test outside a test network namespace: run it via scripts/netns-run"
     );
+}
+
+/// A participant of `domain`: an application attached to the host's node (`node`), or one on
+/// the network standing for another host.
+pub fn participant(domain: u32, node: bool) -> DomainParticipant {
+    let config = ParticipantConfig {
+        node: Some(node),
+        ..Default::default()
+    };
+    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
 }
 
 /// Reliable (10 s blocking), KEEP_ALL writer QoS.
