@@ -73,9 +73,10 @@ pub fn top_usage(prog: &str) -> String {
          \x20                          TRANSIENT/PERSISTENT durability service (runs\n\
          \x20                          {DURABILITY_BINARY}; --replicated: services kept\n\
          \x20                          identical by consensus)\n\
-         \x20 node [-d DOMAIN] [--rate TOPIC=BYTES[/BURST]]...\n\
+         \x20 node [-d DOMAIN] [--rate TOPIC=BYTES[/BURST]]... [--durability]\n\
          \x20                          the per-host node service (federated: applications\n\
-         \x20                          with TESSERA_NODE=1 attach to it; runs {NODE_BINARY})\n\
+         \x20                          with TESSERA_NODE=1 attach to it; runs {NODE_BINARY};\n\
+         \x20                          --durability: with a durability service inside)\n\
          \x20 echo TOPIC [--json]      print a topic's samples, its type learnt over XTypes\n\
          \x20 pub TOPIC VALUE          publish JSON values on a topic of a discovered type\n\
          \x20 ls [-d DOMAIN] [--wait SECS] [--json]\n\
