@@ -26,10 +26,12 @@
 //! the writing applications, with a token bucket per topic, and the network writers batch, so
 //! samples of all applications share datagrams.
 //!
-//! Durability passes through: a route's network writer offers the strongest DURABILITY of the
-//! application writers it stands for (with that writer's history and DURABILITY_SERVICE, so
-//! the network's durability services keep a TRANSIENT writer's data), and an application
-//! reader gets the history its request entitles it to (see `route::DurableQos`).
+//! Request/offered QoS passes through ([`route_qos`]): a route's proxy reader asks the weakest
+//! of what the endpoints it serves would ask, its writer offers what every writer behind it
+//! keeps (or what the most demanding reader asks), for DURABILITY (the network's durability
+//! services keep a TRANSIENT application writer's data), DEADLINE, LIVELINESS (asserted by
+//! the route while a writer behind is alive), OWNERSHIP (EXCLUSIVE decided on the host),
+//! DESTINATION_ORDER and LIFESPAN.
 //!
 //! # Durability service
 //! With [`NodeConfig::durability`] (`tessera node --durability`) the node also runs a
@@ -42,12 +44,13 @@
 //!
 //! # Limits
 //! A route's QoS is set when it is made (reliable unless an application endpoint on the topic
-//! is best effort; durability as above, from the endpoints known then); samples leave the
+//! is best effort; the rest as above, from the endpoints known then); samples leave the
 //! node under the node's writers' names; types that dynamic types do not model are not
 //! forwarded (logged). The hosted durability service is not replicated (`--replicated` is for
 //! services of their own).
 
 pub mod route;
+pub mod route_qos;
 pub mod sched;
 
 use std::collections::HashMap;

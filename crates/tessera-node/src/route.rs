@@ -5,17 +5,16 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tessera::history::{InstanceHandle, InstanceState};
 use tessera::qos::{
-    DataReaderQos, DataWriterQos, Durability, DurabilityService, History, LatencyBudget, Partition,
-    PublisherQos, Reliability, ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos,
-    WriterSideQos, INFINITE,
+    DataReaderQos, DataWriterQos, Durability, History, LatencyBudget, Partition, PublisherQos,
+    Reliability, ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos, INFINITE,
 };
-use tessera::rtps::discovery::{DiscoveredReaderData, DiscoveredWriterData};
 use tessera::{Condition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet};
 
+use crate::route_qos::RouteQos;
 use crate::sched::{Op, Rank, Scheduler};
 use crate::{RouteKey, Shared, TopicUse};
 
@@ -108,101 +107,6 @@ fn reliability(best_effort: bool) -> Reliability {
     }
 }
 
-/// What a route's endpoints ask and offer of DURABILITY, so that the node is as transparent
-/// to it as a network is: a durable application writer stays as durable on the network (a
-/// TRANSIENT one is kept by the durability services there), and an application reader gets
-/// the history its request entitles it to.
-struct DurableQos {
-    /// The proxy reader's request.
-    reader: Durability,
-    /// The forwarding writer's offer, and what it keeps (a durable writer's history serves
-    /// late joiners; the DURABILITY_SERVICE tells a service how much to keep).
-    writer: Durability,
-    history: History,
-    resource_limits: ResourceLimits,
-    service: DurabilityService,
-}
-
-/// What a durable forwarding writer keeps when no writer it stands for says more.
-const DEFAULT_DURABLE_DEPTH: u32 = 16;
-
-impl DurableQos {
-    /// A non-durable route's QoS: asks for no history, offers none, keeps everything until
-    /// it is sent.
-    fn volatile() -> DurableQos {
-        DurableQos {
-            reader: Durability::Volatile,
-            writer: Durability::Volatile,
-            history: History::KeepAll,
-            resource_limits: ResourceLimits::default(),
-            service: DurabilityService::default(),
-        }
-    }
-
-    /// Local applications' writers to the network. The network writer offers the strongest
-    /// durability among them, with that writer's history and DURABILITY_SERVICE. The proxy
-    /// reader asks TRANSIENT_LOCAL when every writer offers at least that (it then takes the
-    /// history they kept before the route opened) and never more: a durability service's
-    /// replays (relayed samples) are for TRANSIENT readers, so the host's own service's
-    /// replays do not leave the host again as the node's samples.
-    fn to_network(writers: &[Arc<DiscoveredWriterData>]) -> DurableQos {
-        let mut q = Self::volatile();
-        let Some(model) = writers.iter().max_by_key(|w| durable_rank(&w.qos)) else {
-            return q;
-        };
-        if model.qos.durability != Durability::Volatile {
-            q.writer = model.qos.durability;
-            q.history = model.qos.history;
-            q.resource_limits = model.qos.resource_limits;
-            q.service = model.qos.durability_service;
-        }
-        let weakest = writers.iter().map(|w| w.qos.durability).min();
-        q.reader = weakest.map_or(Durability::Volatile, |d| d.min(Durability::TransientLocal));
-        q
-    }
-
-    /// The network's writers to local applications' readers. The proxy reader asks what every
-    /// local reader asks at least (it matches every remote writer each of them would, and
-    /// TRANSIENT readers receive the durability services' replays); the local writer offers
-    /// what the most demanding reader asks, keeping the history and DURABILITY_SERVICE of the
-    /// strongest remote writer known when the route opens (16 samples per instance if none).
-    fn from_network(
-        readers: &[Arc<DiscoveredReaderData>],
-        remote_writers: &[Arc<DiscoveredWriterData>],
-    ) -> DurableQos {
-        let mut q = Self::volatile();
-        q.reader = readers
-            .iter()
-            .map(|r| r.qos.durability)
-            .min()
-            .unwrap_or(Durability::Volatile);
-        let strongest = readers.iter().map(|r| r.qos.durability).max();
-        let strongest = strongest.unwrap_or(Durability::Volatile);
-        if strongest == Durability::Volatile {
-            return q;
-        }
-        q.writer = strongest;
-        match remote_writers.iter().max_by_key(|w| durable_rank(&w.qos)) {
-            Some(model) if model.qos.durability != Durability::Volatile => {
-                q.history = model.qos.history;
-                q.resource_limits = model.qos.resource_limits;
-                q.service = model.qos.durability_service;
-            }
-            _ => q.history = History::KeepLast(DEFAULT_DURABLE_DEPTH),
-        }
-        q
-    }
-}
-
-/// Orders writers by how much they keep for late joiners: durability first, then history.
-fn durable_rank(q: &WriterSideQos) -> (Durability, u64) {
-    let depth = match q.history {
-        History::KeepAll => u64::MAX,
-        History::KeepLast(n) => u64::from(n),
-    };
-    (q.durability, depth)
-}
-
 impl Route {
     /// Opens the route of `topic` in direction `dir` for what the applications have on it.
     /// Errors are reasons to log and retry later.
@@ -249,13 +153,17 @@ impl Route {
                 .iter()
                 .any(|w| w.qos.reliability.kind == ReliabilityKind::BestEffort),
         };
-        let durable = match dir {
-            Direction::ToNetwork => DurableQos::to_network(&uses.writers),
-            Direction::FromNetwork => DurableQos::from_network(&uses.readers, &remote_writers),
+        let terms = match dir {
+            Direction::ToNetwork => RouteQos::to_network(&uses.writers),
+            Direction::FromNetwork => RouteQos::from_network(&uses.readers, &remote_writers),
         };
         let reader_qos = DataReaderQos {
             reliability: reliability(reader_best_effort),
-            durability: durable.reader,
+            durability: terms.reader.durability,
+            deadline: terms.reader.deadline,
+            liveliness: terms.reader.liveliness,
+            ownership: terms.reader.ownership,
+            destination_order: terms.reader.destination_order,
             // Accepts every writer's budget (a reader asking less matches fewer writers).
             latency_budget: LatencyBudget { duration: INFINITE },
             history: History::KeepAll,
@@ -281,17 +189,23 @@ impl Route {
                 .min()
                 .unwrap_or(Duration::ZERO),
         };
-        let writer_durable = durable.writer != Durability::Volatile;
+        let writer_durable = terms.writer.durability != Durability::Volatile;
         let writer_qos = DataWriterQos {
             // The scheduler's writers wait briefly (NETWORK_BLOCKING); the local side's longer.
             reliability: match dir {
                 Direction::ToNetwork => Reliability::reliable(NETWORK_BLOCKING),
                 Direction::FromNetwork => reliability(false),
             },
-            durability: durable.writer,
-            durability_service: durable.service,
-            history: durable.history,
-            resource_limits: durable.resource_limits,
+            durability: terms.writer.durability,
+            durability_service: terms.writer.durability_service,
+            history: terms.writer.history,
+            resource_limits: terms.writer.resource_limits,
+            deadline: terms.writer.deadline,
+            liveliness: terms.writer.liveliness,
+            ownership: terms.writer.ownership,
+            ownership_strength: terms.writer.ownership_strength,
+            destination_order: terms.writer.destination_order,
+            lifespan: terms.writer.lifespan,
             latency_budget: LatencyBudget {
                 duration: match dir {
                     Direction::ToNetwork => rank.latency_budget,
@@ -318,6 +232,7 @@ impl Route {
             })
             .and_then(|p| p.create_untyped_datawriter(to_topic.untyped(), writer_qos))
             .map_err(err)?;
+        let asserted = writer.clone();
         // A volatile topic goes to the network only once a reader there wants it: until then
         // the node has no proxy reader, so the applications' samples are not copied to it
         // (local traffic stays between the applications). A durable one is read at once, so
@@ -346,11 +261,20 @@ impl Route {
             Direction::FromNetwork => Some(node.net.guid().to_bytes()),
             Direction::ToNetwork => None,
         };
+        // A manual-liveliness writer is alive while a writer it stands for is.
+        let asserter = terms
+            .asserts_liveliness()
+            .then(|| (asserted.clone(), terms.assert_period()));
         let thread = std::thread::Builder::new()
             .name(format!("tessera-node-{topic}"))
             .spawn(move || {
                 if let Some(reader) = source.reader(&s) {
-                    pump(reader, sink, own_prefix, &c, &s);
+                    let forward = Forward {
+                        sink,
+                        skip: own_prefix,
+                        asserter,
+                    };
+                    pump(reader, forward, &c, &s);
                 }
             })
             .map_err(|e| format!("{topic}: {e}"))?;
@@ -403,6 +327,9 @@ enum Source {
     },
 }
 
+/// The longest a pump waits for samples before it looks at its stop flag.
+const PUMP_WAIT: Duration = Duration::from_millis(100);
+
 /// How often a route without its proxy reader looks for a matched network reader.
 const MATCH_POLL: Duration = Duration::from_millis(20);
 
@@ -427,15 +354,27 @@ impl Source {
     }
 }
 
-/// Moves everything the reader receives to the sink until stopped, except samples written by
-/// a writer of the participant `skip` names (the first 12 bytes, its GUID prefix).
-fn pump(
-    reader: UntypedDataReader,
+/// Where a route's pump sends what its reader takes.
+struct Forward {
     sink: Sink,
+    /// Samples written by a writer of the participant whose GUID prefix (the first 12 bytes)
+    /// this names are not forwarded.
     skip: Option<[u8; 16]>,
-    counters: &Counters,
-    stop: &AtomicBool,
-) {
+    /// A manual-liveliness writer to assert, and how often, while the reader sees a live writer.
+    asserter: Option<(UntypedDataWriter, Duration)>,
+}
+
+/// Moves everything the reader receives to the sink until stopped (see [`Forward`]).
+fn pump(reader: UntypedDataReader, forward: Forward, counters: &Counters, stop: &AtomicBool) {
+    let Forward {
+        sink,
+        skip,
+        asserter,
+    } = forward;
+    let mut next_assert = Instant::now();
+    let wait = asserter
+        .as_ref()
+        .map_or(PUMP_WAIT, |(_, period)| (*period).min(PUMP_WAIT));
     let support = reader.type_support().clone();
     let cond: Condition = reader.status_condition(StatusMask::DATA_AVAILABLE);
     let mut ws = WaitSet::new();
@@ -444,7 +383,16 @@ fn pump(
     let mut keys: HashMap<InstanceHandle, Vec<u8>> = HashMap::new();
     let mut samples = Vec::new();
     while !stop.load(Ordering::Relaxed) {
-        let _ = ws.wait(Some(Duration::from_millis(100)));
+        let _ = ws.wait(Some(wait));
+        if let Some((writer, period)) = &asserter {
+            let now = Instant::now();
+            if now >= next_assert {
+                next_assert = now + *period;
+                if reader.liveliness_changed_status().alive_count > 0 {
+                    let _ = writer.assert_liveliness();
+                }
+            }
+        }
         while !stop.load(Ordering::Relaxed) {
             samples.clear();
             let n = reader.take_serialized_into(&mut samples, 256);

@@ -26,7 +26,7 @@ use tessera_rtps::types::Guid;
 #[derive(Clone)]
 pub struct UntypedDataWriter {
     pub(crate) ep: Arc<WriterEndpoint>,
-    _owner: Option<Arc<WriterOwner>>,
+    owner: Option<Arc<WriterOwner>>,
     support: Arc<dyn TypeSupport>,
 }
 
@@ -50,7 +50,7 @@ impl Publisher {
         let (ep, owner) = self.create_writer(&topic.inner, topic.support.is_keyed(), qos)?;
         Ok(UntypedDataWriter {
             ep,
-            _owner: Some(owner),
+            owner: Some(owner),
             support: topic.support.clone(),
         })
     }
@@ -204,6 +204,17 @@ impl UntypedDataWriter {
     /// GUIDs of the readers currently matched.
     pub fn matched_subscriptions(&self) -> Vec<Guid> {
         self.ep.matched.lock().clone()
+    }
+
+    /// Asserts this writer's liveliness, as [`crate::DataWriter::assert_liveliness`] does
+    /// (MANUAL_BY_PARTICIPANT asserts the whole participant).
+    pub fn assert_liveliness(&self) -> Result<()> {
+        match (&self.owner, self.ep.liveliness_kind) {
+            (Some(o), crate::qos::LivelinessKind::ManualByParticipant) => {
+                o.participant.assert_liveliness()
+            }
+            _ => self.ep.assert_liveliness(),
+        }
     }
 
     /// Blocks until every matched reliable reader acknowledged every sample written so far.
