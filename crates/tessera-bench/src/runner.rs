@@ -1199,7 +1199,10 @@ impl Ctx<'_> {
             ),
         };
         let burst = exp.setting("burst", 1.0) as u64;
-        let sub_s = duration.ceil().max(1.0) as u64 + 1;
+        // Per-second reports a subscriber makes before the measured ones (1 unless the
+        // scenario asks for a longer warm-up: an ATOMIC group settles its leader first).
+        let warmup_lines = exp.setting("warmup_s", 1.0).max(1.0) as usize;
+        let sub_s = duration.ceil().max(1.0) as u64 + warmup_lines as u64;
 
         if p.pair.writer == Implementation::Udp {
             let mut client = strings(&[
@@ -1221,8 +1224,9 @@ impl Ctx<'_> {
                 sub_s as f64 + 15.0,
             )?;
             let out = sub.output();
-            let cpu_us = throughput_cpu_per_sample(&cpu, &[(sub.proc.started(), &out)]);
-            let t = throughput_from_subs(&[out], size, rate);
+            let cpu_us =
+                throughput_cpu_per_sample(&cpu, &[(sub.proc.started(), &out)], warmup_lines);
+            let t = throughput_from_subs(&[out], size, rate, warmup_lines);
             return Ok((t, vec![publisher, sub], cpu_us, BTreeMap::new()));
         }
 
@@ -1335,8 +1339,8 @@ impl Ctx<'_> {
             .map(|w| w.proc.started())
             .zip(&outs)
             .collect();
-        let cpu_us = throughput_cpu_per_sample(&cpu, &started);
-        let mut t = throughput_from_subs(&outs, size, rate * apps as f64);
+        let cpu_us = throughput_cpu_per_sample(&cpu, &started, warmup_lines);
+        let mut t = throughput_from_subs(&outs, size, rate * apps as f64, warmup_lines);
         if let Some(t) = &mut t {
             if instances > 1 {
                 t.duplicates = None;
@@ -2041,15 +2045,20 @@ fn latency_from_lines(out: &PerfOutput) -> Option<LatencyStats> {
 }
 
 /// Throughput from subscriber outputs: per subscriber, the per-second lines after the first
-/// (warm-up), then summed.
-fn throughput_from_subs(outs: &[PerfOutput], size: u64, rate: f64) -> Option<ThroughputStats> {
+/// `warmup_lines` (at least one), then summed.
+fn throughput_from_subs(
+    outs: &[PerfOutput],
+    size: u64,
+    rate: f64,
+    warmup_lines: usize,
+) -> Option<ThroughputStats> {
     let mut per_sub = Vec::new();
     let mut mbit = 0.0;
     let mut received = 0;
     let mut lost = 0;
     let mut per_second: Vec<f64> = Vec::new();
     for out in outs {
-        let lines: Vec<_> = out.subs.iter().skip(1).collect();
+        let lines: Vec<_> = out.subs.iter().skip(warmup_lines.max(1)).collect();
         if lines.is_empty() {
             return None;
         }
@@ -2219,14 +2228,19 @@ fn latency_cpu(
 }
 
 /// CPU µs per delivered sample of a throughput point: the subscribers' common window, each
-/// subscriber's per-second lines after its first one (warm-up).
+/// subscriber's per-second lines after its first `warmup_lines` (the window opens at the last
+/// warm-up line).
 fn throughput_cpu_per_sample(
     cpu: &cpuwin::CpuSeries,
     subs: &[(Instant, &PerfOutput)],
+    warmup_lines: usize,
 ) -> Option<f64> {
+    let skip = warmup_lines.max(1) - 1;
     let streams: Vec<cpuwin::Counts> = subs
         .iter()
-        .map(|(started, o)| cpuwin::cumulative(*started, o.subs.iter().map(|l| (l.t, l.delta))))
+        .map(|(started, o)| {
+            cpuwin::cumulative(*started, o.subs.iter().skip(skip).map(|l| (l.t, l.delta)))
+        })
         .collect();
     let (from, to) = cpuwin::common_window(&streams)?;
     cpuwin::cpu_us_per_sample(cpu, &streams, from, to)
@@ -2506,7 +2520,7 @@ mod tests {
             ],
             ..Default::default()
         };
-        let t = throughput_from_subs(&[a, b.clone()], 100, 0.0).unwrap();
+        let t = throughput_from_subs(&[a, b.clone()], 100, 0.0, 1).unwrap();
         assert_eq!(t.per_subscriber, vec![20_000.0, 5000.0]);
         assert_eq!(t.samples_per_s, 25_000.0);
         assert_eq!(t.received, 70_000);
@@ -2519,7 +2533,21 @@ mod tests {
             subs: vec![sub(1.0, 9.0, 9000, 0)],
             ..Default::default()
         };
-        assert!(throughput_from_subs(&[b, only_warmup], 100, 0.0).is_none());
+        assert!(throughput_from_subs(&[b.clone(), only_warmup], 100, 0.0, 1).is_none());
+        // A longer warm-up leaves out that many lines: a slow start is not measured.
+        let slow_start = PerfOutput {
+            subs: vec![
+                sub(1.0, 1.0, 1000, 0),
+                sub(2.0, 2.0, 2000, 0),
+                sub(3.0, 40.0, 40_000, 0),
+                sub(4.0, 50.0, 50_000, 0),
+            ],
+            ..Default::default()
+        };
+        let t = throughput_from_subs(&[slow_start], 100, 0.0, 2).unwrap();
+        assert_eq!(t.per_subscriber, vec![45_000.0]);
+        assert_eq!(t.received, 90_000);
+        assert!(throughput_from_subs(&[b], 100, 0.0, 3).is_none());
     }
 
     fn lat(t: f64, peer: &str, p50: f64) -> LatencyLine {

@@ -25,7 +25,8 @@
 //!   the report gives each ping's first and last answer.
 //! - `throughput`: `size`, `subscribers`, `reliability`, `history` (keep_all), `read_mode`,
 //!   `instances` (1), `rate` (0 = unpaced), `burst` (1), `multicast` (true), `case` (NASA test
-//!   case letters `a`…`i`, which set instances, reliability and read_mode); `duration_s` (3).
+//!   case letters `a`…`i`, which set instances, reliability and read_mode); `duration_s` (3),
+//!   `warmup_s` (1: whole seconds each subscriber runs before the measured ones).
 //! - `rate_step`: the throughput axes, plus `start_rate`, `step_rate`, `max_rate`,
 //!   `step_duration_s` (2), `ping_percent` (1), `tolerance` (0.02).
 //! - `discovery`: `participants` (2, 5, 10); `timeout_s` (30).
@@ -772,6 +773,7 @@ fn allowed_fields(kind: Kind) -> &'static [&'static str] {
         "multicast",
         "case",
         "duration_s",
+        "warmup_s",
     ];
     match kind {
         Kind::Latency => &[
@@ -1053,6 +1055,15 @@ fn build_experiment(
                     "duration_s".into(),
                     positive("duration_s", e.duration_s.unwrap_or(3.0), 3600.0)?,
                 );
+                // Whole seconds: subscribers report once a second, and the first report
+                // always counts as warm-up.
+                let w = e.warmup_s.unwrap_or(1.0);
+                if !(1.0..=60.0).contains(&w) || w.fract() != 0.0 {
+                    return Err(format!(
+                        "a throughput warmup_s is a whole number of seconds in 1..=60, not {w}"
+                    ));
+                }
+                settings.insert("warmup_s".into(), w);
             } else {
                 let start = e.start_rate.unwrap_or(10_000) as f64;
                 let step = e.step_rate.unwrap_or(10_000) as f64;
@@ -1271,6 +1282,22 @@ mod tests {
             assert!(planned.contains(&want.to_string()), "{planned:?}");
         }
         assert!(!planned.iter().any(|p| p == "rustdds/2" || p == "zenoh/2"));
+    }
+
+    #[test]
+    fn a_throughput_warm_up_is_whole_seconds() {
+        let s = parse("[[experiment]]\nname = \"t\"\nkind = \"throughput\"\nwarmup_s = 3").unwrap();
+        assert_eq!(s.experiments[0].settings.get("warmup_s"), Some(&3.0));
+        let s = parse("[[experiment]]\nname = \"t\"\nkind = \"throughput\"").unwrap();
+        assert_eq!(s.experiments[0].settings.get("warmup_s"), Some(&1.0));
+        for bad in ["0.5", "0", "61"] {
+            let e = parse(&format!(
+                "[[experiment]]\nname = \"t\"\nkind = \"throughput\"\nwarmup_s = {bad}"
+            ))
+            .unwrap_err()
+            .to_string();
+            assert!(e.contains("whole number of seconds"), "{bad}: {e}");
+        }
     }
 
     #[test]
