@@ -49,6 +49,9 @@ pub struct PerfOutput {
     /// Error lines (`[PID] error: ...`, `write error: ...`, `received key ...`, JSON `error`
     /// lines), their message only.
     pub errors: Vec<String>,
+    /// Samples a publisher says it wrote (the sum of its per-second JSON `pub` lines' `count`);
+    /// `None` when it prints no such line (ddsperf).
+    pub published: Option<u64>,
 }
 
 /// The 1-to-N answer histograms of a pinger, one-way ns like [`PerfOutput::hist`]: per ping
@@ -332,6 +335,11 @@ fn parse_json_line(
             })();
             out.subs.extend(l);
         }
+        Some("pub") => {
+            if let Some(n) = u(v, "count") {
+                *out.published.get_or_insert(0) += n;
+            }
+        }
         Some("participant") => {
             let is_self = v.get("self").and_then(Value::as_bool).unwrap_or(false);
             if st(v, "event") == Some("new") && !is_self {
@@ -606,6 +614,17 @@ not json
         assert_eq!(o.subs[1].rate_ksps, 1.0009899770873594);
         assert_eq!(o.errors, vec!["2 samples lost".to_string()]);
         assert!(o.hist.is_empty());
+        assert_eq!(o.published, None, "a subscriber writes nothing");
+    }
+
+    #[test]
+    fn tessera_json_pub_counts_what_it_wrote() {
+        let o = parse_tessera_json(
+            r#"{"bin_ns":1000,"bins":[5],"count":6,"max_ns":72641,"min_ns":0,"over":1,"pid":4106,"rate":5.99,"t":1.0,"type":"pub"}
+{"bin_ns":1000,"bins":[1711],"count":1955,"max_ns":183826,"min_ns":0,"over":14,"pid":4106,"rate":1954.9,"t":2.0,"type":"pub"}
+{"exit_code":0,"latency":[],"lost":0,"pid":4106,"received":0,"t":4.225,"type":"summary"}"#,
+        );
+        assert_eq!(o.published, Some(1961));
     }
 
     /// `fastdds-perf -D 3 -Qminmatch:1 -Qinitwait:10 --warmup 0.5 ping size 16` against
