@@ -96,7 +96,7 @@ pub const PRESETS: &[(&str, &str, &str)] = &[
     ),
     (
         "consistency",
-        "about 5 minutes: ATOMIC consistency beside EVENTUAL Tessera and Cyclone — latency vs \
+        "about 6 minutes: ATOMIC consistency beside EVENTUAL Tessera and Cyclone — latency vs \
          payload and vs members (2–7), throughput at 4 and 64 KiB, the reliability test with \
          an ATOMIC critical flow",
         include_str!("presets/consistency.toml"),
