@@ -9,6 +9,7 @@ use std::time::Duration;
 use support::{participant, reader_in, require_netns, wait_until, writer};
 use tessera::qos::{
     DataReaderQos, DataWriterQos, Durability, DurabilityService, History, Reliability,
+    WriterDataLifecycle,
 };
 use tessera::{DataReader, DataWriter, DomainParticipant, TopicType};
 use tessera_durability::ServiceConfig;
@@ -30,6 +31,11 @@ fn transient_writer_qos() -> DataWriterQos {
             ..Default::default()
         },
         history: History::KeepLast(10),
+        // Leaving does not dispose the instances: disposed instances without a writer are
+        // cleaned up by the service (service_cleanup_delay 0), as the specification says.
+        writer_data_lifecycle: WriterDataLifecycle {
+            autodispose_unregistered_instances: false,
+        },
         ..Default::default()
     }
 }
@@ -46,7 +52,7 @@ fn transient_reader(p: &DomainParticipant, topic: &str) -> DataReader<Reading> {
 
 /// Takes from `r` for `settle` after `n` samples arrived (so that duplicates would show);
 /// returns every (sensor, value) and the writer handles seen.
-fn take_settled(r: &DataReader<Reading>, n: usize) -> (Vec<(u32, u32)>, Vec<[u8; 16]>) {
+fn take_settled(r: &DataReader<Reading>, n: usize, what: &str) -> (Vec<(u32, u32)>, Vec<[u8; 16]>) {
     let mut got = Vec::new();
     let mut writers = Vec::new();
     let mut take = |got: &mut Vec<(u32, u32)>| {
@@ -59,7 +65,7 @@ fn take_settled(r: &DataReader<Reading>, n: usize) -> (Vec<(u32, u32)>, Vec<[u8;
             }
         }
     };
-    wait_until(20, "the durable samples", || {
+    wait_until(20, what, || {
         take(&mut got);
         got.len() >= n
     });
@@ -101,7 +107,7 @@ fn a_transient_reader_behind_the_node_gets_a_remote_transient_writers_history() 
     let app = participant(domain, true);
     assert!(app.attached_to_node());
     let r = transient_reader(&app, "RemoteState");
-    let (got, _) = take_settled(&r, 10);
+    let (got, _) = take_settled(&r, 10, "the remote writer's history at the host reader");
     assert_eq!(got, expected());
 }
 
@@ -138,7 +144,7 @@ fn the_nodes_durability_service_keeps_the_hosts_data_past_its_writer() {
     let late = participant(domain, true);
     let r = transient_reader(&late, "HostState");
     r.wait_for_historical_data(Duration::from_secs(10)).unwrap();
-    let (got, writers) = take_settled(&r, 10);
+    let (got, writers) = take_settled(&r, 10, "the node service's replay at the host reader");
     assert_eq!(got, expected());
     assert_eq!(
         writers,
@@ -150,7 +156,7 @@ fn the_nodes_durability_service_keeps_the_hosts_data_past_its_writer() {
     // (the service's replay writer keeps the route open) and kept its history.
     let remote = participant(domain, false);
     let r = transient_reader(&remote, "HostState");
-    let (got, _) = take_settled(&r, 10);
+    let (got, _) = take_settled(&r, 10, "the route's history at the remote reader");
     assert_eq!(got, expected());
 }
 
@@ -186,7 +192,7 @@ fn a_network_services_replay_of_the_hosts_own_samples_is_not_brought_back() {
     // replays the same samples under the node's name, and the node must not bring them back.
     let late = participant(domain, true);
     let r = transient_reader(&late, "Echo");
-    let (got, writers) = take_settled(&r, 10);
+    let (got, writers) = take_settled(&r, 10, "the writer's history at the late host reader");
     assert_eq!(got, expected(), "each sample once");
     assert_eq!(writers, vec![w.guid().to_bytes()]);
     wait_until(10, "the replays seen and dropped", || {

@@ -210,3 +210,36 @@ fn a_manual_writer_behind_the_node_that_only_asserts_stays_alive_beyond_it() {
         r.liveliness_changed_status().not_alive_count == 1
     });
 }
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn default_writers_reach_best_effort_readers_through_the_node_both_ways() {
+    require_netns();
+    let domain = 98;
+    let _node = Node::start(NodeConfig::new(domain)).unwrap();
+    let (host, remote) = (participant(domain, true), participant(domain, false));
+    // What users write: a default writer (RELIABLE) and a reader asking BEST_EFFORT.
+    let best_effort = DataReaderQos {
+        reliability: Reliability::best_effort(),
+        history: History::KeepLast(100),
+        ..Default::default()
+    };
+    let w_out = writer::<Track>(&host, "AsymOut", DataWriterQos::default());
+    let r_out: DataReader<Track> =
+        reader_in(&remote, "AsymOut", Default::default(), best_effort.clone());
+    let w_in = writer::<Track>(&remote, "AsymIn", DataWriterQos::default());
+    let r_in: DataReader<Track> = reader_in(&host, "AsymIn", Default::default(), best_effort);
+    // Matched on both sides of the node: the readers to the node's writers, the writers to
+    // its proxy readers (a best-effort reader gets nothing written before).
+    wait_until(15, "both flows matched through the node", || {
+        r_out.subscription_matched_status().current_count >= 1
+            && r_in.subscription_matched_status().current_count >= 1
+            && w_out.publication_matched_status().current_count >= 1
+            && w_in.publication_matched_status().current_count >= 1
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    write_track(&w_out, 1, 10);
+    write_track(&w_in, 2, 10);
+    assert_eq!(take_from(&r_out, 10), vec![1; 10]);
+    assert_eq!(take_from(&r_in, 10), vec![2; 10]);
+}
