@@ -130,10 +130,7 @@ fn run(prog: &str, args: &[String]) -> i32 {
                 );
             }
             for (topic, s) in service.stats() {
-                println!(
-                    "{topic}: {} samples, {} instances, {} duplicates, {} over limits, {} cleaned up",
-                    s.samples, s.instances, s.duplicates, s.over_limit, s.cleaned_up
-                );
+                println!("{topic}: {s}");
             }
         }
     }

@@ -76,6 +76,16 @@ pub struct TopicStats {
     pub cleaned_up: u64,
 }
 
+impl std::fmt::Display for TopicStats {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{} samples, {} instances, {} duplicates, {} over limits, {} cleaned up",
+            self.samples, self.instances, self.duplicates, self.over_limit, self.cleaned_up
+        )
+    }
+}
+
 /// The samples kept for one topic.
 #[derive(Debug)]
 pub struct TopicStore {

@@ -124,11 +124,7 @@ fn main() {
         }
         if let Some(d) = node.durability() {
             for (topic, t) in d.stats() {
-                println!(
-                    "durable {topic}: {} samples, {} instances, {} duplicates, {} over limits, \
-                     {} cleaned up",
-                    t.samples, t.instances, t.duplicates, t.over_limit, t.cleaned_up
-                );
+                println!("durable {topic}: {t}");
             }
         }
         for f in node.scheduler().flows {

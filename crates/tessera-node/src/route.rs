@@ -14,6 +14,8 @@ use tessera::qos::{
 };
 use tessera::{Condition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet};
 
+use tessera::rtps::types::GuidPrefix;
+
 use crate::route_qos::RouteQos;
 use crate::sched::{Op, Rank, Scheduler};
 use crate::{RouteKey, Shared, TopicUse};
@@ -232,7 +234,10 @@ impl Route {
             })
             .and_then(|p| p.create_untyped_datawriter(to_topic.untyped(), writer_qos))
             .map_err(err)?;
-        let asserted = writer.clone();
+        // A manual-liveliness writer is alive while a writer it stands for is.
+        let asserter = terms
+            .asserts_liveliness()
+            .then(|| (writer.clone(), terms.assert_period()));
         // A volatile topic goes to the network only once a reader there wants it: until then
         // the node has no proxy reader, so the applications' samples are not copied to it
         // (local traffic stays between the applications). A durable one is read at once, so
@@ -258,13 +263,9 @@ impl Route {
         // What left this host through this node may come back as a durability service's
         // replay (under the node's network writer's name); the host has it already.
         let own_prefix = match dir {
-            Direction::FromNetwork => Some(node.net.guid().to_bytes()),
+            Direction::FromNetwork => Some(node.net.guid().prefix),
             Direction::ToNetwork => None,
         };
-        // A manual-liveliness writer is alive while a writer it stands for is.
-        let asserter = terms
-            .asserts_liveliness()
-            .then(|| (asserted.clone(), terms.assert_period()));
         let thread = std::thread::Builder::new()
             .name(format!("tessera-node-{topic}"))
             .spawn(move || {
@@ -357,9 +358,8 @@ impl Source {
 /// Where a route's pump sends what its reader takes.
 struct Forward {
     sink: Sink,
-    /// Samples written by a writer of the participant whose GUID prefix (the first 12 bytes)
-    /// this names are not forwarded.
-    skip: Option<[u8; 16]>,
+    /// Samples written by a writer of this participant are not forwarded.
+    skip: Option<GuidPrefix>,
     /// A manual-liveliness writer to assert, and how often, while the reader sees a live writer.
     asserter: Option<(UntypedDataWriter, Duration)>,
 }
@@ -400,7 +400,7 @@ fn pump(reader: UntypedDataReader, forward: Forward, counters: &Counters, stop: 
                 break;
             }
             for s in samples.drain(..) {
-                if skip.is_some_and(|p| s.info.publication_handle[..12] == p[..12]) {
+                if skip.is_some_and(|p| s.info.publication_handle[..12] == p.0) {
                     counters.own.fetch_add(1, Ordering::Relaxed);
                     continue;
                 }

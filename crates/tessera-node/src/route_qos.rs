@@ -113,9 +113,12 @@ impl RouteQos {
         if offers.is_empty() {
             return q;
         }
-        let weakest = offers.iter().map(|o| o.durability).min();
-        q.reader.durability =
-            weakest.map_or(Durability::Volatile, |d| d.min(Durability::TransientLocal));
+        let weakest = offers
+            .iter()
+            .map(|o| o.durability)
+            .min()
+            .unwrap_or_default();
+        q.reader.durability = weakest.min(Durability::TransientLocal);
         if let Some(model) = offers.iter().max_by_key(|o| durable_rank(o)) {
             if model.durability != Durability::Volatile {
                 q.writer.durability = model.durability;

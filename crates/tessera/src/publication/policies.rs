@@ -313,10 +313,19 @@ impl<T: TopicType> DataWriter<T> {
     /// ([`crate::DomainParticipant::assert_liveliness`]), whose readers hear of it by a
     /// ParticipantMessageData.
     pub fn assert_liveliness(&self) -> Result<()> {
-        match (&self.owner, self.ep.liveliness_kind) {
-            (Some(o), LivelinessKind::ManualByParticipant) => o.participant.assert_liveliness(),
-            _ => self.ep.assert_liveliness(),
-        }
+        assert_writer_liveliness(self.owner.as_deref(), &self.ep)
+    }
+}
+
+/// `assert_liveliness` of a writer (typed or not): MANUAL_BY_PARTICIPANT asserts the whole
+/// participant, the other kinds the writer itself.
+pub(super) fn assert_writer_liveliness(
+    owner: Option<&WriterOwner>,
+    ep: &WriterEndpoint,
+) -> Result<()> {
+    match (owner, ep.liveliness_kind) {
+        (Some(o), LivelinessKind::ManualByParticipant) => o.participant.assert_liveliness(),
+        _ => ep.assert_liveliness(),
     }
 }
 

@@ -209,12 +209,7 @@ impl UntypedDataWriter {
     /// Asserts this writer's liveliness, as [`crate::DataWriter::assert_liveliness`] does
     /// (MANUAL_BY_PARTICIPANT asserts the whole participant).
     pub fn assert_liveliness(&self) -> Result<()> {
-        match (&self.owner, self.ep.liveliness_kind) {
-            (Some(o), crate::qos::LivelinessKind::ManualByParticipant) => {
-                o.participant.assert_liveliness()
-            }
-            _ => self.ep.assert_liveliness(),
-        }
+        super::policies::assert_writer_liveliness(self.owner.as_deref(), &self.ep)
     }
 
     /// Blocks until every matched reliable reader acknowledged every sample written so far.
