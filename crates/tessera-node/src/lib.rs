@@ -81,11 +81,12 @@ pub struct NodeConfig {
     /// The network participant's configuration (`None`: the environment's, as any
     /// participant; `ignore_local` is always set).
     pub network: Option<ParticipantConfig>,
-    /// How long a busy flow gathers samples into one datagram ([`sched::Coalescer`]; zero:
-    /// each sample is sent when the flow's queue empties). Flows with a latency budget or a
-    /// positive transport priority do not wait there. Also the node plane's shared-memory
-    /// gathering window (`ShmConfig::gather`): while the applications write more often than
-    /// this, the node takes their unprioritised samples once per window.
+    /// How long a busy flow gathers samples into one datagram: the node plane's shared-memory
+    /// gathering window (`ShmConfig::gather`: while the applications write more often than
+    /// this, the node takes their unprioritised samples once per window), and twice the time
+    /// a flow holds what follows a send ([`sched::Coalescer`]). Zero: each sample is sent when
+    /// the flow's queue empties. Flows with a latency budget or a positive transport priority
+    /// do not wait there.
     pub batch_window: Duration,
     /// Run a durability service inside the node (see the crate docs); `None`: none. Its
     /// `replicated` must be off.

@@ -12,7 +12,9 @@ use tessera::qos::{
     DataReaderQos, DataWriterQos, Durability, History, LatencyBudget, Partition, PublisherQos,
     Reliability, ReliabilityKind, ResourceLimits, SubscriberQos, TopicQos, INFINITE,
 };
-use tessera::{Condition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet};
+use tessera::{
+    Condition, GuardCondition, StatusMask, UntypedDataReader, UntypedDataWriter, WaitSet,
+};
 
 use tessera::rtps::types::GuidPrefix;
 
@@ -74,6 +76,8 @@ pub(crate) struct Route {
     direction: Direction,
     counters: Arc<Counters>,
     stop: Arc<AtomicBool>,
+    /// Wakes the route's thread when `stop` is set (it waits on conditions, not timers).
+    wake: GuardCondition,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -83,20 +87,51 @@ enum Sink {
 }
 
 impl Sink {
-    fn send(&self, op: Op) -> tessera::Result<()> {
+    /// Forwards what one pass took, in order, as one batch: the scheduler queues all of it
+    /// before serving, the host-side writer sends it in shared datagrams (one wake-up of a
+    /// reader per batch instead of per sample). Counts into `counters`.
+    fn send_all(&self, ops: Vec<(Op, bool)>, counters: &Counters) {
         match self {
             Sink::Scheduled(s, flow, stop) => {
-                if s.push(*flow, op, stop) {
-                    Ok(())
+                let (samples, lifecycle) =
+                    ops.iter().fold(
+                        (0, 0),
+                        |(n, l), (_, lc)| {
+                            if *lc {
+                                (n, l + 1)
+                            } else {
+                                (n + 1, l)
+                            }
+                        },
+                    );
+                if s.push_all(*flow, ops.into_iter().map(|(op, _)| op), stop) {
+                    counters.samples.fetch_add(samples, Ordering::Relaxed);
+                    counters.lifecycle.fetch_add(lifecycle, Ordering::Relaxed);
                 } else {
-                    Err(tessera::Error::PreconditionNotMet("node stopping".into()))
+                    counters
+                        .failed
+                        .fetch_add(samples + lifecycle, Ordering::Relaxed);
                 }
             }
-            Sink::Direct(w) => match op {
-                Op::Write(b, ts) => w.write_serialized_with_timestamp(&b, ts),
-                Op::Dispose(k) => w.dispose_serialized(&k),
-                Op::Unregister(k) => w.unregister_serialized(&k),
-            },
+            Sink::Direct(w) => {
+                for (op, lifecycle) in ops {
+                    let r = match op {
+                        Op::Write(b, ts) => w.write_serialized_with_timestamp(&b, ts),
+                        Op::Dispose(k) => w.dispose_serialized(&k),
+                        Op::Unregister(k) => w.unregister_serialized(&k),
+                    };
+                    let counter = match r {
+                        Ok(()) if lifecycle => &counters.lifecycle,
+                        Ok(()) => &counters.samples,
+                        Err(e) => {
+                            tracing::debug!(%e, "node: forwarding failed");
+                            &counters.failed
+                        }
+                    };
+                    counter.fetch_add(1, Ordering::Relaxed);
+                }
+                w.flush();
+            }
         }
     }
 }
@@ -234,6 +269,11 @@ impl Route {
             })
             .and_then(|p| p.create_untyped_datawriter(to_topic.untyped(), writer_qos))
             .map_err(err)?;
+        if dir == Direction::FromNetwork {
+            // What a pass takes goes to the host's readers in shared datagrams (flushed at the
+            // end of the pass); the scheduler turns batching on for its own writers.
+            writer.set_batching(true);
+        }
         // A manual-liveliness writer is alive while a writer it stands for is.
         let asserter = terms
             .asserts_liveliness()
@@ -259,7 +299,8 @@ impl Route {
             Direction::FromNetwork => Sink::Direct(writer),
         };
         let counters = Arc::new(Counters::default());
-        let (c, s) = (counters.clone(), stop.clone());
+        let wake = GuardCondition::new();
+        let (c, s, w) = (counters.clone(), stop.clone(), wake.condition());
         // What left this host through this node may come back as a durability service's
         // replay (under the node's network writer's name); the host has it already.
         let own_prefix = match dir {
@@ -269,13 +310,13 @@ impl Route {
         let thread = std::thread::Builder::new()
             .name(format!("tessera-node-{topic}"))
             .spawn(move || {
-                if let Some(reader) = source.reader(&s) {
+                if let Some(reader) = source.reader(&s, &w) {
                     let forward = Forward {
                         sink,
                         skip: own_prefix,
                         asserter,
                     };
-                    pump(reader, forward, &c, &s);
+                    pump(reader, forward, &c, (&s, &w));
                 }
             })
             .map_err(|e| format!("{topic}: {e}"))?;
@@ -284,6 +325,7 @@ impl Route {
             direction: dir,
             counters,
             stop,
+            wake,
             thread: Some(thread),
         })
     }
@@ -303,6 +345,7 @@ impl Route {
 impl Drop for Route {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
+        self.wake.set_trigger_value(true);
         if let Some(t) = self.thread.take() {
             // The pump owns the sink: its flow leaves the scheduler when the pump ends.
             let _ = t.join();
@@ -328,26 +371,37 @@ enum Source {
     },
 }
 
-/// The longest a pump waits for samples before it looks at its stop flag.
-const PUMP_WAIT: Duration = Duration::from_millis(100);
-
-/// How often a route without its proxy reader looks for a matched network reader.
-const MATCH_POLL: Duration = Duration::from_millis(20);
+/// The longest a route's thread waits without news (its stop and its conditions wake it; this
+/// only bounds a missed wake-up).
+const IDLE_WAIT: Duration = Duration::from_secs(1);
 
 impl Source {
     /// The proxy reader, waiting for a network reader first if need be; `None` when stopped.
-    fn reader(self, stop: &AtomicBool) -> Option<UntypedDataReader> {
+    /// Waits on the writer's PUBLICATION_MATCHED and `stopped`, not on a timer: a node carries
+    /// a route per topic and direction, mostly idle (ddsperf alone opens about 20), and polling
+    /// them every 20 ms was a thousand wake-ups a second of a node that forwards nothing.
+    fn reader(self, stop: &AtomicBool, stopped: &Condition) -> Option<UntypedDataReader> {
         match self {
             Source::Ready(r) => Some(r),
             Source::WhenMatched { make, watch } => {
+                let mut ws = WaitSet::new();
+                ws.attach(&watch.status_condition(StatusMask::PUBLICATION_MATCHED));
+                ws.attach(stopped);
                 while !stop.load(Ordering::Relaxed) {
+                    // Reading the status resets its trigger; the look at the matches comes
+                    // after, so a match between the two is not missed.
+                    let _ = watch.publication_matched_status();
                     if !watch.matched_subscriptions().is_empty() {
                         match make() {
                             Ok(r) => return Some(r),
-                            Err(e) => tracing::debug!(%e, "node: proxy reader not created"),
+                            Err(e) => {
+                                tracing::debug!(%e, "node: proxy reader not created");
+                                std::thread::sleep(Duration::from_millis(20));
+                                continue;
+                            }
                         }
                     }
-                    std::thread::sleep(MATCH_POLL);
+                    let _ = ws.wait(Some(IDLE_WAIT));
                 }
                 None
             }
@@ -364,8 +418,14 @@ struct Forward {
     asserter: Option<(UntypedDataWriter, Duration)>,
 }
 
-/// Moves everything the reader receives to the sink until stopped (see [`Forward`]).
-fn pump(reader: UntypedDataReader, forward: Forward, counters: &Counters, stop: &AtomicBool) {
+/// Moves everything the reader receives to the sink until stopped (see [`Forward`]), a pass
+/// (what one take returns) at a time.
+fn pump(
+    reader: UntypedDataReader,
+    forward: Forward,
+    counters: &Counters,
+    (stop, stopped): (&AtomicBool, &Condition),
+) {
     let Forward {
         sink,
         skip,
@@ -374,11 +434,12 @@ fn pump(reader: UntypedDataReader, forward: Forward, counters: &Counters, stop: 
     let mut next_assert = Instant::now();
     let wait = asserter
         .as_ref()
-        .map_or(PUMP_WAIT, |(_, period)| (*period).min(PUMP_WAIT));
+        .map_or(IDLE_WAIT, |(_, period)| (*period).min(IDLE_WAIT));
     let support = reader.type_support().clone();
     let cond: Condition = reader.status_condition(StatusMask::DATA_AVAILABLE);
     let mut ws = WaitSet::new();
     ws.attach(&cond);
+    ws.attach(stopped);
     // The key of every live instance, to name it in a dispose or unregister.
     let mut keys: HashMap<InstanceHandle, Vec<u8>> = HashMap::new();
     let mut samples = Vec::new();
@@ -399,6 +460,7 @@ fn pump(reader: UntypedDataReader, forward: Forward, counters: &Counters, stop: 
             if n == 0 {
                 break;
             }
+            let mut ops = Vec::with_capacity(n);
             for s in samples.drain(..) {
                 if skip.is_some_and(|p| s.info.publication_handle[..12] == p.0) {
                     counters.own.fetch_add(1, Ordering::Relaxed);
@@ -431,14 +493,10 @@ fn pump(reader: UntypedDataReader, forward: Forward, counters: &Counters, stop: 
                         }
                     }
                 };
-                match sink.send(op) {
-                    Ok(()) if lifecycle => counters.lifecycle.fetch_add(1, Ordering::Relaxed),
-                    Ok(()) => counters.samples.fetch_add(1, Ordering::Relaxed),
-                    Err(e) => {
-                        tracing::debug!(%e, "node: forwarding failed");
-                        counters.failed.fetch_add(1, Ordering::Relaxed)
-                    }
-                };
+                ops.push((op, lifecycle));
+            }
+            if !ops.is_empty() {
+                sink.send_all(ops, counters);
             }
         }
     }

@@ -197,6 +197,16 @@ const MIN_BATCH_BYTES: usize = 1024;
 const MAX_BATCH_SAMPLES: usize = 128;
 
 impl WriterEndpoint {
+    /// A condition that is true while any status in `mask` has changed and not been read.
+    pub(crate) fn status_condition(self: &Arc<Self>, mask: StatusMask) -> Condition {
+        let ep = Arc::downgrade(self);
+        Condition::new(ConditionKind::Status, self.notifier.clone(), move || {
+            ep.upgrade()
+                .map(|e| e.statuses.lock().changes.intersects(mask))
+                .unwrap_or(false)
+        })
+    }
+
     /// A writer endpoint with `qos`, run by `ctx`; it sends nothing until readers match.
     pub(crate) fn new(ctx: Arc<RuntimeContext>, guid: Guid, qos: &DataWriterQos) -> Arc<Self> {
         let config = outbox::writer_config(guid, qos, ctx.allow_multicast);
@@ -1169,12 +1179,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// A condition that is true while any status in `mask` has changed and not been read.
     pub fn status_condition(&self, mask: StatusMask) -> Condition {
-        let ep = Arc::downgrade(&self.ep);
-        Condition::new(ConditionKind::Status, self.ep.notifier.clone(), move || {
-            ep.upgrade()
-                .map(|e| e.statuses.lock().changes.intersects(mask))
-                .unwrap_or(false)
-        })
+        self.ep.status_condition(mask)
     }
 
     /// Installs (or with `None` removes) a listener.

@@ -217,6 +217,12 @@ impl UntypedDataWriter {
         self.ep.wait_acked(timeout)
     }
 
+    /// A condition that is true while any status in `mask` has changed and not been read,
+    /// as [`crate::DataWriter::status_condition`].
+    pub fn status_condition(&self, mask: crate::StatusMask) -> crate::Condition {
+        self.ep.status_condition(mask)
+    }
+
     /// PUBLICATION_MATCHED; reading it resets the change counts.
     pub fn publication_matched_status(&self) -> PublicationMatchedStatus {
         self.ep.take_publication_matched()

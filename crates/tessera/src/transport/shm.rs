@@ -77,9 +77,13 @@ const SEND_PATIENCE: Duration = Duration::from_millis(200);
 const LIVENESS_CHECK: Duration = Duration::from_millis(100);
 /// Idle futex sleeps end after this even without a wake-up (a bound on any lost wake-up).
 const IDLE_WAIT: Duration = Duration::from_millis(200);
-/// Datagrams a receive round takes before it wakes the wait sets they concern, if the ring has
-/// not emptied by then (see [`crate::condition`]).
-const WAKE_EVERY: u32 = 16;
+/// How long a receive round that has not emptied the ring goes on before it wakes the wait sets
+/// its datagrams concern (see [`crate::condition`]), and the datagrams it takes at most before
+/// it does. By time, not only by count: a node's gathering round takes one datagram per
+/// application (16 at 1 kHz), and waking its route after the 16th of 18 made the route send
+/// twice a window (the last two held for the scheduler's thread).
+const WAKE_AFTER: Duration = Duration::from_micros(50);
+const WAKE_EVERY: u32 = 256;
 /// Peer segments remembered at most (mappings cost address space, not memory).
 const MAX_PEERS: usize = 1024;
 
@@ -781,6 +785,8 @@ impl RecvLoop {
         let mut slept: Option<(Instant, bool)> = None;
         let mut round = 0u32;
         let mut first_after = Duration::MAX;
+        // When the datagrams delivered since the last wake-up must wake their readers.
+        let mut wake_by: Option<Instant> = None;
         while !self.stop.load(Ordering::Relaxed) {
             let now = Instant::now();
             match consumer.poll(ring, &mut buf, &self.stats.ring, now) {
@@ -795,8 +801,10 @@ impl RecvLoop {
                     in_batch = true;
                     self.deliver(&buf[..n]);
                     // A ring that never empties still wakes its waiting readers.
-                    if round % WAKE_EVERY == 0 {
+                    let due = *wake_by.get_or_insert(now + WAKE_AFTER);
+                    if now >= due || round % WAKE_EVERY == 0 {
                         crate::condition::flush_deferred_wakes();
+                        wake_by = None;
                     }
                 }
                 Polled::Dropped => {
@@ -813,6 +821,7 @@ impl RecvLoop {
                 Polled::Empty | Polled::Stalled => {
                     if std::mem::take(&mut in_batch) {
                         self.batch_end();
+                        wake_by = None;
                     }
                     let since = *idle_since.get_or_insert(now);
                     if spinner
