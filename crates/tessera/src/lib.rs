@@ -118,7 +118,9 @@ pub use history::{
     InstanceHandle, InstanceState, Sample, SampleInfo, SampleState, StateMasks, ViewState,
 };
 pub use loan::Loaned;
-pub use participant::{CountersSnapshot, DomainParticipant, ParticipantConfig, TransportTraffic};
+pub use participant::{
+    CountersSnapshot, DomainParticipant, ParticipantConfig, SendBundle, TransportTraffic,
+};
 pub use publication::{DataWriter, DataWriterListener, Loan, Publisher, UntypedDataWriter};
 pub use qos_xml::{QosProvider, QosXmlError};
 pub use query::QueryCondition;

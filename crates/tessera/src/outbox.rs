@@ -21,16 +21,148 @@ use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
 use tessera_rtps::reader::ReaderCore;
-use tessera_rtps::types::{Guid, Locator};
-use tessera_rtps::wire::{MessageBuilder, Submessage};
-use tessera_rtps::writer::{HistoryKind, MulticastPolicy, Transmit, WriterConfig, WriterCore};
+use tessera_rtps::types::{Guid, GuidPrefix, Locator, Locators};
+use tessera_rtps::wire::{MessageBuilder, Submessage, HEADER_LEN};
+use tessera_rtps::writer::{
+    HistoryKind, MulticastPolicy, OutSubmessage, Transmit, WriterConfig, WriterCore,
+};
 
 thread_local! {
     static TRANSMIT: RefCell<(Transmit, Vec<u8>)> = RefCell::new((Transmit::new(), Vec::with_capacity(64)));
+    /// The datagrams being bundled on this thread ([`Bundle`]), if one is open.
+    static BUNDLE: RefCell<Option<Bundled>> = const { RefCell::new(None) };
+}
+
+/// Largest datagram a bundle grows to (the writers' default largest message, Cyclone's).
+const BUNDLE_LIMIT: usize = 14_720;
+
+/// While open, the transmits that this thread's writers of one participant produce are not
+/// sent one datagram each: those going to the same destinations (locators, INFO_DST, traffic
+/// class) share datagrams up to [`BUNDLE_LIMIT`], sent when the bundle closes (dropped) or
+/// fills. A node service forwarding the samples of many application writers, each through a
+/// network writer of its own, sends them in as few datagrams as one writer's batch would.
+/// Transmits of other participants go as usual. Not `Send`: it is this thread's.
+pub(crate) struct Bundle {
+    _thread_bound: std::marker::PhantomData<*const ()>,
+}
+
+/// One datagram being filled.
+struct Pending {
+    locators: Locators,
+    info_dst: Option<GuidPrefix>,
+    tos: u8,
+    buf: Vec<u8>,
+}
+
+struct Bundled {
+    /// The participant whose transmits are bundled.
+    ctx: Arc<RuntimeContext>,
+    pending: Vec<Pending>,
+    /// Nested opens on this thread: the outermost close sends.
+    depth: usize,
+}
+
+impl Bundled {
+    fn send_all(self) {
+        for p in self.pending {
+            send_datagram(&self.ctx, &p.buf, p.locators.as_slice(), p.tos);
+        }
+    }
+
+    /// Encodes `t` into the datagram for its destination, sending that one first if `t` does
+    /// not fit any more.
+    fn add(&mut self, t: &Transmit, tos: u8, qos_scratch: &mut Vec<u8>) {
+        let info_dst = t.dest.info_dst();
+        let locators = t.dest.locators();
+        let at = self
+            .pending
+            .iter()
+            .position(|p| p.tos == tos && p.info_dst == info_dst && p.locators == *locators);
+        // INFO_TS(None) in front: a DATA of this transmit without its own INFO_TS must not take
+        // the timestamp of another writer's DATA before it.
+        let need = t.wire_len() - HEADER_LEN + 4;
+        let i = match at {
+            Some(i) if self.pending[i].buf.len() + need <= BUNDLE_LIMIT => i,
+            _ => {
+                if let Some(i) = at {
+                    let full = self.pending.swap_remove(i);
+                    send_datagram(&self.ctx, &full.buf, full.locators.as_slice(), full.tos);
+                }
+                let mut buf = Vec::with_capacity(BUNDLE_LIMIT.min(t.wire_len() * 4));
+                let mut m = MessageBuilder::new(&mut buf, self.ctx.guid_prefix);
+                if let Some(dst) = info_dst {
+                    m.submessage(&Submessage::InfoDst(dst));
+                }
+                self.pending.push(Pending {
+                    locators: *locators,
+                    info_dst,
+                    tos,
+                    buf,
+                });
+                self.pending.len() - 1
+            }
+        };
+        let p = &mut self.pending[i];
+        let fresh = p.buf.len() == HEADER_LEN + if info_dst.is_some() { 16 } else { 0 };
+        let mut m = MessageBuilder::resume(&mut p.buf);
+        if !fresh && !matches!(t.submessages.first(), Some(OutSubmessage::InfoTs(_))) {
+            m.submessage(&Submessage::InfoTs(None));
+        }
+        for sm in &t.submessages {
+            m.submessage(&sm.as_submessage(qos_scratch));
+        }
+    }
+}
+
+impl Bundle {
+    /// Opens a bundle for `ctx`'s transmits on this thread; nested opens for the same
+    /// participant join the outer one. A thread bundles one participant at a time: opening
+    /// one for another participant first sends what the open one holds.
+    pub(crate) fn open(ctx: &Arc<RuntimeContext>) -> Bundle {
+        let earlier = BUNDLE.with(|b| {
+            let mut b = b.borrow_mut();
+            match b.as_mut() {
+                Some(open) if Arc::ptr_eq(&open.ctx, ctx) => {
+                    open.depth += 1;
+                    None
+                }
+                _ => b.replace(Bundled {
+                    ctx: ctx.clone(),
+                    pending: Vec::new(),
+                    depth: 1,
+                }),
+            }
+        });
+        if let Some(earlier) = earlier {
+            earlier.send_all();
+        }
+        Bundle {
+            _thread_bound: std::marker::PhantomData,
+        }
+    }
+}
+
+impl Drop for Bundle {
+    fn drop(&mut self) {
+        let done = BUNDLE.with(|b| {
+            let mut b = b.borrow_mut();
+            match b.as_mut() {
+                Some(open) if open.depth > 1 => {
+                    open.depth -= 1;
+                    None
+                }
+                _ => b.take(),
+            }
+        });
+        if let Some(done) = done {
+            done.send_all();
+        }
+    }
 }
 
 /// Encodes and sends everything `poll` yields, one datagram per transmit.
@@ -48,6 +180,16 @@ pub(crate) fn drain_marked(
     TRANSMIT.with(|cell| {
         let (t, qos_scratch) = &mut *cell.borrow_mut();
         while poll(t) {
+            let bundled = BUNDLE.with(|b| match b.borrow_mut().as_mut() {
+                Some(open) if std::ptr::eq(Arc::as_ptr(&open.ctx), ctx) => {
+                    open.add(t, tos, qos_scratch);
+                    true
+                }
+                _ => false,
+            });
+            if bundled {
+                continue;
+            }
             with_send_buf(|buf| {
                 let mut m = MessageBuilder::new(buf, ctx.guid_prefix);
                 if let Some(dst) = t.dest.info_dst() {

@@ -61,3 +61,92 @@ fn a_batch_carries_at_most_128_samples() {
     // The data alone needs 1024 / 128 = 8 datagrams (acknowledgment traffic adds a few more).
     assert!(sent >= 8, "{sent} datagrams for {N} samples");
 }
+
+/// `DomainParticipant::bundle_sends`: the samples of many writers (two topics, four writers)
+/// to one reader participant leave in one datagram, each still under its own writer's GUID,
+/// with its own sequence numbers and, as here, its own source timestamp or none.
+#[test]
+fn a_send_bundle_puts_many_writers_samples_in_one_datagram() {
+    let ps = Transport::InProc.participants(2);
+    let (a, b) = (&ps[0], &ps[1]);
+    let mut pairs = Vec::new();
+    for topic in ["BundleA", "BundleB"] {
+        let ta = a.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
+        let tb = b.create_topic::<Keyed>(topic, TopicQos::default()).unwrap();
+        let reader = b
+            .create_subscriber(Default::default())
+            .unwrap()
+            .create_datareader(&tb, DataReaderQos::default().with_history(History::KeepAll))
+            .unwrap();
+        let writers: Vec<_> = (0..2)
+            .map(|_| {
+                a.create_publisher(Default::default())
+                    .unwrap()
+                    .create_datawriter(&ta, DataWriterQos::default().with_history(History::KeepAll))
+                    .unwrap()
+            })
+            .collect();
+        support::wait_until(10, "match", || {
+            writers
+                .iter()
+                .all(|w| w.publication_matched_status().current_count == 1)
+        });
+        pairs.push((writers, reader));
+    }
+    // Let discovery and the first heartbeats settle before counting.
+    std::thread::sleep(Duration::from_millis(200));
+    let before = a.counters().datagrams_sent;
+    {
+        let _bundle = a.bundle_sends();
+        for (t, (writers, _)) in pairs.iter().enumerate() {
+            for (i, w) in writers.iter().enumerate() {
+                let sample = Keyed {
+                    id: i as u32,
+                    seq: t as u32,
+                };
+                if i == 0 {
+                    w.write_with_timestamp(&sample, 1_000_000_000 * (t as i64 + 1))
+                        .unwrap();
+                } else {
+                    w.write(&sample).unwrap();
+                }
+            }
+        }
+        assert_eq!(
+            a.counters().datagrams_sent,
+            before,
+            "sent before the bundle closed"
+        );
+    }
+    let sent = a.counters().datagrams_sent - before;
+    assert_eq!(sent, 1, "{sent} datagrams for 4 writers' samples");
+    for (t, (writers, reader)) in pairs.iter().enumerate() {
+        let mut got = Vec::new();
+        support::wait_until(10, "both samples", || {
+            got.extend(
+                reader
+                    .take(16)
+                    .unwrap()
+                    .into_iter()
+                    .filter(|s| s.info.valid_data),
+            );
+            got.len() >= 2
+        });
+        let mut from: Vec<_> = got
+            .iter()
+            .map(|s| (s.info.publication_handle, s.data.as_ref().unwrap().id))
+            .collect();
+        from.sort();
+        let mut expect: Vec<_> = writers
+            .iter()
+            .enumerate()
+            .map(|(i, w)| (w.guid().to_bytes(), i as u32))
+            .collect();
+        expect.sort();
+        assert_eq!(from, expect, "topic {t}: each sample under its own writer");
+        for s in &got {
+            let stamped = s.info.source_timestamp == 1_000_000_000 * (t as i64 + 1);
+            assert_eq!(stamped, s.data.as_ref().unwrap().id == 0, "{:?}", s.info);
+        }
+    }
+}

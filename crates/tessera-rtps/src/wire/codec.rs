@@ -791,6 +791,19 @@ impl<'b> MessageBuilder<'b> {
         MessageBuilder { out }
     }
 
+    /// Appends to `out`, which already holds a message (header and submessages) that this
+    /// builder continues, e.g. to bundle several writers' submessages into one datagram.
+    ///
+    /// # Panics
+    /// If `out` is shorter than an RTPS header.
+    pub fn resume(out: &'b mut Vec<u8>) -> Self {
+        assert!(
+            out.len() >= HEADER_LEN,
+            "resume needs a message with its header"
+        );
+        MessageBuilder { out }
+    }
+
     /// Bytes written so far (header included).
     #[allow(clippy::len_without_is_empty)]
     pub fn len(&self) -> usize {
