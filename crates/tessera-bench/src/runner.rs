@@ -322,10 +322,10 @@ fn standing_notes(s: &Scenario) -> Vec<String> {
     }) {
         notes.push(
             "Applications and federated cells: each application publishes `rate` samples/s, \
-             so the subscriber should receive applications × rate. Through a node the \
-             subscriber sees one writer per topic, the node's, carrying every application's \
-             samples, so ddsperf's per-writer sequence check cannot count losses: federated \
-             cells report received against offered, not lost samples. `datagrams/s on the LAN` \
+             so the subscriber should receive applications × rate. Through a node each \
+             application writer is a writer of its own (under the node's participant), so the \
+             subscriber's per-writer sequence check counts losses as it does directly. \
+             `datagrams/s on the LAN` \
              counts what the hosts' LAN interfaces sent (loopback and shared memory excluded) \
              over the last 60 % of the run; CPU per sample includes the node services."
                 .to_string(),
@@ -1343,13 +1343,6 @@ impl Ctx<'_> {
         let mut t = throughput_from_subs(&outs, size, rate * apps as f64, warmup_lines);
         if let Some(t) = &mut t {
             if instances > 1 {
-                t.duplicates = None;
-            }
-            if federated {
-                // ddsperf counts gaps per writer, and the subscriber's writer is its node's,
-                // carrying every application's samples interleaved: its gap count means
-                // nothing there. Received against offered (apps × rate) tells instead.
-                t.lost = 0;
                 t.duplicates = None;
             }
         }

@@ -49,6 +49,7 @@
 //! forwarded (logged). The hosted durability service is not replicated (`--replicated` is for
 //! services of their own).
 
+mod net_writers;
 pub mod route;
 pub mod route_qos;
 pub mod sched;
@@ -177,7 +178,7 @@ impl Node {
         net_cfg.ignore_local = true;
         net_cfg.node = Some(false);
         let net = DomainParticipant::with_qos(config.domain, Default::default(), net_cfg)?;
-        let sched = sched::Scheduler::start(config.rates.clone(), config.batch_window);
+        let sched = sched::Scheduler::start(config.rates.clone(), config.batch_window, net.clone());
         let shared = Arc::new(Shared {
             config,
             local,

@@ -18,6 +18,7 @@ use tessera::{
 
 use tessera::rtps::types::GuidPrefix;
 
+use crate::net_writers::{AppWriter, NetWriters};
 use crate::route_qos::RouteQos;
 use crate::sched::{Op, Rank, Scheduler};
 use crate::{RouteKey, Shared, TopicUse};
@@ -81,30 +82,63 @@ pub(crate) struct Route {
     thread: Option<JoinHandle<()>>,
 }
 
+/// Where a route's pump sends what its reader takes.
 enum Sink {
+    /// To the host: one writer on the node plane.
     Direct(UntypedDataWriter),
-    Scheduled(Arc<Scheduler>, usize, Arc<AtomicBool>),
+    /// To the network: through the scheduler, each sample by the network writer standing for
+    /// the application writer that wrote it.
+    Scheduled {
+        sched: Arc<Scheduler>,
+        flow: usize,
+        stop: Arc<AtomicBool>,
+        writers: Box<NetWriters>,
+    },
+}
+
+/// One operation a pass took: what, from which application writer, and whether it is a
+/// dispose / unregister (counted apart).
+struct Taken {
+    source: AppWriter,
+    op: Op,
+    lifecycle: bool,
 }
 
 impl Sink {
     /// Forwards what one pass took, in order, as one batch: the scheduler queues all of it
     /// before serving, the host-side writer sends it in shared datagrams (one wake-up of a
     /// reader per batch instead of per sample). Counts into `counters`.
-    fn send_all(&self, ops: Vec<(Op, bool)>, counters: &Counters) {
+    fn send_all(&mut self, ops: Vec<Taken>, counters: &Counters) {
         match self {
-            Sink::Scheduled(s, flow, stop) => {
-                let (samples, lifecycle) =
-                    ops.iter().fold(
-                        (0, 0),
-                        |(n, l), (_, lc)| {
-                            if *lc {
-                                (n, l + 1)
-                            } else {
-                                (n + 1, l)
-                            }
-                        },
-                    );
-                if s.push_all(*flow, ops.into_iter().map(|(op, _)| op), stop) {
+            Sink::Scheduled {
+                sched,
+                flow,
+                stop,
+                writers,
+            } => {
+                let (mut samples, mut lifecycle) = (0, 0);
+                let mut queued = Vec::with_capacity(ops.len());
+                for t in ops {
+                    // A dispose or unregister from a writer that has left: its network writer
+                    // left too, which unregistered its instances beyond the node.
+                    if t.lifecycle && !writers.has(&t.source) {
+                        continue;
+                    }
+                    match writers.get(t.source) {
+                        Ok(w) => queued.push((w, t.op)),
+                        Err(e) => {
+                            tracing::debug!(%e, "node: no network writer");
+                            counters.failed.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    }
+                    if t.lifecycle {
+                        lifecycle += 1;
+                    } else {
+                        samples += 1;
+                    }
+                }
+                if sched.push_all(*flow, queued, stop) {
                     counters.samples.fetch_add(samples, Ordering::Relaxed);
                     counters.lifecycle.fetch_add(lifecycle, Ordering::Relaxed);
                 } else {
@@ -114,14 +148,14 @@ impl Sink {
                 }
             }
             Sink::Direct(w) => {
-                for (op, lifecycle) in ops {
-                    let r = match op {
+                for t in ops {
+                    let r = match t.op {
                         Op::Write(b, ts) => w.write_serialized_with_timestamp(&b, ts),
                         Op::Dispose(k) => w.dispose_serialized(&k),
                         Op::Unregister(k) => w.unregister_serialized(&k),
                     };
                     let counter = match r {
-                        Ok(()) if lifecycle => &counters.lifecycle,
+                        Ok(()) if t.lifecycle => &counters.lifecycle,
                         Ok(()) => &counters.samples,
                         Err(e) => {
                             tracing::debug!(%e, "node: forwarding failed");
@@ -131,6 +165,30 @@ impl Sink {
                     counter.fetch_add(1, Ordering::Relaxed);
                 }
                 w.flush();
+            }
+        }
+    }
+
+    /// Asserts the liveliness of every writer of the sink.
+    fn assert_liveliness(&self) {
+        match self {
+            Sink::Direct(w) => {
+                let _ = w.assert_liveliness();
+            }
+            Sink::Scheduled { writers, .. } => {
+                for w in writers.all() {
+                    let _ = w.assert_liveliness();
+                }
+            }
+        }
+    }
+
+    /// The proxy reader's writers now: the network writers of those that left go.
+    fn writers_left(&mut self, live: &[tessera::rtps::types::Guid]) {
+        if let Sink::Scheduled { writers, .. } = self {
+            let gone = writers.retain(live);
+            if gone > 0 {
+                tracing::debug!(gone, left = writers.len(), "node: application writers left");
             }
         }
     }
@@ -262,42 +320,61 @@ impl Route {
             from.create_subscriber(sub_qos.clone())
                 .and_then(|s| s.create_untyped_datareader_for(&from_topic, reader_qos.clone()))
         };
-        let writer = to
+        let publisher = to
             .create_publisher(PublisherQos {
                 partition,
                 ..Default::default()
             })
-            .and_then(|p| p.create_untyped_datawriter(to_topic.untyped(), writer_qos))
             .map_err(err)?;
-        if dir == Direction::FromNetwork {
-            // What a pass takes goes to the host's readers in shared datagrams (flushed at the
-            // end of the pass); the scheduler turns batching on for its own writers.
-            writer.set_batching(true);
-        }
-        // A manual-liveliness writer is alive while a writer it stands for is.
-        let asserter = terms
-            .asserts_liveliness()
-            .then(|| (writer.clone(), terms.assert_period()));
+        let stop = Arc::new(AtomicBool::new(false));
         // A volatile topic goes to the network only once a reader there wants it: until then
         // the node has no proxy reader, so the applications' samples are not copied to it
         // (local traffic stays between the applications). A durable one is read at once, so
-        // that the network writer's history serves late joiners.
-        let source = if dir == Direction::ToNetwork && !writer_durable {
-            Source::WhenMatched {
-                make: Box::new(make_reader),
-                watch: writer.clone(),
-            }
-        } else {
-            Source::Ready(make_reader().map_err(err)?)
-        };
-        let stop = Arc::new(AtomicBool::new(false));
-        let sink = match dir {
+        // that the network writers' histories serve late joiners.
+        let (sink, source) = match dir {
             Direction::ToNetwork => {
-                let flow = node.sched.add_flow(topic, rank, writer);
-                Sink::Scheduled(node.sched.clone(), flow, stop.clone())
+                // A network writer per application writer, made now for those known (so
+                // that readers beyond the node match them before they write) and later for
+                // those that come.
+                let mut writers = NetWriters::new(
+                    publisher,
+                    to_topic.untyped().clone(),
+                    node.local.clone(),
+                    writer_qos,
+                );
+                writers.make_all(&uses.writers).map_err(err)?;
+                let source = if writer_durable {
+                    ReaderSource::Ready(make_reader().map_err(err)?)
+                } else {
+                    ReaderSource::WhenMatched {
+                        make: Box::new(make_reader),
+                        watch: writers.all().cloned().collect(),
+                    }
+                };
+                let flow = node.sched.add_flow(topic, rank);
+                let sink = Sink::Scheduled {
+                    sched: node.sched.clone(),
+                    flow,
+                    stop: stop.clone(),
+                    writers: Box::new(writers),
+                };
+                (sink, source)
             }
-            Direction::FromNetwork => Sink::Direct(writer),
+            Direction::FromNetwork => {
+                let writer = publisher
+                    .create_untyped_datawriter(to_topic.untyped(), writer_qos)
+                    .map_err(err)?;
+                // What a pass takes goes to the host's readers in shared datagrams (flushed at
+                // the end of the pass).
+                writer.set_batching(true);
+                (
+                    Sink::Direct(writer),
+                    ReaderSource::Ready(make_reader().map_err(err)?),
+                )
+            }
         };
+        // A manual-liveliness writer is alive while a writer it stands for is.
+        let asserter = terms.asserts_liveliness().then(|| terms.assert_period());
         let counters = Arc::new(Counters::default());
         let wake = GuardCondition::new();
         let (c, s, w) = (counters.clone(), stop.clone(), wake.condition());
@@ -355,19 +432,20 @@ impl Drop for Route {
 
 impl Drop for Sink {
     fn drop(&mut self) {
-        if let Sink::Scheduled(s, flow, _) = self {
+        if let Sink::Scheduled { sched: s, flow, .. } = self {
             s.close_flow(*flow);
         }
     }
 }
 
-/// Where a route reads from: a proxy reader made at once, or once the route's network writer
-/// matches a reader.
-enum Source {
+/// Where a route reads from: a proxy reader made at once, or once one of the route's network
+/// writers matches a reader.
+enum ReaderSource {
     Ready(UntypedDataReader),
     WhenMatched {
         make: Box<dyn Fn() -> tessera::Result<UntypedDataReader> + Send>,
-        watch: UntypedDataWriter,
+        /// The network writers made when the route opened.
+        watch: Vec<UntypedDataWriter>,
     },
 }
 
@@ -375,23 +453,29 @@ enum Source {
 /// only bounds a missed wake-up).
 const IDLE_WAIT: Duration = Duration::from_secs(1);
 
-impl Source {
+impl ReaderSource {
     /// The proxy reader, waiting for a network reader first if need be; `None` when stopped.
     /// Waits on the writer's PUBLICATION_MATCHED and `stopped`, not on a timer: a node carries
     /// a route per topic and direction, mostly idle (ddsperf alone opens about 20), and polling
     /// them every 20 ms was a thousand wake-ups a second of a node that forwards nothing.
     fn reader(self, stop: &AtomicBool, stopped: &Condition) -> Option<UntypedDataReader> {
         match self {
-            Source::Ready(r) => Some(r),
-            Source::WhenMatched { make, watch } => {
+            ReaderSource::Ready(r) => Some(r),
+            ReaderSource::WhenMatched { make, watch } => {
                 let mut ws = WaitSet::new();
-                ws.attach(&watch.status_condition(StatusMask::PUBLICATION_MATCHED));
+                for w in &watch {
+                    ws.attach(&w.status_condition(StatusMask::PUBLICATION_MATCHED));
+                }
                 ws.attach(stopped);
                 while !stop.load(Ordering::Relaxed) {
                     // Reading the status resets its trigger; the look at the matches comes
                     // after, so a match between the two is not missed.
-                    let _ = watch.publication_matched_status();
-                    if !watch.matched_subscriptions().is_empty() {
+                    let mut matched = false;
+                    for w in &watch {
+                        let _ = w.publication_matched_status();
+                        matched |= !w.matched_subscriptions().is_empty();
+                    }
+                    if matched {
                         match make() {
                             Ok(r) => return Some(r),
                             Err(e) => {
@@ -414,8 +498,9 @@ struct Forward {
     sink: Sink,
     /// Samples written by a writer of this participant are not forwarded.
     skip: Option<GuidPrefix>,
-    /// A manual-liveliness writer to assert, and how often, while the reader sees a live writer.
-    asserter: Option<(UntypedDataWriter, Duration)>,
+    /// How often to assert the sink's writers (manual liveliness) while the reader sees a live
+    /// writer.
+    asserter: Option<Duration>,
 }
 
 /// Moves everything the reader receives to the sink until stopped (see [`Forward`]), a pass
@@ -427,30 +512,30 @@ fn pump(
     (stop, stopped): (&AtomicBool, &Condition),
 ) {
     let Forward {
-        sink,
+        mut sink,
         skip,
         asserter,
     } = forward;
     let mut next_assert = Instant::now();
-    let wait = asserter
-        .as_ref()
-        .map_or(IDLE_WAIT, |(_, period)| (*period).min(IDLE_WAIT));
+    let wait = asserter.map_or(IDLE_WAIT, |period| period.min(IDLE_WAIT));
     let support = reader.type_support().clone();
     let cond: Condition = reader.status_condition(StatusMask::DATA_AVAILABLE);
+    let matched: Condition = reader.status_condition(StatusMask::SUBSCRIPTION_MATCHED);
     let mut ws = WaitSet::new();
     ws.attach(&cond);
+    ws.attach(&matched);
     ws.attach(stopped);
     // The key of every live instance, to name it in a dispose or unregister.
     let mut keys: HashMap<InstanceHandle, Vec<u8>> = HashMap::new();
     let mut samples = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         let _ = ws.wait(Some(wait));
-        if let Some((writer, period)) = &asserter {
+        if let Some(period) = asserter {
             let now = Instant::now();
             if now >= next_assert {
-                next_assert = now + *period;
+                next_assert = now + period;
                 if reader.liveliness_changed_status().alive_count > 0 {
-                    let _ = writer.assert_liveliness();
+                    sink.assert_liveliness();
                 }
             }
         }
@@ -493,11 +578,21 @@ fn pump(
                         }
                     }
                 };
-                ops.push((op, lifecycle));
+                ops.push(Taken {
+                    source: s.info.publication_handle,
+                    op,
+                    lifecycle,
+                });
             }
             if !ops.is_empty() {
                 sink.send_all(ops, counters);
             }
+        }
+        // After taking what the reader holds, so that a writer's last samples go before its
+        // network writer does.
+        if matched.trigger_value() {
+            let _ = reader.subscription_matched_status();
+            sink.writers_left(&reader.matched_publications());
         }
     }
 }

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
-use tessera::UntypedDataWriter;
+use tessera::{DomainParticipant, UntypedDataWriter};
 
 /// Samples one flow sends before the plan looks again.
 pub const SLICE: usize = 8;
@@ -417,10 +417,15 @@ impl Op {
     }
 }
 
+/// An operation and the network writer it goes through (the one standing for the application
+/// writer it came from).
+pub type Queued = (UntypedDataWriter, Op);
+
 struct State {
     plan: Plan,
-    ops: Vec<VecDeque<Op>>,
-    writers: Vec<Option<UntypedDataWriter>>,
+    ops: Vec<VecDeque<Queued>>,
+    /// Per flow, the writers written since its last flush (they hold batched samples).
+    unflushed: Vec<Vec<UntypedDataWriter>>,
     coalesce: Vec<Coalescer>,
     /// A thread (a pusher or the scheduler's) is serving: others leave the work to it.
     serving: bool,
@@ -443,6 +448,8 @@ pub struct Scheduler {
     room: Condvar,
     rates: HashMap<Option<String>, Rate>,
     batch_window: Duration,
+    /// The participant of the network writers: a flush bundles their datagrams.
+    net: DomainParticipant,
     stop: AtomicBool,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
 }
@@ -452,12 +459,16 @@ impl Scheduler {
     /// without a latency budget and of priority ≤ 0 hold a batch for up to half `batch_window`
     /// after their last send ([`Coalescer`]; the node plane's receiver gathers for the whole
     /// window).
-    pub fn start(rates: HashMap<Option<String>, Rate>, batch_window: Duration) -> Arc<Scheduler> {
+    pub fn start(
+        rates: HashMap<Option<String>, Rate>,
+        batch_window: Duration,
+        net: DomainParticipant,
+    ) -> Arc<Scheduler> {
         let s = Arc::new(Scheduler {
             state: Mutex::new(State {
                 plan: Plan::new(),
                 ops: Vec::new(),
-                writers: Vec::new(),
+                unflushed: Vec::new(),
                 coalesce: Vec::new(),
                 serving: false,
                 sleep_until: None,
@@ -466,6 +477,7 @@ impl Scheduler {
             room: Condvar::new(),
             rates,
             batch_window,
+            net,
             stop: AtomicBool::new(false),
             thread: Mutex::new(None),
         });
@@ -485,10 +497,10 @@ impl Scheduler {
         s
     }
 
-    /// Adds a flow that writes to `writer` (batching on; flushed when its queue empties, as its
-    /// [`Coalescer`] says).
-    pub fn add_flow(&self, topic: &str, rank: Rank, writer: UntypedDataWriter) -> usize {
-        writer.set_batching(true);
+    /// Adds a flow (a topic to the network); its samples name their writers, which must batch
+    /// (`set_batching(true)`): they are flushed when the flow's queue empties, as its
+    /// [`Coalescer`] says, their datagrams bundled.
+    pub fn add_flow(&self, topic: &str, rank: Rank) -> usize {
         let rate = self
             .rates
             .get(&Some(topic.to_owned()))
@@ -509,7 +521,7 @@ impl Scheduler {
         let mut st = self.state.lock();
         let i = st.plan.add(topic, rank, rate, Instant::now());
         st.ops.push(VecDeque::new());
-        st.writers.push(Some(writer));
+        st.unflushed.push(Vec::new());
         st.coalesce.push(Coalescer::new(window));
         i
     }
@@ -517,7 +529,7 @@ impl Scheduler {
     /// Queues `op` on `flow`, waiting while its queue is full, and serves it (see
     /// [`Scheduler::push_all`]); false once the scheduler or `stop` (the caller's) says to
     /// stop.
-    pub fn push(&self, flow: usize, op: Op, stop: &AtomicBool) -> bool {
+    pub fn push(&self, flow: usize, op: Queued, stop: &AtomicBool) -> bool {
         self.push_all(flow, std::iter::once(op), stop)
     }
 
@@ -528,13 +540,13 @@ impl Scheduler {
     pub fn push_all(
         &self,
         flow: usize,
-        ops: impl IntoIterator<Item = Op>,
+        ops: impl IntoIterator<Item = Queued>,
         stop: &AtomicBool,
     ) -> bool {
         let mut st = self.state.lock();
         for op in ops {
             let mut served = false;
-            while !st.plan.push(flow, op.len()) {
+            while !st.plan.push(flow, op.1.len()) {
                 if self.stop.load(Ordering::Relaxed) || stop.load(Ordering::Relaxed) {
                     return false;
                 }
@@ -622,6 +634,18 @@ impl Scheduler {
         st.sleep_until = None;
     }
 
+    /// Sends what `writers` batched, their datagrams bundled (samples of several application
+    /// writers, and of several topics, to one destination share datagrams).
+    fn flush(&self, writers: Vec<UntypedDataWriter>) {
+        if writers.is_empty() {
+            return;
+        }
+        let _bundle = self.net.bundle_sends();
+        for w in &writers {
+            w.flush();
+        }
+    }
+
     /// Flushes due batches or serves one slice of the flow the plan picks, if any is ready.
     fn step(&self) -> Step<'_> {
         let mut st = self.state.lock();
@@ -630,59 +654,66 @@ impl Scheduler {
         let due: Vec<UntypedDataWriter> = st_ref
             .coalesce
             .iter_mut()
-            .zip(&st_ref.writers)
-            .filter_map(|(c, w)| c.take_due(now).then(|| w.clone()).flatten())
+            .zip(st_ref.unflushed.iter_mut())
+            .filter_map(|(c, w)| c.take_due(now).then(|| std::mem::take(w)))
+            .flatten()
             .collect();
         if !due.is_empty() {
             drop(st);
-            for w in due {
-                w.flush();
-            }
+            self.flush(due);
             return Step::Served;
         }
         let Some((flow, n)) = st.plan.next(now) else {
             return Step::Idle(st);
         };
-        let mut ops: VecDeque<Op> = st.ops[flow].drain(..n).collect();
+        let mut ops: VecDeque<Queued> = st.ops[flow].drain(..n).collect();
         let empty = st.ops[flow].is_empty();
-        let Some(w) = st.writers[flow].clone() else {
-            return Step::Served;
-        };
-        // A flow with a latency budget is not flushed when its queue empties: its writer sends
+        // A flow with a latency budget is not flushed when its queue empties: its writers send
         // a batch when a datagram fills or the budget runs out, so the samples of all its
         // applications share datagrams.
         let flush_when_empty = st.plan.flows[flow].rank.latency_budget.is_zero();
         drop(st);
         self.room.notify_all();
+        let mut written: Vec<UntypedDataWriter> = Vec::new();
         // The network writers wait briefly (their max_blocking_time, which paces a bulk flow
         // to the link); one still full after that says Timeout, and its flow stands aside for
         // a moment while the others are served.
-        while let Some(op) = ops.pop_front() {
+        while let Some((w, op)) = ops.pop_front() {
             let r = match &op {
                 Op::Write(b, ts) => w.write_serialized_with_timestamp(b, *ts),
                 Op::Dispose(k) => w.dispose_serialized(k),
                 Op::Unregister(k) => w.unregister_serialized(k),
             };
             match r {
-                Ok(()) => {}
+                Ok(()) => add_writer(&mut written, w),
                 Err(tessera::Error::Timeout) => {
-                    ops.push_front(op);
-                    let lens: Vec<usize> = ops.iter().map(Op::len).collect();
+                    ops.push_front((w, op));
+                    let lens: Vec<usize> = ops.iter().map(|(_, op)| op.len()).collect();
                     let mut st = self.state.lock();
                     if st.plan.give_back(flow, &lens, Instant::now() + HOLD) {
                         for op in ops.into_iter().rev() {
                             st.ops[flow].push_front(op);
                         }
                     }
+                    let mut pending = std::mem::take(&mut st.unflushed[flow]);
                     drop(st);
-                    w.flush();
+                    for w in written {
+                        add_writer(&mut pending, w);
+                    }
+                    self.flush(pending);
                     return Step::Served;
                 }
                 Err(e) => tracing::debug!(%e, "node: forwarding to the network failed"),
             }
         }
-        if empty && flush_when_empty && self.state.lock().coalesce[flow].drained(Instant::now()) {
-            w.flush();
+        let mut st = self.state.lock();
+        for w in written {
+            add_writer(&mut st.unflushed[flow], w);
+        }
+        if empty && flush_when_empty && st.coalesce[flow].drained(Instant::now()) {
+            let pending = std::mem::take(&mut st.unflushed[flow]);
+            drop(st);
+            self.flush(pending);
         }
         Step::Served
     }
@@ -698,7 +729,7 @@ impl Scheduler {
         let mut st = self.state.lock();
         st.plan.close(flow);
         st.ops[flow].clear();
-        st.writers[flow] = None;
+        st.unflushed[flow].clear();
         drop(st);
         self.room.notify_all();
     }
@@ -713,6 +744,13 @@ impl Scheduler {
                 let _ = t.join();
             }
         }
+    }
+}
+
+/// Adds `w` to `list` unless it is there already (a flow's writers are few).
+fn add_writer(list: &mut Vec<UntypedDataWriter>, w: UntypedDataWriter) {
+    if !list.iter().any(|x| x.guid() == w.guid()) {
+        list.push(w);
     }
 }
 
