@@ -49,10 +49,10 @@
 //! forwarded (logged). The hosted durability service is not replicated (`--replicated` is for
 //! services of their own).
 
-mod net_writers;
 pub mod route;
 pub mod route_qos;
 pub mod sched;
+mod stand_ins;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -18,9 +18,9 @@ use tessera::{
 
 use tessera::rtps::types::GuidPrefix;
 
-use crate::net_writers::{AppWriter, NetWriters};
 use crate::route_qos::RouteQos;
 use crate::sched::{Op, Rank, Scheduler};
+use crate::stand_ins::{AppWriter, StandIns};
 use crate::{RouteKey, Shared, TopicUse};
 
 /// Which way a route forwards.
@@ -84,15 +84,19 @@ pub(crate) struct Route {
 
 /// Where a route's pump sends what its reader takes.
 enum Sink {
-    /// To the host: one writer on the node plane.
-    Direct(UntypedDataWriter),
+    /// To the host: on the node plane, each sample by the writer standing for the network
+    /// writer that wrote it; `plane` bundles a pass's datagrams.
+    Direct {
+        writers: Box<StandIns>,
+        plane: tessera::DomainParticipant,
+    },
     /// To the network: through the scheduler, each sample by the network writer standing for
     /// the application writer that wrote it.
     Scheduled {
         sched: Arc<Scheduler>,
         flow: usize,
         stop: Arc<AtomicBool>,
-        writers: Box<NetWriters>,
+        writers: Box<StandIns>,
     },
 }
 
@@ -147,8 +151,20 @@ impl Sink {
                         .fetch_add(samples + lifecycle, Ordering::Relaxed);
                 }
             }
-            Sink::Direct(w) => {
+            Sink::Direct { writers, plane } => {
+                let mut written: Vec<UntypedDataWriter> = Vec::new();
                 for t in ops {
+                    if t.lifecycle && !writers.has(&t.source) {
+                        continue;
+                    }
+                    let w = match writers.get(t.source) {
+                        Ok(w) => w,
+                        Err(e) => {
+                            tracing::debug!(%e, "node: no writer on the plane");
+                            counters.failed.fetch_add(1, Ordering::Relaxed);
+                            continue;
+                        }
+                    };
                     let r = match t.op {
                         Op::Write(b, ts) => w.write_serialized_with_timestamp(&b, ts),
                         Op::Dispose(k) => w.dispose_serialized(&k),
@@ -163,8 +179,14 @@ impl Sink {
                         }
                     };
                     counter.fetch_add(1, Ordering::Relaxed);
+                    if !written.iter().any(|x| x.guid() == w.guid()) {
+                        written.push(w);
+                    }
                 }
-                w.flush();
+                let _bundle = plane.bundle_sends();
+                for w in &written {
+                    w.flush();
+                }
             }
         }
     }
@@ -172,10 +194,7 @@ impl Sink {
     /// Asserts the liveliness of every writer of the sink.
     fn assert_liveliness(&self) {
         match self {
-            Sink::Direct(w) => {
-                let _ = w.assert_liveliness();
-            }
-            Sink::Scheduled { writers, .. } => {
+            Sink::Direct { writers, .. } | Sink::Scheduled { writers, .. } => {
                 for w in writers.all() {
                     let _ = w.assert_liveliness();
                 }
@@ -183,13 +202,12 @@ impl Sink {
         }
     }
 
-    /// The proxy reader's writers now: the network writers of those that left go.
-    fn writers_left(&mut self, live: &[tessera::rtps::types::Guid]) {
-        if let Sink::Scheduled { writers, .. } = self {
-            let gone = writers.retain(live);
-            if gone > 0 {
-                tracing::debug!(gone, left = writers.len(), "node: application writers left");
-            }
+    /// The proxy reader's writers now: stand-ins for new ones, those of writers that left go.
+    fn sync_writers(&mut self, live: &[tessera::rtps::types::Guid]) {
+        let (Sink::Direct { writers, .. } | Sink::Scheduled { writers, .. }) = self;
+        let gone = writers.sync(live);
+        if gone > 0 {
+            tracing::debug!(gone, left = writers.len(), "node: writers left");
         }
     }
 }
@@ -336,11 +354,12 @@ impl Route {
                 // A network writer per application writer, made now for those known (so
                 // that readers beyond the node match them before they write) and later for
                 // those that come.
-                let mut writers = NetWriters::new(
+                let mut writers = StandIns::new(
                     publisher,
                     to_topic.untyped().clone(),
                     node.local.clone(),
                     writer_qos,
+                    true,
                 );
                 writers.make_all(&uses.writers).map_err(err)?;
                 let source = if writer_durable {
@@ -361,14 +380,20 @@ impl Route {
                 (sink, source)
             }
             Direction::FromNetwork => {
-                let writer = publisher
-                    .create_untyped_datawriter(to_topic.untyped(), writer_qos)
-                    .map_err(err)?;
-                // What a pass takes goes to the host's readers in shared datagrams (flushed at
-                // the end of the pass).
-                writer.set_batching(true);
+                // A writer on the plane per network writer, made as their samples come, with
+                // the terms the host's readers asked for (and each writer's strength).
+                let writers = StandIns::new(
+                    publisher,
+                    to_topic.untyped().clone(),
+                    node.net.clone(),
+                    writer_qos,
+                    false,
+                );
                 (
-                    Sink::Direct(writer),
+                    Sink::Direct {
+                        writers: Box::new(writers),
+                        plane: node.local.clone(),
+                    },
                     ReaderSource::Ready(make_reader().map_err(err)?),
                 )
             }
@@ -528,6 +553,7 @@ fn pump(
     // The key of every live instance, to name it in a dispose or unregister.
     let mut keys: HashMap<InstanceHandle, Vec<u8>> = HashMap::new();
     let mut samples = Vec::new();
+    sink.sync_writers(&reader.matched_publications());
     while !stop.load(Ordering::Relaxed) {
         let _ = ws.wait(Some(wait));
         if let Some(period) = asserter {
@@ -592,7 +618,7 @@ fn pump(
         // network writer does.
         if matched.trigger_value() {
             let _ = reader.subscription_matched_status();
-            sink.writers_left(&reader.matched_publications());
+            sink.sync_writers(&reader.matched_publications());
         }
     }
 }

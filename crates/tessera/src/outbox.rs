@@ -62,6 +62,10 @@ struct Pending {
 struct Bundled {
     /// The participant whose transmits are bundled.
     ctx: Arc<RuntimeContext>,
+    /// Whether transmits carrying samples are bundled too, or only protocol messages
+    /// (HEARTBEAT, ACKNACK, GAP, NACK_FRAG): a writer sizes its repair datagrams itself
+    /// (smaller under loss), which bundling on the receive and event threads must not undo.
+    data_too: bool,
     pending: Vec<Pending>,
     /// Nested opens on this thread: the outermost close sends.
     depth: usize,
@@ -119,11 +123,30 @@ impl Bundled {
     }
 }
 
+/// Whether `t` carries DATA or DATA_FRAG.
+fn carries_samples(t: &Transmit) -> bool {
+    t.submessages
+        .iter()
+        .any(|sm| matches!(sm, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_)))
+}
+
 impl Bundle {
     /// Opens a bundle for `ctx`'s transmits on this thread; nested opens for the same
     /// participant join the outer one. A thread bundles one participant at a time: opening
     /// one for another participant first sends what the open one holds.
     pub(crate) fn open(ctx: &Arc<RuntimeContext>) -> Bundle {
+        Self::open_with(ctx, true)
+    }
+
+    /// A bundle of protocol messages only (see [`Bundled::data_too`]): the receive thread
+    /// opens one per datagram it handles (the ACKNACKs it answers many writers' HEARTBEATs
+    /// with go together), the event thread one per pass (the periodic HEARTBEATs of all
+    /// writers to one reader go together).
+    pub(crate) fn open_control(ctx: &Arc<RuntimeContext>) -> Bundle {
+        Self::open_with(ctx, false)
+    }
+
+    fn open_with(ctx: &Arc<RuntimeContext>, data_too: bool) -> Bundle {
         let earlier = BUNDLE.with(|b| {
             let mut b = b.borrow_mut();
             match b.as_mut() {
@@ -133,6 +156,7 @@ impl Bundle {
                 }
                 _ => b.replace(Bundled {
                     ctx: ctx.clone(),
+                    data_too,
                     pending: Vec::new(),
                     depth: 1,
                 }),
@@ -181,7 +205,10 @@ pub(crate) fn drain_marked(
         let (t, qos_scratch) = &mut *cell.borrow_mut();
         while poll(t) {
             let bundled = BUNDLE.with(|b| match b.borrow_mut().as_mut() {
-                Some(open) if std::ptr::eq(Arc::as_ptr(&open.ctx), ctx) => {
+                Some(open)
+                    if std::ptr::eq(Arc::as_ptr(&open.ctx), ctx)
+                        && (open.data_too || !carries_samples(t)) =>
+                {
                     open.add(t, tos, qos_scratch);
                     true
                 }

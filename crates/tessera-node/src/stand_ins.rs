@@ -1,8 +1,10 @@
-//! The network writers of a route to the network: one per application writer, so that readers
-//! beyond the node see each application writer as a writer of its own — its sequence numbers
-//! (a reader's loss count), its liveliness, its ownership strength, its history — under the
-//! node's participant. Their datagrams are bundled by the scheduler, so many writers cost no
-//! more datagrams than one.
+//! The writers of a route: one stand-in per writer on the route's other side, so that readers
+//! see each writer as a writer of its own — its sequence numbers (a reader's loss count), its
+//! ownership strength, its lifetime and, going out, its history and other terms — under the
+//! node's participant. Going to the network they stand for the host's application writers,
+//! coming in for the network's writers (so an application behind another node still sees
+//! every application writer of the first host). Their datagrams are bundled, so many writers
+//! cost no more datagrams than one.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -14,17 +16,25 @@ use tessera::{DomainParticipant, Publisher, UntypedDataWriter, UntypedTopic};
 
 use crate::route_qos::RouteQos;
 
-/// An application writer's GUID as samples name it (`SampleInfo::publication_handle`).
+/// How long a new stand-in may wait for the readers its route's others have.
+const MATCH_GATE: std::time::Duration = std::time::Duration::from_millis(500);
+
+/// A writer's GUID as samples name it (`SampleInfo::publication_handle`).
 pub(crate) type AppWriter = [u8; 16];
 
-/// How a route makes the network writer standing for an application writer.
-pub(crate) struct NetWriters {
+/// How a route makes the writer standing for a writer of its other side.
+pub(crate) struct StandIns {
     publisher: Publisher,
     topic: UntypedTopic,
-    /// The node's participant on the applications' side (their discovery data).
+    /// The node's participant on the side the samples come from (their writers' discovery
+    /// data).
     local: DomainParticipant,
-    /// The terms for a writer whose discovery data is not (yet) known.
+    /// The terms for a writer whose discovery data is not (yet) known, and for every writer
+    /// coming in (but its ownership strength).
     fallback: DataWriterQos,
+    /// Whether a stand-in takes its writer's own terms (going out) or the route's
+    /// (coming in: the host's readers asked for those).
+    own_terms: bool,
     /// The reliability every network writer uses (the scheduler's brief wait).
     reliability: tessera::qos::Reliability,
     by_source: HashMap<AppWriter, UntypedDataWriter>,
@@ -34,17 +44,19 @@ pub(crate) struct NetWriters {
     outliving: std::collections::HashSet<AppWriter>,
 }
 
-impl NetWriters {
+impl StandIns {
     pub(crate) fn new(
         publisher: Publisher,
         topic: UntypedTopic,
         local: DomainParticipant,
         fallback: DataWriterQos,
-    ) -> NetWriters {
-        NetWriters {
+        own_terms: bool,
+    ) -> StandIns {
+        StandIns {
             publisher,
             topic,
             local,
+            own_terms,
             reliability: fallback.reliability,
             fallback,
             by_source: HashMap::new(),
@@ -61,7 +73,11 @@ impl NetWriters {
         }
         let known = self.discovered(source);
         let qos = match &known {
-            Some(data) => self.qos_of(data),
+            Some(data) if self.own_terms => self.qos_of(data),
+            Some(data) => DataWriterQos {
+                ownership_strength: data.qos.ownership_strength,
+                ..self.fallback.clone()
+            },
             None => self.fallback.clone(),
         };
         let outlives = qos.durability >= Durability::Transient;
@@ -69,10 +85,55 @@ impl NetWriters {
         if outlives {
             self.outliving.insert(source);
         }
-        // The scheduler flushes what a pass wrote, bundled with the other writers'.
+        self.await_readers(&w);
+        // What a pass wrote is flushed at its end, bundled with the other writers'.
         w.set_batching(true);
         self.by_source.insert(source, w.clone());
         Ok(w)
+    }
+
+    /// Waits (up to [`MATCH_GATE`]) until a new stand-in matched as many readers as the
+    /// route's others: a writer behind the node counts as matched once the node's proxy reader
+    /// is, and writes; a stand-in that readers beyond have not matched yet would lose those
+    /// first samples (volatile), which they would have had from the writer directly.
+    fn await_readers(&self, new: &UntypedDataWriter) {
+        let target = self
+            .by_source
+            .values()
+            .filter(|w| w.guid() != new.guid())
+            .map(|w| w.matched_subscriptions().len())
+            .max()
+            .unwrap_or(0);
+        if target == 0 {
+            return;
+        }
+        let deadline = std::time::Instant::now() + MATCH_GATE;
+        let mut ws = tessera::WaitSet::new();
+        ws.attach(&new.status_condition(tessera::StatusMask::PUBLICATION_MATCHED));
+        while new.matched_subscriptions().len() < target {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                tracing::debug!(
+                    target,
+                    "node: a new stand-in writes before all readers matched it"
+                );
+                return;
+            }
+            let _ = new.publication_matched_status();
+            let _ = ws.wait(Some(left.min(std::time::Duration::from_millis(20))));
+        }
+    }
+
+    /// Brings the stand-ins in line with `live`, the writers the proxy reader matches now:
+    /// makes those missing (before their samples come), deletes those of writers gone
+    /// ([`StandIns::retain`]). Returns how many went.
+    pub(crate) fn sync(&mut self, live: &[Guid]) -> usize {
+        for g in live {
+            if let Err(e) = self.get(g.to_bytes()) {
+                tracing::debug!(%e, "node: no stand-in writer");
+            }
+        }
+        self.retain(live)
     }
 
     /// Makes the writers of `writers` now (a route to the network opens with those of the
