@@ -41,8 +41,14 @@ pub(crate) struct StandIns {
     /// Writers that outlive their application writer: TRANSIENT or PERSISTENT ones, whose
     /// history late joiners beyond the node still get from them (as they would from a
     /// durability service) once the application is gone.
-    outliving: std::collections::HashSet<AppWriter>,
+    /// Oldest first. At most [`MAX_OUTLIVING`] of them are kept past their writers (a host
+    /// whose TRANSIENT writers come and go must not grow the node without bound: past that,
+    /// the oldest of those go).
+    outliving: std::collections::VecDeque<AppWriter>,
 }
+
+/// Stand-ins a route keeps past their writers at most.
+const MAX_OUTLIVING: usize = 64;
 
 impl StandIns {
     pub(crate) fn new(
@@ -83,7 +89,7 @@ impl StandIns {
         let outlives = qos.durability >= Durability::Transient;
         let w = self.publisher.create_untyped_datawriter(&self.topic, qos)?;
         if outlives {
-            self.outliving.insert(source);
+            self.outliving.push_back(source);
         }
         self.await_readers(&w);
         // What a pass wrote is flushed at its end, bundled with the other writers'.
@@ -159,10 +165,23 @@ impl StandIns {
     /// writer until sent.
     pub(crate) fn retain(&mut self, live: &[Guid]) -> usize {
         let before = self.by_source.len();
+        let is_live = |source: &AppWriter| live.iter().any(|g| g.to_bytes() == *source);
+        // The outliving stand-ins of writers gone, oldest first: the oldest beyond the cap go.
+        let dead: Vec<AppWriter> = self
+            .outliving
+            .iter()
+            .filter(|s| !is_live(s))
+            .copied()
+            .collect();
+        let evict = dead.len().saturating_sub(MAX_OUTLIVING);
+        for s in &dead[..evict] {
+            self.by_source.remove(s);
+        }
         let outliving = &self.outliving;
-        self.by_source.retain(|source, _| {
-            outliving.contains(source) || live.iter().any(|g| g.to_bytes() == *source)
-        });
+        self.by_source
+            .retain(|source, _| outliving.contains(source) || is_live(source));
+        let by_source = &self.by_source;
+        self.outliving.retain(|s| by_source.contains_key(s));
         before - self.by_source.len()
     }
 
