@@ -35,7 +35,9 @@ ip netns exec "$NSB" ip route add 224.0.0.0/4 dev vb
 
 CYC_B='<CycloneDDS><Domain><General><Interfaces><NetworkInterface name="vb"/></Interfaces></General></Domain></CycloneDDS>'
 start_bg node env TESSERA_INTERFACE=va "$NODE_BIN" --stats 1
-sleep 0.5
+# An application that finds no node runs decentralized (and reaches nothing here): start
+# them once the node serves.
+wait_for_line node "tessera node: serving" 20
 start_bg b_sub ip netns exec "$NSB" env CYCLONEDDS_URI="$CYC_B" "$DDSPERF" -D 8 sub
 start_bg app env TESSERA_NODE=1 "$TESSERA_BIN" perf -D 8 pub 1000Hz size 16
 rc=0; wait_pid b_sub 20 || rc=$?

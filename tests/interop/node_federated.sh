@@ -41,8 +41,8 @@ B=(ip netns exec "$NSB" env TESSERA_INTERFACE=vb TESSERA_PEERS=10.77.0.1)
 APP=(env TESSERA_NODE=1)
 
 start_bg node "${A[@]}" "$NODE_BIN" --stats 1
-sleep 0.5
-kill -0 "$(bg_pid node)" 2>/dev/null || fail "the node did not start"
+# An application that finds no node runs decentralized: start them once the node serves.
+wait_for_line node "tessera node: serving" 20
 
 # Both ways at once: A's app1 publishes Up to B, B publishes Down to A's app2.
 start_bg b_sub "${B[@]}" "$PEER" sub --topic Up --count 200 --timeout 40

@@ -78,6 +78,18 @@ wait_pid() {
 }
 
 # stop_bg NAME: TERM, then KILL after 2 s, a process started by start_bg.
+# Waits until background process NAME's log has a line matching PATTERN; fails after SECONDS
+# or when NAME exits first.
+wait_for_line() { # NAME PATTERN SECONDS
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        grep -q "$2" "$WORK/$1.log" 2>/dev/null && return 0
+        kill -0 "$(bg_pid "$1")" 2>/dev/null || fail "$1 exited early"
+        sleep 0.1
+    done
+    fail "$1: no '$2' within $3 s"
+}
+
 stop_bg() {
     local name="$1" pid="${_BG_PIDS[$1]:-}" i
     [[ -n "$pid" ]] || return 0

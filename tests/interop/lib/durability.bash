@@ -13,16 +13,6 @@ PEER="$BUILD_DIR/examples/durable_peer"
 [[ -x "$SERVICE" && -x "$PEER" ]] ||
     fail "not built: cargo build -p tessera-durability --bins --examples"
 
-wait_for_line() { # NAME PATTERN SECONDS
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        grep -q "$2" "$WORK/$1.log" 2>/dev/null && return 0
-        kill -0 "$(bg_pid "$1")" 2>/dev/null || fail "$1 exited early"
-        sleep 0.1
-    done
-    fail "$1: no '$2' within $3 s"
-}
-
 kill9() { # NAME...: kill -9 of background processes, reaped and forgotten
     local n
     for n in "$@"; do kill -9 "$(bg_pid "$n")" 2>/dev/null || true; done
