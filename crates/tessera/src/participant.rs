@@ -807,9 +807,6 @@ impl ParticipantShared {
             return;
         }
         let now = Instant::now();
-        // What answering this datagram sends (ACKNACKs to many writers' HEARTBEATs, say)
-        // leaves together.
-        let _bundle = crate::outbox::Bundle::open_control(&self.ctx);
         for item in rx {
             let rs = match item {
                 Ok(rs) => rs,
@@ -986,18 +983,14 @@ impl ParticipantShared {
                     eps.readers.values().cloned().collect(),
                 )
             };
-            {
-                // Periodic HEARTBEATs and delayed ACKNACKs to one peer leave together.
-                let _bundle = crate::outbox::Bundle::open_control(&self.ctx);
-                for w in &writers {
-                    if let Some(d) = w.on_timeout(&self.ctx, now) {
-                        next = next.min(d);
-                    }
+            for w in &writers {
+                if let Some(d) = w.on_timeout(&self.ctx, now) {
+                    next = next.min(d);
                 }
-                for r in &readers {
-                    if let Some(d) = r.on_timeout(&self.ctx, now) {
-                        next = next.min(d);
-                    }
+            }
+            for r in &readers {
+                if let Some(d) = r.on_timeout(&self.ctx, now) {
+                    next = next.min(d);
                 }
             }
             drop((writers, readers));
