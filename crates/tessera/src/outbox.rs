@@ -62,10 +62,6 @@ struct Pending {
 struct Bundled {
     /// The participant whose transmits are bundled.
     ctx: Arc<RuntimeContext>,
-    /// Whether transmits carrying samples are bundled too, or only protocol messages
-    /// (HEARTBEAT, ACKNACK, GAP, NACK_FRAG): a writer sizes its repair datagrams itself
-    /// (smaller under loss), which bundling on the receive and event threads must not undo.
-    data_too: bool,
     pending: Vec<Pending>,
     /// Nested opens on this thread: the outermost close sends.
     depth: usize,
@@ -123,22 +119,11 @@ impl Bundled {
     }
 }
 
-/// Whether `t` carries DATA or DATA_FRAG.
-fn carries_samples(t: &Transmit) -> bool {
-    t.submessages
-        .iter()
-        .any(|sm| matches!(sm, OutSubmessage::Data(_) | OutSubmessage::DataFrag(_)))
-}
-
 impl Bundle {
     /// Opens a bundle for `ctx`'s transmits on this thread; nested opens for the same
     /// participant join the outer one. A thread bundles one participant at a time: opening
     /// one for another participant first sends what the open one holds.
     pub(crate) fn open(ctx: &Arc<RuntimeContext>) -> Bundle {
-        // Protocol messages are bundled on the receive and event threads too (`data_too`
-        // false) only once third-party peers are shown to take them: a CI run had dust_dds
-        // 0.16 receive nothing from a Tessera writer while that was on (1 run of 2).
-        let data_too = true;
         let earlier = BUNDLE.with(|b| {
             let mut b = b.borrow_mut();
             match b.as_mut() {
@@ -148,7 +133,6 @@ impl Bundle {
                 }
                 _ => b.replace(Bundled {
                     ctx: ctx.clone(),
-                    data_too,
                     pending: Vec::new(),
                     depth: 1,
                 }),
@@ -197,10 +181,7 @@ pub(crate) fn drain_marked(
         let (t, qos_scratch) = &mut *cell.borrow_mut();
         while poll(t) {
             let bundled = BUNDLE.with(|b| match b.borrow_mut().as_mut() {
-                Some(open)
-                    if std::ptr::eq(Arc::as_ptr(&open.ctx), ctx)
-                        && (open.data_too || !carries_samples(t)) =>
-                {
+                Some(open) if std::ptr::eq(Arc::as_ptr(&open.ctx), ctx) => {
                     open.add(t, tos, qos_scratch);
                     true
                 }
