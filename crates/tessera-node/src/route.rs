@@ -191,14 +191,13 @@ impl Sink {
         }
     }
 
-    /// Asserts the liveliness of every writer of the sink.
-    fn assert_liveliness(&self) {
-        match self {
-            Sink::Direct { writers, .. } | Sink::Scheduled { writers, .. } => {
-                for w in writers.all() {
-                    let _ = w.assert_liveliness();
-                }
-            }
+    /// Asserts the liveliness of the writers standing for `alive` (the writers whose
+    /// liveliness holds at the proxy reader): one that stops asserting itself is lost beyond
+    /// the node too, while the others stay.
+    fn assert_liveliness(&self, alive: &[tessera::rtps::types::Guid]) {
+        let (Sink::Direct { writers, .. } | Sink::Scheduled { writers, .. }) = self;
+        for w in writers.standing_for(alive) {
+            let _ = w.assert_liveliness();
         }
     }
 
@@ -398,7 +397,7 @@ impl Route {
                 )
             }
         };
-        // A manual-liveliness writer is alive while a writer it stands for is.
+        // A manual-liveliness stand-in is alive while the writer it stands for is.
         let asserter = terms.asserts_liveliness().then(|| terms.assert_period());
         let counters = Arc::new(Counters::default());
         let wake = GuardCondition::new();
@@ -523,8 +522,8 @@ struct Forward {
     sink: Sink,
     /// Samples written by a writer of this participant are not forwarded.
     skip: Option<GuidPrefix>,
-    /// How often to assert the sink's writers (manual liveliness) while the reader sees a live
-    /// writer.
+    /// How often to assert the sink's writers (manual liveliness), each while the reader sees
+    /// the writer it stands for alive.
     asserter: Option<Duration>,
 }
 
@@ -560,9 +559,7 @@ fn pump(
             let now = Instant::now();
             if now >= next_assert {
                 next_assert = now + period;
-                if reader.liveliness_changed_status().alive_count > 0 {
-                    sink.assert_liveliness();
-                }
+                sink.assert_liveliness(&reader.alive_publications());
             }
         }
         while !stop.load(Ordering::Relaxed) {

@@ -11,7 +11,7 @@
 //! |---|---|---|
 //! | DURABILITY | proxy: the weakest writer's, at most TRANSIENT_LOCAL (a service's replays stay on the host); writer: the strongest, with its history and DURABILITY_SERVICE | proxy: the weakest reader's (TRANSIENT: it takes the services' replays); writer: the strongest |
 //! | DEADLINE | both the longest offered period | proxy: the longest requested; writer: the shortest |
-//! | LIVELINESS | both the weakest kind, the longest lease; the route asserts a manual writer while a writer behind it is alive | proxy: the weakest kind, the longest lease; writer: the strongest kind, the shortest lease, asserted while a remote writer is alive |
+//! | LIVELINESS | both the weakest kind, the longest lease; the route asserts a manual stand-in while the writer it stands for is alive | proxy: the weakest kind, the longest lease; writer: the strongest kind, the shortest lease, asserted while a remote writer is alive |
 //! | OWNERSHIP | EXCLUSIVE when every writer is: the proxy then forwards each instance's owner only, the writer offers the strongest writer's strength | EXCLUSIVE when every reader is: the proxy arbitrates among remote writers, the writer offers the strongest remote strength known |
 //! | DESTINATION_ORDER | both BY_SOURCE_TIMESTAMP when every writer offers it | proxy: the weakest requested; writer: the strongest |
 //! | LIFESPAN | writer: the longest (the proxy drops each writer's expired samples before they are forwarded) | writer: the longest of the remote writers' |

@@ -185,9 +185,19 @@ impl StandIns {
         before - self.by_source.len()
     }
 
-    /// Every network writer (for the liveliness asserter and the match watch).
+    /// Every network writer (for the match watch).
     pub(crate) fn all(&self) -> impl Iterator<Item = &UntypedDataWriter> {
         self.by_source.values()
+    }
+
+    /// The writers standing for those of `sources` that have one.
+    pub(crate) fn standing_for<'a>(
+        &'a self,
+        sources: &'a [Guid],
+    ) -> impl Iterator<Item = &'a UntypedDataWriter> + 'a {
+        sources
+            .iter()
+            .filter_map(|g| self.by_source.get(&g.to_bytes()))
     }
 
     /// How many writers stand for application writers now.

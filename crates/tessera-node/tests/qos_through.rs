@@ -213,6 +213,60 @@ fn a_manual_writer_behind_the_node_that_only_asserts_stays_alive_beyond_it() {
 
 #[test]
 #[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn each_manual_writer_behind_the_node_keeps_its_own_liveliness_beyond_it() {
+    require_netns();
+    let domain = 89;
+    let _node = Node::start(NodeConfig::new(domain)).unwrap();
+    let app = participant(domain, true);
+    let mut qos = demanding_writer_qos(3);
+    qos.liveliness.lease_duration = Duration::from_millis(600);
+    let talker = writer::<Track>(&app, "Pair", qos.clone());
+    let quitter = writer::<Track>(&app, "Pair", qos);
+    let remote = participant(domain, false);
+    let r = demanding_reader(&remote, "Pair");
+    wait_until(15, "the remote reader matched both writers", || {
+        r.subscription_matched_status().current_count >= 2
+    });
+    for (i, w) in [&talker, &quitter].into_iter().enumerate() {
+        w.write(&Track {
+            id: i as u32,
+            from: i as u32,
+            seq: 0,
+        })
+        .unwrap();
+    }
+    wait_until(5, "both writers alive beyond the node", || {
+        r.liveliness_changed_status().alive_count == 2
+    });
+    // One keeps asserting, the other goes silent: only the silent one is lost beyond the node
+    // (one stand-in per writer, each asserted while its own writer is alive).
+    let assert_for = |w: &tessera::DataWriter<Track>, rounds: u32| {
+        for _ in 0..rounds {
+            w.assert_liveliness().unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    assert_for(&talker, 30);
+    let s = r.liveliness_changed_status();
+    assert_eq!((s.alive_count, s.not_alive_count), (1, 1), "{s:?}");
+    // The silent one asserts again: alive beyond the node again.
+    quitter.assert_liveliness().unwrap();
+    let mut revived = false;
+    for _ in 0..30 {
+        talker.assert_liveliness().unwrap();
+        quitter.assert_liveliness().unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        let s = r.liveliness_changed_status();
+        if (s.alive_count, s.not_alive_count) == (2, 0) {
+            revived = true;
+            break;
+        }
+    }
+    assert!(revived, "{:?}", r.liveliness_changed_status());
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
 fn default_writers_reach_best_effort_readers_through_the_node_both_ways() {
     require_netns();
     let domain = 98;

@@ -254,6 +254,18 @@ impl UntypedDataReader {
         self.ep.matched.lock().clone()
     }
 
+    /// GUIDs of the matched writers whose liveliness holds now (LIVELINESS_CHANGED's
+    /// `alive_count`, writer by writer): a manual writer that let its lease run out is matched
+    /// but not alive until it asserts itself again.
+    pub fn alive_publications(&self) -> Vec<tessera_rtps::types::Guid> {
+        let matched = self.ep.matched.lock().clone();
+        let policies = self.ep.policies.lock();
+        matched
+            .into_iter()
+            .filter(|g| policies.writer_alive(&g.to_bytes()))
+            .collect()
+    }
+
     /// The participant, unless this is a listener's or a built-in reader's handle.
     pub(crate) fn owning_participant(&self) -> Option<&crate::DomainParticipant> {
         self._owner.as_ref().map(|o| o.participant())
@@ -598,6 +610,11 @@ impl<T: TopicType> DataReader<T> {
     /// GUIDs of the writers currently matched.
     pub fn matched_publications(&self) -> Vec<tessera_rtps::types::Guid> {
         self.raw.matched_publications()
+    }
+
+    /// See [`UntypedDataReader::alive_publications`].
+    pub fn alive_publications(&self) -> Vec<tessera_rtps::types::Guid> {
+        self.raw.alive_publications()
     }
 
     /// The handle of the instance with `sample`'s key, if the reader knows it.

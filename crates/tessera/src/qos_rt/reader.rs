@@ -130,6 +130,11 @@ impl ReaderPolicies {
         alive
     }
 
+    /// Whether `w`'s liveliness holds (a writer without a lease to watch always does).
+    pub fn writer_alive(&self, w: &Writer) -> bool {
+        self.writers.get(w).is_none_or(|s| s.alive)
+    }
+
     /// `w` showed it is alive at `now` (a sample, a HEARTBEAT). Returns true when it was not
     /// alive before (LIVELINESS_CHANGED).
     pub fn writer_seen(&mut self, w: &Writer, now: Instant) -> bool {

@@ -491,7 +491,8 @@ fn time_based_filter_applied_at_the_writer(t: Transport) {
 
 /// MANUAL_BY_TOPIC liveliness: a writer that neither writes nor asserts within its lease loses
 /// its liveliness (LIVELINESS_LOST), its readers see it not alive (LIVELINESS_CHANGED, its
-/// instances NOT_ALIVE_NO_WRITERS), and `assert_liveliness` brings it back.
+/// instances NOT_ALIVE_NO_WRITERS, `alive_publications` leaves it out while it stays matched),
+/// and `assert_liveliness` brings it back.
 fn manual_liveliness_lost_and_regained(t: Transport) {
     let ps = t.participants(2);
     let lease = Liveliness {
@@ -519,12 +520,16 @@ fn manual_liveliness_lost_and_regained(t: Transport) {
         (st.alive_count, st.not_alive_count) == (0, 1)
     });
     assert_newest_state(&r, InstanceState::NotAliveNoWriters);
+    // Matched but not alive, writer by writer.
+    assert_eq!(r.matched_publications().len(), 1);
+    assert!(r.alive_publications().is_empty());
     w.assert_liveliness().unwrap();
     wait_until(10, "the assertion to reach the reader", || {
         let st = r.liveliness_changed_status();
         (st.alive_count, st.not_alive_count) == (1, 0)
     });
     assert_eq!(r.subscription_matched_status().current_count, 1);
+    assert_eq!(r.alive_publications(), r.matched_publications());
 }
 
 /// MANUAL_BY_PARTICIPANT liveliness over the writer liveliness protocol: the participant's
