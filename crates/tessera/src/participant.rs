@@ -807,6 +807,7 @@ impl ParticipantShared {
             return;
         }
         let now = Instant::now();
+        let scope = crate::subscription::DatagramScope::start();
         for item in rx {
             let rs = match item {
                 Ok(rs) => rs,
@@ -870,6 +871,7 @@ impl ParticipantShared {
                 }
             }
         }
+        scope.finish();
     }
 
     /// Applies what discovery decided (matches, unmatches, incompatibilities) to endpoints.

@@ -150,3 +150,56 @@ fn a_send_bundle_puts_many_writers_samples_in_one_datagram() {
         }
     }
 }
+
+/// A listener hears DATA_AVAILABLE once per datagram, not once per sample in it: a batch of
+/// 100 samples in one datagram is one call, whose `take` gets them all (each with the same
+/// reception timestamp: they arrived together).
+#[test]
+fn a_batch_raises_data_available_once() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex};
+    use tessera::{DataReader, DataReaderListener};
+
+    #[derive(Default)]
+    struct Counting {
+        calls: AtomicUsize,
+        taken: Mutex<Vec<(u32, i64)>>,
+    }
+    impl DataReaderListener<Keyed> for Counting {
+        fn on_data_available(&self, r: &DataReader<Keyed>) {
+            self.calls.fetch_add(1, Ordering::Relaxed);
+            let got = r.take(usize::MAX).unwrap();
+            let mut t = self.taken.lock().unwrap();
+            t.extend(
+                got.iter()
+                    .filter_map(|s| Some((s.data.as_ref()?.seq, s.info.reception_timestamp))),
+            );
+        }
+    }
+
+    let ps = Transport::InProc.participants(2);
+    let (w, r) = keep_all_pair(&ps, "BatchListener");
+    let l = Arc::new(Counting::default());
+    r.set_listener(Some(l.clone()));
+    w.set_batching(true);
+    std::thread::sleep(Duration::from_millis(100));
+    let sent_before = ps[0].counters().datagrams_sent;
+    const N: u32 = 100;
+    for seq in 0..N {
+        w.write(&Keyed { id: 1, seq }).unwrap();
+    }
+    w.flush();
+    support::wait_until(10, "every sample taken", || {
+        l.taken.lock().unwrap().len() == N as usize
+    });
+    let datagrams = ps[0].counters().datagrams_sent - sent_before;
+    let calls = l.calls.load(Ordering::Relaxed);
+    assert!(
+        calls as u64 <= datagrams,
+        "{calls} listener calls for {N} samples in {datagrams} datagrams"
+    );
+    let taken = l.taken.lock().unwrap();
+    let seqs: Vec<u32> = taken.iter().map(|t| t.0).collect();
+    assert_eq!(seqs, (0..N).collect::<Vec<_>>());
+    assert!(taken.windows(2).all(|p| p[0].1 <= p[1].1));
+}

@@ -12,9 +12,12 @@ use tessera::{DataReader, StateMasks};
 
 const LIMIT: u32 = 5;
 
-/// Three times: the reader fills up and refuses the next sample, then `take` (which must take
+/// Five times: the reader fills up and refuses the next sample, then `take` (which must take
 /// `LIMIT` samples) makes room, which must ask the writer again at once (`resumed` grows), and
-/// the next batch arrives.
+/// the next batch arrives. A round may find nothing to ask again: a probe's resend can be
+/// arriving while the take makes room, and its samples then go in before the take's resume
+/// looks (the writer no longer waits to be asked); the test allows that in one round of five,
+/// so a take that never asks still fails it.
 fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<Keyed>) -> usize) {
     let ps = t.participants(2);
     let w = writer::<Keyed>(&ps[0], topic, keep_all_writer());
@@ -28,7 +31,7 @@ fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<
         }),
     );
     matched(&w, &r);
-    for seq in 0..4 * LIMIT {
+    for seq in 0..6 * LIMIT {
         w.write(&Keyed { id: 1, seq }).unwrap();
     }
     let full = || r.read(usize::MAX).unwrap().len() == LIMIT as usize;
@@ -36,7 +39,8 @@ fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<
     // sample refused again on a resend in an earlier round cannot let a round start before
     // its own refusal).
     let mut refused_before = 0;
-    for round in 0..3u64 {
+    let mut not_asked = Vec::new();
+    for round in 0..5u64 {
         wait_until(10, "the reader to fill up", full);
         wait_until(10, "a refused sample", || {
             r.protocol_counters().refused > refused_before
@@ -44,12 +48,15 @@ fn asks_again_after(t: Transport, topic: &str, mut take: impl FnMut(&DataReader<
         let resumed = r.protocol_counters().resumed;
         refused_before = r.protocol_counters().refused;
         assert_eq!(take(&r), LIMIT as usize, "round {round}");
-        assert!(
-            r.protocol_counters().resumed > resumed,
-            "round {round}: the take made room but did not ask the writer again"
-        );
+        if r.protocol_counters().resumed == resumed {
+            not_asked.push(round);
+        }
         wait_until(10, "the next batch", full);
     }
+    assert!(
+        not_asked.len() <= 1,
+        "rounds {not_asked:?}: the take made room but did not ask the writer again"
+    );
 }
 
 fn take_asks_again_at_once(t: Transport) {
