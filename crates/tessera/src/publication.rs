@@ -14,6 +14,7 @@ use crate::qos::{DataWriterQos, PublisherQos};
 use crate::qos_rt::deadline::DeadlineTimers;
 use crate::qos_rt::group::Group;
 use crate::runtime::RuntimeContext;
+use crate::sample::BufferPool;
 use crate::status::{
     IncompatibleQosStatus, LivelinessLostStatus, OfferedDeadlineMissedStatus,
     PublicationMatchedStatus, StatusMask, WriterStatuses,
@@ -138,6 +139,9 @@ pub(crate) struct WriterEndpoint {
     autodispose: AtomicBool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
+    /// Payload buffers the histories released (acknowledged, replaced), for the next
+    /// writes: the participant's pool.
+    pub(crate) buffers: Arc<BufferPool>,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
     /// Set for an ATOMIC writer: samples go to its consensus group instead (see [`atomic`]).
@@ -211,11 +215,15 @@ impl WriterEndpoint {
     pub(crate) fn new(ctx: Arc<RuntimeContext>, guid: Guid, qos: &DataWriterQos) -> Arc<Self> {
         let config = outbox::writer_config(guid, qos, ctx.allow_multicast);
         let created = ctx.kick.ns_of(Instant::now());
+        let buffers = ctx.write_buffers.clone();
+        let released = buffers.clone();
+        let recycler: tessera_rtps::writer::Recycler = Arc::new(move |b| released.give_back(b));
         Arc::new_cyclic(|me| WriterEndpoint {
             me: me.clone(),
             guid,
             ctx,
-            core: Mutex::new(WriterCore::new(config)),
+            core: Mutex::new(WriterCore::recycling(config, recycler)),
+            buffers,
             space: Condvar::new(),
             waiting: AtomicUsize::new(0),
             statuses: Mutex::new(WriterStatuses::default()),
@@ -1016,10 +1024,13 @@ impl<T: TopicType> DataWriter<T> {
     /// Publishes a sample with an explicit source timestamp (ns since the Unix epoch).
     pub fn write_with_timestamp(&self, sample: &T, source_ns: i64) -> Result<()> {
         // Serialized straight into the buffer the writer history keeps: no second copy.
-        let mut buf = Vec::with_capacity(self.ep.size_hint.load(Ordering::Relaxed));
-        cdr::serialize_sample(sample, self.encoding(), &mut buf);
+        let mut payload = self
+            .ep
+            .buffers
+            .buffer(self.ep.size_hint.load(Ordering::Relaxed));
+        let buf = Arc::make_mut(&mut payload);
+        cdr::serialize_sample(sample, self.encoding(), buf);
         self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
-        let payload = Arc::new(buf);
         let key_hash = if T::KEYED {
             let kh = cdr::key_hash(sample);
             self.track_instance(kh, sample);

@@ -39,9 +39,16 @@ pub(crate) struct RuntimeContext {
     pub budgets: Budgets,
     /// What multicast is used for.
     pub allow_multicast: AllowMulticast,
+    /// Payload buffers the writers' histories released, for the next writes (one pool per
+    /// participant: an acknowledgment releases a writer's samples by the thousand, more than
+    /// a pool per writer could keep without holding memory for every quiet writer).
+    pub write_buffers: std::sync::Arc<crate::sample::BufferPool>,
     /// The owner (participant) stopped: writes fail with `AlreadyDeleted`.
     closed: AtomicBool,
 }
+
+/// A participant's pool of write buffers: 16,384 at most, of 4 KiB at most, 2 MiB together.
+const WRITE_BUFFERS: (usize, usize, usize) = (16_384, 4096, 2 << 20);
 
 impl RuntimeContext {
     /// A context over `transport` with the given bounds (budgets made from them).
@@ -60,6 +67,11 @@ impl RuntimeContext {
             budgets: Budgets::new(&limits),
             limits,
             allow_multicast,
+            write_buffers: std::sync::Arc::new(crate::sample::BufferPool::new(
+                WRITE_BUFFERS.0,
+                WRITE_BUFFERS.1,
+                WRITE_BUFFERS.2,
+            )),
             closed: AtomicBool::new(false),
         }
     }

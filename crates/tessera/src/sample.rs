@@ -183,12 +183,90 @@ pub struct SerializedSample {
     pub reception_ts: i64,
 }
 
+/// What a kept buffer costs beyond its capacity (the `Arc` and `Vec` headers, the
+/// allocator's), counted against a pool's byte bound.
+const BUFFER_OVERHEAD: usize = 64;
+
+/// Buffers kept for reuse, so that a steady stream of samples allocates none per sample.
+/// Bounded in count, in the capacity of a kept buffer and in the bytes kept; only buffers
+/// nothing else shares are kept.
+pub(crate) struct BufferPool {
+    free: Mutex<KeptBuffers>,
+    max_buffers: usize,
+    max_capacity: usize,
+    max_bytes: usize,
+}
+
+#[derive(Default)]
+struct KeptBuffers {
+    buffers: Vec<Arc<Vec<u8>>>,
+    bytes: usize,
+}
+
+impl BufferPool {
+    pub(crate) fn new(max_buffers: usize, max_capacity: usize, max_bytes: usize) -> BufferPool {
+        BufferPool {
+            free: Mutex::new(KeptBuffers::default()),
+            max_buffers,
+            max_capacity,
+            max_bytes,
+        }
+    }
+
+    /// An empty buffer of at least `capacity` bytes nothing else shares: a kept one when
+    /// there is one.
+    pub(crate) fn buffer(&self, capacity: usize) -> Arc<Vec<u8>> {
+        if capacity <= self.max_capacity {
+            let kept = {
+                let mut free = self.free.lock();
+                let b = free.buffers.pop();
+                if let Some(b) = &b {
+                    free.bytes -= b.capacity() + BUFFER_OVERHEAD;
+                }
+                b
+            };
+            if let Some(mut buf) = kept {
+                if let Some(v) = Arc::get_mut(&mut buf) {
+                    v.clear();
+                    v.reserve(capacity);
+                    return buf;
+                }
+            }
+        }
+        Arc::new(Vec::with_capacity(capacity))
+    }
+
+    /// Takes back a buffer no longer needed.
+    pub(crate) fn give_back(&self, mut buf: Arc<Vec<u8>>) {
+        let Some(v) = Arc::get_mut(&mut buf) else {
+            return;
+        };
+        let cap = v.capacity();
+        if cap > self.max_capacity {
+            return;
+        }
+        let cap = cap + BUFFER_OVERHEAD;
+        let mut free = self.free.lock();
+        if free.buffers.len() < self.max_buffers && free.bytes + cap <= self.max_bytes {
+            free.bytes += cap;
+            free.buffers.push(buf);
+        }
+    }
+}
+
 /// Payload buffers a reader recycles: the receive thread copies each sample into one, and a
 /// `take` that decoded the sample gives it back, so a reader in steady state allocates no
 /// payload buffer per sample. Bounded in count and in the size of a kept buffer.
-#[derive(Default)]
-pub(crate) struct PayloadPool {
-    free: Mutex<Vec<Arc<Vec<u8>>>>,
+pub(crate) struct PayloadPool(BufferPool);
+
+impl Default for PayloadPool {
+    fn default() -> Self {
+        PayloadPool(BufferPool::new(
+            POOL_BUFFERS,
+            POOL_MAX_CAPACITY,
+            POOL_BUFFERS * POOL_MAX_CAPACITY,
+        ))
+    }
 }
 
 /// Buffers kept at most (per reader).
@@ -199,27 +277,48 @@ const POOL_MAX_CAPACITY: usize = 4096;
 impl PayloadPool {
     /// A payload holding a copy of `bytes`, in a recycled buffer when one is free.
     pub fn copy_of(&self, bytes: &[u8]) -> SerializedPayload {
-        if bytes.len() <= POOL_MAX_CAPACITY {
-            if let Some(mut buf) = self.free.lock().pop() {
-                if let Some(v) = Arc::get_mut(&mut buf) {
-                    v.clear();
-                    v.extend_from_slice(bytes);
-                    return SerializedPayload(buf, None);
-                }
+        let mut buf = self.0.buffer(bytes.len());
+        match Arc::get_mut(&mut buf) {
+            Some(v) => {
+                v.extend_from_slice(bytes);
+                SerializedPayload(buf, None)
             }
+            None => SerializedPayload::new(bytes.to_vec()),
         }
-        SerializedPayload::new(bytes.to_vec())
     }
 
     /// Takes back a payload no longer needed; kept only if nothing else shares it.
-    pub fn recycle(&self, mut p: SerializedPayload) {
-        if p.1.is_none()
-            && Arc::get_mut(&mut p.0).is_some_and(|v| v.capacity() <= POOL_MAX_CAPACITY)
-        {
-            let mut free = self.free.lock();
-            if free.len() < POOL_BUFFERS {
-                free.push(p.0);
-            }
+    pub fn recycle(&self, p: SerializedPayload) {
+        if p.1.is_none() {
+            self.0.give_back(p.0);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_buffer_pool_reuses_unshared_buffers_within_its_bounds() {
+        let pool = BufferPool::new(4, 1024, 1024 + 2 * BUFFER_OVERHEAD);
+        let a = pool.buffer(100);
+        let a_ptr = a.as_ptr();
+        let shared = a.clone();
+        pool.give_back(a);
+        // Still shared: not kept.
+        assert_ne!(pool.buffer(10).as_ptr(), a_ptr);
+        pool.give_back(shared);
+        let again = pool.buffer(10);
+        assert_eq!(again.as_ptr(), a_ptr, "the unshared buffer is reused");
+        assert!(again.is_empty());
+        // Too large to keep, and the byte bound: 1024 bytes at most.
+        pool.give_back(Arc::new(Vec::with_capacity(2048)));
+        for _ in 0..4 {
+            pool.give_back(Arc::new(Vec::with_capacity(400)));
+        }
+        let free = pool.free.lock();
+        assert_eq!(free.buffers.len(), 2);
+        assert!(free.bytes <= 1024 + 2 * BUFFER_OVERHEAD);
     }
 }

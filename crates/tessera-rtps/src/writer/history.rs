@@ -22,9 +22,12 @@ struct Slot {
 /// Key used for instance bookkeeping of keyless topics.
 const NO_KEY: [u8; 16] = [0; 16];
 
+/// Where a history hands the payloads it releases, so that their buffers serve later
+/// writes instead of going back to the allocator (the receiver decides what it keeps).
+pub type Recycler = std::sync::Arc<dyn Fn(std::sync::Arc<Vec<u8>>) + Send + Sync>;
+
 /// The in-memory history every [`WriterCore`](super::WriterCore) uses unless given another
 /// store.
-#[derive(Debug)]
 pub struct MemoryHistory {
     slots: VecDeque<Slot>,
     live: usize,
@@ -33,6 +36,18 @@ pub struct MemoryHistory {
     depth: Option<usize>,
     /// Sequence numbers of each instance's live samples, oldest first (KEEP_LAST only).
     instances: FastHashMap<[u8; 16], VecDeque<SequenceNumber>>,
+    recycler: Option<Recycler>,
+}
+
+impl std::fmt::Debug for MemoryHistory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MemoryHistory")
+            .field("live", &self.live)
+            .field("tombstones", &self.tombstones)
+            .field("depth", &self.depth)
+            .field("recycles", &self.recycler.is_some())
+            .finish()
+    }
 }
 
 impl MemoryHistory {
@@ -44,6 +59,19 @@ impl MemoryHistory {
             tombstones: 0,
             depth,
             instances: FastHashMap::default(),
+            recycler: None,
+        }
+    }
+
+    /// Hands every payload this history releases to `recycler`.
+    pub fn with_recycler(mut self, recycler: Recycler) -> Self {
+        self.recycler = Some(recycler);
+        self
+    }
+
+    fn release(&self, sample: Sample) {
+        if let Some(r) = &self.recycler {
+            r(sample.payload);
         }
     }
 
@@ -166,6 +194,7 @@ impl HistoryStore for MemoryHistory {
         self.live -= 1;
         self.tombstones += 1;
         self.forget_instance(seq, &sample);
+        self.release(sample);
         self.trim_front();
         if self.tombstones > 64 && self.tombstones > self.live {
             self.slots.retain(|s| s.sample.is_some());
@@ -186,6 +215,7 @@ impl HistoryStore for MemoryHistory {
                     self.live -= 1;
                     n += 1;
                     self.forget_instance(slot.seq, &sample);
+                    self.release(sample);
                 } else {
                     self.tombstones -= 1;
                 }
@@ -233,5 +263,23 @@ mod tests {
         assert!(h.get(500).is_none());
         assert_eq!(h.remove_below(999), 1);
         assert_eq!(h.first_seq(), Some(999));
+    }
+
+    #[test]
+    fn released_payloads_go_to_the_recycler() {
+        let got = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let sink = got.clone();
+        let mut h = MemoryHistory::new(Some(1))
+            .with_recycler(Arc::new(move |p| sink.lock().unwrap().push(p[0])));
+        for (seq, key) in [(1, 1), (2, 2), (3, 3)] {
+            h.push(seq, s(key)).unwrap();
+        }
+        // Replaced under KEEP_LAST, then acknowledged: each payload is handed over once.
+        let victim = h.keep_last_victim(Some([2; 16])).unwrap();
+        assert!(h.remove(victim));
+        h.push(4, s(2)).unwrap();
+        assert_eq!(*got.lock().unwrap(), vec![2]);
+        assert_eq!(h.remove_below(4), 2);
+        assert_eq!(*got.lock().unwrap(), vec![2, 1, 3]);
     }
 }

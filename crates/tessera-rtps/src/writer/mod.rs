@@ -63,7 +63,7 @@ use std::time::{Duration, Instant};
 use crate::types::{Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
 use crate::wire::{AckNack, FragmentNumberSet, NackFrag};
 pub use coherent::{writer_set_digest, CoherentState, GroupSequence, GroupTag, COHERENT_SET_END};
-pub use history::MemoryHistory;
+pub use history::{MemoryHistory, Recycler};
 use multicast::Group;
 pub use multicast::MulticastPolicy;
 pub use store::{HistoryStore, Sample, StoreError};
@@ -418,6 +418,12 @@ impl WriterCore {
     /// ([`MemoryHistory`]).
     pub fn new(cfg: WriterConfig) -> Self {
         let store = Box::new(MemoryHistory::for_config(&cfg));
+        Self::with_store(cfg, store)
+    }
+
+    /// [`WriterCore::new`] whose history hands the payloads it releases to `recycler`.
+    pub fn recycling(cfg: WriterConfig, recycler: Recycler) -> Self {
+        let store = Box::new(MemoryHistory::for_config(&cfg).with_recycler(recycler));
         Self::with_store(cfg, store)
     }
 
