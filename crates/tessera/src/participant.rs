@@ -822,6 +822,9 @@ impl ParticipantShared {
             if rs.dest_prefix != GuidPrefix::UNKNOWN && rs.dest_prefix != self.guid_prefix {
                 continue;
             }
+            if !matches!(rs.submessage, Submessage::Data(_) | Submessage::DataFrag(_)) {
+                scope.flush();
+            }
             let (writer_side, entity, to) = match &rs.submessage {
                 Submessage::Data(d) => (false, d.writer_id, d.reader_id),
                 Submessage::DataFrag(d) => (false, d.writer_id, d.reader_id),

@@ -814,10 +814,13 @@ thread_local! {
     /// The reception time of the datagram this thread is handling (see [`DatagramScope`]):
     /// `NOT_IN_DATAGRAM`, `UNREAD` until its first sample needs it, then the time.
     static DATAGRAM_RECEPTION: std::cell::Cell<i64> = const { std::cell::Cell::new(NOT_IN_DATAGRAM) };
-    /// The readers that got data from the datagram this thread is handling, to be told once
-    /// at its end (`None` outside a datagram).
-    static DATAGRAM_AVAILABLE: std::cell::RefCell<Option<Vec<Arc<ReaderEndpoint>>>> =
-        const { std::cell::RefCell::new(None) };
+    /// Whether this thread is handling a datagram (DATA_AVAILABLE is deferred).
+    static IN_DATAGRAM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// The readers that got data from the datagrams this thread is handling, to be told at
+    /// the end of each: a stack (a nested scope's readers above its outer one's), kept
+    /// allocated between datagrams.
+    static DATAGRAM_AVAILABLE: std::cell::RefCell<Vec<Arc<ReaderEndpoint>>> =
+        const { std::cell::RefCell::new(Vec::new()) };
 }
 const NOT_IN_DATAGRAM: i64 = -1;
 const UNREAD: i64 = -2;
@@ -825,12 +828,16 @@ const UNREAD: i64 = -2;
 /// What the samples of one received datagram share, while it lives on the receive thread:
 /// one reception timestamp, read when the first of them needs it (they arrived together; a
 /// clock read per sample was a tenth of a receive thread's time on batched 16 B samples), and
-/// one DATA_AVAILABLE per reader, raised at [`DatagramScope::finish`] instead of once per DATA
-/// submessage (a listener then takes a writer's whole batch at once, as a waiting `take`
-/// would). Scopes nest (a listener whose write is delivered in-process on the same thread).
+/// one DATA_AVAILABLE per reader and run of DATA submessages, raised when the run ends
+/// ([`DatagramScope::flush`], [`DatagramScope::finish`]) instead of once per DATA (a listener
+/// then takes a writer's whole batch at once, as a waiting `take` would). Scopes nest (a listener whose write is delivered in-process on the same thread).
 pub(crate) struct DatagramScope {
     saved_clock: i64,
-    saved_available: Option<Vec<Arc<ReaderEndpoint>>>,
+    saved_in: bool,
+    /// Where this scope's readers start in `DATAGRAM_AVAILABLE`.
+    base: usize,
+    /// Set by `finish`; a scope left without it (a panic) forgets its readers.
+    finished: bool,
 }
 
 impl DatagramScope {
@@ -838,33 +845,58 @@ impl DatagramScope {
     pub(crate) fn start() -> DatagramScope {
         DatagramScope {
             saved_clock: DATAGRAM_RECEPTION.with(|c| c.replace(UNREAD)),
-            saved_available: DATAGRAM_AVAILABLE.with(|a| a.replace(Some(Vec::new()))),
+            saved_in: IN_DATAGRAM.with(|c| c.replace(true)),
+            base: DATAGRAM_AVAILABLE.with(|a| a.borrow().len()),
+            finished: false,
         }
     }
 
-    /// Raises DATA_AVAILABLE once for each reader that got data in the scope.
-    pub(crate) fn finish(self) {
-        let readers = DATAGRAM_AVAILABLE.with(|a| a.borrow_mut().take());
-        // The listeners run outside the scope: what they deliver is theirs.
+    /// Raises DATA_AVAILABLE once for each reader that got data in the scope. The listeners
+    /// run outside it: what they deliver is theirs.
+    pub(crate) fn finish(mut self) {
+        let base = self.base;
+        self.finished = true;
         drop(self);
-        for r in readers.into_iter().flatten() {
-            r.status_changed(StatusMask::DATA_AVAILABLE);
+        Self::raise_from(base);
+    }
+
+    /// Raises DATA_AVAILABLE for the readers that got data so far: the datagram goes on with
+    /// a submessage other than DATA (a HEARTBEAT, say, whose ACKNACK need not go before the
+    /// listener's answer to the samples above it).
+    pub(crate) fn flush(&self) {
+        Self::raise_from(self.base);
+    }
+
+    fn raise_from(base: usize) {
+        loop {
+            let next = DATAGRAM_AVAILABLE.with(|a| {
+                let mut a = a.borrow_mut();
+                (a.len() > base).then(|| a.remove(base))
+            });
+            match next {
+                Some(r) => r.status_changed(StatusMask::DATA_AVAILABLE),
+                None => break,
+            }
         }
     }
 
     /// Defers `reader`'s DATA_AVAILABLE to the end of the datagram; false outside one.
     fn defer_available(reader: &ReaderEndpoint) -> bool {
-        DATAGRAM_AVAILABLE.with(|a| match a.borrow_mut().as_mut() {
-            Some(list) => {
-                if !list.iter().any(|r| std::ptr::eq(&**r, reader)) {
-                    match reader.me.upgrade() {
-                        Some(me) => list.push(me),
-                        None => return false,
-                    }
-                }
-                true
+        if !IN_DATAGRAM.with(std::cell::Cell::get) {
+            return false;
+        }
+        DATAGRAM_AVAILABLE.with(|a| {
+            let mut a = a.borrow_mut();
+            if a.iter().any(|r| std::ptr::eq(&**r, reader)) {
+                return true;
             }
-            None => false,
+            match reader.me.upgrade() {
+                Some(me) => {
+                    a.push(me);
+                    true
+                }
+                None => false,
+            }
         })
     }
 
@@ -885,8 +917,14 @@ impl DatagramScope {
 impl Drop for DatagramScope {
     fn drop(&mut self) {
         DATAGRAM_RECEPTION.with(|c| c.set(self.saved_clock));
-        let saved = self.saved_available.take();
-        DATAGRAM_AVAILABLE.with(|a| *a.borrow_mut() = saved);
+        IN_DATAGRAM.with(|c| c.set(self.saved_in));
+        if !self.finished {
+            DATAGRAM_AVAILABLE.with(|a| {
+                if let Ok(mut a) = a.try_borrow_mut() {
+                    a.truncate(self.base);
+                }
+            });
+        }
     }
 }
 
