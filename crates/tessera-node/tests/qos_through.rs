@@ -43,6 +43,13 @@ fn demanding_writer_qos(strength: i32) -> DataWriterQos {
     }
 }
 
+/// [`demanding_writer_qos`] with a 600 ms lease: liveliness tests see it lost within seconds.
+fn short_lease_writer_qos() -> DataWriterQos {
+    let mut qos = demanding_writer_qos(3);
+    qos.liveliness.lease_duration = Duration::from_millis(600);
+    qos
+}
+
 /// A reader asking for a 1 s deadline, manual-by-participant liveliness within 5 s, EXCLUSIVE
 /// ownership and source-timestamp order: each writer above satisfies it directly.
 fn demanding_reader(p: &tessera::DomainParticipant, topic: &str) -> DataReader<Track> {
@@ -181,9 +188,7 @@ fn a_manual_writer_behind_the_node_that_only_asserts_stays_alive_beyond_it() {
     let domain = 97;
     let _node = Node::start(NodeConfig::new(domain)).unwrap();
     let app = participant(domain, true);
-    let mut qos = demanding_writer_qos(3);
-    qos.liveliness.lease_duration = Duration::from_millis(600);
-    let w = writer::<Track>(&app, "Alive", qos);
+    let w = writer::<Track>(&app, "Alive", short_lease_writer_qos());
     let remote = participant(domain, false);
     let r = demanding_reader(&remote, "Alive");
     wait_until(15, "the remote reader matched through the node", || {
@@ -218,10 +223,8 @@ fn each_manual_writer_behind_the_node_keeps_its_own_liveliness_beyond_it() {
     let domain = 89;
     let _node = Node::start(NodeConfig::new(domain)).unwrap();
     let app = participant(domain, true);
-    let mut qos = demanding_writer_qos(3);
-    qos.liveliness.lease_duration = Duration::from_millis(600);
-    let talker = writer::<Track>(&app, "Pair", qos.clone());
-    let quitter = writer::<Track>(&app, "Pair", qos);
+    let talker = writer::<Track>(&app, "Pair", short_lease_writer_qos());
+    let quitter = writer::<Track>(&app, "Pair", short_lease_writer_qos());
     let remote = participant(domain, false);
     let r = demanding_reader(&remote, "Pair");
     wait_until(15, "the remote reader matched both writers", || {

@@ -14,7 +14,6 @@ use crate::qos::{DataWriterQos, PublisherQos};
 use crate::qos_rt::deadline::DeadlineTimers;
 use crate::qos_rt::group::Group;
 use crate::runtime::RuntimeContext;
-use crate::sample::BufferPool;
 use crate::status::{
     IncompatibleQosStatus, LivelinessLostStatus, OfferedDeadlineMissedStatus,
     PublicationMatchedStatus, StatusMask, WriterStatuses,
@@ -139,9 +138,6 @@ pub(crate) struct WriterEndpoint {
     autodispose: AtomicBool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
     size_hint: AtomicUsize,
-    /// Payload buffers the histories released (acknowledged, replaced), for the next
-    /// writes: the participant's pool.
-    pub(crate) buffers: Arc<BufferPool>,
     /// HISTORY is KEEP_ALL (flow control applies).
     keep_all: bool,
     /// Set for an ATOMIC writer: samples go to its consensus group instead (see [`atomic`]).
@@ -215,15 +211,15 @@ impl WriterEndpoint {
     pub(crate) fn new(ctx: Arc<RuntimeContext>, guid: Guid, qos: &DataWriterQos) -> Arc<Self> {
         let config = outbox::writer_config(guid, qos, ctx.allow_multicast);
         let created = ctx.kick.ns_of(Instant::now());
-        let buffers = ctx.write_buffers.clone();
-        let released = buffers.clone();
+        // What the history releases (acknowledged, replaced) serves the participant's next
+        // writes.
+        let released = ctx.write_buffers.clone();
         let recycler: tessera_rtps::writer::Recycler = Arc::new(move |b| released.give_back(b));
         Arc::new_cyclic(|me| WriterEndpoint {
             me: me.clone(),
             guid,
             ctx,
             core: Mutex::new(WriterCore::recycling(config, recycler)),
-            buffers,
             space: Condvar::new(),
             waiting: AtomicUsize::new(0),
             statuses: Mutex::new(WriterStatuses::default()),
@@ -1026,7 +1022,8 @@ impl<T: TopicType> DataWriter<T> {
         // Serialized straight into the buffer the writer history keeps: no second copy.
         let mut payload = self
             .ep
-            .buffers
+            .ctx
+            .write_buffers
             .buffer(self.ep.size_hint.load(Ordering::Relaxed));
         let buf = Arc::make_mut(&mut payload);
         cdr::serialize_sample(sample, self.encoding(), buf);

@@ -278,13 +278,8 @@ impl PayloadPool {
     /// A payload holding a copy of `bytes`, in a recycled buffer when one is free.
     pub fn copy_of(&self, bytes: &[u8]) -> SerializedPayload {
         let mut buf = self.0.buffer(bytes.len());
-        match Arc::get_mut(&mut buf) {
-            Some(v) => {
-                v.extend_from_slice(bytes);
-                SerializedPayload(buf, None)
-            }
-            None => SerializedPayload::new(bytes.to_vec()),
-        }
+        Arc::make_mut(&mut buf).extend_from_slice(bytes);
+        SerializedPayload(buf, None)
     }
 
     /// Takes back a payload no longer needed; kept only if nothing else shares it.

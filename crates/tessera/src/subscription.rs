@@ -825,14 +825,35 @@ thread_local! {
 const NOT_IN_DATAGRAM: i64 = -1;
 const UNREAD: i64 = -2;
 
+/// While it lives, the samples this thread accepts use the reception time it set (restored
+/// on drop, so scopes nest).
+struct ReceptionClock {
+    saved: i64,
+}
+
+impl ReceptionClock {
+    fn set(v: i64) -> ReceptionClock {
+        ReceptionClock {
+            saved: DATAGRAM_RECEPTION.with(|c| c.replace(v)),
+        }
+    }
+}
+
+impl Drop for ReceptionClock {
+    fn drop(&mut self) {
+        DATAGRAM_RECEPTION.with(|c| c.set(self.saved));
+    }
+}
+
 /// What the samples of one received datagram share, while it lives on the receive thread:
 /// one reception timestamp, read when the first of them needs it (they arrived together; a
 /// clock read per sample was a tenth of a receive thread's time on batched 16 B samples), and
 /// one DATA_AVAILABLE per reader and run of DATA submessages, raised when the run ends
 /// ([`DatagramScope::flush`], [`DatagramScope::finish`]) instead of once per DATA (a listener
-/// then takes a writer's whole batch at once, as a waiting `take` would). Scopes nest (a listener whose write is delivered in-process on the same thread).
+/// then takes a writer's whole batch at once, as a waiting `take` would). Scopes nest (a
+/// listener whose write is delivered in-process on the same thread).
 pub(crate) struct DatagramScope {
-    saved_clock: i64,
+    _clock: ReceptionClock,
     saved_in: bool,
     /// Where this scope's readers start in `DATAGRAM_AVAILABLE`.
     base: usize,
@@ -844,7 +865,7 @@ impl DatagramScope {
     /// The scope of one datagram.
     pub(crate) fn start() -> DatagramScope {
         DatagramScope {
-            saved_clock: DATAGRAM_RECEPTION.with(|c| c.replace(UNREAD)),
+            _clock: ReceptionClock::set(UNREAD),
             saved_in: IN_DATAGRAM.with(|c| c.replace(true)),
             base: DATAGRAM_AVAILABLE.with(|a| a.borrow().len()),
             finished: false,
@@ -880,7 +901,8 @@ impl DatagramScope {
         }
     }
 
-    /// Defers `reader`'s DATA_AVAILABLE to the end of the datagram; false outside one.
+    /// Defers `reader`'s DATA_AVAILABLE to the end of the run of DATA it is in; false outside
+    /// a datagram's scope.
     fn defer_available(reader: &ReaderEndpoint) -> bool {
         if !IN_DATAGRAM.with(std::cell::Cell::get) {
             return false;
@@ -916,7 +938,6 @@ impl DatagramScope {
 
 impl Drop for DatagramScope {
     fn drop(&mut self) {
-        DATAGRAM_RECEPTION.with(|c| c.set(self.saved_clock));
         IN_DATAGRAM.with(|c| c.set(self.saved_in));
         if !self.finished {
             DATAGRAM_AVAILABLE.with(|a| {
@@ -925,26 +946,6 @@ impl Drop for DatagramScope {
                 }
             });
         }
-    }
-}
-
-/// Local delivery (maybe inside a datagram's scope, from a listener) reads the clock per
-/// sample.
-struct PerSampleClock {
-    saved: i64,
-}
-
-impl PerSampleClock {
-    fn start() -> PerSampleClock {
-        PerSampleClock {
-            saved: DATAGRAM_RECEPTION.with(|c| c.replace(NOT_IN_DATAGRAM)),
-        }
-    }
-}
-
-impl Drop for PerSampleClock {
-    fn drop(&mut self) {
-        DATAGRAM_RECEPTION.with(|c| c.set(self.saved));
     }
 }
 
@@ -1022,7 +1023,7 @@ impl LocalReader for ReaderEndpoint {
             // A group set this sample completed, into every reader it touches.
             g.flush();
         }
-        // One DATA_AVAILABLE per reader and datagram (see `DatagramScope`).
+        // One DATA_AVAILABLE per reader and run of DATA (see `DatagramScope`).
         let available = available && !DatagramScope::defer_available(self);
         self.raise(
             &ctx.counters,
@@ -1038,7 +1039,9 @@ impl LocalReader for ReaderEndpoint {
         shared: Option<&Arc<Vec<u8>>>,
         holder: Option<&Weak<dyn LocalHolder>>,
     ) -> LocalOutcome {
-        let _clock = PerSampleClock::start();
+        // Local delivery (maybe from a listener inside a datagram's scope) reads the clock
+        // per sample.
+        let _clock = ReceptionClock::set(NOT_IN_DATAGRAM);
         let mut history = self.history.lock();
         let mut rejected = 0;
         let available = self.accept(sample, shared, &mut history, &mut rejected);

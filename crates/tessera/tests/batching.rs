@@ -151,9 +151,9 @@ fn a_send_bundle_puts_many_writers_samples_in_one_datagram() {
     }
 }
 
-/// A listener hears DATA_AVAILABLE once per datagram, not once per sample in it: a batch of
-/// 100 samples in one datagram is one call, whose `take` gets them all (each with the same
-/// reception timestamp: they arrived together).
+/// A listener hears DATA_AVAILABLE once per run of DATA in a datagram, not once per sample: a
+/// batch of 100 samples is at most one call per datagram, whose `take` gets them all (in
+/// order, with the reception timestamps of the datagrams they arrived in).
 #[test]
 fn a_batch_raises_data_available_once() {
     use std::sync::atomic::{AtomicUsize, Ordering};
