@@ -34,10 +34,15 @@ size = 16
 duration_s = 1.5
 warmup_s = 0.3
 
+# Paced: unpaced reliable 1 KiB, a Fast DDS 2.9 subscriber can fall behind and stall for good
+# (see the bench's note on it; CI saw fastdds-udp stop after 3,102 samples, the publisher's
+# write timing out). That is Fast DDS's own finding, reported as "stalled" by a full bench;
+# this test checks that every pair is measured.
 [[experiment]]
 name = "throughput"
 kind = "throughput"
 size = 1024
+rate = 2000
 duration_s = 2.0
 TOML
 

@@ -1156,7 +1156,8 @@ impl Ctx<'_> {
         point.throughput = t.filter(|t| t.samples_per_s > 0.0);
         if point.throughput.is_none() {
             anyhow::bail!(
-                "no subscriber reported data; last lines: {}",
+                "{}; last lines: {}",
+                no_data_reason(&workers),
                 tail_all(&workers)
             );
         }
@@ -2287,6 +2288,29 @@ fn tail(s: &str) -> String {
     lines[from..].join(" | ")
 }
 
+/// Why a throughput point has no figure: a subscriber that received samples before the
+/// measured window and none within it stalled (a finding about that implementation, told
+/// apart from one that never received anything).
+fn no_data_reason(workers: &[Worker]) -> String {
+    let received = workers
+        .iter()
+        .filter_map(|w| w.output().subs.last().map(|l| l.total))
+        .max()
+        .unwrap_or(0);
+    stall_text(received)
+}
+
+fn stall_text(received: u64) -> String {
+    if received > 0 {
+        format!(
+            "the subscriber stalled: it received {received} samples, then none in the measured \
+             window"
+        )
+    } else {
+        "no subscriber reported data".to_string()
+    }
+}
+
 fn tail_all(workers: &[Worker]) -> String {
     workers
         .iter()
@@ -2393,6 +2417,16 @@ mod tests {
 {"cnt":15,"max_us":5780.617,"mean_us":4381.043,"min_us":3255.855,"p50_us":4458.929,"p90_us":5723.294,"p99_us":5780.617,"peer":"vm:2775","pid":2777,"size":12,"t":1.0,"type":"latency"}
 {"exit_code":0,"latency":[{"cnt":3,"hist":[[2441215,1],[3971071,1],[9273343,1]],"max_us":9273.343,"mean_us":5228.5,"min_us":2439.168,"p50_us":3971.071,"p90_us":9273.343,"p999_us":9273.343,"p99_us":9273.343,"peer":"vm:2776"},{"cnt":2,"hist":[[2328575,1],[4190207,1]],"max_us":4190.207,"mean_us":3259.4,"min_us":2326.528,"p50_us":4190.207,"p90_us":4190.207,"p999_us":4190.207,"p99_us":4190.207,"peer":"vm:2775"}],"lost":0,"pid":2777,"pings":0,"received":0,"t":10.337,"type":"summary"}
 "#;
+
+    #[test]
+    fn a_subscriber_that_received_before_the_window_is_said_to_have_stalled() {
+        assert_eq!(stall_text(0), "no subscriber reported data");
+        let text = stall_text(3102);
+        assert!(
+            text.contains("stalled") && text.contains("3102 samples"),
+            "{text}"
+        );
+    }
 
     #[test]
     fn the_atomic_pair_reads_tessera_perfs_json_lines() {
