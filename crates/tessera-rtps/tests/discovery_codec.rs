@@ -412,6 +412,41 @@ fn writer_and_reader_round_trip() {
 }
 
 #[test]
+fn a_readers_loan_layout_round_trips_and_a_foreign_use_of_its_pid_is_ignored() {
+    let g = endpoint_guid(0x14, entity_kind::USER_READER_NO_KEY);
+    let mut r = DiscoveredReaderData::new(g, "T", "Plain");
+    r.loan_layout = 0x0123_4567_89ab_cdef;
+    assert_eq!(DiscoveredReaderData::decode(&r.to_payload()), Ok(r.clone()));
+    r.loan_layout = 0;
+    assert_eq!(DiscoveredReaderData::decode(&r.to_payload()), Ok(r));
+
+    for le in [true, false] {
+        let reader = |value: &[u8]| {
+            let raw = Raw::new(le)
+                .param(pid::ENDPOINT_GUID, &g.to_bytes())
+                .str_param(pid::TOPIC_NAME, "T")
+                .str_param(pid::TYPE_NAME, "Plain");
+            let value = value.to_vec();
+            DiscoveredReaderData::decode(&raw.param(pid::TESSERA_LOAN_LAYOUT, &value).finish())
+        };
+        let raw = Raw::new(le);
+        let mut ours = b"TSRL".to_vec();
+        ours.extend_from_slice(&raw.u32b(0x89ab_cdef));
+        ours.extend_from_slice(&raw.u32b(0x0123_4567));
+        assert_eq!(reader(&ours).unwrap().loan_layout, 0x0123_4567_89ab_cdef);
+        // Another vendor's parameter under the same pid, and a short one: the reader stays,
+        // announcing no layout (it gets serialized samples).
+        assert_eq!(
+            reader(&[1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12])
+                .unwrap()
+                .loan_layout,
+            0
+        );
+        assert_eq!(reader(b"TSRL\x01\x02\x03\x04").unwrap().loan_layout, 0);
+    }
+}
+
+#[test]
 fn duplicated_and_lying_parameters_are_rejected() {
     use DiscoveryDecodeError as E;
     let dup = cyclone_sedp_writer_minimal(true)

@@ -175,6 +175,8 @@ pub(crate) struct EndpointTopic<'a> {
     pub type_name: &'a str,
     /// A reader's content filter (PID_CONTENT_FILTER_PROPERTY).
     pub content_filter: Option<&'a tessera_rtps::discovery::ContentFilterProperty>,
+    /// A reader's plain layout for zero-copy loans (PID_TESSERA_LOAN_LAYOUT; 0: none).
+    pub loan_layout: u64,
 }
 
 pub(crate) struct DiscoveryRuntime {
@@ -636,6 +638,7 @@ impl DiscoveryRuntime {
             DiscoveredReaderData::new(guid, topic.topic_name, topic.type_name).with_qos(qos);
         data.unicast_locators.clone_from(&self.default_unicast);
         data.content_filter = topic.content_filter.cloned();
+        data.loan_layout = topic.loan_layout;
         data.type_information = self.types.get(topic.type_name).cloned();
         if let Some(t) = &data.type_information {
             self.local_types
@@ -951,6 +954,10 @@ impl DiscoveryRuntime {
                 content_filter: None,
                 min_separation: std::time::Duration::ZERO,
                 coherent_access: true,
+                loan_layout: match info {
+                    RemoteEndpointInfo::Reader(r) => r.loan_layout,
+                    RemoteEndpointInfo::Writer(_) => 0,
+                },
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -991,6 +998,10 @@ impl DiscoveryRuntime {
             coherent_access: match info {
                 RemoteEndpointInfo::Reader(r) => r.qos.presentation.coherent_access,
                 RemoteEndpointInfo::Writer(_) => true,
+            },
+            loan_layout: match info {
+                RemoteEndpointInfo::Reader(r) => r.loan_layout,
+                RemoteEndpointInfo::Writer(_) => 0,
             },
         }
     }

@@ -270,7 +270,7 @@ impl Subscriber {
         topic: &UntypedTopic,
         qos: DataReaderQos,
     ) -> Result<UntypedDataReader> {
-        self.create_reader(&topic.inner, topic.support.clone(), qos, None)
+        self.create_reader(&topic.inner, topic.support.clone(), qos, None, None)
     }
 }
 

@@ -39,6 +39,10 @@ pub(crate) struct RemoteEndpoint {
     /// sent a GAP for a coherent set's end marker instead of the marker. True for writers and
     /// local readers.
     pub coherent_access: bool,
+    /// A reader's plain layout hash for zero-copy loans (PID_TESSERA_LOAN_LAYOUT; a reader
+    /// of this participant announces it too): the loan references it resolves. 0 for writers
+    /// and for readers that take serialized samples only.
+    pub loan_layout: u64,
 }
 
 /// The policies of a writer that its readers enforce at run time.

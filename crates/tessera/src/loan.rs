@@ -172,6 +172,11 @@ impl ChunkHold {
         })
     }
 
+    /// The error of a reference that a reader without this type's layout was given.
+    pub(crate) fn unresolvable() -> CdrError {
+        CdrError::UnsupportedEncapsulation(LOAN_ENCAPSULATION)
+    }
+
     /// Counts a reference that could not be resolved, as what a reader counts it.
     pub(crate) fn refused(e: LoanError) -> CdrError {
         REFUSED.fetch_add(1, Ordering::Relaxed);
@@ -208,6 +213,38 @@ impl ChunkHold {
         // bitwise copy could run twice in a way that matters (no pointers, no resources).
         Ok(unsafe { std::ptr::read(v) })
     }
+}
+
+/// How a reader of a keyless plain type turns a loan reference into CDR, for whoever wants
+/// the sample's bytes (`take_serialized`, a sample sink) rather than the value in place.
+#[derive(Clone, Copy)]
+pub(crate) struct LoanResolver {
+    /// The type's layout hash, announced as PID_TESSERA_LOAN_LAYOUT.
+    pub layout: u64,
+    serialize: fn(&ChunkHold) -> std::result::Result<Vec<u8>, CdrError>,
+}
+
+impl LoanResolver {
+    /// The resolver of `T`, if writers can lend it (keyless and plain).
+    pub(crate) fn of<T: TopicType>() -> Option<LoanResolver> {
+        (!T::KEYED && T::PLAIN_LAYOUT != 0).then_some(LoanResolver {
+            layout: T::PLAIN_LAYOUT,
+            serialize: cdr_of::<T>,
+        })
+    }
+
+    /// The sample `hold` references, serialized as `write` would (XCDR1, little-endian, the
+    /// representation every peer reads).
+    pub(crate) fn serialize(&self, hold: &ChunkHold) -> std::result::Result<Vec<u8>, CdrError> {
+        (self.serialize)(hold)
+    }
+}
+
+fn cdr_of<T: TopicType>(hold: &ChunkHold) -> std::result::Result<Vec<u8>, CdrError> {
+    let value: T = hold.read()?;
+    let mut out = Vec::new();
+    tessera_rtps::cdr::serialize_sample(&value, tessera_rtps::cdr::Encoding::XCDR1_LE, &mut out);
+    Ok(out)
 }
 
 /// A sample taken with [`DataReader::take_loaned`]: the value where the writer put it, in
@@ -262,12 +299,12 @@ impl<T: Plain + TopicType> DataReader<T> {
     /// came as a loan (see [`Loaned`]). A loan whose type does not match `T` (layout hash or
     /// size) is dropped and counted as undecodable.
     pub fn take_loaned(&self, max: usize) -> Result<Vec<Sample<Loaned<T>>>> {
-        self.loaned(self.raw.take_serialized(max, StateMasks::ANY)?)
+        self.loaned(self.raw.take_held(max, StateMasks::ANY))
     }
 
     /// Reads up to `max` samples (leaving them in the reader), as [`Self::take_loaned`].
     pub fn read_loaned(&self, max: usize) -> Result<Vec<Sample<Loaned<T>>>> {
-        self.loaned(self.raw.read_serialized(max, StateMasks::ANY)?)
+        self.loaned(self.raw.read_held(max, StateMasks::ANY))
     }
 
     fn loaned(&self, src: Vec<Sample<SerializedPayload>>) -> Result<Vec<Sample<Loaned<T>>>> {

@@ -394,6 +394,7 @@ impl WriterEndpoint {
         let mut now = Instant::now();
         let deadline = far_deadline(now, self.max_blocking);
         let mut core = self.core.lock();
+        let payload = self.loans.for_readers(payload, self.xcdr2);
         // A write from a listener runs on a receive thread, which must never wait: the
         // acknowledgments it would wait for arrive on that same thread.
         let may_wait = !crate::transport::recv::on_receive_thread();
@@ -792,6 +793,11 @@ impl LocalWriter for WriterEndpoint {
             // An ATOMIC reader of an ATOMIC writer: served by its consensus member.
         } else if remote.guid.prefix == self.guid.prefix {
             if let Some(reader) = local {
+                self.loans.matched_local(remote.guid, remote.loan_layout);
+                if remote.durable {
+                    self.loans
+                        .serialize_history(&mut self.core.lock(), self.xcdr2);
+                }
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
         } else {
@@ -813,13 +819,17 @@ impl LocalWriter for WriterEndpoint {
                     nc.push(remote.guid);
                 }
             }
-            self.loans.matched(remote.guid, &remote.locators);
+            self.loans
+                .matched(remote.guid, &remote.locators, remote.loan_layout);
             let multicast = if filtered {
                 Locators::new()
             } else {
                 remote.multicast
             };
             let mut core = self.core.lock();
+            if remote.durable {
+                self.loans.serialize_history(&mut core, self.xcdr2);
+            }
             // Also a re-announcement: the core then takes the new unicast locators and
             // regroups the reader by its new multicast ones (`set_reader_multicast`).
             core.add_reader_with_locators(
@@ -871,6 +881,7 @@ impl LocalWriter for WriterEndpoint {
         if let Some(a) = self.atomic.get() {
             a.reader_unmatched(remote);
         }
+        self.loans.unmatched(remote);
         if remote.prefix == self.guid.prefix {
             let old = self.unmatched_local(remote);
             // The last reference to a deleted reader may go here: not under our lock.
@@ -879,7 +890,6 @@ impl LocalWriter for WriterEndpoint {
             self.filters.remove(remote);
             self.time_filters.remove(remote);
             self.without_coherent_access.lock().retain(|g| *g != remote);
-            self.loans.unmatched(remote);
             let mut core = self.core.lock();
             core.remove_reader(remote);
             self.set_path_size(&mut core, None, Some(remote));

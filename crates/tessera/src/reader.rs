@@ -168,13 +168,16 @@ impl UntypedDataReader {
     }
 
     /// Reads up to `max` samples whose states match `masks`, serialized, leaving them in the
-    /// reader (marked READ). The bytes are shared with the reader, not copied.
+    /// reader (marked READ). The bytes are shared with the reader, not copied (a sample that
+    /// came as a zero-copy loan is serialized from shared memory).
     pub fn read_serialized(
         &self,
         max: usize,
         masks: StateMasks,
     ) -> Result<Vec<Sample<SerializedPayload>>> {
-        Ok(self.access(|h| h.read(max, masks)))
+        let mut v = self.read_held(max, masks);
+        self.serialize_loans(&mut v, 0);
+        Ok(v)
     }
 
     /// Takes up to `max` samples whose states match `masks`, serialized.
@@ -183,7 +186,9 @@ impl UntypedDataReader {
         max: usize,
         masks: StateMasks,
     ) -> Result<Vec<Sample<SerializedPayload>>> {
-        Ok(self.take_access(|h| h.take(max, masks), Vec::len))
+        let mut v = self.take_held(max, masks);
+        self.serialize_loans(&mut v, 0);
+        Ok(v)
     }
 
     /// Takes up to `max` samples into `out` (appending), serialized; returns how many. No
@@ -193,7 +198,65 @@ impl UntypedDataReader {
         out: &mut Vec<Sample<SerializedPayload>>,
         max: usize,
     ) -> usize {
-        self.take_access(|h| h.take_into(out, max), |n| *n)
+        let start = out.len();
+        self.take_access(|h| h.take_into(out, max), |n| *n);
+        self.serialize_loans(out, start);
+        out.len() - start
+    }
+
+    /// [`Self::read_serialized`] with loaned samples still referencing their chunks (their
+    /// payload is the reference, the hold keeps the chunk).
+    pub(crate) fn read_held(
+        &self,
+        max: usize,
+        masks: StateMasks,
+    ) -> Vec<Sample<SerializedPayload>> {
+        self.access(|h| h.read(max, masks))
+    }
+
+    /// [`Self::take_serialized`] with loaned samples still referencing their chunks.
+    pub(crate) fn take_held(
+        &self,
+        max: usize,
+        masks: StateMasks,
+    ) -> Vec<Sample<SerializedPayload>> {
+        self.take_access(|h| h.take(max, masks), Vec::len)
+    }
+
+    /// Replaces each loan reference in `samples[from..]` by the sample's CDR: whoever asks
+    /// for bytes gets bytes any reader of the type decodes, never a reference into this
+    /// process's mappings. A reference the reader cannot resolve is dropped and counted
+    /// undecodable (only readers that resolve references are sent them).
+    fn serialize_loans(&self, samples: &mut Vec<Sample<SerializedPayload>>, from: usize) {
+        if !samples[from..]
+            .iter()
+            .any(|s| s.data.as_ref().is_some_and(|p| p.loan().is_some()))
+        {
+            return;
+        }
+        let mut i = from;
+        while i < samples.len() {
+            let cdr = match samples[i].data.as_ref().and_then(|p| p.loan()) {
+                None => {
+                    i += 1;
+                    continue;
+                }
+                Some(hold) => match self.ep.loans.get() {
+                    Some(r) => r.serialize(hold),
+                    None => Err(crate::loan::ChunkHold::unresolvable()),
+                },
+            };
+            match cdr {
+                Ok(bytes) => {
+                    samples[i].data = Some(SerializedPayload::new(bytes));
+                    i += 1;
+                }
+                Err(e) => {
+                    self.ep.count_undecodable(&e);
+                    samples.remove(i);
+                }
+            }
+        }
     }
 
     /// Gives payloads that the caller is done with back to the reader, which reuses their

@@ -90,6 +90,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
         content_filter: None,
         min_separation: Duration::ZERO,
         coherent_access: true,
+        loan_layout: 0,
     }
 }
 

@@ -112,6 +112,7 @@ impl Subscriber {
             TypedSupport::<T>::arc(),
             qos,
             topic.content_filter().cloned(),
+            crate::loan::LoanResolver::of::<T>(),
         )?;
         Ok(DataReader::from_raw(raw))
     }
@@ -128,17 +129,22 @@ impl Subscriber {
             TypedSupport::<T>::arc(),
             qos,
             topic.content_filter().cloned(),
+            crate::loan::LoanResolver::of::<T>(),
         )
     }
 
     /// A reader endpoint for `topic` of the type `support` describes (typed, untyped and
     /// dynamic readers), filtered by `content_filter` if it comes from a content-filtered topic.
+    /// `loans`: how it resolves zero-copy loan references (a reader made from a keyless plain
+    /// Rust type); it then announces that it does, unless it filters content (its filter reads
+    /// serialized samples), and loaning writers send it references.
     pub(crate) fn create_reader(
         &self,
         topic: &crate::topic::TopicInner,
         support: Arc<dyn TypeSupport>,
         qos: DataReaderQos,
         content_filter: Option<Arc<CftShared>>,
+        loans: Option<crate::loan::LoanResolver>,
     ) -> Result<UntypedDataReader> {
         let subscriber_qos = self.group.qos();
         qos.check_consistency()
@@ -155,6 +161,10 @@ impl Subscriber {
         if let Some(cf) = &content_filter {
             // Set before the reader is enabled: no sample arrives unfiltered.
             let _ = ep.content_filter.set(ReaderFilter::new(cf.clone()));
+        }
+        let loans = loans.filter(|_| content_filter.is_none());
+        if let Some(l) = loans {
+            let _ = ep.loans.set(l);
         }
         crate::presentation::setup_reader(&ep, &subscriber_qos.presentation);
         if let Some(g) = &self.group_sets {
@@ -182,6 +192,7 @@ impl Subscriber {
             subscriber: self.group.clone(),
             consensus: side.consensus_endpoint,
             content_filter,
+            loan_layout: loans.map_or(0, |l| l.layout),
         });
         if let Some(cf) = &owner.content_filter {
             cf.add_reader(&owner);
@@ -320,6 +331,9 @@ pub(crate) struct ReaderEndpoint {
     /// The content filter of a reader made from a content-filtered topic (set once, before
     /// the reader is enabled).
     pub(crate) content_filter: OnceLock<ReaderFilter>,
+    /// How loan references become CDR for whoever asks for bytes (`take_serialized`, a
+    /// sample sink); set for readers that announce a loan layout (see `create_reader`).
+    pub(crate) loans: OnceLock<crate::loan::LoanResolver>,
     /// PRESENTATION `coherent_access`: the writers' open coherent sets, held back until
     /// complete (set once, before the reader is enabled; see [`crate::presentation`]).
     pub(crate) coherent: OnceLock<Mutex<CoherentSets>>,
@@ -376,6 +390,7 @@ impl ReaderEndpoint {
             sink: parking_lot::RwLock::new(None),
             sink_on: AtomicBool::new(false),
             content_filter: OnceLock::new(),
+            loans: OnceLock::new(),
             coherent: OnceLock::new(),
             group: OnceLock::new(),
         })
@@ -396,15 +411,31 @@ impl ReaderEndpoint {
     /// Hands `d` to the sink; returns whether the sink took it (`rejected` counts a refusal).
     fn to_sink(&self, sink: &dyn SampleSink, d: &Delivered<'_>, rejected: &mut u32) -> bool {
         let (writer, seq, relay) = durable::effective_origin(d);
+        // A sink stores or forwards bytes: a loan reference is serialized first.
+        let serialized;
+        let payload: &[u8] = if crate::loan::is_loan_payload(&d.payload) {
+            match self.loan_to_cdr(&d.payload) {
+                Ok(bytes) => {
+                    serialized = bytes;
+                    &serialized
+                }
+                Err(e) => {
+                    self.count_undecodable(&e);
+                    return false;
+                }
+            }
+        } else {
+            &d.payload
+        };
         let key_only = d.status_info & 0x3 != 0 || d.kind == PayloadKind::Key;
         // A type the sink cannot decode (an opaque one) falls back to the writer's
         // PID_KEY_HASH.
         let key_hash = match (d.key_hash, key_only) {
             (Some(k), true) => Ok(k),
-            (_, true) => self.support.key_hash_of_key(&d.payload),
+            (_, true) => self.support.key_hash_of_key(payload),
             (inline, false) => self
                 .support
-                .key_hash_of_sample(&d.payload)
+                .key_hash_of_sample(payload)
                 .or_else(|e| inline.ok_or(e)),
         };
         let key_hash = match key_hash {
@@ -418,7 +449,7 @@ impl ReaderEndpoint {
             writer,
             sequence_number: seq,
             relayed_by: relay,
-            payload: &d.payload,
+            payload,
             key_only: d.kind != PayloadKind::Data,
             key_hash,
             status_info: d.status_info,
@@ -430,6 +461,20 @@ impl ReaderEndpoint {
             *rejected += 1;
             false
         }
+    }
+
+    /// The CDR of the sample a loan reference names, if this reader resolves references.
+    fn loan_to_cdr(
+        &self,
+        reference: &[u8],
+    ) -> std::result::Result<Vec<u8>, tessera_rtps::cdr::CdrError> {
+        let resolver = self
+            .loans
+            .get()
+            .ok_or_else(crate::loan::ChunkHold::unresolvable)?;
+        let hold =
+            crate::loan::ChunkHold::take(reference).map_err(crate::loan::ChunkHold::refused)?;
+        resolver.serialize(&hold)
     }
 
     /// The type support the reader was made with.
@@ -1246,6 +1291,8 @@ pub(crate) struct ReaderOwner {
     consensus: Option<tessera_rtps::types::Locator>,
     /// The content-filtered topic the reader was made from, announced with it.
     content_filter: Option<Arc<CftShared>>,
+    /// The plain layout whose loan references it resolves, announced with it (0: none).
+    loan_layout: u64,
 }
 
 impl ReaderOwner {
@@ -1295,6 +1342,7 @@ impl ReaderOwner {
                 topic_name: &self.topic_name,
                 type_name: &self.type_name,
                 content_filter: content_filter.as_ref(),
+                loan_layout: self.loan_layout,
             },
             {
                 let mut side = tessera_rtps::qos::ReaderSideQos::new(

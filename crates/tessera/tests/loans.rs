@@ -9,7 +9,8 @@ use support::wait_until;
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
 use tessera::transport::TransportKind;
 use tessera::{
-    DataReader, DataWriter, DomainParticipant, ParticipantConfig, StateMasks, TopicType, WaitSet,
+    DataReader, DataWriter, DomainParticipant, ParticipantConfig, StateMasks, TopicType,
+    UntypedDataReader, WaitSet,
 };
 
 /// A 64 KiB plain sample.
@@ -312,6 +313,209 @@ fn loans_reach_a_reader_of_the_same_participant() {
     assert!(s.is_loaned());
     assert_eq!(s.seq, 3);
     check(&s);
+}
+
+/// Two participants on shared memory, a KEEP_ALL writer in the first matched with a typed
+/// reader in the second.
+fn shm_pair(
+    domain: u32,
+    topic: &str,
+) -> (
+    DomainParticipant,
+    DomainParticipant,
+    DataWriter<Frame>,
+    DataReader<Frame>,
+) {
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    let w = writer(&a, topic, History::KeepAll, None);
+    let r = reader(&b, topic);
+    matched(&w, &[&r]);
+    (a, b, w, r)
+}
+
+/// An untyped reader of `topic` made from the topic's type support, as a node, the Python
+/// binding or a durability service makes one: it takes bytes.
+fn untyped_reader(p: &DomainParticipant, topic: &str, qos: DataReaderQos) -> UntypedDataReader {
+    let t = p.create_topic::<Frame>(topic, TopicQos::default()).unwrap();
+    p.create_subscriber(Default::default())
+        .unwrap()
+        .create_untyped_datareader_for(&t.untyped(), qos)
+        .unwrap()
+}
+
+/// Takes `n` samples from `r` as bytes (each must be CDR of a whole frame); their numbers.
+fn take_frames_as_bytes(r: &UntypedDataReader, n: usize) -> Vec<u64> {
+    let mut seqs = Vec::new();
+    wait_until(10, "every sample as bytes", || {
+        for s in r.take_serialized(64, StateMasks::ANY).unwrap() {
+            let f = frame_of(s.data.unwrap().as_bytes());
+            check(&f);
+            seqs.push(f.seq);
+        }
+        seqs.len() >= n
+    });
+    assert_eq!(r.undecodable_samples(), 0);
+    seqs
+}
+
+/// The frame in a serialized sample, which must be CDR (never a loan reference).
+fn frame_of(bytes: &[u8]) -> Frame {
+    assert_ne!(
+        &bytes[..2],
+        &[0x7a, 0x54],
+        "a loan reference handed out as bytes"
+    );
+    tessera::SerializedPayload::new(bytes.to_vec())
+        .decode::<Frame>()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn readers_that_take_bytes_are_sent_cdr_not_loan_references() {
+    support::require_netns();
+    let domain = 81;
+    let (a, b, c) = (
+        participant(domain, &SHM),
+        participant(domain, &SHM),
+        participant(domain, &SHM),
+    );
+    let w = writer(&a, "LoansBytes", History::KeepAll, None);
+    let typed = reader(&c, "LoansBytes");
+    let qos = DataReaderQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(1)))
+        .with_history(History::KeepAll);
+    // Untyped readers on shared memory (another participant) and in the writer's own one.
+    let (remote, local) = (
+        untyped_reader(&b, "LoansBytes", qos.clone()),
+        untyped_reader(&a, "LoansBytes", qos),
+    );
+    wait_until(10, "match", || {
+        w.publication_matched_status().current_count == 3
+            && [&remote, &local]
+                .iter()
+                .all(|r| r.subscription_matched_status().current_count == 1)
+            && typed.subscription_matched_status().current_count == 1
+    });
+    let n = 40u64;
+    for seq in 0..n {
+        write_frame(&w, seq);
+    }
+    for r in [&remote, &local] {
+        assert_eq!(
+            take_frames_as_bytes(r, n as usize),
+            (0..n).collect::<Vec<_>>()
+        );
+    }
+    let mut seqs = Vec::new();
+    wait_until(10, "every sample at the typed reader", || {
+        for s in typed.take_loaned(64).unwrap() {
+            let f = s.data.unwrap();
+            assert!(
+                !f.is_loaned(),
+                "serialized for all once one reader cannot resolve"
+            );
+            check(&f);
+            seqs.push(f.seq);
+        }
+        seqs.len() as u64 == n
+    });
+    assert_eq!(w.loans_in_use(), 0);
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_typed_reader_hands_out_loaned_samples_as_cdr_when_asked_for_bytes() {
+    support::require_netns();
+    let (_a, _b, w, r) = shm_pair(82, "LoansAsBytes");
+    let n = 20u64;
+    for seq in 0..n {
+        write_frame(&w, seq);
+    }
+    // References were sent: the writer's chunks are held until the samples are taken.
+    wait_until(10, "references held", || w.loans_in_use() > 0);
+    assert_eq!(
+        take_frames_as_bytes(r.untyped(), n as usize),
+        (0..n).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_late_joiner_that_takes_bytes_gets_the_kept_history_as_cdr() {
+    support::require_netns();
+    let domain = 83;
+    let (a, b, c) = (
+        participant(domain, &SHM),
+        participant(domain, &SHM),
+        participant(domain, &[TransportKind::Udp4]),
+    );
+    let durable =
+        |qos: DataWriterQos| qos.with_durability(tessera::qos::Durability::TransientLocal);
+    let t = a
+        .create_topic::<Frame>("LoansLate", TopicQos::default())
+        .unwrap();
+    let w = a
+        .create_publisher(Default::default())
+        .unwrap()
+        .create_datawriter(
+            &t,
+            durable(
+                DataWriterQos::default()
+                    .with_reliability(Reliability::reliable(Duration::from_secs(2)))
+                    .with_history(History::KeepLast(8)),
+            ),
+        )
+        .unwrap();
+    let early = reader(&b, "LoansLate");
+    matched(&w, &[&early]);
+    for seq in 0..8 {
+        write_frame(&w, seq);
+    }
+    // References went to the early reader, which holds their chunks until it takes them.
+    wait_until(10, "references held", || w.loans_in_use() >= 8);
+    let late_qos = DataReaderQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(1)))
+        .with_history(History::KeepAll)
+        .with_durability(tessera::qos::Durability::TransientLocal);
+    // Late joiners that take bytes: untyped on shared memory (another participant) and in
+    // the writer's participant; and a typed reader over UDP.
+    let (late_shm, late_local) = (
+        untyped_reader(&b, "LoansLate", late_qos.clone()),
+        untyped_reader(&a, "LoansLate", late_qos.clone()),
+    );
+    let tc = c
+        .create_topic::<Frame>("LoansLate", TopicQos::default())
+        .unwrap();
+    let late_udp = c
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(&tc, late_qos.clone())
+        .unwrap();
+    for r in [&late_shm, &late_local] {
+        assert_eq!(take_frames_as_bytes(r, 8), (0..8).collect::<Vec<_>>());
+    }
+    let mut seqs = Vec::new();
+    wait_until(10, "the kept history over UDP", || {
+        for s in late_udp.take(64).unwrap() {
+            let f = s.data.unwrap();
+            check(&f);
+            seqs.push(f.seq);
+        }
+        seqs.len() == 8
+    });
+    assert_eq!(seqs, (0..8).collect::<Vec<_>>());
+    assert_eq!(late_udp.undecodable_samples(), 0);
+    // The early reader still resolves what it was sent.
+    let got: Vec<u64> = early
+        .take_loaned(64)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.data)
+        .inspect(|f| check(f))
+        .map(|f| f.seq)
+        .collect();
+    assert_eq!(got, (0..8).collect::<Vec<_>>());
 }
 
 const CHILD_DOMAIN: &str = "TESSERA_LOANS_TEST_CHILD_DOMAIN";

@@ -354,6 +354,10 @@ pub struct DiscoveredReaderData {
     /// content-filtered topic; a value that does not decode is ignored (the writer then sends
     /// everything and the reader filters).
     pub content_filter: Option<super::ContentFilterProperty>,
+    /// A Tessera reader that resolves zero-copy loan references announces its type's plain
+    /// layout hash here (PID_TESSERA_LOAN_LAYOUT); 0 for every other reader, which a loaning
+    /// writer sends serialized samples.
+    pub loan_layout: u64,
 }
 
 impl DiscoveredReaderData {
@@ -372,6 +376,7 @@ impl DiscoveredReaderData {
             type_information: None,
             type_information_rejected: false,
             content_filter: None,
+            loan_layout: 0,
         }
     }
 
@@ -399,6 +404,13 @@ impl DiscoveredReaderData {
         }
         if let Some(cf) = &self.content_filter {
             b.param_with(pid::CONTENT_FILTER_PROPERTY, |o| cf.encode(o));
+        }
+        if self.loan_layout != 0 {
+            b.param_with(pid::TESSERA_LOAN_LAYOUT, |o| {
+                o.extend_from_slice(&LOAN_LAYOUT_MAGIC);
+                put_u32(o, self.loan_layout as u32);
+                put_u32(o, (self.loan_layout >> 32) as u32);
+            });
         }
         emit_endpoint_tail(
             &mut b,
@@ -439,6 +451,7 @@ impl DiscoveredReaderData {
             type_information: common.type_information,
             type_information_rejected: common.type_information_rejected,
             content_filter: common.content_filter,
+            loan_layout: common.loan_layout,
         })
     }
 }
@@ -639,7 +652,11 @@ struct EndpointCommon {
     type_information: Option<Arc<TypeInformation>>,
     type_information_rejected: bool,
     content_filter: Option<super::ContentFilterProperty>,
+    loan_layout: u64,
 }
+
+/// The first four bytes of a PID_TESSERA_LOAN_LAYOUT value.
+const LOAN_LAYOUT_MAGIC: [u8; 4] = *b"TSRL";
 
 /// Parameters that SEDP may carry and that Tessera deliberately ignores (group GUIDs, key
 /// hashes etc. carry nothing we need).
@@ -669,6 +686,7 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
     let mut type_information = None;
     let mut type_information_rejected = false;
     let mut content_filter = None;
+    let mut loan_layout = 0;
     for (p, value) in pl.iter() {
         let mut v = Value::new(value, le, p);
         let repeatable = match p {
@@ -710,6 +728,16 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
                 content_filter = super::ContentFilterProperty::decode(&mut v).ok();
                 false
             }
+            pid::TESSERA_LOAN_LAYOUT => {
+                // Another vendor's parameter under the same pid lacks the magic: ignored, and
+                // so is a short value (the reader then simply gets serialized samples).
+                if v.array::<4>().ok() == Some(LOAN_LAYOUT_MAGIC) {
+                    if let (Ok(lo), Ok(hi)) = (v.u32(), v.u32()) {
+                        loan_layout = u64::from(lo) | u64::from(hi) << 32;
+                    }
+                }
+                false
+            }
             pid::UNICAST_LOCATOR => {
                 push_locator(&mut unicast_locators, &mut v)?;
                 true
@@ -743,6 +771,7 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
         type_information,
         type_information_rejected,
         content_filter,
+        loan_layout,
     };
     Ok((common, qos, expects_inline_qos))
 }

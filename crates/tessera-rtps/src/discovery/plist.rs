@@ -55,7 +55,7 @@ impl<'a> Value<'a> {
         Ok(b)
     }
 
-    fn array<const N: usize>(&mut self) -> Result<[u8; N], E> {
+    pub(crate) fn array<const N: usize>(&mut self) -> Result<[u8; N], E> {
         let mut a = [0u8; N];
         a.copy_from_slice(self.bytes(N)?);
         Ok(a)

@@ -228,6 +228,9 @@ pub struct SubscriptionBuiltinTopicData {
     pub entity_name: Option<String>,
     /// The content filter it announced (a reader of a content-filtered topic), if any.
     pub content_filter: Option<super::ContentFilterProperty>,
+    /// A Tessera reader's plain layout hash for zero-copy loans (0: it takes serialized
+    /// samples only).
+    pub loan_layout: u64,
 }
 
 impl From<&DiscoveredReaderData> for SubscriptionBuiltinTopicData {
@@ -244,6 +247,7 @@ impl From<&DiscoveredReaderData> for SubscriptionBuiltinTopicData {
             expects_inline_qos: r.expects_inline_qos,
             entity_name: r.entity_name.clone(),
             content_filter: r.content_filter.clone(),
+            loan_layout: r.loan_layout,
         }
     }
 }
@@ -263,6 +267,7 @@ impl From<&SubscriptionBuiltinTopicData> for DiscoveredReaderData {
             type_information: s.type_information.clone(),
             type_information_rejected: false,
             content_filter: s.content_filter.clone(),
+            loan_layout: s.loan_layout,
         }
     }
 }

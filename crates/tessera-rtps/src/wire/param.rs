@@ -66,6 +66,10 @@ pub mod pid {
     /// Tessera's CONSISTENCY policy and consensus endpoint (vendor range; the value starts with
     /// the magic `TSRC`, so another vendor's use of the same pid is ignored).
     pub const TESSERA_CONSISTENCY: u16 = 0x8011;
+    /// A Tessera reader's plain-type layout hash: it resolves zero-copy loan references of
+    /// writers whose type has this layout (vendor range; the value starts with the magic
+    /// `TSRL`, then the hash as two 32-bit halves, low first).
+    pub const TESSERA_LOAN_LAYOUT: u16 = 0x8012;
 }
 
 /// A checked, borrowing view of an encoded parameter list.

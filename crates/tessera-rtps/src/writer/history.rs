@@ -179,6 +179,27 @@ impl HistoryStore for MemoryHistory {
         Ok(())
     }
 
+    fn replace_payload(
+        &mut self,
+        seq: SequenceNumber,
+        payload: std::sync::Arc<Vec<u8>>,
+        frag: u32,
+    ) -> bool {
+        let i = self.index_of(seq);
+        match self.slots.get_mut(i) {
+            Some(Slot {
+                seq: s,
+                sample: Some(sample),
+            }) if *s == seq => {
+                // The old payload is not recycled: whoever asked for the change may share it.
+                sample.payload = payload;
+                sample.frag_size = frag;
+                true
+            }
+            _ => false,
+        }
+    }
+
     /// Drops the sample with this number (tombstone); returns whether it was live.
     fn remove(&mut self, seq: SequenceNumber) -> bool {
         let i = self.index_of(seq);

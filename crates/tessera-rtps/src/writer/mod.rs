@@ -503,6 +503,34 @@ impl WriterCore {
         &*self.sh.history
     }
 
+    /// Gives every held sample for which `f` returns a new payload that payload (a loaning
+    /// writer serializes the references it kept for a reader that cannot resolve them);
+    /// returns how many the store replaced. Each keeps its number; its fragment size follows
+    /// the new length. A sample already sent whole to other readers may then be repaired in
+    /// fragments of the new payload: it was one DATA before, so no reader mixes the two.
+    pub fn rewrite_payloads(
+        &mut self,
+        mut f: impl FnMut(&Sample) -> Option<Arc<Vec<u8>>>,
+    ) -> usize {
+        let mut changes = Vec::new();
+        let mut next = self.sh.history.first_seq();
+        while let Some((seq, sample)) = next.and_then(|s| self.sh.history.next_from(s)) {
+            if let Some(payload) = f(sample) {
+                let qos = self.sh.inline_qos(seq, sample);
+                changes.push((seq, self.sh.frag_size_for(payload.len(), &qos), payload));
+            }
+            next = Some(seq + 1);
+        }
+        changes
+            .into_iter()
+            .filter(|(seq, frag, payload)| {
+                self.sh
+                    .history
+                    .replace_payload(*seq, payload.clone(), *frag)
+            })
+            .count()
+    }
+
     /// Statistics.
     pub fn counters(&self) -> WriterCounters {
         self.sh.counters

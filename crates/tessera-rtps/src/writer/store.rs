@@ -104,4 +104,14 @@ pub trait HistoryStore: Debug + Send {
     }
     /// The lowest number held.
     fn first_seq(&self) -> Option<SequenceNumber>;
+    /// Replaces the payload (and its fragment size) of the held sample `seq`; returns whether
+    /// it did. A store that cannot (the default) keeps the sample as it was.
+    fn replace_payload(
+        &mut self,
+        _seq: SequenceNumber,
+        _payload: std::sync::Arc<Vec<u8>>,
+        _frag_size: u32,
+    ) -> bool {
+        false
+    }
 }

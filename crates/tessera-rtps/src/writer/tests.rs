@@ -704,3 +704,41 @@ fn writers_of_a_group_share_its_numbers_and_its_set() {
     assert_eq!(writer_set_digest(&[a, b]), writer_set_digest(&[b, a]));
     assert_ne!(writer_set_digest(&[a]), writer_set_digest(&[a, b]));
 }
+
+#[test]
+fn rewritten_payloads_reach_a_late_joiner_with_their_own_fragment_size() {
+    let mut w = writer(|c| c.transient_local = true);
+    let now = t0();
+    for _ in 0..3 {
+        w.write(pl(36), None, 0, false, None, now).unwrap();
+    }
+    // Only the second sample changes, to one that no longer fits a datagram.
+    let big = pl(100_000);
+    let replaced = w.rewrite_payloads(|s| (s.payload.len() == 36).then(|| big.clone()));
+    assert_eq!(replaced, 3);
+    let mut n = 0;
+    let replaced = w.rewrite_payloads(|_| {
+        n += 1;
+        (n == 2).then(|| pl(36))
+    });
+    assert_eq!(replaced, 1);
+    assert_eq!(w.store().get(2).unwrap().payload.len(), 36);
+    assert_eq!(w.store().get(2).unwrap().frag_size, 0);
+    assert_eq!(w.store().get(1).unwrap().frag_size, 1344);
+    w.add_reader(rguid(), Locators::new(), true, true, now);
+    drain(&mut w, now);
+    sync(&mut w, 1, now);
+    let t = drain(&mut w, now);
+    let (mut whole, mut frags) = (Vec::new(), std::collections::BTreeSet::new());
+    for s in t.iter().flat_map(|t| &t.submessages) {
+        match s {
+            OutSubmessage::Data(d) => whole.push((d.writer_sn, d.payload.len())),
+            OutSubmessage::DataFrag(f) => {
+                frags.insert(f.writer_sn);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(whole, vec![(2, 36)]);
+    assert_eq!(frags.into_iter().collect::<Vec<_>>(), vec![1, 3]);
+}

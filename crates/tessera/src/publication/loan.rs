@@ -9,15 +9,17 @@
 //! history dropped it: KEEP_LAST replaced it, or it was acknowledged) and no reader process
 //! holds it.
 //!
-//! References go only where every reader can resolve them: when each matched remote reader is
-//! reached through shared memory (a Tessera participant on this host) and the type is
-//! keyless. Otherwise — a UDP reader, another vendor, a keyed type — `write_loan` serializes
-//! the value from the chunk as `write` would (one copy) and frees the chunk at once. A reader
-//! that matches later than a reference was written (TRANSIENT_LOCAL over UDP) cannot resolve
-//! it and counts it undecodable.
+//! References go only where every reader can resolve them: when each matched reader is
+//! reached through shared memory (of this participant, or a Tessera participant on this host)
+//! and announced that it resolves this type's layout (PID_TESSERA_LOAN_LAYOUT: typed readers
+//! of a keyless plain type without a content filter), and the type is keyless. Otherwise — a
+//! UDP reader, another vendor, an untyped or dynamic reader, a durability service, a node's
+//! proxy reader, a keyed type — `write_loan` serializes the value from the chunk as `write`
+//! would (one copy) and frees the chunk at once. A reader that matches later than a
+//! reference was written (TRANSIENT_LOCAL) and cannot resolve it counts it undecodable.
 
 use std::ops::{Deref, DerefMut};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
@@ -42,44 +44,109 @@ const KEEP_ALL_CHUNKS: u32 = 256;
 /// How often a writer whose pool is exhausted looks for reader processes that died.
 const DEAD_READER_CHECK: Duration = Duration::from_millis(100);
 
-/// What a writer endpoint knows for loans: its pool (made on the first loan) and whether each
-/// matched remote reader is reached through shared memory.
+/// What a writer endpoint knows for loans: its pool (made on the first loan) and, for each
+/// matched reader, the plain layout it resolves references of (0: it cannot resolve them).
 #[derive(Default)]
 pub(crate) struct WriterLoans {
     pool: OnceLock<Arc<WriterPool>>,
-    /// Matched remote readers → reached through shared memory only.
-    peers: Mutex<FastHashMap<Guid, bool>>,
-    /// Cached: some entry of `peers` is false (false for an empty map, so `write_loan` reads
-    /// one atomic and takes no lock).
-    some_not_shm: AtomicBool,
+    /// Matched readers (remote and of this participant) → the layout they resolve.
+    peers: Mutex<FastHashMap<Guid, u64>>,
+    /// Cached for `write_loan` (two atomic loads, no lock): the layout every matched reader
+    /// resolves, 0 when they differ or one resolves none; meaningless while `no_peer`.
+    common_layout: AtomicU64,
+    no_peer: AtomicBool,
 }
 
 impl WriterLoans {
-    /// A remote reader matched with these (selected) unicast locators.
-    pub(crate) fn matched(&self, reader: Guid, unicast: &Locators) {
+    /// A remote reader matched with these (selected) unicast locators, announcing `layout`
+    /// (PID_TESSERA_LOAN_LAYOUT; 0 when it announced none). It can resolve a reference only
+    /// if it reaches the pool (every locator is shared memory: a Tessera participant on this
+    /// host) and said it resolves this type's layout: an untyped, dynamic or content-filtered
+    /// reader, a durability service or a node's proxy reader hands bytes on and announces none.
+    pub(crate) fn matched(&self, reader: Guid, unicast: &Locators, layout: u64) {
         let shm = !unicast.is_empty()
             && unicast
                 .as_slice()
                 .iter()
                 .all(|l| l.kind == locator_kind::TESSERA_SHM);
-        let mut p = self.peers.lock();
-        p.insert(reader, shm);
-        self.some_not_shm
-            .store(p.values().any(|s| !*s), Ordering::Relaxed);
+        self.set(reader, if shm { layout } else { 0 });
     }
 
-    /// A remote reader went away.
+    /// A reader of this participant matched (it maps the pool as the writer does).
+    pub(crate) fn matched_local(&self, reader: Guid, layout: u64) {
+        self.set(reader, layout);
+    }
+
+    fn set(&self, reader: Guid, layout: u64) {
+        let mut p = self.peers.lock();
+        p.insert(reader, layout);
+        self.cache(&p);
+    }
+
+    /// A reader went away.
     pub(crate) fn unmatched(&self, reader: Guid) {
         let mut p = self.peers.lock();
         p.remove(&reader);
-        self.some_not_shm
-            .store(p.values().any(|s| !*s), Ordering::Relaxed);
+        self.cache(&p);
     }
 
-    /// Every matched remote reader is reached through shared memory (true with none: no
-    /// reader yet, or only readers of this participant).
-    fn all_shm(&self) -> bool {
-        !self.some_not_shm.load(Ordering::Relaxed)
+    fn cache(&self, peers: &FastHashMap<Guid, u64>) {
+        let mut layouts = peers.values();
+        let first = layouts.next().copied().unwrap_or(0);
+        let common = if layouts.all(|l| *l == first) {
+            first
+        } else {
+            0
+        };
+        self.common_layout.store(common, Ordering::Relaxed);
+        self.no_peer.store(peers.is_empty(), Ordering::Relaxed);
+    }
+
+    /// Every matched reader resolves references of `layout` (true with none matched yet).
+    fn all_resolve(&self, layout: u64) -> bool {
+        self.no_peer.load(Ordering::Relaxed)
+            || (layout != 0 && self.common_layout.load(Ordering::Relaxed) == layout)
+    }
+
+    /// What the history keeps and sends for `payload`: the loan reference itself while every
+    /// matched reader resolves it, else the sample serialized from its chunk. Called under
+    /// the writer's core lock, where a reader matched after `write_loan` decided to send a
+    /// reference is already known (`matched` records readers before it takes that lock).
+    pub(crate) fn for_readers(&self, payload: Arc<Vec<u8>>, xcdr2: bool) -> Arc<Vec<u8>> {
+        if !crate::loan::is_loan_payload(&payload) {
+            return payload;
+        }
+        match self.pool.get() {
+            Some(pool) if !self.all_resolve(pool.layout) => {
+                pool.serialize(&payload, xcdr2).map_or(payload, Arc::new)
+            }
+            _ => payload,
+        }
+    }
+
+    /// Serializes the references the history keeps when some matched reader cannot resolve
+    /// them: a late joiner that is sent the history (TRANSIENT_LOCAL) gets samples it reads.
+    /// Readers that resolved the references hold their chunks as before.
+    pub(crate) fn serialize_history(
+        &self,
+        core: &mut tessera_rtps::writer::WriterCore,
+        xcdr2: bool,
+    ) {
+        let Some(pool) = self.pool.get() else {
+            return;
+        };
+        if self.all_resolve(pool.layout) {
+            return;
+        }
+        let n = core.rewrite_payloads(|s| {
+            if !crate::loan::is_loan_payload(&s.payload) {
+                return None;
+            }
+            pool.serialize(&s.payload, xcdr2).map(Arc::new)
+        });
+        if n > 0 {
+            tracing::debug!(samples = n, "loan references serialized for a late joiner");
+        }
     }
 }
 
@@ -87,6 +154,42 @@ impl WriterLoans {
 struct WriterPool {
     own: OwnPool,
     state: Mutex<PoolState>,
+    /// The lent type's layout hash ([`Plain::LAYOUT`]).
+    layout: u64,
+    /// Serializes the value in a chunk (XCDR2 or XCDR1), for readers that cannot resolve
+    /// references; monomorphized for the lent type when the pool is made.
+    chunk_cdr: fn(&crate::transport::shm_pool::Pool, u32, bool) -> Vec<u8>,
+}
+
+impl WriterPool {
+    /// The sample a reference of this pool names, serialized; `None` for a reference that
+    /// is not this pool's.
+    fn serialize(&self, reference: &[u8], xcdr2: bool) -> Option<Vec<u8>> {
+        let r = crate::transport::shm_pool::LoanRef::decode(reference.get(4..)?)?;
+        let pool = self.own.pool();
+        (r.pool == pool.id() && r.chunk < pool.geometry().chunks())
+            .then(|| (self.chunk_cdr)(pool, r.chunk, xcdr2))
+    }
+}
+
+fn chunk_cdr<T: Plain + TopicType>(
+    pool: &crate::transport::shm_pool::Pool,
+    chunk: u32,
+    xcdr2: bool,
+) -> Vec<u8> {
+    // SAFETY: the pool was made for `T` (chunk payloads of `size_of::<T>()` bytes aligned
+    // for it) and the chunk is in range; it is published and kept (the history shares its
+    // reference), so the writer does not refill it and readers only read it; any bit
+    // pattern is a valid `T`.
+    let value: T = unsafe { pool.payload_ptr(chunk).cast::<T>().read() };
+    let encoding = if xcdr2 {
+        tessera_rtps::cdr::Encoding::XCDR2_LE
+    } else {
+        tessera_rtps::cdr::Encoding::XCDR1_LE
+    };
+    let mut out = Vec::new();
+    tessera_rtps::cdr::serialize_sample(&value, encoding, &mut out);
+    out
 }
 
 struct PoolState {
@@ -147,7 +250,7 @@ fn pool_chunks(history: History, max_samples: Option<u32>, size: usize) -> u32 {
 }
 
 impl WriterEndpoint {
-    fn loan_pool<T: Plain>(&self, domain: u32) -> Result<Arc<WriterPool>> {
+    fn loan_pool<T: Plain + TopicType>(&self, domain: u32) -> Result<Arc<WriterPool>> {
         if let Some(p) = self.loans.pool.get() {
             return Ok(p.clone());
         }
@@ -178,6 +281,8 @@ impl WriterEndpoint {
                 kept: Vec::new(),
                 dead_check: Instant::now(),
             }),
+            layout: T::LAYOUT,
+            chunk_cdr: chunk_cdr::<T>,
         });
         // Two threads racing for the first loan: one pool wins, the other is dropped (and
         // its file removed).
@@ -296,7 +401,13 @@ impl<T: Plain + TopicType> DataWriter<T> {
     /// [`Self::write_loan`] with an explicit source timestamp (ns since the Unix epoch), as
     /// [`DataWriter::write_with_timestamp`].
     pub fn write_loan_with_timestamp(&self, mut loan: Loan<T>, source_ns: i64) -> Result<()> {
-        if T::KEYED || !self.ep.loans.all_shm() || self.ep.filters.dropping(&*loan).is_some() {
+        // An ATOMIC writer's samples go through its consensus group, whose members are
+        // not loan readers: they get CDR.
+        if T::KEYED
+            || self.ep.atomic.get().is_some()
+            || !self.ep.loans.all_resolve(T::PLAIN_LAYOUT)
+            || self.ep.filters.dropping(&*loan).is_some()
+        {
             return self.write_with_timestamp(&loan, source_ns);
         }
         let pool = loan.pool.clone();

@@ -218,6 +218,7 @@ impl WriterOwner {
                 topic_name: &self.topic_name,
                 type_name: &self.type_name,
                 content_filter: None,
+                loan_layout: 0,
             },
             {
                 let mut side = tessera_rtps::qos::WriterSideQos::new(
