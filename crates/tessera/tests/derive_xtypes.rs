@@ -249,3 +249,66 @@ fn enums_equal_cyclone_python() {
         Err(tessera::rtps::cdr::CdrError::InvalidEnum(3))
     );
 }
+
+/// A key between other members, then a sequence.
+#[derive(TopicType, Debug, Clone, PartialEq)]
+struct Reading {
+    seq: u32,
+    #[key]
+    sensor: u32,
+    samples: Vec<u8>,
+}
+
+#[derive(TopicType, Debug, Clone, PartialEq)]
+#[topic(extensibility = "appendable")]
+struct AppendableReading {
+    seq: u32,
+    #[key]
+    sensor: u32,
+    samples: Vec<u8>,
+}
+
+/// The key hash of a received sample is read up to its last key member: equal to the
+/// writer's in XCDR1 and XCDR2, and a final sample cut short after its key still names its
+/// instance (decoding it fails and is counted then). An appendable one in XCDR2 is checked
+/// against its DHEADER first.
+#[test]
+fn a_sample_key_hash_reads_only_up_to_the_last_key_member() {
+    fn check<T: TopicType + std::fmt::Debug>(v: &T, key_end: Option<usize>) {
+        for enc in [Encoding::XCDR1_LE, Encoding::XCDR2_LE, Encoding::XCDR2_BE] {
+            let mut out = Vec::new();
+            serialize_sample(v, enc, &mut out);
+            let kh = key_hash(v);
+            assert_eq!(key_hash_from_sample_payload::<T>(&out), Ok(kh), "{enc:?}");
+            if let Some(end) = key_end {
+                // The header's padding count still applies to what is left.
+                let cut = &out[..end + usize::from(out[3] & 3)];
+                assert_eq!(
+                    key_hash_from_sample_payload::<T>(cut),
+                    Ok(kh),
+                    "{enc:?}: cut"
+                );
+                assert!(
+                    deserialize_sample::<T>(cut).is_err(),
+                    "{enc:?}: cut decodes"
+                );
+            }
+        }
+    }
+    let samples = vec![1, 2, 3];
+    // Encapsulation header, seq, sensor.
+    let final_one = Reading {
+        seq: 7,
+        sensor: 0x0102_0304,
+        samples: samples.clone(),
+    };
+    check(&final_one, Some(4 + 8));
+    check(
+        &AppendableReading {
+            seq: 7,
+            sensor: 9,
+            samples,
+        },
+        None,
+    );
+}
