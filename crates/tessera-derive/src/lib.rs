@@ -638,44 +638,16 @@ fn generate(
             }
         })
         .collect();
-    let extract_steps: Vec<_> = members
-        .iter()
-        .map(|m| {
-            let (ty, inner) = (&m.ty, &m.inner);
-            if key_members.iter().any(|k| k.id == m.id) {
-                quote! { <#ty as __cdr::CdrType>::extract_cdr_key(r, w)?; }
-            } else if m.optional {
-                quote! { __cdr::read_optional::<#inner>(r)?; }
-            } else {
-                quote! { <#ty as __cdr::CdrType>::skip_cdr(r)?; }
-            }
-        })
-        .collect();
-    // The key hash of a received sample reads only up to its last key member: what follows
-    // cannot change it (a malformed rest is found when the sample is decoded). Not for
-    // mutable types (key members may come in any order) nor inside a nested key, which must
-    // leave the reader after the whole member.
-    let last_key = members
-        .iter()
-        .rposition(|m| key_members.iter().any(|k| k.id == m.id));
-    let top_level_key = match last_key {
-        Some(last) if ext != Ext::Mutable => {
-            let steps = &extract_steps[..=last];
-            quote! {
-                fn extract_key(
-                    r: &mut __cdr::CdrReader<'_>,
-                    w: &mut __cdr::CdrWriter<'_>,
-                ) -> ::core::result::Result<(), __cdr::CdrError> {
-                    if #appendable && r.is_xcdr2() {
-                        r.read_dheader()?;
-                    }
-                    #( #steps )*
-                    ::core::result::Result::Ok(())
-                }
-            }
+    let extract_steps = members.iter().map(|m| {
+        let (ty, inner) = (&m.ty, &m.inner);
+        if key_members.iter().any(|k| k.id == m.id) {
+            quote! { <#ty as __cdr::CdrType>::extract_cdr_key(r, w)?; }
+        } else if m.optional {
+            quote! { __cdr::read_optional::<#inner>(r)?; }
+        } else {
+            quote! { <#ty as __cdr::CdrType>::skip_cdr(r)?; }
         }
-        _ => quote! {},
-    };
+    });
 
     let (write_body, read_body, skip_body, extract_body) = if ext == Ext::Mutable {
         let write_members = members.iter().map(|m| {
@@ -922,7 +894,6 @@ fn generate(
                 const EXTENSIBILITY: __cdr::__xtypes::Extensibility =
                     __cdr::__xtypes::Extensibility::#ext_variant;
                 #mutable_key_payload
-                #top_level_key
             }
         };
     }
