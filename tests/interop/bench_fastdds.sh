@@ -5,8 +5,8 @@
 # ddsperf both ways. Checks that every point succeeded
 # with numbers (latency from a full histogram, samples/s, CPU per sample), that no worker or
 # namespace is left behind, and that without the worker the Fast DDS pairs are skipped with a
-# note rather than failing the run. `fastdds shm clean` at exit: Fast DDS leaves segments in
-# /dev/shm when a process dies without deleting its participant.
+# note rather than failing the run. Fast DDS's leftover segments in /dev/shm are removed at
+# exit by common.bash's cleanup.
 # shellcheck source=lib/common.bash
 source "$(dirname "$0")/lib/common.bash"
 # shellcheck source=lib/bench_worker.bash
@@ -17,8 +17,6 @@ BENCH_BIN="$(dirname "$TESSERA_BIN")/tessera-bench"
 [[ -e /usr/include/fastdds/dds/domain/DomainParticipantFactory.hpp ]] && command -v g++ >/dev/null ||
     fail "libfastrtps-dev or g++ missing (scripts/install-deps installs them)"
 
-clean_shm() { command -v fastdds >/dev/null 2>&1 && fastdds shm clean >/dev/null 2>&1 || true; }
-trap 'clean_shm' EXIT
 
 cat >"$WORK/fastdds.toml" <<'TOML'
 name = "fastdds-e2e"

@@ -103,11 +103,30 @@ stop_bg() {
     unset '_BG_PIDS[$name]'
 }
 
+# Fast DDS leaves segments in /dev/shm behind processes that stopped: `fastdds shm clean`
+# removes the data segments no live process holds, but not the port segment
+# (`fastrtps_port7410` and its semaphore). What the test created and no process maps any more
+# goes too.
+_SHM_BEFORE="$(ls /dev/shm 2>/dev/null || true)"
+_clean_fastdds_shm() {
+    local f
+    if command -v fastdds >/dev/null 2>&1; then
+        fastdds shm clean >/dev/null 2>&1 || true
+    fi
+    for f in /dev/shm/fastrtps_* /dev/shm/sem.fastrtps_*; do
+        [[ -e "$f" ]] || continue
+        grep -qxF "${f#/dev/shm/}" <<<"$_SHM_BEFORE" && continue
+        grep -qsF "$f" /proc/[0-9]*/maps && continue
+        rm -f "$f"
+    done
+}
+
 _cleanup() {
     local rc=$? name
     for name in "${!_BG_PIDS[@]}"; do
         stop_bg "$name"
     done
+    _clean_fastdds_shm
     if [[ "${KEEP_WORK:-0}" == "1" || $rc -ne 0 ]]; then
         log "logs kept in $WORK"
     else

@@ -1,19 +1,8 @@
 # Helpers for the discovery-server interop tests (ds_*.sh). Source after common.bash.
 
 # Fast DDS leaves shared-memory segments in /dev/shm behind processes that are stopped (a known
-# trait of it); once every process of the test is stopped, `fastdds shm clean` removes the
-# ones no live process uses.
-_ds_cleanup() {
-    local rc=$?
-    local name
-    for name in "${!_BG_PIDS[@]}"; do
-        stop_bg "$name"
-    done
-    command -v fastdds >/dev/null 2>&1 && fastdds shm clean >/dev/null 2>&1
-    (exit "$rc")
-    _cleanup
-}
-trap _ds_cleanup EXIT
+# trait of it): common.bash's exit cleanup stops every process of the test, then runs
+# `fastdds shm clean`, which removes the ones no live process uses.
 #
 # ds_wait_running NAME: waits up to 5 s for "Server is running" in $WORK/NAME.log (both
 # `fastdds discovery` and `tessera discovery-server` print it).
