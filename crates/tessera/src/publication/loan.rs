@@ -113,11 +113,11 @@ impl WriterLoans {
     /// the writer's core lock, where a reader matched after `write_loan` decided to send a
     /// reference is already known (`matched` records readers before it takes that lock).
     pub(crate) fn for_readers(&self, payload: Arc<Vec<u8>>, xcdr2: bool) -> Arc<Vec<u8>> {
-        if !crate::loan::is_loan_payload(&payload) {
-            return payload;
-        }
+        // Every write passes here: a writer that never lent stops at the first load.
         match self.pool.get() {
-            Some(pool) if !self.all_resolve(pool.layout) => {
+            Some(pool)
+                if crate::loan::is_loan_payload(&payload) && !self.all_resolve(pool.layout) =>
+            {
                 pool.serialize(&payload, xcdr2).map_or(payload, Arc::new)
             }
             _ => payload,
