@@ -27,6 +27,7 @@ pub mod inproc;
 pub mod ports;
 pub mod recv;
 pub mod shm;
+mod shm_exit;
 pub mod shm_pool;
 pub mod shm_ring;
 pub mod tcp;

@@ -29,8 +29,9 @@
 //! # Crashes and cleanup
 //! A writer killed mid-write leaves one claimed slot; the reader skips it after
 //! [`ShmConfig::stall_timeout`]. The header records the owner's pid, start time and pid
-//! namespace: a participant starting up removes the segments of dead owners
-//! ([`reclaim_dead_segments`]), and a participant unlinks its own when it is dropped.
+//! namespace: a participant starting up or closing removes the segments of dead owners
+//! ([`reclaim_dead_segments`]); a participant unlinks its own when it is dropped, or at process
+//! exit if it never was.
 
 use std::collections::HashMap;
 use std::ffi::CString;
@@ -45,6 +46,7 @@ use parking_lot::RwLock;
 use tessera_rtps::types::{locator_kind, Locator};
 
 use super::recv::{self, Channel, DatagramHandler, Receivers};
+use super::shm_exit;
 use super::shm_ring::{self, Consumer, Geometry, Owner, Polled, Pushed, Region, Ring, RingStats};
 use super::udp::{TransportError, TransportLocators, TransportStats};
 use super::wait::{Spinner, WaitStrategy};
@@ -366,6 +368,12 @@ impl Drop for OwnSegment {
     fn drop(&mut self) {
         self.ring.close();
         let _ = std::fs::remove_file(&self.path);
+        shm_exit::forget(&self.path);
+        // Sweep on the way out too: a peer killed after we started would otherwise stay in
+        // the directory until some participant starts again.
+        if let Some(dir) = self.path.parent() {
+            reclaim_dead_segments(dir);
+        }
     }
 }
 
@@ -444,6 +452,7 @@ impl ShmTransport {
                 return Err(err("map segment")(e));
             }
         };
+        shm_exit::remember(&path);
         let own = Arc::new(OwnSegment { ring, path });
         let l = shm_locator(host, domain, id);
         tracing::info!(segment = %own.path.display(), slots = geo.slot_count(), max_datagram = geo.capacity(), "shared-memory transport open");

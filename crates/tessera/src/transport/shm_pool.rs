@@ -48,6 +48,7 @@ use std::ptr::NonNull;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::shm::{create_file, map_file, ns_inode, owner_alive, process_start_time};
+use super::shm_exit as exit_unlink;
 use super::shm_ring::{Owner, OwnerAt, Region, SegmentError};
 
 /// File name prefix of pool segments (beside the receive segments, `tessera-<domain>-<id>`).
@@ -681,47 +682,6 @@ impl Drop for OwnPool {
         self.pool.close();
         let _ = std::fs::remove_file(&self.path);
         exit_unlink::forget(&self.path);
-    }
-}
-
-/// The files of this process's own pools, unlinked when the process exits even if a writer
-/// was never dropped: a `DataWriter` kept alive by a thread still running when `main`
-/// returns (a listener in progress, a leaked handle) would otherwise leave its pool in
-/// `/dev/shm` after a clean exit. Readers that map a pool keep their mapping; processes killed
-/// before they exit are reclaimed by the next participant as before.
-mod exit_unlink {
-    use std::path::{Path, PathBuf};
-    use std::sync::{Mutex, Once, PoisonError};
-
-    static PATHS: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
-
-    pub(super) fn remember(path: &Path) {
-        static AT_EXIT: Once = Once::new();
-        AT_EXIT.call_once(|| {
-            // SAFETY: `unlink_all` is an `extern "C"` function without arguments that never
-            // unwinds, as `atexit` requires.
-            unsafe { libc::atexit(unlink_all) };
-        });
-        PATHS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .push(path.to_path_buf());
-    }
-
-    pub(super) fn forget(path: &Path) {
-        PATHS
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .retain(|p| p != path);
-    }
-
-    extern "C" fn unlink_all() {
-        // `try_lock`: a thread that held the lock when `exit` was called never lets it go.
-        if let Ok(paths) = PATHS.try_lock() {
-            for p in paths.iter() {
-                let _ = std::fs::remove_file(p);
-            }
-        }
     }
 }
 

@@ -268,23 +268,73 @@ fn child_holds_a_segment() {
     };
     let t = ShmTransport::new(11, config).unwrap();
     println!("segment {}", t.segment_path().display());
+    if std::env::var_os(CHILD_EXITS).is_some() {
+        // What a command-line tool does on a fatal condition: exit without unwinding, the
+        // transport still alive (and never dropped).
+        std::thread::sleep(Duration::from_millis(100));
+        std::process::exit(3);
+    }
     std::thread::sleep(Duration::from_secs(60));
+}
+
+/// Set: the child calls `std::process::exit` instead of waiting to be killed.
+const CHILD_EXITS: &str = "TESSERA_SHM_TEST_CHILD_EXITS";
+
+fn spawn_child(dir: &TestDir, exits: bool) -> std::process::Child {
+    let mut cmd = std::process::Command::new(std::env::current_exe().unwrap());
+    cmd.args([
+        "transport::shm::tests::child_holds_a_segment",
+        "--exact",
+        "--ignored",
+        "--nocapture",
+    ])
+    .env(CHILD_DIR, &dir.0)
+    .stdout(std::process::Stdio::null());
+    if exits {
+        cmd.env(CHILD_EXITS, "1");
+    }
+    cmd.spawn().unwrap()
+}
+
+#[test]
+fn a_process_that_exits_without_dropping_its_participant_leaves_no_segment() {
+    let dir = TestDir::new("exit");
+    let mut child = spawn_child(&dir, true);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(3), "the child did not run to its exit");
+    assert!(dir.files().is_empty(), "left behind: {:?}", dir.files());
+}
+
+#[test]
+fn a_closing_participant_removes_the_segment_of_a_peer_killed_after_it_started() {
+    let dir = TestDir::new("sweep");
+    let alive = ShmTransport::new(11, dir.config()).unwrap();
+    let mut child = spawn_child(&dir, false);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while dir.files().len() < 2 {
+        assert!(Instant::now() < deadline, "the child made no segment");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    std::thread::sleep(Duration::from_millis(200));
+    // SAFETY: kill has no memory preconditions; the pid is our own child's, not yet reaped.
+    assert_eq!(
+        unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGKILL) },
+        0
+    );
+    child.wait().unwrap();
+    assert_eq!(
+        dir.files().len(),
+        2,
+        "the killed child's segment is there until a sweep"
+    );
+    drop(alive);
+    assert!(dir.files().is_empty(), "left behind: {:?}", dir.files());
 }
 
 #[test]
 fn a_participant_killed_with_sigkill_is_reclaimed() {
     let dir = TestDir::new("kill9");
-    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
-        .args([
-            "transport::shm::tests::child_holds_a_segment",
-            "--exact",
-            "--ignored",
-            "--nocapture",
-        ])
-        .env(CHILD_DIR, &dir.0)
-        .stdout(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_child(&dir, false);
     let deadline = Instant::now() + Duration::from_secs(20);
     while dir.files().is_empty() {
         assert!(Instant::now() < deadline, "the child made no segment");
@@ -326,7 +376,7 @@ fn a_participant_killed_with_sigkill_is_reclaimed() {
     let next = ShmTransport::new(11, dir.config()).unwrap();
     assert_eq!(next.shm_stats().reclaimed.load(Ordering::Relaxed), 1);
     assert!(!dir.files().contains(&file));
-    assert_eq!(dir.files().len(), 2);
+    assert_eq!(dir.files().len(), 2, "{:?}", dir.files());
     drop((alive, next));
     assert!(dir.files().is_empty(), "{:?}", dir.files());
 }
