@@ -871,6 +871,14 @@ impl ReaderCore {
         }
     }
 
+    /// Whether [`ReaderCore::poll_transmit_into`] has a datagram to build at `now`: lets a
+    /// receive thread skip preparing a send after each of the many DATA that ask for none.
+    pub fn transmit_due(&self, now: Instant) -> bool {
+        self.writers
+            .iter()
+            .any(|w| w.ack_due.is_some_and(|t| t <= now))
+    }
+
     /// Builds the next ACKNACK/NACK_FRAG datagram into `out`; false when nothing is due.
     pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Transmit) -> bool {
         let n = self.writers.len();

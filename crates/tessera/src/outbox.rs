@@ -215,7 +215,9 @@ pub(crate) fn flush_writer(ctx: &RuntimeContext, core: &mut WriterCore, now: Ins
 
 /// Sends every datagram (ACKNACK, NACK_FRAG) a reader core has ready.
 pub(crate) fn flush_reader(ctx: &RuntimeContext, core: &mut ReaderCore, now: Instant) {
-    drain(ctx, |t| core.poll_transmit_into(now, t));
+    if core.transmit_due(now) {
+        drain(ctx, |t| core.poll_transmit_into(now, t));
+    }
 }
 
 /// Datagrams one destination's send queue holds; further ones are dropped (and repaired by

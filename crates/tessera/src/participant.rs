@@ -220,6 +220,22 @@ pub(crate) struct Endpoints {
     pub readers: FastHashMap<EntityId, Arc<dyn LocalReader>>,
     /// Remote writer → the local readers matched with it.
     readers_of_remote_writer: FastHashMap<Guid, ReaderList>,
+    /// Bumped by every change of `readers_of_remote_writer`: a receive thread keeps the last
+    /// list it looked up while this stays the same ([`RouteCache`]).
+    routes_generation: u64,
+}
+
+/// The last route a receive thread looked up: a datagram of 16-byte samples carries hundreds
+/// of DATA submessages from one writer, and each would otherwise hash the writer's GUID and
+/// count a reference to its reader list.
+#[derive(Default)]
+pub(crate) struct RouteCache(Option<(Guid, u64, Option<ReaderList>)>);
+
+impl RouteCache {
+    /// The readers of the writer last routed through this cache.
+    fn readers(&self) -> Option<&ReaderList> {
+        self.0.as_ref().and_then(|(_, _, l)| l.as_ref())
+    }
 }
 
 impl Endpoints {
@@ -228,11 +244,31 @@ impl Endpoints {
         self.readers_of_remote_writer.get(remote).cloned()
     }
 
+    /// Points `cache` at the readers `remote` feeds, looking them up only when it holds
+    /// another writer's or a route changed since. Returns the snapshot it displaced: drop it
+    /// after releasing the lock, like [`Endpoints::remove_reader_of`]'s.
+    #[must_use]
+    pub fn route_through(
+        &self,
+        remote: &Guid,
+        cache: &mut RouteCache,
+    ) -> Option<(Guid, u64, Option<ReaderList>)> {
+        let fresh =
+            matches!(&cache.0, Some((g, gen, _)) if g == remote && *gen == self.routes_generation);
+        if fresh {
+            return None;
+        }
+        cache
+            .0
+            .replace((*remote, self.routes_generation, self.readers_of(remote)))
+    }
+
     /// Routes `remote`'s submessages to `r` too.
     pub fn add_reader_of(&mut self, remote: Guid, r: Arc<dyn LocalReader>) {
         let list = self.readers_of_remote_writer.entry(remote).or_default();
         if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
             *list = list.iter().cloned().chain(std::iter::once(r)).collect();
+            self.routes_generation += 1;
         }
     }
 
@@ -250,6 +286,7 @@ impl Endpoints {
             .filter(|x| x.guid() != reader)
             .cloned()
             .collect();
+        self.routes_generation += 1;
         if rest.is_empty() {
             self.readers_of_remote_writer.remove(remote)
         } else {
@@ -808,6 +845,7 @@ impl ParticipantShared {
         }
         let now = Instant::now();
         let scope = crate::subscription::DatagramScope::start();
+        let mut routes = RouteCache::default();
         for item in rx {
             let rs = match item {
                 Ok(rs) => rs,
@@ -854,8 +892,9 @@ impl ParticipantShared {
                 let remote = Guid::new(rs.source_prefix, entity);
                 // The lock is released before any handler (and listener) runs: a listener may
                 // create or delete entities, which takes it for writing.
-                let readers = self.endpoints.read().readers_of(&remote);
-                match readers {
+                let displaced = self.endpoints.read().route_through(&remote, &mut routes);
+                drop(displaced);
+                match routes.readers() {
                     Some(readers) => {
                         // A submessage addressed to one reader is for it alone: a GAP of
                         // writer-side content filtering must not reach the reader beside it.
