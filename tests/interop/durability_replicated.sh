@@ -36,13 +36,17 @@ done
 for s in s1 s2 s3; do wait_for_line "$s" "ready" 20; done
 
 started=$SECONDS
-start_bg writer "$PEER" pub --kind persistent --instances 4 --count 300 --depth 300 --timeout 60
+# Paced (about 3 s of writing): the services take samples as fast as they come, so an unpaced
+# stream would be over before s3 could be killed in the middle of it.
+start_bg writer "$PEER" pub --kind persistent --instances 4 --count 300 --depth 300 --timeout 60 \
+    --interval-ms 10
 # Mid-stream: once s3 applied part of the stream from the log.
 for ((i = 0; i < 300; i++)); do
     n="$(kept s3)"
     [[ -n "$n" && "$n" -gt 0 ]] && break
     sleep 0.1
 done
+[[ "${n:-0}" -lt 1200 ]] || fail "s3 had the whole stream before it could be killed mid-stream"
 log "s3 keeps ${n:-0} samples: kill -9"
 kill9 s3
 wait_for_line writer "acknowledged" 60

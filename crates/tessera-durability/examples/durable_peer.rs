@@ -4,7 +4,8 @@
 //! - `durable_peer pub --topic T --kind persistent --instances K --count N --depth D`: writes N
 //!   samples to each of K instances (writer history and DURABILITY_SERVICE KEEP_LAST D), waits
 //!   until every matched reader (the service) acknowledged them, prints
-//!   `acknowledged WRITER_GUID`, then stays until killed.
+//!   `acknowledged WRITER_GUID`, then stays until killed. `--interval-ms M` sleeps M ms after
+//!   each round of K samples (a stream that lasts, for tests that kill a service mid-stream).
 //! - `durable_peer sub --topic T --kind persistent --instances K --count N --depth D
 //!   --writer WRITER_GUID --timeout S`: a late reader; checks that it receives exactly the last
 //!   D values of each instance, in order, once, from that writer; exit 0 if so, 1 if not.
@@ -31,6 +32,7 @@ struct Args {
     depth: u32,
     writer: String,
     timeout: u64,
+    interval: Duration,
 }
 
 fn hex(b: &[u8]) -> String {
@@ -46,6 +48,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
         depth: 5,
         writer: String::new(),
         timeout: 30,
+        interval: Duration::ZERO,
     };
     let mut it = args.iter();
     while let Some(k) = it.next() {
@@ -65,6 +68,7 @@ fn parse(args: &[String]) -> Result<Args, String> {
             "--depth" => a.depth = num()?,
             "--writer" => a.writer = v.clone(),
             "--timeout" => a.timeout = u64::from(num()?),
+            "--interval-ms" => a.interval = Duration::from_millis(u64::from(num()?)),
             _ => return Err(format!("unknown {k}")),
         }
     }
@@ -115,6 +119,9 @@ fn main() {
             for value in 0..a.count {
                 for sensor in 0..a.instances {
                     w.write(&Reading { sensor, value }).expect("write");
+                }
+                if !a.interval.is_zero() {
+                    std::thread::sleep(a.interval);
                 }
             }
             w.wait_for_acknowledgments(Duration::from_secs(a.timeout))

@@ -32,6 +32,7 @@
 //!
 //! The `tessera-durability` binary (also run as `tessera durability`) runs one service.
 
+mod held;
 pub mod persist;
 pub mod replicate;
 pub mod service;

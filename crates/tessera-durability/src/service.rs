@@ -4,6 +4,7 @@
 //! acknowledged) or, replicated, proposes it to the services' log and waits until the log
 //! applied it ([`crate::replicate`]); and, replicated, a thread that applies the log.
 
+use crate::held::HeldAcks;
 use crate::persist::{PersistError, PersistentStore, TopicRecord};
 use crate::replicate::{LogCounters, LogEntry, LogWriter, PROPOSER_GRACE};
 use crate::store::{Op, Outcome, StoredSample, TopicStats, TopicStore};
@@ -22,8 +23,8 @@ use tessera::rtps::cdr::CdrError;
 use tessera::rtps::discovery::DiscoveredWriterData;
 use tessera::rtps::types::{Guid, GuidPrefix};
 use tessera::{
-    DataReader, DomainParticipant, DynamicTypeSupport, ReceivedSample, SampleSink, StateMasks,
-    TypeSupport, UntypedDataReader, UntypedDataWriter, UntypedTopic, WaitSet,
+    DataReader, DomainParticipant, DynamicTypeSupport, ReceivedSample, SampleSink, SinkVerdict,
+    StateMasks, TypeSupport, UntypedDataReader, UntypedDataWriter, UntypedTopic, WaitSet,
 };
 
 /// How the service runs.
@@ -128,6 +129,15 @@ struct Followed {
     replay: crossbeam_channel::Receiver<StoredSample>,
 }
 
+/// Work on a topic's reader that takes its protocol lock, done by the resend thread (the
+/// reader's receive thread may hold that lock while it waits for the log thread).
+enum ReaderJob {
+    /// Ask the writers of refused samples to send them again.
+    Resend(UntypedDataReader),
+    /// Move the acknowledgment hold on a writer to its lowest sample still held.
+    MoveHold(UntypedDataReader, Arc<TopicState>, Guid),
+}
+
 /// Disk changes (by topic) and samples to replay of the datagram being received.
 type Pending = (Vec<(String, Op)>, Vec<StoredSample>);
 
@@ -145,6 +155,9 @@ struct TopicState {
     log: Option<Arc<LogWriter>>,
     /// Replicated: samples proposed and not applied yet, with when they were proposed.
     in_flight: Mutex<HashMap<(Guid, i64), Instant>>,
+    /// Replicated: samples taken but not acknowledged until the log applies them (see
+    /// [`crate::held`]). Locked after the topic reader's protocol lock, never before.
+    held_acks: Mutex<HeldAcks>,
     /// Replicated: per original writer, the highest number the log applied here (and wrote
     /// to disk, PERSISTENT); a sample is accepted, and so acknowledged, only at or below it.
     applied: Mutex<HashMap<Guid, i64>>,
@@ -196,9 +209,10 @@ impl TopicState {
 
     /// Replicated: applies samples the log delivered for this topic, in log order (the same
     /// at every service), then wakes the sinks waiting for them.
-    fn apply_log(&self, samples: Vec<StoredSample>) {
+    /// Returns the writers whose acknowledgment hold can move.
+    fn apply_log(&self, samples: Vec<StoredSample>) -> Vec<Guid> {
         if samples.is_empty() {
-            return;
+            return Vec::new();
         }
         let writers: HashSet<Guid> = samples.iter().map(|s| s.writer).collect();
         let mut p = Pending::default();
@@ -222,6 +236,77 @@ impl TopicState {
         self.in_flight
             .lock()
             .retain(|(w, seq), _| applied.get(w).is_none_or(|&h| *seq > h));
+        self.held_acks.lock().release_applied(&applied)
+    }
+
+    /// Replicated, for a sample whose acknowledgment the reader can hold: taken at once and
+    /// proposed (by the designated service; the others propose it only if the log has not
+    /// applied it after [`PROPOSER_GRACE`]), acknowledged when the log applied it. Falls
+    /// back to [`Self::accept_replicated`] when too many are held.
+    fn hold_replicated(&self, log: &LogWriter, sample: StoredSample) -> SinkVerdict {
+        let applied = self
+            .applied
+            .lock()
+            .get(&sample.writer)
+            .is_some_and(|&h| sample.sequence_number <= h);
+        if applied {
+            return SinkVerdict::Accepted;
+        }
+        let mut held = self.held_acks.lock();
+        if held.contains(&sample.writer, sample.sequence_number) {
+            return SinkVerdict::Held;
+        }
+        if held.len() >= MAX_IN_FLIGHT {
+            drop(held);
+            return match self.accept_replicated(log, sample) {
+                true => SinkVerdict::Accepted,
+                false => SinkVerdict::Refused,
+            };
+        }
+        let now = Instant::now();
+        let propose = self.designated.load(Ordering::Relaxed);
+        let proposal = propose.then(|| sample.clone());
+        held.insert(sample, propose.then_some(now), now);
+        drop(held);
+        if let Some(sample) = proposal {
+            self.in_flight
+                .lock()
+                .insert((sample.writer, sample.sequence_number), now);
+            log.propose(&self.name, &sample);
+        }
+        SinkVerdict::Held
+    }
+
+    /// Replicated: proposes the held samples that are due (see [`HeldAcks::due`]).
+    fn propose_held(&self, log: &LogWriter) {
+        let due = self
+            .held_acks
+            .lock()
+            .due(Instant::now(), PROPOSER_GRACE, PROPOSE_AGAIN_AFTER);
+        for (sample, repeat) in due {
+            if repeat {
+                log.proposed_again.fetch_add(1, Ordering::Relaxed);
+                tracing::info!(topic = %self.name, seq = sample.sequence_number,
+                    "held sample not in the log yet: proposed again");
+            }
+            log.propose(&self.name, &sample);
+        }
+    }
+
+    /// The sample as this service keeps it, or `None` for our own replay writer's.
+    fn stored_of(&self, s: &ReceivedSample<'_>) -> Option<StoredSample> {
+        if s.writer.prefix == self.own || s.relayed_by.is_some_and(|r| r.prefix == self.own) {
+            return None;
+        }
+        Some(StoredSample {
+            writer: s.writer,
+            sequence_number: s.sequence_number,
+            key_hash: s.key_hash,
+            status_info: s.status_info & 3,
+            source_timestamp: s.source_timestamp,
+            arrival: 0,
+            payload: s.payload.to_vec(),
+        })
     }
 
     /// Replicated: whether `sample` may be acknowledged: once the log applied it here. Else
@@ -299,18 +384,9 @@ impl TopicState {
 
 impl SampleSink for TopicState {
     fn on_sample(&self, s: &ReceivedSample<'_>) -> bool {
-        if s.writer.prefix == self.own || s.relayed_by.is_some_and(|r| r.prefix == self.own) {
+        let Some(sample) = self.stored_of(s) else {
             // Our own replay writer, delivered locally.
             return true;
-        }
-        let sample = StoredSample {
-            writer: s.writer,
-            sequence_number: s.sequence_number,
-            key_hash: s.key_hash,
-            status_info: s.status_info & 3,
-            source_timestamp: s.source_timestamp,
-            arrival: 0,
-            payload: s.payload.to_vec(),
         };
         if let Some(log) = &self.log {
             // Replicated: stored when the log delivers it, at every service alike.
@@ -318,6 +394,19 @@ impl SampleSink for TopicState {
         }
         self.stage(sample, &mut self.pending.lock());
         true
+    }
+
+    fn offer(&self, s: &ReceivedSample<'_>) -> SinkVerdict {
+        match &self.log {
+            Some(log) if s.can_hold => match self.stored_of(s) {
+                Some(sample) => self.hold_replicated(log, sample),
+                None => SinkVerdict::Accepted,
+            },
+            _ => match self.on_sample(s) {
+                true => SinkVerdict::Accepted,
+                false => SinkVerdict::Refused,
+            },
+        }
     }
 
     fn end_of_batch(&self) {
@@ -560,12 +649,19 @@ fn now_ns() -> i64 {
 impl Shared {
     /// Replicated: applies the log as it commits, until the service stops.
     fn follow_log(&self, reader: &DataReader<LogEntry>) {
-        let (resend, asks) = crossbeam_channel::unbounded::<UntypedDataReader>();
+        let (resend, asks) = crossbeam_channel::unbounded::<ReaderJob>();
         let resender = std::thread::Builder::new()
             .name("tessera-dur-resend".into())
             .spawn(move || {
-                for r in asks {
-                    r.request_refused_samples();
+                for job in asks {
+                    match job {
+                        ReaderJob::Resend(r) => r.request_refused_samples(),
+                        ReaderJob::MoveHold(r, state, writer) => {
+                            r.set_acknowledgment_hold(writer, || {
+                                state.held_acks.lock().lowest(&writer)
+                            });
+                        }
+                    }
                 }
             });
         if let Err(e) = &resender {
@@ -593,6 +689,17 @@ impl Shared {
             }
             // Entries held for a topic whose type was learned since.
             self.apply_log(Vec::new(), &resend);
+            if let Some(log) = &self.log {
+                let states: Vec<Arc<TopicState>> = self
+                    .topics
+                    .lock()
+                    .values()
+                    .map(|f| f.state.clone())
+                    .collect();
+                for st in states {
+                    st.propose_held(log);
+                }
+            }
         }
         drop(resend);
         if let Ok(t) = resender {
@@ -614,11 +721,7 @@ impl Shared {
 
     /// Applies log entries (in log order) to the topics they belong to; entries of a topic
     /// not followed yet wait for it (in order, bounded).
-    fn apply_log(
-        &self,
-        entries: Vec<LogEntry>,
-        resend: &crossbeam_channel::Sender<UntypedDataReader>,
-    ) {
+    fn apply_log(&self, entries: Vec<LogEntry>, resend: &crossbeam_channel::Sender<ReaderJob>) {
         let mut by_topic: HashMap<String, Vec<StoredSample>> = HashMap::new();
         for e in entries {
             if !self.wanted(&e.topic) {
@@ -644,10 +747,14 @@ impl Shared {
         // Readers that refused samples, maybe applied now: their writers are asked to send them
         // again, by the resend thread (asking takes the reader's lock, which its receive thread
         // may hold while it waits for this thread to apply an entry).
-        let mut resume: Vec<UntypedDataReader> = Vec::new();
-        let mut refused = |f: &Followed| {
+        // The same thread moves acknowledgment holds the log released.
+        let mut resume: Vec<ReaderJob> = Vec::new();
+        let mut after = |f: &Followed, released: Vec<Guid>| {
             if f.state.refused.swap(false, Ordering::Relaxed) {
-                resume.push(f.reader.clone());
+                resume.push(ReaderJob::Resend(f.reader.clone()));
+            }
+            for w in released {
+                resume.push(ReaderJob::MoveHold(f.reader.clone(), f.state.clone(), w));
             }
         };
         for t in ready {
@@ -655,13 +762,13 @@ impl Shared {
             held.1 -= samples.iter().map(|s| s.payload.len()).sum::<usize>();
             samples.extend(by_topic.remove(&t).unwrap_or_default());
             let f = &topics[&t];
-            f.state.apply_log(samples);
-            refused(f);
+            let released = f.state.apply_log(samples);
+            after(f, released);
         }
         for (t, samples) in by_topic {
             if let Some(f) = topics.get(&t) {
-                f.state.apply_log(samples);
-                refused(f);
+                let released = f.state.apply_log(samples);
+                after(f, released);
                 continue;
             }
             let bytes: usize = samples.iter().map(|s| s.payload.len()).sum();
@@ -900,6 +1007,7 @@ impl Shared {
             store_errors: self.store_errors.clone(),
             log: self.log.clone(),
             in_flight: Mutex::new(HashMap::new()),
+            held_acks: Mutex::new(HeldAcks::default()),
             applied: Mutex::new(applied),
             applied_changed: Condvar::new(),
             closed: AtomicBool::new(false),

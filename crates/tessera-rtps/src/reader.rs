@@ -46,6 +46,14 @@
 //! application made room: the full request goes out at once. A HEARTBEAT whose `first_sn` is
 //! above a refused sample still skips it (the writer no longer has it: counted as lost).
 //!
+//! # Acknowledgment hold
+//! An application that took a sample but may not have it acknowledged yet (a replicated
+//! durability service, until its group committed the sample) holds it:
+//! [`ReaderCore::hold_acknowledgment`] keeps the ACKNACK base to that writer at the lowest held
+//! sample, so the writer keeps it and what follows; repairs of samples past `next` are still
+//! requested (within the bitmap's 256 numbers from the held base).
+//! [`ReaderCore::set_acknowledgment_hold`] moves or lifts the hold.
+//!
 //! Best-effort writers: a sample newer than the last delivered one is delivered at once;
 //! older ones and duplicates are dropped. Nothing is ever sent to them.
 
@@ -251,6 +259,10 @@ struct WriterProxy {
     /// [`ReaderConfig::nack_suppression_max`] (a reader full for long costs ~2 repairs a
     /// second at the default).
     probe_backoff: u32,
+    /// The lowest sample the application took but may not acknowledge yet
+    /// ([`ReaderCore::hold_acknowledgment`]): the ACKNACK base stays at it, so the writer
+    /// keeps it and everything after it.
+    ack_hold: Option<SequenceNumber>,
 }
 
 impl WriterProxy {
@@ -575,6 +587,7 @@ impl ReaderCore {
             refused_seq: None,
             probing: false,
             probe_backoff: 0,
+            ack_hold: None,
         });
     }
 
@@ -879,6 +892,43 @@ impl ReaderCore {
             .any(|w| w.ack_due.is_some_and(|t| t <= now))
     }
 
+    /// The application took `seq` of `writer` but its writer may not count it as
+    /// acknowledged yet (a durability service that stores it only once its group committed
+    /// it): ACKNACKs to that writer acknowledge nothing from `seq` on until
+    /// [`ReaderCore::set_acknowledgment_hold`] moves or lifts the hold. No effect for a
+    /// best-effort or unknown writer.
+    pub fn hold_acknowledgment(&mut self, writer: Guid, seq: SequenceNumber) {
+        if let Some(w) = self
+            .writers
+            .iter_mut()
+            .find(|w| w.guid == writer && w.reliable)
+        {
+            w.ack_hold = Some(w.ack_hold.map_or(seq, |h| h.min(seq)));
+        }
+    }
+
+    /// Moves the acknowledgment hold of `writer` to `hold` (`None`: lifted), and sends an
+    /// ACKNACK at once when that acknowledges more.
+    pub fn set_acknowledgment_hold(
+        &mut self,
+        writer: Guid,
+        hold: Option<SequenceNumber>,
+        now: Instant,
+    ) {
+        if let Some(w) = self.writers.iter_mut().find(|w| w.guid == writer) {
+            let before = w.ack_hold.unwrap_or(SequenceNumber::MAX);
+            w.ack_hold = hold.filter(|_| w.reliable);
+            if w.ack_hold.unwrap_or(SequenceNumber::MAX) > before {
+                w.ack_due = Some(now);
+            }
+        }
+    }
+
+    /// Where an ACKNACK to `w` starts: its next sample, or the hold below it.
+    fn ack_base(w: &WriterProxy) -> SequenceNumber {
+        w.ack_hold.map_or(w.next, |h| h.min(w.next))
+    }
+
     /// Builds the next ACKNACK/NACK_FRAG datagram into `out`; false when nothing is due.
     pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Transmit) -> bool {
         let n = self.writers.len();
@@ -909,7 +959,7 @@ impl ReaderCore {
         out.submessages.clear();
         let suppression = w.suppression(&sh.cfg);
         let suppressing = w.nack_at.is_some_and(|t| now < t + suppression);
-        let mut set = SequenceNumberSet::empty(w.next);
+        let mut set = SequenceNumberSet::empty(Self::ack_base(w));
         let hi = if w.probing {
             w.next.min(w.highest_known)
         } else {
@@ -922,7 +972,10 @@ impl ReaderCore {
             if have || w.frags.contains(sn) || (suppressing && sn <= w.nack_hi) {
                 continue;
             }
-            set.insert(sn);
+            // Beyond the bitmap of a held base: asked for once the hold moves.
+            if !set.insert(sn) {
+                break;
+            }
             nacked_hi = Some(sn);
         }
         if let Some(h) = nacked_hi {

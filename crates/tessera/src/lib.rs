@@ -127,7 +127,9 @@ pub use query::QueryCondition;
 pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
-pub use subscription::{DataReaderListener, ReaderRun, ReceivedSample, SampleSink, Subscriber};
+pub use subscription::{
+    DataReaderListener, ReaderRun, ReceivedSample, SampleSink, SinkVerdict, Subscriber,
+};
 pub use tessera_rtps::xtypes::{DynamicType, DynamicValue};
 pub use topic::{Topic, UntypedTopic};
 pub use transport::AllowMulticast;

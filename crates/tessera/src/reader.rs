@@ -274,6 +274,19 @@ impl UntypedDataReader {
         self.ep.set_sink(sink);
     }
 
+    /// Moves the acknowledgment hold on `writer` (the GUID of the writer that sent the samples
+    /// a sink answered [`SinkVerdict::Held`](crate::SinkVerdict::Held) for) to the sequence
+    /// number `hold` returns, or lifts it (`None`): what is below it is acknowledged to the
+    /// writer at once. `hold` runs under the reader's protocol lock, the one the sink's
+    /// `offer` runs under, so it sees every sample held so far; it must not block.
+    pub fn set_acknowledgment_hold(
+        &self,
+        writer: tessera_rtps::types::Guid,
+        hold: impl FnOnce() -> Option<tessera_rtps::types::SequenceNumber>,
+    ) {
+        self.ep.set_acknowledgment_hold(writer, hold);
+    }
+
     /// Asks the writers of samples this reader refused (its sink returned `false`, or its
     /// history had no room) to send them again now rather than at their next heartbeat: a
     /// sink calls it once it can take them.

@@ -12,7 +12,7 @@ mod atomic;
 mod durable;
 mod group_coherent;
 mod policies;
-pub use durable::{ReceivedSample, SampleSink};
+pub use durable::{ReceivedSample, SampleSink, SinkVerdict};
 pub(crate) use group_coherent::GroupAssembler;
 pub use group_coherent::ReaderRun;
 use policies::expire_due;
@@ -454,12 +454,19 @@ impl ReaderEndpoint {
             key_hash,
             status_info: d.status_info,
             source_timestamp: d.source_timestamp.map(|t| t.to_nanos()).unwrap_or(0),
+            can_hold: relay.is_none()
+                && durable::HoldScope::holds_for(self as *const ReaderEndpoint as usize),
         };
-        if sink.on_sample(&s) {
-            true
-        } else {
-            *rejected += 1;
-            false
+        match sink.offer(&s) {
+            SinkVerdict::Accepted => true,
+            SinkVerdict::Held if s.can_hold => {
+                durable::HoldScope::record(d.writer, d.seq);
+                true
+            }
+            SinkVerdict::Held | SinkVerdict::Refused => {
+                *rejected += 1;
+                false
+            }
         }
     }
 
@@ -491,6 +498,21 @@ impl ReaderEndpoint {
     /// After a `take` or an autopurge freed `freed` samples or instances: if the history had
     /// refused samples, the core asks their writers to resend them now rather than at its
     /// next heartbeat answer. Called with neither the core nor the history lock held.
+    /// Moves the acknowledgment hold on `writer` to what `hold` says, computed under the
+    /// protocol core's lock (which the sink's `offer` also runs under, so a sample held
+    /// meanwhile is never left out), and acknowledges what it releases at once.
+    pub(crate) fn set_acknowledgment_hold(
+        &self,
+        writer: Guid,
+        hold: impl FnOnce() -> Option<tessera_rtps::types::SequenceNumber>,
+    ) {
+        let now = Instant::now();
+        let mut core = self.core.lock();
+        core.set_acknowledgment_hold(writer, hold(), now);
+        outbox::flush_reader(&self.ctx, &mut core, now);
+        self.ctx.kick.ensure_by(core.poll_timeout());
+    }
+
     pub(crate) fn resume(&self, freed: usize) {
         if freed == 0 {
             return;
@@ -1020,6 +1042,10 @@ impl LocalReader for ReaderEndpoint {
         let lost_after;
         {
             let mut core = self.core.lock();
+            let holds = self
+                .sink_on
+                .load(Ordering::Relaxed)
+                .then(|| durable::HoldScope::enter(self as *const ReaderEndpoint as usize));
             lost_before = core.counters().lost;
             let refused_before = core.counters().refused;
             // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
@@ -1052,6 +1078,11 @@ impl LocalReader for ReaderEndpoint {
                 _ => {}
             }
             drop(history);
+            if let Some(scope) = holds {
+                for (writer, seq) in scope.take_held() {
+                    core.hold_acknowledgment(writer, seq);
+                }
+            }
             if self.sink_on.load(Ordering::Relaxed) {
                 // Before any acknowledgment of these samples leaves (flush below).
                 if let Some(sink) = self.sink.read().clone() {
@@ -1087,6 +1118,11 @@ impl LocalReader for ReaderEndpoint {
         // Local delivery (maybe from a listener inside a datagram's scope) reads the clock
         // per sample.
         let _clock = ReceptionClock::set(NOT_IN_DATAGRAM);
+        // Not from this reader's protocol core: its sink may not hold the acknowledgment.
+        let _holds = self
+            .sink_on
+            .load(Ordering::Relaxed)
+            .then(|| durable::HoldScope::enter(0));
         let mut history = self.history.lock();
         let mut rejected = 0;
         let available = self.accept(sample, shared, &mut history, &mut rejected);

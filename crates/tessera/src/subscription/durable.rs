@@ -88,6 +88,25 @@ pub struct ReceivedSample<'a> {
     pub status_info: u32,
     /// Source timestamp (ns since the epoch), 0 if none.
     pub source_timestamp: i64,
+    /// Whether [`SampleSink::offer`] may answer [`SinkVerdict::Held`]: the sample came from
+    /// a reliable writer through the protocol (not from a writer of this participant, nor
+    /// relayed by a durability service).
+    pub can_hold: bool,
+}
+
+/// What a [`SampleSink`] did with a sample.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SinkVerdict {
+    /// Taken: the reader acknowledges it to its writer.
+    Accepted,
+    /// Not taken: the writer resends it later, as with a full history.
+    Refused,
+    /// Taken, but not to be acknowledged yet (only when [`ReceivedSample::can_hold`]): the
+    /// writer keeps it, and everything it wrote after it, until the sink moves the hold with
+    /// [`UntypedDataReader::set_acknowledgment_hold`](crate::UntypedDataReader::set_acknowledgment_hold).
+    /// A sink that stores a sample only once a group committed it takes many at once this
+    /// way, instead of refusing each until the commit.
+    Held,
 }
 
 /// Takes a reader's samples on the receive thread instead of its history, each with its
@@ -97,6 +116,16 @@ pub trait SampleSink: Send + Sync + 'static {
     /// One sample; `false` refuses it (a reliable writer then resends it later, as with a
     /// full history). Called under the reader's lock: no blocking on other readers.
     fn on_sample(&self, sample: &ReceivedSample<'_>) -> bool;
+
+    /// [`SampleSink::on_sample`] with a third answer, [`SinkVerdict::Held`]. What the reader
+    /// calls; by default the answer of `on_sample`.
+    fn offer(&self, sample: &ReceivedSample<'_>) -> SinkVerdict {
+        if self.on_sample(sample) {
+            SinkVerdict::Accepted
+        } else {
+            SinkVerdict::Refused
+        }
+    }
 
     /// Called after the samples of one received datagram, before the reader acknowledges
     /// them: a sink that batches commits here (a store that must keep what was acknowledged).
@@ -150,5 +179,55 @@ mod tests {
         let s = &d.writers[&g(1)];
         assert!(s.above.len() <= MAX_ABOVE_FLOOR);
         assert!(s.floor > 0);
+    }
+}
+
+thread_local! {
+    /// The reader whose protocol core is delivering on this thread (its address; 0: none), and
+    /// the samples its sink held meanwhile, by writer and sequence number: `handle` applies
+    /// them to the core once the delivery returns (the sink runs under the core's lock).
+    static HOLD_SCOPE: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static HELD: std::cell::RefCell<Vec<(Guid, SequenceNumber)>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Marks `reader` as delivering from its protocol core on this thread until dropped (the
+/// previous scope comes back: a listener may deliver to another reader meanwhile).
+pub(crate) struct HoldScope {
+    previous: usize,
+    held_from: usize,
+}
+
+impl HoldScope {
+    pub(crate) fn enter(reader: usize) -> HoldScope {
+        HoldScope {
+            previous: HOLD_SCOPE.with(|c| c.replace(reader)),
+            held_from: HELD.with(|h| h.borrow().len()),
+        }
+    }
+
+    /// Whether a sample `reader`'s sink gets now came from its protocol core.
+    pub(crate) fn holds_for(reader: usize) -> bool {
+        reader != 0 && HOLD_SCOPE.with(|c| c.get()) == reader
+    }
+
+    pub(crate) fn record(writer: Guid, seq: SequenceNumber) {
+        HELD.with(|h| h.borrow_mut().push((writer, seq)));
+    }
+
+    /// The holds recorded in this scope.
+    pub(crate) fn take_held(&self) -> Vec<(Guid, SequenceNumber)> {
+        HELD.with(|h| {
+            let mut h = h.borrow_mut();
+            if h.len() <= self.held_from {
+                return Vec::new();
+            }
+            h.split_off(self.held_from)
+        })
+    }
+}
+
+impl Drop for HoldScope {
+    fn drop(&mut self) {
+        HOLD_SCOPE.with(|c| c.set(self.previous));
     }
 }
