@@ -137,7 +137,9 @@ impl Subscriber {
     /// dynamic readers), filtered by `content_filter` if it comes from a content-filtered topic.
     /// `loans`: how it resolves zero-copy loan references (a reader made from a keyless plain
     /// Rust type); it then announces that it does, unless it filters content (its filter reads
-    /// serialized samples), and loaning writers send it references.
+    /// serialized samples) or is best-effort, and loaning writers send it references. A
+    /// best-effort reader gets copies: the chunks its history would hold make a loaning
+    /// writer wait in `loan`, and a best-effort reader must never slow its writer down.
     pub(crate) fn create_reader(
         &self,
         topic: &crate::topic::TopicInner,
@@ -162,7 +164,9 @@ impl Subscriber {
             // Set before the reader is enabled: no sample arrives unfiltered.
             let _ = ep.content_filter.set(ReaderFilter::new(cf.clone()));
         }
-        let loans = loans.filter(|_| content_filter.is_none());
+        let loans = loans.filter(|_| {
+            content_filter.is_none() && qos.reliability.kind == ReliabilityKind::Reliable
+        });
         if let Some(l) = loans {
             let _ = ep.loans.set(l);
         }
@@ -293,6 +297,9 @@ pub(crate) struct ReaderEndpoint {
     pub(crate) pool: PayloadPool,
     /// Samples dropped at `read`/`take` because they did not decode.
     pub(crate) undecodable: AtomicU64,
+    /// Loan references whose chunk the writer had reused before this reader held it (a
+    /// best-effort reader behind a fast writer): lost samples, reported as SAMPLE_LOST.
+    stale_loans: AtomicU64,
     /// Reused by `take_into` for the serialized samples it decodes.
     pub(crate) scratch: Mutex<Vec<Sample<SerializedPayload>>>,
     pub(crate) statuses: Mutex<ReaderStatuses>,
@@ -366,6 +373,7 @@ impl ReaderEndpoint {
             support,
             pool: PayloadPool::default(),
             undecodable: AtomicU64::new(0),
+            stale_loans: AtomicU64::new(0),
             scratch: Mutex::new(Vec::new()),
             core: Mutex::new(ReaderCore::new(core_cfg)),
             history: Mutex::new({
@@ -495,9 +503,6 @@ impl ReaderEndpoint {
         tracing::debug!(reader = ?self.guid, error = %e, "dropped undecodable sample");
     }
 
-    /// After a `take` or an autopurge freed `freed` samples or instances: if the history had
-    /// refused samples, the core asks their writers to resend them now rather than at its
-    /// next heartbeat answer. Called with neither the core nor the history lock held.
     /// Moves the acknowledgment hold on `writer` to what `hold` says, computed under the
     /// protocol core's lock (which the sink's `offer` also runs under, so a sample held
     /// meanwhile is never left out), and acknowledges what it releases at once.
@@ -513,6 +518,9 @@ impl ReaderEndpoint {
         self.ctx.kick.ensure_by(core.poll_timeout());
     }
 
+    /// After a `take` or an autopurge freed `freed` samples or instances: if the history had
+    /// refused samples, the core asks their writers to resend them now rather than at its
+    /// next heartbeat answer. Called with neither the core nor the history lock held.
     pub(crate) fn resume(&self, freed: usize) {
         if freed == 0 {
             return;
@@ -751,18 +759,29 @@ impl ReaderEndpoint {
         // sample is taken (see `crate::loan`). Only keyless types are loaned.
         let loan = if crate::loan::is_loan_payload(&d.payload) {
             let hold = if self.support.is_keyed() {
-                Err(tessera_rtps::cdr::CdrError::UnsupportedEncapsulation(
+                Err(Some(tessera_rtps::cdr::CdrError::UnsupportedEncapsulation(
                     crate::loan::LOAN_ENCAPSULATION,
-                ))
+                )))
             } else {
-                crate::loan::ChunkHold::take(&d.payload).map_err(crate::loan::ChunkHold::refused)
+                crate::loan::ChunkHold::take(&d.payload).map_err(|e| {
+                    if matches!(
+                        e,
+                        crate::loan::LoanError::Refused(crate::transport::shm_pool::Refused::Stale)
+                    ) {
+                        self.stale_loans.fetch_add(1, Ordering::Relaxed);
+                        return None;
+                    }
+                    Some(crate::loan::ChunkHold::refused(e))
+                })
             };
             match hold {
                 Ok(h) => Some(h),
-                Err(e) => {
+                Err(Some(e)) => {
                     self.count_undecodable(&e);
                     return false;
                 }
+                // Stale: counted as lost by the caller.
+                Err(None) => return false,
             }
         } else {
             None
@@ -1046,7 +1065,7 @@ impl LocalReader for ReaderEndpoint {
                 .sink_on
                 .load(Ordering::Relaxed)
                 .then(|| durable::HoldScope::enter(self as *const ReaderEndpoint as usize));
-            lost_before = core.counters().lost;
+            lost_before = core.counters().lost + self.stale_loans.load(Ordering::Relaxed);
             let refused_before = core.counters().refused;
             // Locked only when a sample is actually delivered: a piggy-backed HEARTBEAT (on
             // nearly every datagram) then costs no history lock.
@@ -1089,7 +1108,7 @@ impl LocalReader for ReaderEndpoint {
                     sink.end_of_batch();
                 }
             }
-            lost_after = core.counters().lost;
+            lost_after = core.counters().lost + self.stale_loans.load(Ordering::Relaxed);
             // SAMPLE_REJECTED counts each sample once, not each resend of it.
             rejected = (core.counters().refused - refused_before) as u32;
             outbox::flush_reader(ctx, &mut core, now);

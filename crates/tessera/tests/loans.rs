@@ -530,21 +530,9 @@ fn child_reader_holds_loans() {
         return;
     };
     let p = participant(domain.parse().unwrap(), &SHM);
-    let t = p
-        .create_topic::<Frame>("LoansKill", TopicQos::default())
-        .unwrap();
-    // Best effort: the writer's history does not wait for this reader's acknowledgments, so
-    // only its loans can hold the writer up.
-    let r = p
-        .create_subscriber(Default::default())
-        .unwrap()
-        .create_datareader(
-            &t,
-            DataReaderQos::default()
-                .with_reliability(Reliability::best_effort())
-                .with_history(History::KeepAll),
-        )
-        .unwrap();
+    // Reliable (a best-effort reader gets copies, never loans); it takes every sample, so the
+    // writer's history is acknowledged and only the loans it keeps hold the writer up.
+    let r = reader(&p, "LoansKill");
     let mut held = Vec::new();
     while held.len() < HOLD {
         held.extend(r.take_loaned(8).unwrap().into_iter().filter_map(|s| s.data));
@@ -610,9 +598,11 @@ fn a_reader_killed_while_holding_loans_does_not_wedge_the_writer() {
     let t = a
         .create_topic::<Frame>("LoansKill", TopicQos::default())
         .unwrap();
+    // KEEP_LAST: the writer's history never waits for the (reliable) reader's
+    // acknowledgments, so only the loans it keeps can hold the writer up.
     let mut qos = DataWriterQos::default()
         .with_reliability(Reliability::reliable(Duration::from_millis(500)))
-        .with_history(History::KeepAll);
+        .with_history(History::KeepLast(4));
     qos.resource_limits.max_samples = Some(4);
     let w = a
         .create_publisher(Default::default())
@@ -895,4 +885,52 @@ fn acknowledged_loans_leave_no_chunk_in_use() {
     });
     w.wait_for_acknowledgments(Duration::from_secs(5)).unwrap();
     wait_until(5, "every chunk back", || w.loans_in_use() == 0);
+}
+
+/// A best-effort reader never slows a writer down, loans or not: it does not announce that it
+/// resolves loans, so it gets copies and holds none of the writer's chunks (one holding them in
+/// a history it does not take from made `loan` time out), and what it takes later is intact.
+#[test]
+#[ignore = "needs a network namespace: scripts/netns-run (scripts/test runs it)"]
+fn a_best_effort_reader_that_does_not_take_never_blocks_a_loaning_writer() {
+    support::require_netns();
+    let domain = 69;
+    let (a, b) = (participant(domain, &SHM), participant(domain, &SHM));
+    let w = writer(&a, "LoansBestEffort", History::KeepLast(2), None);
+    let t = b
+        .create_topic::<Frame>("LoansBestEffort", TopicQos::default())
+        .unwrap();
+    let r = b
+        .create_subscriber(Default::default())
+        .unwrap()
+        .create_datareader(
+            &t,
+            DataReaderQos::default()
+                .with_reliability(Reliability::best_effort())
+                .with_history(History::KeepAll),
+        )
+        .unwrap();
+    matched(&w, &[&r]);
+    let t0 = std::time::Instant::now();
+    for seq in 0..200u64 {
+        write_frame(&w, seq);
+    }
+    assert!(
+        t0.elapsed() < Duration::from_secs(5),
+        "200 loans took {:?} beside a best-effort reader that does not take",
+        t0.elapsed()
+    );
+    std::thread::sleep(Duration::from_millis(200));
+    let got: Vec<_> = r
+        .take_loaned(1000)
+        .unwrap()
+        .into_iter()
+        .filter_map(|s| s.data)
+        .collect();
+    assert!(!got.is_empty(), "the best-effort reader got nothing");
+    // Copies, not references: none refused as stale, none undecodable.
+    assert_eq!(r.sample_lost_status().total_count, 0);
+    assert_eq!(r.undecodable_samples(), 0);
+    got.iter().for_each(|f| check(f));
+    assert!(got.windows(2).all(|p| p[0].seq < p[1].seq), "out of order");
 }
