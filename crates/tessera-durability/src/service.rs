@@ -263,15 +263,13 @@ impl TopicState {
                 false => SinkVerdict::Refused,
             };
         }
+        // The held set, not `in_flight`, remembers what was proposed and when.
         let now = Instant::now();
         let propose = self.designated.load(Ordering::Relaxed);
         let proposal = propose.then(|| sample.clone());
         held.insert(sample, propose.then_some(now), now);
         drop(held);
         if let Some(sample) = proposal {
-            self.in_flight
-                .lock()
-                .insert((sample.writer, sample.sequence_number), now);
             log.propose(&self.name, &sample);
         }
         SinkVerdict::Held
