@@ -55,7 +55,10 @@
 //! [`ReaderCore::set_acknowledgment_hold`] moves or lifts the hold.
 //!
 //! Best-effort writers: a sample newer than the last delivered one is delivered at once;
-//! older ones and duplicates are dropped. Nothing is ever sent to them.
+//! older ones and duplicates are dropped. Nothing is ever sent to them. Once a first sample or
+//! GAP from such a writer has arrived, every number it skips without a GAP is counted as lost
+//! (a writer leaves numbers out on purpose only with a GAP: samples its filters drop, history it
+//! no longer has); before that the stream simply starts where the first one is.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -439,7 +442,12 @@ impl Shared {
             return;
         }
         if !w.reliable {
-            // Best effort: a refused sample is simply dropped.
+            // Best effort: numbers skipped since the stream started never come (lost); a
+            // refused sample is simply dropped.
+            if w.highest_known > 0 && seq > w.next {
+                self.counters.lost += (seq - w.next) as u64;
+            }
+            w.highest_known = seq;
             w.next = seq + 1;
             self.emit(w, seq, kind, payload, &meta, deliver);
             w.frags.drop_below(w.next, &mut self.reassembly_bytes);
@@ -814,9 +822,6 @@ impl ReaderCore {
         };
         let sh = &mut self.sh;
         let w = &mut self.writers[i];
-        if !w.reliable {
-            return;
-        }
         let list = &gap.gap_list;
         // The bitmap must name only numbers a reader accepts (≤ MAX_SN), or `next` could be
         // moved past every valid number.
@@ -826,6 +831,10 @@ impl ReaderCore {
             || list.base > MAX_SN + 1 - list.num_bits as i64
         {
             sh.counters.invalid += 1;
+            return;
+        }
+        if !w.reliable {
+            Self::best_effort_gap(sh, w, gap);
             return;
         }
         // [gap_start, list.base) first.
@@ -847,6 +856,27 @@ impl ReaderCore {
         }
         w.highest_known = w.highest_known.max(hi);
         sh.drain(w, deliver);
+    }
+
+    /// A GAP from a best-effort writer: the numbers it names from its start on (the range,
+    /// then the bitmap's leading run) are irrelevant, numbers skipped before its start lost.
+    fn best_effort_gap(sh: &mut Shared, w: &mut WriterProxy, gap: &Gap) {
+        let mut end = gap.gap_list.base;
+        for sn in gap.gap_list.iter() {
+            if sn != end {
+                break;
+            }
+            end += 1;
+        }
+        if end <= w.next {
+            return;
+        }
+        if w.highest_known > 0 && gap.gap_start > w.next {
+            sh.counters.lost += (gap.gap_start - w.next) as u64;
+        }
+        w.highest_known = w.highest_known.max(end - 1);
+        w.next = end;
+        w.frags.drop_below(w.next, &mut sh.reassembly_bytes);
     }
 
     fn mark_irrelevant(

@@ -212,7 +212,61 @@ fn best_effort_reader_drops_old_and_duplicates() {
     }
     r.on_heartbeat(w.prefix, &hb(w, 1, 100, 1), now, &mut cb);
     assert_eq!(got, vec![1, 3, 7, 8]);
+    // 2, 4, 5 and 6 were skipped (5 arrived after 7: too late).
+    assert_eq!(r.counters().lost, 4);
     assert!(r.poll_transmit(now).is_none(), "best effort never acks");
+}
+
+fn gap(w: Guid, start: i64, base: i64, bits: &[i64]) -> Gap {
+    let mut list = SequenceNumberSet::empty(base);
+    for &b in bits {
+        assert!(list.insert(b));
+    }
+    Gap {
+        reader_id: EntityId::UNKNOWN,
+        writer_id: w.entity_id,
+        gap_start: start,
+        gap_list: list,
+    }
+}
+
+#[test]
+fn a_best_effort_stream_counts_skipped_numbers_as_lost_unless_a_gap_names_them() {
+    let (mut r, w, now) = reader(false);
+    let mut got = Vec::new();
+    let mut cb = |d: Delivered<'_>| got.push(d.seq);
+    // A late joiner: the stream starts at the first sample, nothing before it is lost.
+    r.on_data(w.prefix, &data(w, 40, b"abcd"), None, now, &mut cb);
+    assert_eq!(r.counters().lost, 0);
+    // 41..=43 left out on purpose (filtered), then 44 and 45 from the bitmap's leading run;
+    // 47 in the bitmap after a hole says nothing about 46.
+    r.on_gap(w.prefix, &gap(w, 41, 44, &[44, 45, 47]), now, &mut cb);
+    r.on_data(w.prefix, &data(w, 46, b"abcd"), None, now, &mut cb);
+    assert_eq!(r.counters().lost, 0);
+    // 47 and 48 never come.
+    r.on_data(w.prefix, &data(w, 49, b"abcd"), None, now, &mut cb);
+    assert_eq!(r.counters().lost, 2);
+    // A GAP that starts past the next number: the numbers before its start are lost.
+    r.on_gap(w.prefix, &gap(w, 52, 55, &[]), now, &mut cb);
+    assert_eq!(r.counters().lost, 4);
+    // An old GAP changes nothing; the stream goes on after the GAP's end.
+    r.on_gap(w.prefix, &gap(w, 10, 20, &[]), now, &mut cb);
+    r.on_data(w.prefix, &data(w, 55, b"abcd"), None, now, &mut cb);
+    assert_eq!(got, vec![40, 46, 49, 55]);
+    assert_eq!(r.counters().lost, 4);
+    assert!(r.poll_transmit(now).is_none(), "best effort never acks");
+}
+
+#[test]
+fn a_gap_first_starts_a_best_effort_stream_without_loss() {
+    let (mut r, w, now) = reader(false);
+    let mut got = Vec::new();
+    let mut cb = |d: Delivered<'_>| got.push(d.seq);
+    r.on_gap(w.prefix, &gap(w, 5, 9, &[]), now, &mut cb);
+    r.on_data(w.prefix, &data(w, 8, b"abcd"), None, now, &mut cb);
+    r.on_data(w.prefix, &data(w, 9, b"abcd"), None, now, &mut cb);
+    assert_eq!(got, vec![9]);
+    assert_eq!(r.counters().lost, 0);
 }
 
 #[test]

@@ -265,6 +265,12 @@ fn best_effort_never_duplicates_or_reorders() {
     let seqs = sim.seqs(0);
     assert!(seqs.windows(2).all(|w| w[0] < w[1]), "strictly increasing");
     assert!(seqs.len() > 1000 && seqs.len() < 2000, "{}", seqs.len());
+    // Every number skipped between the first and the last delivered one is counted lost.
+    let span = (seqs[seqs.len() - 1] - seqs[0] + 1) as u64;
+    assert_eq!(
+        sim.readers[0].core.counters().lost,
+        span - seqs.len() as u64
+    );
     for s in &sim.readers[0].received {
         assert_eq!(s.payload, payload(s.seq as u64, 40));
     }

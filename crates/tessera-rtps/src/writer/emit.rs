@@ -249,11 +249,12 @@ impl Shared {
     }
 
     /// Emits the first transmission of `seq` from fragment `*frag` on, or a GAP up to the next
-    /// live sample (at most `limit + 1`) when `seq` is gone (`gap`: reliable readers want one).
+    /// live sample (at most `limit + 1`) when `seq` is gone. Best-effort readers get GAPs too:
+    /// without one, a number they never see counts as a sample lost.
     /// Returns the number after what it covered and whether that was data, or `None` when the
     /// datagram is full (`*frag` then says how far a fragmented sample got).
     /// `for_reader`: the one reader this datagram serves (not a multicast group), whose
-    /// content filter may drop samples (then a GAP, with `gap`, or nothing).
+    /// content filter may drop samples (then a GAP).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn emit_new(
         &mut self,
@@ -262,7 +263,6 @@ impl Shared {
         seq: SequenceNumber,
         frag: &mut u32,
         limit: SequenceNumber,
-        gap: bool,
         c: &mut Cursor,
         out: &mut Vec<OutSubmessage>,
     ) -> Option<(SequenceNumber, bool)> {
@@ -272,7 +272,7 @@ impl Shared {
             while end <= limit.min(self.last_seq) && self.filtered_for(end, g) {
                 end += 1;
             }
-            if gap && !self.emit_gap(reader_id, seq, end, c, out) {
+            if !self.emit_gap(reader_id, seq, end, c, out) {
                 return None;
             }
             self.counters.samples_filtered += u64::try_from(end - seq).unwrap_or(0);
@@ -295,7 +295,7 @@ impl Shared {
             }
             other => {
                 let end = other.map_or(self.last_seq + 1, |x| x.0).min(limit + 1);
-                if gap && !self.emit_gap(reader_id, seq, end, c, out) {
+                if !self.emit_gap(reader_id, seq, end, c, out) {
                     return None;
                 }
                 (end, false)
@@ -546,10 +546,9 @@ impl Shared {
         if !full && r.synced && (self.cfg.push_mode || !r.reliable) && r.unsent <= limit {
             while r.unsent <= limit {
                 let seq = r.unsent;
-                let gap = r.reliable;
                 let frag = &mut r.unsent_frag;
                 let Some((end, data)) =
-                    self.emit_new(rid, Some(r.guid), seq, frag, limit, gap, &mut c, subs)
+                    self.emit_new(rid, Some(r.guid), seq, frag, limit, &mut c, subs)
                 else {
                     break;
                 };

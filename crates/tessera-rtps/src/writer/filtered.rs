@@ -1,5 +1,5 @@
 //! Writer-side content filtering: which samples some readers' filters drop
-//! ([`WriterCore::filter_out`]); the emitters send those readers a GAP or nothing for them.
+//! ([`WriterCore::filter_out`]); the emitters send those readers a GAP for them.
 
 use std::sync::Arc;
 
@@ -9,8 +9,8 @@ use crate::types::{Guid, SequenceNumber};
 impl WriterCore {
     /// Writer-side content filtering: sample `seq` (just written, before the next
     /// [`WriterCore::poll_transmit_into`]) is not for `readers`, whose filters drop it. Each
-    /// such reader that the writer serves alone gets a GAP instead (reliable) or nothing
-    /// (best effort); a reader reached through a multicast group still gets the DATA (readers
+    /// such reader that the writer serves alone gets a GAP instead (best-effort ones too, or
+    /// they would count the number as a sample lost); a reader reached through a multicast group still gets the DATA (readers
     /// filter for themselves anyway). Entries go when their sample leaves the history.
     pub fn filter_out(&mut self, seq: SequenceNumber, readers: Arc<[Guid]>) {
         let sh = &mut self.sh;

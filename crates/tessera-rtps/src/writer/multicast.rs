@@ -210,8 +210,7 @@ impl Shared {
                 let seq = g.unsent;
                 let last = self.last_seq;
                 let frag = &mut g.unsent_frag;
-                let Some((end, data)) =
-                    self.emit_new(rid, None, seq, frag, last, reliable_rider, &mut c, subs)
+                let Some((end, data)) = self.emit_new(rid, None, seq, frag, last, &mut c, subs)
                 else {
                     break;
                 };

@@ -65,9 +65,23 @@ fn best_effort_gives_an_in_order_subset_without_stalling(t: Transport) {
         std::thread::sleep(Duration::from_millis(1));
         got.last().is_some_and(|&s| s >= 200)
     });
+    settle(t);
+    got.extend(
+        seqs(&r.take(usize::MAX).unwrap())
+            .into_iter()
+            .map(|(_, s)| s),
+    );
     assert!(
         got.windows(2).all(|p| p[0] < p[1]),
         "best effort delivered out of order or twice: {got:?}"
+    );
+    // Every number the stream skipped is counted lost, from the first sample taken on.
+    let span = got[got.len() - 1] - got[0] + 1;
+    assert_eq!(
+        r.sample_lost_status().total_count,
+        (span as usize - got.len()) as i32,
+        "took {} of {span}",
+        got.len()
     );
 }
 
