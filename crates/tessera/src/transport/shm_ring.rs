@@ -711,6 +711,12 @@ impl Consumer {
         Polled::Stalled
     }
 
+    /// Whether the next slot changed since the last poll (a datagram committed or being
+    /// written): one load of its sequence word, for spinning between polls.
+    pub fn next_changed(&self, ring: &Ring) -> bool {
+        ring.seq(self.pos).load(Ordering::Relaxed) != self.pos
+    }
+
     fn advance(&mut self) {
         self.pos = self.pos.wrapping_add(1);
         self.stalled = None;
