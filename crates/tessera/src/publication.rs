@@ -25,7 +25,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 use tessera_rtps::cdr;
-use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::qos::LivelinessKind;
 use tessera_rtps::types::{EntityId, Guid, Locators, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
@@ -36,6 +35,7 @@ mod atomic;
 mod coherent;
 mod filters;
 mod group;
+mod instances;
 mod loan;
 mod local;
 mod policies;
@@ -133,7 +133,7 @@ pub(crate) struct WriterEndpoint {
     keyless_registered: AtomicBool,
     /// The instances this writer registered or wrote and has not unregistered: key hash →
     /// serialized key, to unregister them when the writer is deleted.
-    instances: Mutex<FastHashMap<[u8; 16], Arc<Vec<u8>>>>,
+    instances: Mutex<instances::WrittenInstances>,
     /// WRITER_DATA_LIFECYCLE `autodispose_unregistered_instances`.
     autodispose: AtomicBool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
@@ -242,7 +242,7 @@ impl WriterEndpoint {
             holder: me.clone() as Weak<dyn LocalHolder>,
             reliable: qos.reliability.kind == tessera_rtps::qos::ReliabilityKind::Reliable,
             keyless_registered: AtomicBool::new(false),
-            instances: Mutex::new(FastHashMap::default()),
+            instances: Mutex::new(instances::WrittenInstances::default()),
             autodispose: AtomicBool::new(
                 qos.writer_data_lifecycle.autodispose_unregistered_instances,
             ),
@@ -663,7 +663,10 @@ impl WriterEndpoint {
     /// forgotten here: those it registered or wrote and did not unregister; for a keyless
     /// topic the single instance (no key hash; its key is an empty payload).
     fn take_instances(&self) -> Vec<InstanceKey> {
-        let mut out: Vec<_> = std::mem::take(&mut *self.instances.lock())
+        let mut out: Vec<_> = self
+            .instances
+            .lock()
+            .take_all()
             .into_iter()
             .map(|(kh, key)| (Some(kh), key))
             .collect();
@@ -1054,7 +1057,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Remembers an instance this writer registered or wrote (one hash lookup when known).
     fn track_instance(&self, key_hash: [u8; 16], sample: &T) {
-        self.ep.instances.lock().entry(key_hash).or_insert_with(|| {
+        self.ep.instances.lock().note(key_hash, || {
             let mut key = Vec::new();
             cdr::serialize_key(sample, self.encoding(), &mut key);
             Arc::new(key)
@@ -1164,7 +1167,7 @@ impl<T: TopicType> DataWriter<T> {
         } else {
             [0; 16]
         };
-        let known = self.ep.instances.lock().contains_key(&kh);
+        let known = self.ep.instances.lock().contains(&kh);
         known.then(|| instance_handle(&kh))
     }
 

@@ -142,10 +142,10 @@ impl UntypedDataWriter {
             .support
             .key_hash_of_sample(payload)
             .map_err(|e| Error::BadParameter(format!("key of the sample: {e}")))?;
-        let known = self.ep.instances.lock().contains_key(&kh);
+        let known = self.ep.instances.lock().contains(&kh);
         if !known {
             if let Some(key) = self.support.key_payload_of_sample(payload) {
-                self.ep.instances.lock().insert(kh, Arc::new(key));
+                self.ep.instances.lock().note(kh, || Arc::new(key));
             }
         }
         Ok(Some(kh))
