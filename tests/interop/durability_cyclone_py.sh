@@ -18,35 +18,12 @@ python3 -c 'import cyclonedds' 2>/dev/null ||
 # A killed process's readers are unmatched after 3 s rather than 10.
 export TESSERA_LEASE_DURATION=3
 
-kept() { # NAME: the samples its last stats line reports for the topic
-    { grep '^Durable:' "$WORK/$1.log" || true; } | tail -n 1 | awk '{print $2}'
-}
-
-wait_kept() { # NAME COUNT SECONDS
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        [[ "$(kept "$1")" == "$2" ]] && return 0
-        sleep 0.1
-    done
-    fail "$1 keeps $(kept "$1") samples, not $2, after $3 s"
-}
-
-for s in s1 s2 s3; do
-    start_bg "$s" "$SERVICE" --replicated --store "$WORK/$s" --stats 1
-done
-for s in s1 s2 s3; do wait_for_line "$s" "ready" 20; done
+start_replicated s1 s2 s3
 
 started=$SECONDS
 # Paced (about 2 s of writing), so that s3 can be killed in the middle of the stream.
 start_bg writer python3 "$REPO_ROOT/tests/interop/lib/durable_peer.py" transient 4 100 100 20 60
-for ((i = 0; i < 300; i++)); do
-    n="$(kept s3)"
-    [[ -n "$n" && "$n" -gt 0 ]] && break
-    sleep 0.1
-done
-[[ "${n:-0}" -lt 400 ]] || fail "s3 had the whole stream before it could be killed mid-stream"
-log "s3 keeps ${n:-0} samples: kill -9"
-kill9 s3
+kill_mid_stream s3 400
 wait_for_line writer "acknowledged" 60
 writer_guid="$(awk '/^acknowledged/ {print $2}' "$WORK/writer.log")"
 wait_kept s1 400 10

@@ -17,23 +17,7 @@ source "$(dirname "$0")/lib/durability.bash"
 # acknowledgments wait for them.
 export TESSERA_LEASE_DURATION=3
 
-kept() { # NAME: the samples its last stats line reports for the topic
-    { grep '^Durable:' "$WORK/$1.log" || true; } | tail -n 1 | awk '{print $2}'
-}
-
-wait_kept() { # NAME COUNT SECONDS
-    local i
-    for ((i = 0; i < $3 * 10; i++)); do
-        [[ "$(kept "$1")" == "$2" ]] && return 0
-        sleep 0.1
-    done
-    fail "$1 keeps $(kept "$1") samples, not $2, after $3 s"
-}
-
-for s in s1 s2 s3; do
-    start_bg "$s" "$SERVICE" --replicated --store "$WORK/$s" --stats 1
-done
-for s in s1 s2 s3; do wait_for_line "$s" "ready" 20; done
+start_replicated s1 s2 s3
 
 started=$SECONDS
 # Paced (about 3 s of writing): the services take samples as fast as they come, so an unpaced
@@ -41,14 +25,7 @@ started=$SECONDS
 start_bg writer "$PEER" pub --kind persistent --instances 4 --count 300 --depth 300 --timeout 60 \
     --interval-ms 10
 # Mid-stream: once s3 applied part of the stream from the log.
-for ((i = 0; i < 300; i++)); do
-    n="$(kept s3)"
-    [[ -n "$n" && "$n" -gt 0 ]] && break
-    sleep 0.1
-done
-[[ "${n:-0}" -lt 1200 ]] || fail "s3 had the whole stream before it could be killed mid-stream"
-log "s3 keeps ${n:-0} samples: kill -9"
-kill9 s3
+kill_mid_stream s3 1200
 wait_for_line writer "acknowledged" 60
 writer_guid="$(awk '/^acknowledged/ {print $2}' "$WORK/writer.log")"
 wait_kept s1 1200 10

@@ -31,3 +31,36 @@ late_reader() { # WRITER_GUID ARGS...: a late PERSISTENT reader (durable_peer su
     tail -n 5 "$WORK/reader.log"
     [[ $rc -eq 0 ]] || fail "late reader exited $rc"
 }
+
+kept() { # NAME: the samples a service's last stats line (--stats) reports for topic Durable
+    { grep '^Durable:' "$WORK/$1.log" || true; } | tail -n 1 | awk '{print $2}'
+}
+
+wait_kept() { # NAME COUNT SECONDS: until service NAME keeps COUNT samples
+    local i
+    for ((i = 0; i < $3 * 10; i++)); do
+        [[ "$(kept "$1")" == "$2" ]] && return 0
+        sleep 0.1
+    done
+    fail "$1 keeps $(kept "$1") samples, not $2, after $3 s"
+}
+
+start_replicated() { # NAME...: replicated services, each on its store $WORK/NAME, ready
+    local s
+    for s in "$@"; do
+        start_bg "$s" "$SERVICE" --replicated --store "$WORK/$s" --stats 1
+    done
+    for s in "$@"; do wait_for_line "$s" "ready" 20; done
+}
+
+kill_mid_stream() { # NAME TOTAL: kill -9 of service NAME once it keeps part of a TOTAL stream
+    local i n=""
+    for ((i = 0; i < 300; i++)); do
+        n="$(kept "$1")"
+        [[ -n "$n" && "$n" -gt 0 ]] && break
+        sleep 0.1
+    done
+    [[ "${n:-0}" -lt "$2" ]] || fail "$1 had the whole stream before it could be killed mid-stream"
+    log "$1 keeps ${n:-0} samples: kill -9"
+    kill9 "$1"
+}
