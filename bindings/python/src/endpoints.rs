@@ -353,6 +353,19 @@ impl Reader {
         py.detach(|| self.r.untyped().requested_deadline_missed_status())
             .total_count
     }
+
+    /// SAMPLE_LOST's total count: samples that never reached the reader (a best-effort
+    /// writer's numbers it skipped, a reliable writer's it no longer had).
+    fn sample_lost(&self, py: Python<'_>) -> i32 {
+        py.detach(|| self.r.untyped().sample_lost_status())
+            .total_count
+    }
+
+    /// SAMPLE_REJECTED's total count: samples refused by the reader's resource limits.
+    fn sample_rejected(&self, py: Python<'_>) -> i32 {
+        py.detach(|| self.r.untyped().sample_rejected_status())
+            .total_count
+    }
 }
 
 /// The iterator of `Reader.samples()` (and `for sample in reader`).

@@ -140,6 +140,8 @@ class Collecting(tessera.Listener):
         self.data = []
         self.matched = []
         self.deadlines = []
+        self.rejected = []
+        self.lost = []
         self.threads = set()
         self.got = threading.Event()
 
@@ -153,6 +155,12 @@ class Collecting(tessera.Listener):
 
     def on_requested_deadline_missed(self, reader, total):
         self.deadlines.append(total)
+
+    def on_sample_rejected(self, reader, total):
+        self.rejected.append(total)
+
+    def on_sample_lost(self, reader, total):
+        self.lost.append(total)
 
 
 def test_listener_is_called_with_the_gil(participant, topic_name):
@@ -184,6 +192,36 @@ def test_listener_hears_a_missed_deadline(participant, topic_name):
         time.sleep(0.02)
     assert listener.deadlines and listener.deadlines[-1] >= 1
     assert r.requested_deadline_missed() >= 1
+
+
+class Refusals(Collecting):
+    """Takes nothing, so that the reader's history fills."""
+
+    def on_data_available(self, reader):
+        pass
+
+
+def test_a_full_reader_rejects_and_its_listener_hears_it(participant, topic_name):
+    listener = Refusals()
+    t = participant.create_topic(topic_name, Reading)
+    r = participant.create_reader(t, reliability="reliable", history="keep_all", max_samples=2,
+                                  listener=listener)
+    w = participant.create_writer(t, history="keep_all")
+    assert r.wait_for_writers(1, timeout=5.0)
+    for v in range(5):
+        w.write(Reading(1, float(v)))
+    end = time.time() + 5.0
+    while not listener.rejected and time.time() < end:
+        time.sleep(0.02)
+    assert listener.rejected and r.sample_rejected() >= 1
+    # Reliable: nothing refused is lost, it comes once the reader made room.
+    got = []
+    end = time.time() + 10.0
+    while len(got) < 5 and time.time() < end:
+        got.extend(s.data.value for s in r.take())
+        time.sleep(0.05)
+    assert got == [0.0, 1.0, 2.0, 3.0, 4.0]
+    assert r.sample_lost() == 0 and not listener.lost
 
 
 def test_waitset_wakes_for_a_guard_and_for_data(participant, topic_name):

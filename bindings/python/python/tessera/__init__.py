@@ -135,6 +135,12 @@ class Listener:
     def on_requested_deadline_missed(self, reader: "DataReader", total_count: int) -> None:
         pass
 
+    def on_sample_lost(self, reader: "DataReader", total_count: int) -> None:
+        pass
+
+    def on_sample_rejected(self, reader: "DataReader", total_count: int) -> None:
+        pass
+
 
 class DataWriter:
     """Writes values of its topic's dataclass."""
@@ -231,6 +237,14 @@ class DataReader:
     def requested_deadline_missed(self) -> int:
         return self._r.requested_deadline_missed()
 
+    def sample_lost(self) -> int:
+        """SAMPLE_LOST's total count: samples that never reached this reader."""
+        return self._r.sample_lost()
+
+    def sample_rejected(self) -> int:
+        """SAMPLE_REJECTED's total count: samples its resource limits refused."""
+        return self._r.sample_rejected()
+
     def set_listener(self, listener: Optional[Listener]) -> None:
         """Installs ``listener`` (``None`` removes it)."""
         self._listener = listener
@@ -252,6 +266,10 @@ class DataReader:
                 lst.on_subscription_matched(r, r._r.subscription_matched())
             if mask & StatusMask.REQUESTED_DEADLINE_MISSED:
                 lst.on_requested_deadline_missed(r, r._r.requested_deadline_missed())
+            if mask & StatusMask.SAMPLE_LOST:
+                lst.on_sample_lost(r, r._r.sample_lost())
+            if mask & StatusMask.SAMPLE_REJECTED:
+                lst.on_sample_rejected(r, r._r.sample_rejected())
 
         self._r.set_status_callback(dispatch)
 
