@@ -103,6 +103,30 @@ impl Writer {
         })
     }
 
+    /// PUBLICATION_MATCHED as `(total_count, current_count)`.
+    fn publication_matched(&self, py: Python<'_>) -> (i32, i32) {
+        let s = py.detach(|| self.w.untyped().publication_matched_status());
+        (s.total_count, s.current_count)
+    }
+
+    /// OFFERED_INCOMPATIBLE_QOS's total count: readers that asked for more than it offers.
+    fn offered_incompatible_qos(&self, py: Python<'_>) -> i32 {
+        py.detach(|| self.w.untyped().offered_incompatible_qos_status())
+            .total_count
+    }
+
+    /// OFFERED_DEADLINE_MISSED's total count.
+    fn offered_deadline_missed(&self, py: Python<'_>) -> i32 {
+        py.detach(|| self.w.untyped().offered_deadline_missed_status())
+            .total_count
+    }
+
+    /// LIVELINESS_LOST's total count.
+    fn liveliness_lost(&self, py: Python<'_>) -> i32 {
+        py.detach(|| self.w.untyped().liveliness_lost_status())
+            .total_count
+    }
+
     /// Waits (GIL released) until every matched reliable reader acknowledged every sample.
     #[pyo3(signature = (timeout = 10.0))]
     fn wait_for_acknowledgments(&self, py: Python<'_>, timeout: f64) -> PyResult<()> {
@@ -359,6 +383,18 @@ impl Reader {
     fn sample_lost(&self, py: Python<'_>) -> i32 {
         py.detach(|| self.r.untyped().sample_lost_status())
             .total_count
+    }
+
+    /// REQUESTED_INCOMPATIBLE_QOS's total count: writers that offered less than it asks.
+    fn requested_incompatible_qos(&self, py: Python<'_>) -> i32 {
+        py.detach(|| self.r.untyped().requested_incompatible_qos_status())
+            .total_count
+    }
+
+    /// LIVELINESS_CHANGED as `(alive_count, not_alive_count)`.
+    fn liveliness_changed(&self, py: Python<'_>) -> (i32, i32) {
+        let s = py.detach(|| self.r.untyped().liveliness_changed_status());
+        (s.alive_count, s.not_alive_count)
     }
 
     /// SAMPLE_REJECTED's total count: samples refused by the reader's resource limits.

@@ -76,6 +76,13 @@ def test_incompatible_reliability_does_not_match(participant, topic_name):
     w.write(Reading(1, 1.0))
     assert len(best_effort.take(timeout=2.0)) == 1
     assert reliable.take() == []
+    # Both sides count the mismatch; the writer counts its one match, the reader its writer
+    # alive.
+    assert w.offered_incompatible_qos() == 1
+    assert reliable.requested_incompatible_qos() == 1
+    assert best_effort.requested_incompatible_qos() == 0
+    assert w.publication_matched() == (1, 1)
+    assert best_effort.liveliness_changed() == (1, 0)
 
 
 def test_qos_mistakes_raise(participant, topic_name):
@@ -192,6 +199,8 @@ def test_listener_hears_a_missed_deadline(participant, topic_name):
         time.sleep(0.02)
     assert listener.deadlines and listener.deadlines[-1] >= 1
     assert r.requested_deadline_missed() >= 1
+    assert w.offered_deadline_missed() >= 1
+    assert w.liveliness_lost() == 0
 
 
 class Refusals(Collecting):

@@ -617,6 +617,15 @@ impl WriterEndpoint {
         out
     }
 
+    /// OFFERED_INCOMPATIBLE_QOS, resetting its change count.
+    fn take_offered_incompatible_qos(&self) -> IncompatibleQosStatus {
+        let mut s = self.statuses.lock();
+        let out = s.offered_incompatible_qos.clone();
+        s.offered_incompatible_qos.total_count_change = 0;
+        s.changes.0 &= !StatusMask::OFFERED_INCOMPATIBLE_QOS.0;
+        out
+    }
+
     /// The largest datagram this writer sends now (for tests and diagnostics).
     pub(crate) fn max_message_size(&self) -> usize {
         self.core.lock().max_message_size()
@@ -1191,11 +1200,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// OFFERED_INCOMPATIBLE_QOS; reading it resets the change count.
     pub fn offered_incompatible_qos_status(&self) -> IncompatibleQosStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.offered_incompatible_qos.clone();
-        s.offered_incompatible_qos.total_count_change = 0;
-        s.changes.0 &= !StatusMask::OFFERED_INCOMPATIBLE_QOS.0;
-        out
+        self.ep.take_offered_incompatible_qos()
     }
 
     /// A condition that is true while any status in `mask` has changed and not been read.

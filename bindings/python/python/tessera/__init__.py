@@ -135,6 +135,12 @@ class Listener:
     def on_requested_deadline_missed(self, reader: "DataReader", total_count: int) -> None:
         pass
 
+    def on_requested_incompatible_qos(self, reader: "DataReader", total_count: int) -> None:
+        pass
+
+    def on_liveliness_changed(self, reader: "DataReader", status: tuple[int, int]) -> None:
+        """``status`` is ``(alive_count, not_alive_count)``."""
+
     def on_sample_lost(self, reader: "DataReader", total_count: int) -> None:
         pass
 
@@ -164,6 +170,20 @@ class DataWriter:
 
     def wait_for_readers(self, n: int = 1, timeout: float = 10.0) -> bool:
         return self._w.wait_for_readers(n, timeout)
+
+    def publication_matched(self) -> tuple[int, int]:
+        """PUBLICATION_MATCHED as ``(total_count, current_count)``."""
+        return self._w.publication_matched()
+
+    def offered_incompatible_qos(self) -> int:
+        """OFFERED_INCOMPATIBLE_QOS's total count: readers asking for more than it offers."""
+        return self._w.offered_incompatible_qos()
+
+    def offered_deadline_missed(self) -> int:
+        return self._w.offered_deadline_missed()
+
+    def liveliness_lost(self) -> int:
+        return self._w.liveliness_lost()
 
     def wait_for_acknowledgments(self, timeout: float = 10.0) -> None:
         self._w.wait_for_acknowledgments(timeout)
@@ -237,6 +257,14 @@ class DataReader:
     def requested_deadline_missed(self) -> int:
         return self._r.requested_deadline_missed()
 
+    def requested_incompatible_qos(self) -> int:
+        """REQUESTED_INCOMPATIBLE_QOS's total count: writers offering less than it asks."""
+        return self._r.requested_incompatible_qos()
+
+    def liveliness_changed(self) -> tuple[int, int]:
+        """LIVELINESS_CHANGED as ``(alive_count, not_alive_count)``."""
+        return self._r.liveliness_changed()
+
     def sample_lost(self) -> int:
         """SAMPLE_LOST's total count: samples that never reached this reader."""
         return self._r.sample_lost()
@@ -266,6 +294,10 @@ class DataReader:
                 lst.on_subscription_matched(r, r._r.subscription_matched())
             if mask & StatusMask.REQUESTED_DEADLINE_MISSED:
                 lst.on_requested_deadline_missed(r, r._r.requested_deadline_missed())
+            if mask & StatusMask.REQUESTED_INCOMPATIBLE_QOS:
+                lst.on_requested_incompatible_qos(r, r._r.requested_incompatible_qos())
+            if mask & StatusMask.LIVELINESS_CHANGED:
+                lst.on_liveliness_changed(r, r._r.liveliness_changed())
             if mask & StatusMask.SAMPLE_LOST:
                 lst.on_sample_lost(r, r._r.sample_lost())
             if mask & StatusMask.SAMPLE_REJECTED:

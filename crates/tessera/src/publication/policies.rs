@@ -18,6 +18,24 @@ use tessera_rtps::wire::Submessage;
 use tessera_rtps::writer::WriterCore;
 
 impl WriterEndpoint {
+    /// OFFERED_DEADLINE_MISSED, resetting its change count.
+    pub(crate) fn take_offered_deadline_missed(&self) -> OfferedDeadlineMissedStatus {
+        let mut s = self.statuses.lock();
+        let out = s.offered_deadline_missed;
+        s.offered_deadline_missed.total_count_change = 0;
+        s.changes.0 &= !StatusMask::OFFERED_DEADLINE_MISSED.0;
+        out
+    }
+
+    /// LIVELINESS_LOST, resetting its change count.
+    pub(crate) fn take_liveliness_lost(&self) -> LivelinessLostStatus {
+        let mut s = self.statuses.lock();
+        let out = s.liveliness_lost;
+        s.liveliness_lost.total_count_change = 0;
+        s.changes.0 &= !StatusMask::LIVELINESS_LOST.0;
+        out
+    }
+
     /// Whether no run-time policy is armed: no deadline, lifespan, lease or latency budget,
     /// nothing queued for them (what a writer with default QoS must look like).
     #[cfg(test)]
@@ -291,20 +309,12 @@ impl<T: TopicType> DataWriter<T> {
 
     /// OFFERED_DEADLINE_MISSED; reading it resets the change count.
     pub fn offered_deadline_missed_status(&self) -> OfferedDeadlineMissedStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.offered_deadline_missed;
-        s.offered_deadline_missed.total_count_change = 0;
-        s.changes.0 &= !StatusMask::OFFERED_DEADLINE_MISSED.0;
-        out
+        self.ep.take_offered_deadline_missed()
     }
 
     /// LIVELINESS_LOST; reading it resets the change count.
     pub fn liveliness_lost_status(&self) -> LivelinessLostStatus {
-        let mut s = self.ep.statuses.lock();
-        let out = s.liveliness_lost;
-        s.liveliness_lost.total_count_change = 0;
-        s.changes.0 &= !StatusMask::LIVELINESS_LOST.0;
-        out
+        self.ep.take_liveliness_lost()
     }
 
     /// Asserts this writer's liveliness (DDS `assert_liveliness`): needed only by

@@ -228,6 +228,21 @@ impl UntypedDataWriter {
         self.ep.take_publication_matched()
     }
 
+    /// OFFERED_INCOMPATIBLE_QOS; reading it resets the change count.
+    pub fn offered_incompatible_qos_status(&self) -> crate::status::IncompatibleQosStatus {
+        self.ep.take_offered_incompatible_qos()
+    }
+
+    /// OFFERED_DEADLINE_MISSED; reading it resets the change count.
+    pub fn offered_deadline_missed_status(&self) -> crate::status::OfferedDeadlineMissedStatus {
+        self.ep.take_offered_deadline_missed()
+    }
+
+    /// LIVELINESS_LOST; reading it resets the change count.
+    pub fn liveliness_lost_status(&self) -> crate::status::LivelinessLostStatus {
+        self.ep.take_liveliness_lost()
+    }
+
     /// Whether the writer is enabled (ENTITY_FACTORY).
     pub fn is_enabled(&self) -> bool {
         self.ep.enabled.load(Ordering::Relaxed)
