@@ -240,7 +240,9 @@ struct WriterProxy {
     next: SequenceNumber,
     /// Out-of-order slots: `slots[i]` is `next + i`.
     slots: VecDeque<Slot>,
-    /// Highest sequence number the writer is known to have.
+    /// Highest sequence number the writer is known to have. From a best-effort writer: the
+    /// highest received or named by a GAP, 0 until its stream started (see
+    /// [`WriterProxy::stream_started`]).
     highest_known: SequenceNumber,
     last_hb_count: Option<i32>,
     last_hbfrag_count: Option<i32>,
@@ -269,6 +271,12 @@ struct WriterProxy {
 }
 
 impl WriterProxy {
+    /// A best-effort writer's stream started: a sample or GAP from it arrived, so numbers it
+    /// skips from now on are lost (before, the stream simply starts where the first one is).
+    fn stream_started(&self) -> bool {
+        self.highest_known > 0
+    }
+
     /// A complete sample `seq` arrived at `now`: the first requested one to arrive after a
     /// NACK times the repair round trip.
     fn note_repair(&mut self, seq: SequenceNumber, now: Instant) {
@@ -444,7 +452,7 @@ impl Shared {
         if !w.reliable {
             // Best effort: numbers skipped since the stream started never come (lost); a
             // refused sample is simply dropped.
-            if w.highest_known > 0 && seq > w.next {
+            if w.stream_started() && seq > w.next {
                 self.counters.lost += (seq - w.next) as u64;
             }
             w.highest_known = seq;
@@ -871,7 +879,7 @@ impl ReaderCore {
         if end <= w.next {
             return;
         }
-        if w.highest_known > 0 && gap.gap_start > w.next {
+        if w.stream_started() && gap.gap_start > w.next {
             sh.counters.lost += (gap.gap_start - w.next) as u64;
         }
         w.highest_known = w.highest_known.max(end - 1);

@@ -10,8 +10,9 @@ impl WriterCore {
     /// Writer-side content filtering: sample `seq` (just written, before the next
     /// [`WriterCore::poll_transmit_into`]) is not for `readers`, whose filters drop it. Each
     /// such reader that the writer serves alone gets a GAP instead (best-effort ones too, or
-    /// they would count the number as a sample lost); a reader reached through a multicast group still gets the DATA (readers
-    /// filter for themselves anyway). Entries go when their sample leaves the history.
+    /// they would count the number as a sample lost); a reader reached through a multicast
+    /// group still gets the DATA (readers filter for themselves anyway). Entries go when their
+    /// sample leaves the history.
     pub fn filter_out(&mut self, seq: SequenceNumber, readers: Arc<[Guid]>) {
         let sh = &mut self.sh;
         match sh.history.first_seq() {

@@ -394,7 +394,8 @@ struct Shared {
     /// `ack_every` before flow control narrowed it.
     base_ack_every: i64,
     /// Writer-side content filtering: the samples that some readers' filters drop, with
-    /// those readers ([`WriterCore::filter_out`]); a reader's own stream gets a GAP for them. Empty unless a matched reader announced a filter.
+    /// those readers ([`WriterCore::filter_out`]); a reader's own stream gets a GAP for them.
+    /// Empty unless a matched reader announced a filter.
     filtered_out: BTreeMap<SequenceNumber, Arc<[Guid]>>,
     /// PRESENTATION coherent sets: the open set, if any (see [`coherent`]).
     coherent: CoherentState,
