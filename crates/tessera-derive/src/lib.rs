@@ -649,6 +649,46 @@ fn generate(
         }
     });
 
+    // An appendable struct's DHEADER in XCDR2, around the members read in order (members a
+    // newer writer appended are skipped by `finish_dheader`).
+    let open_dheader = quote! {
+        let __dh = if #appendable && r.is_xcdr2() {
+            ::core::option::Option::Some(r.read_dheader()?)
+        } else {
+            ::core::option::Option::None
+        };
+    };
+    let close_dheader = quote! {
+        if let ::core::option::Option::Some(end) = __dh {
+            r.finish_dheader(end)?;
+        }
+    };
+    // Reading into an existing value member by member, so that its sequences and strings keep
+    // their buffers (final and appendable structs; a mutable one's members may come in any
+    // order or not at all, so it is read whole, the trait's default).
+    let read_in_place = if ext == Ext::Mutable {
+        quote!()
+    } else {
+        let steps = members.iter().map(|m| {
+            let (ident, ty, inner) = (&m.ident, &m.ty, &m.inner);
+            if m.optional {
+                quote!(self.#ident = __cdr::read_optional::<#inner>(r)?;)
+            } else {
+                quote!(<#ty as __cdr::CdrType>::read_cdr_in_place(&mut self.#ident, r)?;)
+            }
+        });
+        quote! {
+            fn read_cdr_in_place(
+                &mut self,
+                r: &mut __cdr::CdrReader<'_>,
+            ) -> ::core::result::Result<(), __cdr::CdrError> {
+                #open_dheader
+                #( #steps )*
+                #close_dheader
+                ::core::result::Result::Ok(())
+            }
+        }
+    };
     let (write_body, read_body, skip_body, extract_body) = if ext == Ext::Mutable {
         let write_members = members.iter().map(|m| {
             let (ident, ty, inner, id) = (&m.ident, &m.ty, &m.inner, m.id);
@@ -733,16 +773,9 @@ fn generate(
                 }
             },
             quote! {
-                let __dh = if #appendable && r.is_xcdr2() {
-                    ::core::option::Option::Some(r.read_dheader()?)
-                } else {
-                    ::core::option::Option::None
-                };
+                #open_dheader
                 let v = Self { #( #read_in_order )* };
-                // Members a newer writer appended are skipped.
-                if let ::core::option::Option::Some(end) = __dh {
-                    r.finish_dheader(end)?;
-                }
+                #close_dheader
                 ::core::result::Result::Ok(v)
             },
             quote! {
@@ -754,20 +787,39 @@ fn generate(
                 ::core::result::Result::Ok(())
             },
             quote! {
-                let __dh = if #appendable && r.is_xcdr2() {
-                    ::core::option::Option::Some(r.read_dheader()?)
-                } else {
-                    ::core::option::Option::None
-                };
+                #open_dheader
                 #( #extract_steps )*
-                if let ::core::option::Option::Some(end) = __dh {
-                    r.finish_dheader(end)?;
-                }
+                #close_dheader
                 ::core::result::Result::Ok(())
             },
         )
     };
 
+    // Where the key lies when every member up to the last key one is a flat primitive (or an
+    // array of them): the runtime reads received key hashes there. Only for final structs
+    // without optional members in that prefix, whose key members are in member-id order
+    // (the key-hash order) as declared; `TopicType::FIXED_KEY` stays empty otherwise.
+    let last_key = members.iter().rposition(|m| m.key);
+    let fixed_key = match last_key {
+        Some(last)
+            if ext == Ext::Final
+                && members[..=last].iter().all(|m| !m.optional)
+                && members
+                    .iter()
+                    .filter(|m| m.key)
+                    .map(|m| m.id)
+                    .collect::<Vec<_>>()
+                    .windows(2)
+                    .all(|w| w[0] < w[1]) =>
+        {
+            let prefix = members[..=last].iter().map(|m| {
+                let (ty, key) = (&m.ty, m.key);
+                quote!(__cdr::FlatMember { flat: <#ty as __cdr::CdrType>::FLAT, key: #key },)
+            });
+            quote!(const FIXED_KEY: &'static [__cdr::FlatMember] = &[ #( #prefix )* ];)
+        }
+        _ => quote!(),
+    };
     // A mutable type's key-only payload keeps its member headers (and only key members).
     let mutable_key_payload = if ext == Ext::Mutable {
         let key_slots: Vec<_> = (0..key_members.len())
@@ -863,6 +915,8 @@ fn generate(
                     #read_body
                 }
 
+                #read_in_place
+
                 fn write_cdr_key(&self, w: &mut __cdr::CdrWriter<'_>) {
                     #( <#key_types as __cdr::CdrType>::write_cdr_key(&self.#key_idents, w); )*
                 }
@@ -894,6 +948,7 @@ fn generate(
                 const EXTENSIBILITY: __cdr::__xtypes::Extensibility =
                     __cdr::__xtypes::Extensibility::#ext_variant;
                 #mutable_key_payload
+                #fixed_key
             }
         };
     }

@@ -33,14 +33,9 @@ unsafe impl GlobalAlloc for Counting {
 #[global_allocator]
 static GLOBAL: Counting = Counting;
 
-#[derive(Debug, Clone, PartialEq, TopicType)]
-#[topic(cdr_path = "::tessera_rtps::cdr")]
-struct KeyedSeq {
-    seq: u32,
-    #[key]
-    keyval: u32,
-    baggage: Vec<u8>,
-}
+#[path = "support/ddsperf.rs"]
+mod ddsperf;
+use ddsperf::KeyedSeq;
 
 #[derive(Debug, Clone, PartialEq, TopicType)]
 #[topic(cdr_path = "::tessera_rtps::cdr")]

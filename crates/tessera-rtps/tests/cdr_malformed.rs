@@ -60,14 +60,9 @@ struct CpuStats {
     cpu: Vec<Thread>,
 }
 
-#[derive(Debug, Clone, PartialEq, TopicType)]
-#[topic(cdr_path = "::tessera_rtps::cdr")]
-struct KeyedSeq {
-    seq: u32,
-    #[key]
-    keyval: u32,
-    baggage: Vec<u8>,
-}
+#[path = "support/ddsperf.rs"]
+mod ddsperf;
+use ddsperf::KeyedSeq;
 
 #[derive(Debug, Clone, PartialEq, TopicType)]
 #[topic(cdr_path = "::tessera_rtps::cdr")]

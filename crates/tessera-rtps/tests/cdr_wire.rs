@@ -22,14 +22,9 @@ struct Keyed32 {
     baggage: [u8; 24],
 }
 
-#[derive(Debug, Clone, PartialEq, TopicType)]
-#[topic(cdr_path = "::tessera_rtps::cdr")]
-struct KeyedSeq {
-    seq: u32,
-    #[key]
-    keyval: u32,
-    baggage: Vec<u8>,
-}
+#[path = "support/ddsperf.rs"]
+mod ddsperf;
+use ddsperf::KeyedSeq;
 
 /// Members whose alignment differs between XCDR1 and XCDR2.
 #[derive(Debug, Clone, PartialEq, TopicType)]

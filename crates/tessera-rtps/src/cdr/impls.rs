@@ -43,6 +43,7 @@ macro_rules! impl_numeric {
             };
             const KEY_EXTENT: KeyExtent = extent_primitive($size);
             const IS_PRIMITIVE: bool = true;
+            const FLAT: Option<(usize, usize)> = if $plain { Some(($size, 1)) } else { None };
             const XCDR2_LC: u32 = ($size as u32).trailing_zeros();
             const FILTERABLE: bool = true;
             fn type_desc() -> TypeDesc {
@@ -90,6 +91,7 @@ impl CdrType for u8 {
     const PLAIN_LAYOUT: u64 = super::plain::layout_hash("u8", 1, 1);
     const KEY_EXTENT: KeyExtent = extent_primitive(1);
     const IS_PRIMITIVE: bool = true;
+    const FLAT: Option<(usize, usize)> = Some((1, 1));
     const XCDR2_LC: u32 = 0;
     const FILTERABLE: bool = true;
     fn type_desc() -> TypeDesc {
@@ -118,6 +120,17 @@ impl CdrType for u8 {
     #[inline]
     fn read_cdr_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
         Ok(r.read_bytes(n)?.to_vec())
+    }
+    #[inline]
+    fn read_cdr_vec_in_place(
+        v: &mut Vec<Self>,
+        r: &mut CdrReader<'_>,
+        n: usize,
+    ) -> Result<(), CdrError> {
+        let bytes = r.read_bytes(n)?;
+        v.clear();
+        v.extend_from_slice(bytes);
+        Ok(())
     }
     #[inline]
     fn read_cdr_array<const N: usize>(r: &mut CdrReader<'_>) -> Result<[Self; N], CdrError> {
@@ -151,6 +164,12 @@ impl CdrType for String {
     #[inline]
     fn read_cdr(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         r.read_str().map(str::to_owned)
+    }
+    fn read_cdr_in_place(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        let s = r.read_str()?;
+        self.clear();
+        self.push_str(s);
+        Ok(())
     }
     fn transcode_cdr_key(r: &mut CdrReader<'_>, w: &mut CdrWriter<'_>) -> Result<(), CdrError> {
         w.write_str(r.read_str()?);
@@ -233,6 +252,13 @@ impl<T: CdrType> CdrType for Vec<T> {
             T::read_cdr_vec(r, n)
         })
     }
+    #[inline]
+    fn read_cdr_in_place(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        in_dheader_r(r, !T::IS_PRIMITIVE, |r| {
+            let n = r.read_len(T::MIN_SIZE)?;
+            T::read_cdr_vec_in_place(self, r, n)
+        })
+    }
     fn write_cdr_key(&self, w: &mut CdrWriter<'_>) {
         in_dheader_w(w, !T::IS_PRIMITIVE, |w| {
             w.write_len(self.len());
@@ -296,6 +322,10 @@ impl<T: CdrType, const N: usize> CdrType for [T; N] {
         extent_then(extent_primitive(4), extent_repeat(T::KEY_EXTENT, N))
     };
     const IS_FLAT_PRIMITIVE: bool = T::IS_FLAT_PRIMITIVE;
+    const FLAT: Option<(usize, usize)> = match T::FLAT {
+        Some((width, count)) if T::IS_FLAT_PRIMITIVE => Some((width, count.saturating_mul(N))),
+        _ => None,
+    };
     const XCDR2_LC: u32 = if T::IS_FLAT_PRIMITIVE { 4 } else { 5 };
     fn type_desc() -> TypeDesc {
         TypeDesc::Array {

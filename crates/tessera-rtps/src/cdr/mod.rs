@@ -47,6 +47,9 @@
 
 mod error;
 mod extensible;
+mod fixed_key;
+#[doc(hidden)]
+pub use fixed_key::usable as has_fixed_key;
 pub(crate) mod impls;
 mod maps;
 mod plain;
@@ -68,8 +71,8 @@ pub use plain::layout_mix;
 pub use plain::{layout_hash, Plain};
 pub use reader::CdrReader;
 pub use traits::{
-    extent_max, extent_primitive, extent_repeat, extent_then, CdrType, KeyExtent, TopicType,
-    EXTENT_EMPTY,
+    extent_max, extent_primitive, extent_repeat, extent_then, CdrType, FlatMember, KeyExtent,
+    TopicType, EXTENT_EMPTY,
 };
 pub use writer::CdrWriter;
 
@@ -269,6 +272,13 @@ pub fn deserialize_sample<T: TopicType>(bytes: &[u8]) -> Result<T, CdrError> {
     T::decode(&mut CdrReader::new(body, encoding))
 }
 
+/// [`deserialize_sample`] into `sample`, keeping the buffers of its sequences and strings.
+/// After an error `sample` holds some valid value.
+pub fn deserialize_sample_into<T: TopicType>(bytes: &[u8], sample: &mut T) -> Result<(), CdrError> {
+    let (encoding, body) = parse_payload_for(bytes, T::EXTENSIBILITY)?;
+    sample.decode_in_place(&mut CdrReader::new(body, encoding))
+}
+
 thread_local! {
     static KEY_SCRATCH: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
@@ -343,6 +353,13 @@ pub fn key_hash_from_sample_payload<T: TopicType>(bytes: &[u8]) -> Result<[u8; 1
         return Ok([0; 16]);
     }
     let (encoding, body) = parse_payload_for(bytes, T::EXTENSIBILITY)?;
+    if const { fixed_key::usable::<T>() } {
+        // Validated as the extraction below would (the same walk, without building a key).
+        T::skip_cdr(&mut CdrReader::new(body, encoding))?;
+        if let Some(hash) = fixed_key::hash::<T>(body, encoding) {
+            return Ok(hash);
+        }
+    }
     with_scratch(|buf| {
         T::extract_key(
             &mut CdrReader::new(body, encoding),

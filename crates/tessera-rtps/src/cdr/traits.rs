@@ -101,6 +101,17 @@ pub const fn extent_repeat(e: KeyExtent, n: usize) -> KeyExtent {
     Some(out)
 }
 
+/// One member of [`TopicType::FIXED_KEY`]: its [`CdrType::FLAT`] layout and whether it is a
+/// key member.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlatMember {
+    /// The member type's [`CdrType::FLAT`].
+    pub flat: Option<(usize, usize)>,
+    /// Whether the member is part of the key.
+    pub key: bool,
+}
+
 /// A type that can be (de)serialized as a member of a topic type: the primitives, `String`,
 /// `Vec<T>` (IDL `sequence<T>`), `[T; N]` (IDL arrays) and structs deriving `TopicType`
 /// (the derive macro lives in `tessera-derive` and is re-exported as `tessera::TopicType`).
@@ -132,6 +143,11 @@ pub trait CdrType: Sized {
     /// 1-byte or non-primitive elements and arrays that start with a DHEADER, 6/7 for
     /// sequences of 4/8-byte primitives, else 4 (NEXTINT = byte length).
     const XCDR2_LC: u32 = 4;
+    /// `Some((width, count))` when every value of this type is `count` primitives of `width`
+    /// bytes (1, 2, 4 or 8) back to back, without a header, and every bit pattern is a value:
+    /// the integers, floats and arrays of them. A key made of such members lies at offsets
+    /// known from the type alone (see [`TopicType::FIXED_KEY`]).
+    const FLAT: Option<(usize, usize)> = None;
 
     /// The XTypes description of this type as a member type (DDS-XTypes 1.3): what its
     /// TypeObject and TypeIdentifier are built from.
@@ -164,6 +180,15 @@ pub trait CdrType: Sized {
     fn write_cdr(&self, w: &mut CdrWriter<'_>);
     /// Reads a value.
     fn read_cdr(r: &mut CdrReader<'_>) -> Result<Self, CdrError>;
+
+    /// Reads a value into `self`, keeping the buffers of its sequences and strings where the
+    /// type allows (a reader that takes into the same samples over and over allocates
+    /// nothing). After an error `self` is some valid value, not necessarily the old one.
+    #[inline]
+    fn read_cdr_in_place(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        *self = Self::read_cdr(r)?;
+        Ok(())
+    }
 
     /// Appends the value's key form: for a struct with key members, those members (each in
     /// its key form); for a struct without, all members; for other types the value itself
@@ -202,6 +227,25 @@ pub trait CdrType: Sized {
             v.push(Self::read_cdr(r)?);
         }
         Ok(v)
+    }
+
+    /// [`CdrType::read_cdr_vec`] into `v`: its elements are read in place, and it keeps its
+    /// buffer.
+    #[doc(hidden)]
+    fn read_cdr_vec_in_place(
+        v: &mut Vec<Self>,
+        r: &mut CdrReader<'_>,
+        n: usize,
+    ) -> Result<(), CdrError> {
+        v.truncate(n);
+        for x in v.iter_mut() {
+            x.read_cdr_in_place(r)?;
+        }
+        v.reserve(n - v.len());
+        while v.len() < n {
+            v.push(Self::read_cdr(r)?);
+        }
+        Ok(())
     }
 
     /// Reads the `N` elements of an array.
@@ -280,6 +324,13 @@ pub trait TopicType: CdrType + Send + Sync + 'static {
         Some(0)
     };
 
+    /// The members of a final struct up to its last key member, in declaration order, when
+    /// the derive knows their layout (see [`FlatMember`]); empty (the default) otherwise. With
+    /// it a received sample's key hash is read at offsets computed from the type instead of
+    /// by re-encoding the key. Hand-written types leave it empty.
+    #[doc(hidden)]
+    const FIXED_KEY: &'static [FlatMember] = &[];
+
     /// The type's TypeObjects (minimal and complete, with those of the types it depends on),
     /// identifiers and TypeInformation (built from [`CdrType::type_desc`]; not cached).
     fn type_bundle() -> crate::xtypes::TypeBundle {
@@ -294,6 +345,12 @@ pub trait TopicType: CdrType + Send + Sync + 'static {
     /// Reads a sample body.
     fn decode(r: &mut CdrReader<'_>) -> Result<Self, CdrError> {
         Self::read_cdr(r)
+    }
+
+    /// Reads a sample body into `self`, keeping its buffers (see
+    /// [`CdrType::read_cdr_in_place`]).
+    fn decode_in_place(&mut self, r: &mut CdrReader<'_>) -> Result<(), CdrError> {
+        self.read_cdr_in_place(r)
     }
 
     /// Appends the key members in declaration order: the key-only payload of a dispose and,
