@@ -124,7 +124,7 @@ pub use participant::{
 pub use publication::{DataWriter, DataWriterListener, Loan, Publisher, UntypedDataWriter};
 pub use qos_xml::{QosProvider, QosXmlError};
 pub use query::QueryCondition;
-pub use reader::{DataReader, PolicyDrops, UntypedDataReader};
+pub use reader::{DataReader, PolicyDrops, SampleBuffer, UntypedDataReader};
 pub use sample::{SerializedPayload, SerializedSample, TypeSupport, TypedSupport};
 pub use status::StatusMask;
 pub use subscription::{

@@ -484,6 +484,54 @@ impl UntypedDataReader {
         n
     }
 
+    /// [`Self::decode_into`] over the samples `out` holds: the `i`-th taken sample is decoded
+    /// into `out[i]` where there is one (its sequences and strings keep their buffers), pushed
+    /// otherwise; returns how many were taken (the valid prefix of `out`). Payload buffers go
+    /// back to the pool.
+    fn decode_reusing<T: TopicType>(
+        &self,
+        src: impl Iterator<Item = Sample<SerializedPayload>>,
+        out: &mut Vec<Sample<T>>,
+    ) -> usize {
+        let mut n = 0;
+        for Sample { data, info } in src {
+            let Some(p) = data else {
+                // A dispose or unregister without data: nothing to reuse.
+                match out.get_mut(n) {
+                    Some(slot) => *slot = Sample { data: None, info },
+                    None => out.push(Sample { data: None, info }),
+                }
+                n += 1;
+                continue;
+            };
+            let decoded = match out.get_mut(n) {
+                Some(Sample {
+                    data: Some(old),
+                    info: slot_info,
+                }) => p.decode_in_place(old).map(|()| *slot_info = info),
+                Some(slot) => p.decode::<T>().map(|t| {
+                    *slot = Sample {
+                        data: Some(t),
+                        info,
+                    }
+                }),
+                None => p.decode::<T>().map(|t| {
+                    out.push(Sample {
+                        data: Some(t),
+                        info,
+                    })
+                }),
+            };
+            self.ep.pool.recycle(p);
+            match decoded {
+                Ok(()) => n += 1,
+                // The slot is overwritten by the next sample or left past the valid prefix.
+                Err(e) => self.ep.count_undecodable(&e),
+            }
+        }
+        n
+    }
+
     pub(crate) fn decoded<T: TopicType>(
         &self,
         src: Vec<Sample<SerializedPayload>>,
@@ -603,6 +651,26 @@ impl<T: TopicType> DataReader<T> {
     /// the serialized samples pass through a scratch vector the reader reuses, and their
     /// buffers go back to the reader's pool. The fast path for high-rate readers.
     pub fn take_into(&self, out: &mut Vec<Sample<T>>, max: usize) -> usize {
+        self.take_scratch(max, |raw, taken| raw.decode_into(taken, out, true))
+    }
+
+    /// Takes up to `max` samples into `buf`, replacing what it held; returns how many. The
+    /// samples are decoded into the ones `buf` kept from earlier takes, so their sequences and
+    /// strings keep their buffers: a reader that takes into the same buffer over and over
+    /// allocates nothing once those have grown to the samples' sizes. [`Self::take_into`]
+    /// appends to a `Vec` instead.
+    pub fn take_reusing(&self, buf: &mut SampleBuffer<T>, max: usize) -> usize {
+        buf.len = self.take_scratch(max, |raw, taken| raw.decode_reusing(taken, &mut buf.items));
+        buf.len
+    }
+
+    /// Takes up to `max` serialized samples into the reader's scratch vector and hands them,
+    /// drained, to `decode`.
+    fn take_scratch(
+        &self,
+        max: usize,
+        decode: impl FnOnce(&UntypedDataReader, std::vec::Drain<'_, Sample<SerializedPayload>>) -> usize,
+    ) -> usize {
         let ep = &self.raw.ep;
         // Concurrent takers on clones of one reader: the second one uses its own vector.
         let mut own = Vec::new();
@@ -613,7 +681,7 @@ impl<T: TopicType> DataReader<T> {
         };
         scratch.clear();
         self.raw.take_serialized_into(scratch, max);
-        self.raw.decode_into(scratch.drain(..), out, true)
+        decode(&self.raw, scratch.drain(..))
     }
 
     /// Reads the samples of one instance.
@@ -761,4 +829,73 @@ pub struct PolicyDrops {
     pub not_owner: u64,
     /// Within the TIME_BASED_FILTER minimum separation.
     pub filtered: u64,
+}
+
+/// Samples taken with [`DataReader::take_reusing`], in memory kept from one take to the next: it
+/// dereferences to the samples of the last take, and keeps the values of earlier, larger takes
+/// (with their sequence and string buffers) to decode the next ones into.
+pub struct SampleBuffer<T> {
+    items: Vec<Sample<T>>,
+    len: usize,
+}
+
+impl<T> SampleBuffer<T> {
+    /// An empty buffer; it grows to the largest take made into it.
+    pub fn new() -> Self {
+        SampleBuffer {
+            items: Vec::new(),
+            len: 0,
+        }
+    }
+
+    /// Forgets the samples of the last take (their memory is kept for the next one).
+    pub fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    /// Frees the memory kept beyond the samples of the last take.
+    pub fn shrink(&mut self) {
+        self.items.truncate(self.len);
+        self.items.shrink_to_fit();
+    }
+}
+
+impl<T> From<Vec<Sample<T>>> for SampleBuffer<T> {
+    fn from(items: Vec<Sample<T>>) -> Self {
+        let len = items.len();
+        SampleBuffer { items, len }
+    }
+}
+
+impl<T> Default for SampleBuffer<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::ops::Deref for SampleBuffer<T> {
+    type Target = [Sample<T>];
+    fn deref(&self) -> &[Sample<T>] {
+        &self.items[..self.len]
+    }
+}
+
+impl<T> std::ops::DerefMut for SampleBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [Sample<T>] {
+        &mut self.items[..self.len]
+    }
+}
+
+impl<'a, T> IntoIterator for &'a SampleBuffer<T> {
+    type Item = &'a Sample<T>;
+    type IntoIter = std::slice::Iter<'a, Sample<T>>;
+    fn into_iter(self) -> Self::IntoIter {
+        self[..].iter()
+    }
+}
+
+impl<T: std::fmt::Debug> std::fmt::Debug for SampleBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
+    }
 }

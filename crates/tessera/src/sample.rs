@@ -152,6 +152,18 @@ impl SerializedPayload {
             None => cdr::deserialize_sample(&self.0),
         }
     }
+
+    /// [`Self::decode`] into `out`, keeping the buffers of its sequences and strings. After an
+    /// error `out` holds some valid value.
+    pub fn decode_in_place<T: TopicType>(&self, out: &mut T) -> Result<(), CdrError> {
+        match &self.1 {
+            Some(h) => {
+                *out = h.read::<T>()?;
+                Ok(())
+            }
+            None => cdr::deserialize_sample_into(&self.0, out),
+        }
+    }
 }
 
 impl AsRef<[u8]> for SerializedPayload {

@@ -9,7 +9,7 @@ use tessera::rtps::cdr;
 use tessera::transport::InProcessNetwork;
 use tessera::{
     DataReader, DataWriter, DomainParticipant, InstanceState, ParticipantConfig, Sample,
-    StateMasks, TopicType, UntypedDataReader,
+    SampleBuffer, StateMasks, TopicType, UntypedDataReader,
 };
 
 mod counting_alloc;
@@ -245,6 +245,89 @@ fn take_into_allocates_nothing_in_steady_state() {
     for _ in 0..3 {
         assert_eq!(round(), 0, "take_into allocated");
     }
+}
+
+#[test]
+fn take_reusing_decodes_into_the_buffers_of_earlier_takes() {
+    const N: usize = 16;
+    let ps = Transport::InProc.participants(2);
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let w = writer::<Reading>(pa, "reused");
+    let (r, u) = readers::<Reading>(pb, "reused");
+    wait_matched(&w, &r, &u);
+    let mut buf = SampleBuffer::new();
+    let mut seq = 0;
+    // Texts of 40 octets, then shorter ones: every later take fits the first one's buffers.
+    let mut round = |len: usize, n: usize| {
+        let sent: Vec<Reading> = (0..n)
+            .map(|i| {
+                seq += 1;
+                Reading {
+                    sensor: i as u32,
+                    seq,
+                    text: "x".repeat(len - i % 3),
+                }
+            })
+            .collect();
+        for s in &sent {
+            w.write(s).unwrap();
+        }
+        wait_for_samples(&u, n);
+        u.take_serialized(n, StateMasks::ANY).unwrap();
+        let before = allocs();
+        let taken = r.take_reusing(&mut buf, N);
+        let spent = allocs() - before;
+        assert_eq!(taken, n);
+        assert_eq!(buf.len(), n);
+        let got: Vec<&Reading> = buf.iter().map(|s| s.data.as_ref().unwrap()).collect();
+        assert_eq!(got, sent.iter().collect::<Vec<_>>());
+        spent
+    };
+    round(40, N);
+    for _ in 0..3 {
+        assert_eq!(round(20, N), 0, "take_reusing allocated");
+    }
+    // A smaller take shows only its samples; the buffer keeps the rest for the next one.
+    assert_eq!(round(10, 4), 0);
+    assert_eq!(round(30, N), 0);
+    // Nothing to take: an empty view.
+    assert_eq!(r.take_reusing(&mut buf, N), 0);
+    assert!(buf.is_empty());
+    // A dispose without data (the instance's sample already taken) takes a slot like any
+    // sample, in place of a decoded one.
+    let sample = Reading {
+        sensor: 1,
+        seq: 0,
+        text: "last".into(),
+    };
+    w.write(&sample).unwrap();
+    wait_for_samples(&u, 1);
+    u.take_serialized(8, StateMasks::ANY).unwrap();
+    assert_eq!(r.take_reusing(&mut buf, N), 1);
+    assert_eq!(buf[0].data.as_ref(), Some(&sample));
+    w.dispose(&sample).unwrap();
+    wait_for_samples(&u, 1);
+    assert_eq!(r.take_reusing(&mut buf, N), 1);
+    assert!(buf[0].data.is_none());
+    assert_eq!(buf[0].info.instance_state, InstanceState::NotAliveDisposed);
+    assert_eq!(r.undecodable_samples(), 0);
+}
+
+#[test]
+fn take_reusing_leaves_undecodable_samples_out() {
+    let ps = name_matched_pair();
+    let (pa, pb) = (&ps[0], &ps[1]);
+    let w = writer::<ShortFixed>(pa, "short-reused");
+    let (r, u) = readers::<Fixed>(pb, "short-reused");
+    wait_matched(&w, &r, &u);
+    for seq in 0..3 {
+        w.write(&ShortFixed { seq }).unwrap();
+    }
+    wait_for_samples(r.untyped(), 3);
+    let mut buf = SampleBuffer::new();
+    assert_eq!(r.take_reusing(&mut buf, 8), 0);
+    assert!(buf.is_empty());
+    assert_eq!(r.undecodable_samples(), 3);
 }
 
 #[test]

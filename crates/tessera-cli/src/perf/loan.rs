@@ -11,7 +11,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tessera::{DataReader, DataWriter, Loaned, Plain, Result, Sample, TopicType};
+use tessera::{DataReader, DataWriter, Loaned, Plain, Result, Sample, SampleBuffer, TopicType};
 
 use super::protocol::{topic_name, topic_name_with_suffix, TopicKind, TopicRole, FILL_OCTET};
 use super::types::{
@@ -28,8 +28,8 @@ pub trait PerfIo: PerfSample {
 
     /// The sample of a taken item.
     fn data(item: &Self::Item) -> &Self;
-    /// Takes up to `max` samples into `buf` (cleared first); returns how many.
-    fn take(reader: &DataReader<Self>, buf: &mut Vec<Sample<Self::Item>>, max: usize) -> usize;
+    /// Takes up to `max` samples into `buf` (replacing what it held); returns how many.
+    fn take(reader: &DataReader<Self>, buf: &mut SampleBuffer<Self::Item>, max: usize) -> usize;
     /// The publisher's reusable state for samples of `baggage` octets of sequence.
     fn template(baggage: u32) -> Self::Template;
     /// Registers the instances with keys `0..n` (keyed by-value types only).
@@ -60,9 +60,9 @@ macro_rules! by_value {
             fn data(item: &$t) -> &$t {
                 item
             }
-            fn take(reader: &DataReader<$t>, buf: &mut Vec<Sample<$t>>, max: usize) -> usize {
-                buf.clear();
-                reader.take_into(buf, max)
+            fn take(reader: &DataReader<$t>, buf: &mut SampleBuffer<$t>, max: usize) -> usize {
+                // Decoded into the samples of earlier takes: their baggage keeps its buffer.
+                reader.take_reusing(buf, max)
             }
             fn template(baggage: u32) -> $t {
                 <$t>::new_sample(baggage)
@@ -200,17 +200,19 @@ macro_rules! loan_types {
                 }
                 fn take(
                     reader: &DataReader<$t>,
-                    buf: &mut Vec<Sample<Loaned<$t>>>,
+                    buf: &mut SampleBuffer<Loaned<$t>>,
                     max: usize,
                 ) -> usize {
-                    buf.clear();
                     match reader.take_loaned(max) {
                         Ok(v) => {
-                            buf.extend(v);
+                            *buf = v.into();
                             warn_if_copied(buf);
                             buf.len()
                         }
-                        Err(_) => 0,
+                        Err(_) => {
+                            buf.clear();
+                            0
+                        }
                     }
                 }
                 fn template(_baggage: u32) {}

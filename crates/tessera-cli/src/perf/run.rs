@@ -45,8 +45,8 @@ use tessera::rtps::types::{EntityId, Guid};
 use tessera::status::{PublicationMatchedStatus, SubscriptionMatchedStatus};
 use tessera::{
     DataReader, DataReaderListener, DataWriter, DataWriterListener, DomainParticipant,
-    GuardCondition, ParticipantConfig, ParticipantEvent, Publisher, Sample, StateMasks, Subscriber,
-    Topic, WaitSet,
+    GuardCondition, ParticipantConfig, ParticipantEvent, Publisher, SampleBuffer, StateMasks,
+    Subscriber, Topic, WaitSet,
 };
 
 use super::args::{History, PerfConfig, PingInterval, PubRate, SubMode};
@@ -369,7 +369,7 @@ impl<T: PerfIo> Ctx<T> {
 
     /// Takes up to [`DATA_TAKE_MAX`] data samples and accounts them; answers those flagged as
     /// pings. Returns how many samples were taken.
-    fn process_data(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T::Item>>) -> usize {
+    fn process_data(&self, reader: &DataReader<T>, buf: &mut SampleBuffer<T::Item>) -> usize {
         buf.clear();
         let mut any_ping = false;
         let n;
@@ -415,7 +415,7 @@ impl<T: PerfIo> Ctx<T> {
     }
 
     /// Takes pings and answers each on the pong writer for its sender.
-    fn process_ping(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T::Item>>) -> usize {
+    fn process_ping(&self, reader: &DataReader<T>, buf: &mut SampleBuffer<T::Item>) -> usize {
         let n = T::take(reader, buf, PINGPONG_TAKE_MAX);
         for s in buf.iter() {
             if let Some(d) = &s.data {
@@ -431,7 +431,7 @@ impl<T: PerfIo> Ctx<T> {
 
     /// Takes pongs: records the latency per pong writer and, in as-fast-as-possible mode,
     /// sends the next ping once every peer answered.
-    fn process_pong(&self, reader: &DataReader<T>, buf: &mut Vec<Sample<T::Item>>) -> usize {
+    fn process_pong(&self, reader: &DataReader<T>, buf: &mut SampleBuffer<T::Item>) -> usize {
         let n = T::take(reader, buf, PINGPONG_TAKE_MAX);
         if n == 0 {
             return 0;
@@ -500,7 +500,7 @@ fn process<T: PerfIo>(
     ctx: &Ctx<T>,
     role: ReaderRole,
     reader: &DataReader<T>,
-    buf: &mut Vec<Sample<T::Item>>,
+    buf: &mut SampleBuffer<T::Item>,
 ) -> usize {
     match role {
         ReaderRole::Data => ctx.process_data(reader, buf),
@@ -516,7 +516,7 @@ struct ReaderListener<T: PerfIo> {
     ctx: Arc<Ctx<T>>,
     role: ReaderRole,
     handle_data: bool,
-    buf: Mutex<Vec<Sample<T::Item>>>,
+    buf: Mutex<SampleBuffer<T::Item>>,
 }
 
 impl<T: PerfIo> DataReaderListener<T> for ReaderListener<T> {
@@ -557,11 +557,7 @@ fn spawn_reader_thread<T: PerfIo>(
     std::thread::Builder::new()
         .name(name.to_string())
         .spawn(move || {
-            let mut buf = Vec::with_capacity(if role == ReaderRole::Data {
-                DATA_TAKE_MAX
-            } else {
-                PINGPONG_TAKE_MAX
-            });
+            let mut buf = SampleBuffer::new();
             if polling {
                 while !ctx.stopping() {
                     if process(&ctx, role, &reader, &mut buf) == 0 {
@@ -1078,7 +1074,7 @@ fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
             ctx: ctx.clone(),
             role,
             handle_data,
-            buf: Mutex::new(Vec::new()),
+            buf: Mutex::new(SampleBuffer::new()),
         })
     };
     ping_reader.set_listener(Some(reader_listener(ReaderRole::Ping, pp_listener)));
@@ -1235,7 +1231,7 @@ fn start_threads<T: PerfIo>(
             SubMode::Listener => {
                 ctx.data_on.store(true, Ordering::Release);
                 // Samples that arrived before the listener was switched on.
-                let mut buf = Vec::new();
+                let mut buf = SampleBuffer::new();
                 while ctx.process_data(r, &mut buf) > 0 {}
             }
             SubMode::Waitset | SubMode::Polling => threads.push(spawn_reader_thread(
