@@ -21,6 +21,7 @@ pub mod discovery;
 pub mod fasthash;
 pub mod filter;
 pub mod frag;
+mod now;
 pub mod qos;
 pub mod reader;
 pub mod sim;
@@ -28,3 +29,5 @@ pub mod types;
 pub mod wire;
 pub mod writer;
 pub mod xtypes;
+
+pub use now::Now;

@@ -31,6 +31,7 @@ use tessera_rtps::wire::{MessageBuilder, Submessage, HEADER_LEN};
 use tessera_rtps::writer::{
     HistoryKind, MulticastPolicy, OutSubmessage, Transmit, WriterConfig, WriterCore,
 };
+use tessera_rtps::Now;
 
 thread_local! {
     static TRANSMIT: RefCell<(Transmit, Vec<u8>)> = RefCell::new((Transmit::new(), Vec::with_capacity(64)));
@@ -209,8 +210,14 @@ pub(crate) fn drain_marked(
 }
 
 /// Sends every datagram a writer core has ready, in traffic class `tos`.
-pub(crate) fn flush_writer(ctx: &RuntimeContext, core: &mut WriterCore, now: Instant, tos: u8) {
-    drain_marked(ctx, tos, |t| core.poll_transmit_into(now, t));
+pub(crate) fn flush_writer(
+    ctx: &RuntimeContext,
+    core: &mut WriterCore,
+    now: impl Into<Now>,
+    tos: u8,
+) {
+    let now = now.into();
+    drain_marked(ctx, tos, |t| core.poll_transmit_into(&now, t));
 }
 
 /// Sends every datagram (ACKNACK, NACK_FRAG) a reader core has ready.

@@ -29,6 +29,7 @@ use tessera_rtps::qos::LivelinessKind;
 use tessera_rtps::types::{EntityId, Guid, Locators, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
 use tessera_rtps::writer::{WriteError, WriterCore};
+use tessera_rtps::Now;
 
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
@@ -391,8 +392,10 @@ impl WriterEndpoint {
         let filtered_out = self.time_filtered(filtered_out, key_hash, status, key_only, source_ns);
         let p = &*self.ctx;
         let ts = Timestamp::from_nanos(source_ns);
-        let mut now = Instant::now();
-        let deadline = far_deadline(now, self.max_blocking);
+        // Read from the clock only if something below needs the time: a KEEP_ALL stream with
+        // room, no deadline, lease, lifespan or batching, does not.
+        let mut now = Now::lazy();
+        let mut deadline = None;
         let mut core = self.core.lock();
         let payload = self.loans.for_readers(payload, self.xcdr2);
         // A write from a listener runs on a receive thread, which must never wait: the
@@ -417,7 +420,7 @@ impl WriterEndpoint {
                     key_only,
                     Some(ts),
                     origin,
-                    now,
+                    &now,
                 ) {
                     Ok(seq) => {
                         // Inside a coherent set a GAP would be a hole that makes the
@@ -439,10 +442,11 @@ impl WriterEndpoint {
                     "{full}; a write from a listener does not wait"
                 )));
             }
-            if now >= deadline {
+            let by = *deadline.get_or_insert_with(|| far_deadline(now.get(), self.max_blocking));
+            if now.get() >= by {
                 return Err(Error::Timeout);
             }
-            now = self.wait_space(&mut core, now, deadline);
+            now = self.wait_space(&mut core, now.get(), by).into();
         };
         let life = self.lifespan_ns.load(Ordering::Relaxed);
         if life != 0 {
@@ -458,7 +462,8 @@ impl WriterEndpoint {
                 q.pop_front();
             }
             if q.is_empty() {
-                p.kick.ensure_by(Some(now + Duration::from_nanos(life)));
+                p.kick
+                    .ensure_by(Some(now.get() + Duration::from_nanos(life)));
             }
             q.push_back((exp, seq));
         }
@@ -467,12 +472,12 @@ impl WriterEndpoint {
             let mut d = self.deadline.lock();
             if status & STATUS_UNREGISTERED != 0 || status & STATUS_DISPOSED != 0 {
                 d.remove(&key);
-            } else if let Some(due) = d.renew(key, now) {
+            } else if let Some(due) = d.renew(key, now.get()) {
                 p.kick.ensure_by(Some(due));
             }
         }
         if self.lease.is_some() {
-            self.asserted(now);
+            self.asserted(now.get());
         }
         // Local readers have the sample when `write` returns; their statuses are raised once
         // the core lock is released. Nothing is allocated when there are none.
@@ -502,7 +507,7 @@ impl WriterEndpoint {
             let pending_samples = self.unflushed_samples.fetch_add(1, Ordering::Relaxed) + 1;
             let started = self.batch_started.load(Ordering::Relaxed);
             let delay = self.batch_delay();
-            let stale = started != 0 && now >= p.kick.instant_of(started) + delay;
+            let stale = started != 0 && now.get() >= p.kick.instant_of(started) + delay;
             // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
             // multicast fan-out wakes each reader once per full datagram.
             let full = core
@@ -515,11 +520,11 @@ impl WriterEndpoint {
                     // batch. The batch goes out when full, on `flush`, with the first write after
                     // BATCH_DELAY, or on the event thread's next pass.
                     self.batch_started
-                        .store(p.kick.ns_of(now).max(1), Ordering::Relaxed);
+                        .store(p.kick.ns_of(now.get()).max(1), Ordering::Relaxed);
                     if self.budget_ns.load(Ordering::Relaxed) != 0 {
                         // A latency budget is a promise: the event thread sends the batch
                         // when it runs out.
-                        p.kick.ensure_by(Some(now + delay));
+                        p.kick.ensure_by(Some(now.get() + delay));
                     }
                 }
                 drop(core);
@@ -527,18 +532,21 @@ impl WriterEndpoint {
                 return Ok(Some(seq));
             }
         }
-        self.send_all(p, &mut core, now);
+        self.send_all(p, &mut core, &now);
         let next = core.poll_timeout();
         drop(core);
         p.kick.ensure_by(next);
         notify_local(p, &locals, &outcomes);
         if self.lease.is_some() {
             for l in locals.iter() {
-                l.reader.writer_asserted(self.guid, now);
+                l.reader.writer_asserted(self.guid, now.get());
             }
         }
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
-        outbox::wait_sent(p, deadline);
+        if !p.send_queues.is_empty() {
+            let by = deadline.unwrap_or_else(|| far_deadline(now.get(), self.max_blocking));
+            outbox::wait_sent(p, by);
+        }
         Ok(Some(seq))
     }
 
@@ -600,7 +608,7 @@ impl WriterEndpoint {
     }
 
     /// Sends what the core holds (under its lock) and starts a new batch.
-    fn send_all(&self, ctx: &RuntimeContext, core: &mut WriterCore, now: Instant) {
+    fn send_all(&self, ctx: &RuntimeContext, core: &mut WriterCore, now: impl Into<Now>) {
         outbox::flush_writer(ctx, core, now, self.tos());
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);

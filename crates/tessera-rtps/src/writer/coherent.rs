@@ -208,7 +208,7 @@ impl WriterCore {
             source_timestamp,
             None,
             (Some(COHERENT_SET_END), group),
-            now,
+            &now.into(),
         ) {
             Ok(seq) => Ok(Some(seq)),
             Err(e) => {

@@ -380,7 +380,7 @@ impl Shared {
     pub(super) fn fill(
         &mut self,
         r: &mut ReaderProxy,
-        now: Instant,
+        now: &crate::Now,
         full_history: bool,
         limit: SequenceNumber,
         defer_hb: bool,
@@ -405,7 +405,7 @@ impl Shared {
         }
 
         // 1. Repairs.
-        if r.reliable && r.repair_at.is_some_and(|t| t <= now) {
+        if r.reliable && r.repair_at.is_some_and(|t| t <= now.get()) {
             c.limit = self.repair_budget;
             while !full && !r.frag_repairs.is_empty() {
                 let (seq, mut set) = r.frag_repairs[0];
@@ -449,7 +449,7 @@ impl Shared {
                     };
                     if next > a {
                         self.counters.retransmits += 1;
-                        note_frag_resent(&mut r.frag_resent, seq, base, now);
+                        note_frag_resent(&mut r.frag_resent, seq, base, now.get());
                     }
                     for n in a..next {
                         fns_remove(&mut set, n);
@@ -506,7 +506,7 @@ impl Shared {
                             self.counters.retransmits += 1;
                         }
                         if next > r.repair_frag {
-                            r.note_resent(seq, now);
+                            r.note_resent(seq, now.get());
                         }
                         if next < total {
                             r.repair_frag = next;
@@ -521,7 +521,7 @@ impl Shared {
                             full = true;
                         } else {
                             self.counters.retransmits += 1;
-                            r.note_resent(seq, now);
+                            r.note_resent(seq, now.get());
                             r.repair.pop_front();
                         }
                     }
@@ -533,7 +533,7 @@ impl Shared {
                 // to arrive: if this datagram is lost, nothing else would prompt the reader
                 // before the next periodic heartbeat.
                 r.want_hb(false);
-                let t = now + r.rtt.holdoff(&self.cfg).max(MIN_RECHECK);
+                let t = now.get() + r.rtt.holdoff(&self.cfg).max(MIN_RECHECK);
                 r.recheck_at = Some(r.recheck_at.map_or(t, |x| x.min(t)));
             }
             if subs.is_empty() {
@@ -572,7 +572,7 @@ impl Shared {
                     r.ack_req_seq = self.last_seq;
                     if sent_new && r.probe.is_none() && r.unsent > self.last_seq {
                         // The first ACKNACK acknowledging this data times the round trip.
-                        r.probe = Some((self.last_seq, now));
+                        r.probe = Some((self.last_seq, now.get()));
                     }
                 }
                 subs.push(OutSubmessage::Heartbeat(hb));

@@ -62,6 +62,7 @@ use std::time::{Duration, Instant};
 
 use crate::types::{Guid, GuidPrefix, Locators, SequenceNumber, Timestamp};
 use crate::wire::{AckNack, FragmentNumberSet, NackFrag};
+use crate::Now;
 pub use coherent::{writer_set_digest, CoherentState, GroupSequence, GroupTag, COHERENT_SET_END};
 pub use history::{MemoryHistory, Recycler};
 use multicast::Group;
@@ -325,10 +326,10 @@ impl Rtt {
 impl ReaderProxy {
     /// Whether the proxy has something to send now: new samples up to `limit`, a heartbeat
     /// (unless `defer_hb`: its group sends it), due repairs.
-    fn has_work(&self, now: Instant, limit: SequenceNumber, push: bool, defer_hb: bool) -> bool {
+    fn has_work(&self, now: &Now, limit: SequenceNumber, push: bool, defer_hb: bool) -> bool {
         (self.synced && self.unsent <= limit && (push || !self.reliable))
             || (self.hb_due.is_some() && !defer_hb)
-            || self.repair_at.is_some_and(|t| t <= now)
+            || self.repair_at.is_some_and(|t| t <= now.get())
             || self.lead_hb
     }
 
@@ -794,7 +795,7 @@ impl WriterCore {
         status_info: u32,
         key_flag: bool,
         source_timestamp: Option<Timestamp>,
-        now: Instant,
+        now: impl Into<Now>,
     ) -> Result<SequenceNumber, WriteError> {
         self.write_relayed(
             payload,
@@ -819,7 +820,7 @@ impl WriterCore {
         key_flag: bool,
         source_timestamp: Option<Timestamp>,
         origin: Option<(Guid, SequenceNumber)>,
-        now: Instant,
+        now: impl Into<Now>,
     ) -> Result<SequenceNumber, WriteError> {
         let tag = self.sh.coherent.tag(self.sh.last_seq + 1);
         self.write_tagged(
@@ -830,7 +831,7 @@ impl WriterCore {
             source_timestamp,
             origin,
             tag,
-            now,
+            &now.into(),
         )
     }
 
@@ -846,7 +847,7 @@ impl WriterCore {
         source_timestamp: Option<Timestamp>,
         origin: Option<(Guid, SequenceNumber)>,
         (coherent_set, group): (Option<SequenceNumber>, Option<GroupTag>),
-        now: Instant,
+        now: &Now,
     ) -> Result<SequenceNumber, WriteError> {
         if payload.len() > u32::MAX as usize {
             return Err(WriteError::PayloadTooLarge);
@@ -901,7 +902,7 @@ impl WriterCore {
             }
         }
         if self.next_hb.is_none() && self.readers.iter().any(|r| r.reliable) {
-            self.next_hb = Some(now + self.sh.cfg.heartbeat_period);
+            self.next_hb = Some(now.get() + self.sh.cfg.heartbeat_period);
         }
         Ok(seq)
     }
@@ -1088,7 +1089,8 @@ impl WriterCore {
 
     /// Builds the next datagram into `out` (reusing its allocation); false when there is
     /// nothing to send now. Call until it returns false after every input.
-    pub fn poll_transmit_into(&mut self, now: Instant, out: &mut Transmit) -> bool {
+    pub fn poll_transmit_into(&mut self, now: impl Into<Now>, out: &mut Transmit) -> bool {
+        let now = &now.into();
         let n = self.readers.len();
         let last = self.sh.last_seq;
         let push = self.sh.cfg.push_mode;

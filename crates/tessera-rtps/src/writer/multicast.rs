@@ -190,7 +190,7 @@ impl Shared {
         &mut self,
         g: &mut Group,
         readers: &mut [ReaderProxy],
-        now: std::time::Instant,
+        now: &crate::Now,
         full_history: bool,
         out: &mut Transmit,
     ) -> bool {
@@ -254,7 +254,7 @@ impl Shared {
                         let r = &mut readers[i];
                         r.ack_req_seq = self.last_seq;
                         if sent_new && r.probe.is_none() && r.unsent > self.last_seq {
-                            r.probe = Some((self.last_seq, now));
+                            r.probe = Some((self.last_seq, now.get()));
                         }
                     }
                 }
