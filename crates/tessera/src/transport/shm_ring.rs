@@ -26,10 +26,13 @@
 //! reader then decodes a torn datagram, which the RTPS decoder treats like any bad input.)
 //!
 //! The reader sleeps on the futex word after a bounded spin: it raises the sleeping flag,
-//! re-checks the ring, and waits; a writer that sees the flag after its commit bumps the word
-//! and wakes it. Both sides separate their store from their load with a `SeqCst` fence, so at
-//! least one of them sees the other (no lost wake-up); the wait also has a timeout, so even a
-//! scribbled flag delays a datagram by at most that long.
+//! re-checks the ring, and waits; a writer that sees the flag after its commit lowers it and,
+//! if it was the one to lower it, bumps the word and wakes the reader. Both sides separate
+//! their store from their load with a `SeqCst` fence, so at least one of them sees the other
+//! (no lost wake-up); the wait also has a timeout, so even a scribbled flag delays a datagram
+//! by at most that long. Lowering the flag matters for fast streams: a woken reader takes tens
+//! of microseconds to run here, and every write meanwhile made a wake-up syscall of its own
+//! while the flag stayed up (a tenth of a 16 B publisher's time).
 //!
 //! A *gathering* reader (the node service's, [`ShmConfig::gather`](super::shm::ShmConfig)) that
 //! finds its ring busy sleeps for a fixed short time instead, and says until when in "reader
@@ -592,7 +595,8 @@ impl Ring {
             // The reader stores its wake-up time before it raises the flag: seeing this sleep's
             // flag, we see this sleep's time.
             let deferred = asleep && may_defer && self.reader_wakes_soon();
-            let woke = asleep && !deferred;
+            // Of the writers that see the flag before the woken reader runs, one wakes it.
+            let woke = asleep && !deferred && self.sleeping().swap(0, Ordering::SeqCst) != 0;
             if woke {
                 self.wake();
             }
