@@ -1,29 +1,37 @@
-//! [`Now`]: the current time, read from the clock only when something asks for it.
+//! [`Now`]: the current time, read from the runtime's clock only when something asks for it.
 
 use std::cell::Cell;
 use std::time::Instant;
 
-/// The current time for one call into a protocol core, read from the clock on first use and
-/// then fixed. A writer streaming new samples needs none in steady state (timers are the
-/// event thread's business), and a clock read costs 20–25 ns on virtual machines, a tenth of
-/// a small sample's whole write path. Simulations pass a fixed instant (`Instant` converts).
-#[derive(Debug, Clone, Default)]
-pub struct Now(Cell<Option<Instant>>);
+/// The current time for one call into a protocol core: given, or read from the runtime's clock
+/// on first use and then fixed. A writer streaming new samples needs none in steady state
+/// (timers are the event thread's business), and a clock read costs 20–25 ns on virtual
+/// machines, a tenth of a small sample's whole write path. The core never reads a clock of its
+/// own: a lazy `Now` calls the function the runtime gave it; simulations pass an instant
+/// (`Instant` converts).
+#[derive(Debug, Clone)]
+pub struct Now(Cell<State>);
+
+#[derive(Debug, Clone, Copy)]
+enum State {
+    Fixed(Instant),
+    Lazy(fn() -> Instant),
+}
 
 impl Now {
-    /// Reads the clock when first asked.
-    pub fn lazy() -> Now {
-        Now(Cell::new(None))
+    /// The time `clock` tells when first asked.
+    pub fn lazy(clock: fn() -> Instant) -> Now {
+        Now(Cell::new(State::Lazy(clock)))
     }
 
     /// The time, read now if nobody asked before.
     #[inline]
     pub fn get(&self) -> Instant {
         match self.0.get() {
-            Some(t) => t,
-            None => {
-                let t = Instant::now();
-                self.0.set(Some(t));
+            State::Fixed(t) => t,
+            State::Lazy(clock) => {
+                let t = clock();
+                self.0.set(State::Fixed(t));
                 t
             }
         }
@@ -31,13 +39,16 @@ impl Now {
 
     /// The time if it was read (or given), without reading the clock.
     pub fn peek(&self) -> Option<Instant> {
-        self.0.get()
+        match self.0.get() {
+            State::Fixed(t) => Some(t),
+            State::Lazy(_) => None,
+        }
     }
 }
 
 impl From<Instant> for Now {
     fn from(t: Instant) -> Now {
-        Now(Cell::new(Some(t)))
+        Now(Cell::new(State::Fixed(t)))
     }
 }
 
@@ -55,7 +66,7 @@ mod tests {
 
     #[test]
     fn the_clock_is_read_once_and_only_when_asked() {
-        let n = Now::lazy();
+        let n = Now::lazy(Instant::now);
         assert_eq!(n.peek(), None);
         let t = n.get();
         assert_eq!(n.peek(), Some(t));
@@ -63,5 +74,10 @@ mod tests {
         let fixed = Instant::now();
         assert_eq!(Now::from(fixed).get(), fixed);
         assert_eq!(Now::from(&n).peek(), Some(t));
+        // A lazy copy reads for itself.
+        let lazy = Now::lazy(Instant::now);
+        let copy = Now::from(&lazy);
+        copy.get();
+        assert_eq!(lazy.peek(), None);
     }
 }

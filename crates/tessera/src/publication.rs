@@ -394,7 +394,7 @@ impl WriterEndpoint {
         let ts = Timestamp::from_nanos(source_ns);
         // Read from the clock only if something below needs the time: a KEEP_ALL stream with
         // room, no deadline, lease, lifespan or batching, does not.
-        let mut now = Now::lazy();
+        let mut now = Now::lazy(Instant::now);
         let mut deadline = None;
         let mut core = self.core.lock();
         let payload = self.loans.for_readers(payload, self.xcdr2);
