@@ -36,14 +36,6 @@ impl Now {
             }
         }
     }
-
-    /// The time if it was read (or given), without reading the clock.
-    pub fn peek(&self) -> Option<Instant> {
-        match self.0.get() {
-            State::Fixed(t) => Some(t),
-            State::Lazy(_) => None,
-        }
-    }
 }
 
 impl From<Instant> for Now {
@@ -64,20 +56,30 @@ impl From<&Now> for Now {
 mod tests {
     use super::*;
 
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    static READS: AtomicUsize = AtomicUsize::new(0);
+
+    fn counting_clock() -> Instant {
+        READS.fetch_add(1, Ordering::SeqCst);
+        Instant::now()
+    }
+
     #[test]
     fn the_clock_is_read_once_and_only_when_asked() {
-        let n = Now::lazy(Instant::now);
-        assert_eq!(n.peek(), None);
+        let n = Now::lazy(counting_clock);
+        let untouched = Now::lazy(counting_clock);
+        assert_eq!(READS.load(Ordering::SeqCst), 0);
         let t = n.get();
-        assert_eq!(n.peek(), Some(t));
         assert_eq!(n.get(), t);
+        assert_eq!(READS.load(Ordering::SeqCst), 1);
+        // A copy of a read time keeps it; a copy of an unread one reads for itself.
+        assert_eq!(Now::from(&n).get(), t);
+        assert_eq!(READS.load(Ordering::SeqCst), 1);
+        Now::from(&untouched).get();
+        assert_eq!(READS.load(Ordering::SeqCst), 2);
         let fixed = Instant::now();
         assert_eq!(Now::from(fixed).get(), fixed);
-        assert_eq!(Now::from(&n).peek(), Some(t));
-        // A lazy copy reads for itself.
-        let lazy = Now::lazy(Instant::now);
-        let copy = Now::from(&lazy);
-        copy.get();
-        assert_eq!(lazy.peek(), None);
+        assert_eq!(READS.load(Ordering::SeqCst), 2);
     }
 }

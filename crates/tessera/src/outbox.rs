@@ -433,13 +433,14 @@ impl SendQueues {
 }
 
 /// Called by an application thread after a `write`, with no endpoint lock held: waits until
-/// every queued datagram is sent (or `deadline`), sending them itself. Never waits on a receive
-/// thread. See the module docs.
-pub(crate) fn wait_sent(ctx: &RuntimeContext, deadline: Instant) {
+/// every queued datagram is sent (or the deadline), sending them itself. Never waits on a
+/// receive thread. The deadline is asked for only when something is queued (it may cost a
+/// clock read). See the module docs.
+pub(crate) fn wait_sent(ctx: &RuntimeContext, deadline: impl FnOnce() -> Instant) {
     if ctx.send_queues.is_empty() || crate::transport::recv::on_receive_thread() {
         return;
     }
-    ctx.send_queues.drain_blocking(ctx, deadline);
+    ctx.send_queues.drain_blocking(ctx, deadline());
 }
 
 /// The reliability core's configuration for a user writer with this QoS.

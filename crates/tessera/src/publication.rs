@@ -543,10 +543,9 @@ impl WriterEndpoint {
             }
         }
         // Backpressure, with the lock released: wait for slow destinations (see outbox).
-        if !p.send_queues.is_empty() {
-            let by = deadline.unwrap_or_else(|| far_deadline(now.get(), self.max_blocking));
-            outbox::wait_sent(p, by);
-        }
+        outbox::wait_sent(p, || {
+            deadline.unwrap_or_else(|| far_deadline(now.get(), self.max_blocking))
+        });
         Ok(Some(seq))
     }
 

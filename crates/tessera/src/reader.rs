@@ -497,10 +497,7 @@ impl UntypedDataReader {
         for Sample { data, info } in src {
             let Some(p) = data else {
                 // A dispose or unregister without data: nothing to reuse.
-                match out.get_mut(n) {
-                    Some(slot) => *slot = Sample { data: None, info },
-                    None => out.push(Sample { data: None, info }),
-                }
+                put_at(out, n, Sample { data: None, info });
                 n += 1;
                 continue;
             };
@@ -509,17 +506,15 @@ impl UntypedDataReader {
                     data: Some(old),
                     info: slot_info,
                 }) => p.decode_in_place(old).map(|()| *slot_info = info),
-                Some(slot) => p.decode::<T>().map(|t| {
-                    *slot = Sample {
-                        data: Some(t),
-                        info,
-                    }
-                }),
-                None => p.decode::<T>().map(|t| {
-                    out.push(Sample {
-                        data: Some(t),
-                        info,
-                    })
+                _ => p.decode::<T>().map(|t| {
+                    put_at(
+                        out,
+                        n,
+                        Sample {
+                            data: Some(t),
+                            info,
+                        },
+                    )
                 }),
             };
             self.ep.pool.recycle(p);
@@ -829,6 +824,14 @@ pub struct PolicyDrops {
     pub not_owner: u64,
     /// Within the TIME_BASED_FILTER minimum separation.
     pub filtered: u64,
+}
+
+/// Stores `v` at `out[n]`, `n` being at most `out.len()`.
+fn put_at<V>(out: &mut Vec<V>, n: usize, v: V) {
+    match out.get_mut(n) {
+        Some(slot) => *slot = v,
+        None => out.push(v),
+    }
 }
 
 /// Samples taken with [`DataReader::take_reusing`], in memory kept from one take to the next: it

@@ -80,7 +80,7 @@ impl WriterEndpoint {
         drop(core);
         p.kick.ensure_by(next);
         notify_local(p, &locals, &outcomes);
-        outbox::wait_sent(p, deadline);
+        outbox::wait_sent(p, || deadline);
         Ok(())
     }
 }
