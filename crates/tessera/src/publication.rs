@@ -34,6 +34,7 @@ use tessera_rtps::Now;
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
 mod coherent;
+mod core_lock;
 mod filters;
 mod group;
 mod instances;
@@ -43,6 +44,7 @@ mod policies;
 mod publisher;
 mod time_filter;
 mod untyped;
+use core_lock::{apply_acknack, CoreGuard, CoreLock};
 pub use loan::Loan;
 use local::{notify_local, HeldQueues, LocalPeers, LocalSample};
 use policies::{budget_ns, lifespan_ns};
@@ -89,7 +91,8 @@ pub(crate) struct WriterEndpoint {
     /// For the calls from application threads (`write`, `flush`, waits); the receive and
     /// event threads pass theirs.
     ctx: Arc<RuntimeContext>,
-    core: Mutex<WriterCore>,
+    /// The reliability core, behind its lock (see [`core_lock`]).
+    core: CoreLock,
     /// Signalled when acknowledgments free history space or complete.
     space: Condvar,
     waiting: AtomicUsize,
@@ -220,7 +223,7 @@ impl WriterEndpoint {
             me: me.clone(),
             guid,
             ctx,
-            core: Mutex::new(WriterCore::recycling(config, recycler)),
+            core: CoreLock::new(WriterCore::recycling(config, recycler)),
             space: Condvar::new(),
             waiting: AtomicUsize::new(0),
             statuses: Mutex::new(WriterStatuses::default()),
@@ -396,7 +399,7 @@ impl WriterEndpoint {
         // room, no deadline, lease, lifespan or batching, does not.
         let mut now = Now::lazy(Instant::now);
         let mut deadline = None;
-        let mut core = self.core.lock();
+        let mut core = self.lock_core();
         let payload = self.loans.for_readers(payload, self.xcdr2);
         // A write from a listener runs on a receive thread, which must never wait: the
         // acknowledgments it would wait for arrive on that same thread.
@@ -533,8 +536,9 @@ impl WriterEndpoint {
             }
         }
         self.send_all(p, &mut core, &now);
+        core.sent();
         let next = core.poll_timeout();
-        drop(core);
+        core.send_and_unlock();
         p.kick.ensure_by(next);
         notify_local(p, &locals, &outcomes);
         if self.lease.is_some() {
@@ -578,19 +582,10 @@ impl WriterEndpoint {
 
     /// Waits up to 10 ms (and at most until `deadline`), with the core lock released, for
     /// acknowledgments to free history space; returns the time then.
-    fn wait_space(
-        &self,
-        core: &mut parking_lot::MutexGuard<'_, WriterCore>,
-        now: Instant,
-        deadline: Instant,
-    ) -> Instant {
+    fn wait_space(&self, core: &mut CoreGuard<'_>, now: Instant, deadline: Instant) -> Instant {
         // Let the event thread resend heartbeats so readers ack promptly.
         self.ctx.kick.ensure_by(Some(now));
-        self.waiting.fetch_add(1, Ordering::AcqRel);
-        let _ = self
-            .space
-            .wait_until(core, deadline.min(now + Duration::from_millis(10)));
-        self.waiting.fetch_sub(1, Ordering::AcqRel);
+        core.wait_until(deadline.min(now + Duration::from_millis(10)));
         Instant::now()
     }
 
@@ -602,7 +597,7 @@ impl WriterEndpoint {
             let _ = a.drain_keeping_failure(a.timeout());
         }
         let now = Instant::now();
-        let mut core = self.core.lock();
+        let mut core = self.lock_core();
         self.send_all(&self.ctx, &mut core, now);
     }
 
@@ -635,7 +630,7 @@ impl WriterEndpoint {
 
     /// The largest datagram this writer sends now (for tests and diagnostics).
     pub(crate) fn max_message_size(&self) -> usize {
-        self.core.lock().max_message_size()
+        self.lock_core().max_message_size()
     }
 
     /// Blocks until every matched reliable reader acknowledged everything written (a local one:
@@ -646,21 +641,13 @@ impl WriterEndpoint {
             // Committed first: pipelined samples are acknowledged by their commit.
             a.drain(deadline.saturating_duration_since(Instant::now()))?;
         }
-        let mut core = self.core.lock();
+        let mut core = self.lock_core();
         let all_acked =
             |core: &WriterCore| core.all_acked() && !self.holding.load(Ordering::Relaxed);
         while !all_acked(&core) {
             self.ctx.kick.ensure_by(Some(Instant::now()));
-            self.waiting.fetch_add(1, Ordering::AcqRel);
-            let timed_out = self
-                .space
-                .wait_until(
-                    &mut core,
-                    deadline.min(Instant::now() + Duration::from_millis(20)),
-                )
-                .timed_out();
-            self.waiting.fetch_sub(1, Ordering::AcqRel);
-            if timed_out && Instant::now() >= deadline && !all_acked(&core) {
+            core.wait_until(deadline.min(Instant::now() + Duration::from_millis(20)));
+            if Instant::now() >= deadline && !all_acked(&core) {
                 return Err(Error::Timeout);
             }
         }
@@ -717,7 +704,7 @@ impl WriterEndpoint {
         now: Instant,
         raise: &mut StatusMask,
     ) -> Option<Instant> {
-        let mut core = self.core.lock();
+        let mut core = self.lock_core();
         let policy_next = if self.deadline_on.load(Ordering::Relaxed)
             || self.lease.is_some()
             || self.lifespan_ns.load(Ordering::Relaxed) != 0
@@ -741,6 +728,7 @@ impl WriterEndpoint {
         }
         core.handle_timeout(now);
         outbox::flush_writer(ctx, &mut core, now, self.tos());
+        core.sent();
         self.unflushed.store(0, Ordering::Relaxed);
         self.unflushed_samples.store(0, Ordering::Relaxed);
         self.batch_started.store(0, Ordering::Relaxed);
@@ -756,27 +744,26 @@ impl WriterEndpoint {
 
 impl LocalWriter for WriterEndpoint {
     fn handle(&self, ctx: &RuntimeContext, rs: &ReceivedSubmessage<'_>, now: Instant) {
-        let mut core = self.core.lock();
-        let size_before = core.max_message_size();
-        match &rs.submessage {
+        let mut core = match &rs.submessage {
             Submessage::AckNack(a) => {
-                core.on_acknack(rs.source_prefix, a, now);
+                // Left for the lock's holder if the lock is taken (see `core_lock`).
+                let Some(mut core) = self.lock_core_or_leave(rs.source_prefix, a, now) else {
+                    return;
+                };
+                apply_acknack(&mut core, rs.source_prefix, a, now);
+                core
             }
-            Submessage::NackFrag(n) => core.on_nack_frag(rs.source_prefix, n, now),
+            Submessage::NackFrag(n) => {
+                let mut core = self.lock_core();
+                core.on_nack_frag(rs.source_prefix, n, now);
+                core
+            }
             _ => return,
-        }
-        let size_after = core.max_message_size();
-        if size_after != size_before {
-            tracing::info!(
-                writer = ?core.guid(),
-                from = size_before,
-                to = size_after,
-                "datagram size changed by the loss watch (readers asking for repairs)"
-            );
-        }
+        };
         outbox::flush_writer(ctx, &mut core, now, self.tos());
+        core.sent();
         let next = core.poll_timeout();
-        drop(core);
+        core.send_and_unlock();
         self.wake_waiters();
         ctx.kick.ensure_by(next);
     }
@@ -815,7 +802,7 @@ impl LocalWriter for WriterEndpoint {
                 self.loans.matched_local(remote.guid, remote.loan_layout);
                 if remote.durable {
                     self.loans
-                        .serialize_history(&mut self.core.lock(), self.xcdr2);
+                        .serialize_history(&mut self.lock_core(), self.xcdr2);
                 }
                 self.matched_local(ctx, reader, remote.reliable, remote.durable);
             }
@@ -845,7 +832,7 @@ impl LocalWriter for WriterEndpoint {
             } else {
                 remote.multicast
             };
-            let mut core = self.core.lock();
+            let mut core = self.lock_core();
             if remote.durable {
                 self.loans.serialize_history(&mut core, self.xcdr2);
             }
@@ -909,7 +896,7 @@ impl LocalWriter for WriterEndpoint {
             self.filters.remove(remote);
             self.time_filters.remove(remote);
             self.without_coherent_access.lock().retain(|g| *g != remote);
-            let mut core = self.core.lock();
+            let mut core = self.lock_core();
             core.remove_reader(remote);
             self.set_path_size(&mut core, None, Some(remote));
             drop(core);
@@ -1156,13 +1143,13 @@ impl<T: TopicType> DataWriter<T> {
     /// Samples (or runs of fragments of one sample) this writer has sent again because a
     /// reliable reader asked for them (ACKNACK or NACK_FRAG), since it was created.
     pub fn retransmitted_samples(&self) -> u64 {
-        self.ep.core.lock().counters().retransmits
+        self.ep.lock_core().counters().retransmits
     }
 
     /// The RTPS protocol counters of this writer: data and fragments sent, retransmissions,
     /// ACKNACKs received and ignored, repairs held off, datagram-size reductions under loss.
     pub fn protocol_counters(&self) -> tessera_rtps::writer::WriterCounters {
-        self.ep.core.lock().counters()
+        self.ep.lock_core().counters()
     }
 
     /// GUIDs of the readers currently matched.

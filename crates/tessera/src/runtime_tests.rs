@@ -94,18 +94,25 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
     }
 }
 
+/// A keyed writer's GUID on `ca` and a keyed reader's on `cb`.
+fn writer_and_reader_guids(ca: &RuntimeContext, cb: &RuntimeContext) -> (Guid, Guid) {
+    (
+        Guid::new(
+            ca.guid_prefix,
+            EntityId::new(1, entity_kind::USER_WRITER_WITH_KEY),
+        ),
+        Guid::new(
+            cb.guid_prefix,
+            EntityId::new(1, entity_kind::USER_READER_WITH_KEY),
+        ),
+    )
+}
+
 #[test]
 fn endpoints_run_by_contexts_built_without_a_participant() {
     let net = InProcessNetwork::new();
     let (ca, cb) = (context(&net, 1), context(&net, 2));
-    let wguid = Guid::new(
-        ca.guid_prefix,
-        EntityId::new(1, entity_kind::USER_WRITER_WITH_KEY),
-    );
-    let rguid = Guid::new(
-        cb.guid_prefix,
-        EntityId::new(1, entity_kind::USER_READER_WITH_KEY),
-    );
+    let (wguid, rguid) = writer_and_reader_guids(&ca, &cb);
     let reliable = Reliability::reliable(Duration::from_secs(5));
     let wqos = DataWriterQos::default()
         .with_reliability(reliable)
@@ -164,4 +171,89 @@ fn endpoints_run_by_contexts_built_without_a_participant() {
         period: Duration::from_secs(1),
     });
     assert!(!WriterEndpoint::new(ca.clone(), wguid, &with_deadline).policies_idle());
+}
+
+/// An ACKNACK that finds the writer's core locked is left for the lock's holder: the receive
+/// thread goes on at once, and the ACKNACK takes effect when the lock is released. Past the
+/// inbox's bound a receive thread waits for the lock, as all did before.
+#[test]
+fn acknacks_that_find_the_core_locked_are_left_for_its_holder() {
+    use tessera_rtps::types::VendorId;
+    use tessera_rtps::wire::{AckNack, ReceivedSubmessage, SequenceNumberSet};
+
+    let net = InProcessNetwork::new();
+    let (ca, cb) = (context(&net, 1), context(&net, 2));
+    let (wguid, rguid) = writer_and_reader_guids(&ca, &cb);
+    let wqos = DataWriterQos::default()
+        .with_reliability(Reliability::reliable(Duration::from_secs(5)))
+        .with_history(History::KeepAll);
+    let wep = WriterEndpoint::new(ca.clone(), wguid, &wqos);
+    // No reader runs: the test plays its ACKNACKs.
+    wep.matched(&ca, &remote(rguid, &cb), None, Instant::now());
+    let w = DataWriter::<Reading>::from_endpoint(wep.clone());
+    for seq in 0..5 {
+        w.write(&Reading { sensor: 1, seq }).unwrap();
+    }
+    let acknack = |count: i32, base: i64| {
+        let rs = ReceivedSubmessage {
+            source_prefix: cb.guid_prefix,
+            source_vendor: VendorId([0x01, 0x0f]),
+            dest_prefix: ca.guid_prefix,
+            timestamp: None,
+            submessage: Submessage::AckNack(AckNack {
+                reader_id: rguid.entity_id,
+                writer_id: wguid.entity_id,
+                reader_sn_state: SequenceNumberSet {
+                    base,
+                    num_bits: 0,
+                    bitmap: [0; 8],
+                },
+                count,
+                final_flag: true,
+            }),
+        };
+        wep.handle(&ca, &rs, Instant::now());
+    };
+    let finishes = |t: &std::thread::ScopedJoinHandle<'_, ()>| {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while !t.is_finished() && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        t.is_finished()
+    };
+    let received_before = wep.lock_core().counters().acknacks_received;
+    let core = wep.lock_core();
+    assert!(!core.all_acked());
+    std::thread::scope(|s| {
+        let first = s.spawn(|| (1..=64).for_each(|c| acknack(c, 6)));
+        assert!(
+            finishes(&first),
+            "a receive thread waited for the held lock"
+        );
+        assert_eq!(core.counters().acknacks_received, received_before);
+        assert!(!core.all_acked(), "applied under another thread's lock");
+        let overflow = s.spawn(|| acknack(65, 6));
+        std::thread::sleep(Duration::from_millis(50));
+        assert!(
+            !overflow.is_finished(),
+            "the inbox took more than its bound"
+        );
+        drop(core);
+        assert!(finishes(&overflow));
+    });
+    let core = wep.lock_core();
+    assert_eq!(core.counters().acknacks_received, received_before + 65);
+    assert!(core.all_acked());
+    drop(core);
+
+    // A writer asleep waiting for acknowledgments is woken by one, however it arrives.
+    for seq in 5..10 {
+        w.write(&Reading { sensor: 1, seq }).unwrap();
+    }
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| w.wait_for_acknowledgments(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(20));
+        acknack(66, 11);
+        assert!(waiter.join().unwrap().is_ok());
+    });
 }

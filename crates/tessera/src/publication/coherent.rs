@@ -18,7 +18,7 @@ use tessera_rtps::writer::{GroupTag, WriteError, COHERENT_SET_END};
 impl WriterEndpoint {
     /// Opens a coherent set: this writer's samples belong to it until [`Self::end_coherent`].
     pub(crate) fn begin_coherent(&self) {
-        self.core.lock().begin_coherent_set();
+        self.lock_core().begin_coherent_set();
     }
 
     /// Closes the open coherent set and sends its end marker (nothing for an empty set). A
@@ -33,7 +33,7 @@ impl WriterEndpoint {
         let deadline = far_deadline(now, self.max_blocking);
         let ts = Timestamp::from_nanos(now_nanos());
         let may_wait = !crate::transport::recv::on_receive_thread();
-        let mut core = self.core.lock();
+        let mut core = self.lock_core();
         let seq = loop {
             match core.end_coherent_set(Some(ts), group, now) {
                 Ok(Some(seq)) => {

@@ -40,13 +40,13 @@ impl PublisherGroup {
 
     /// Joins a new writer to the group.
     pub fn join(self: &Arc<Self>, ep: &WriterEndpoint) {
-        ep.core.lock().set_group(Some(self.seq.clone()));
+        ep.lock_core().set_group(Some(self.seq.clone()));
         let _ = ep.group.set(self.clone());
     }
 
     /// A writer is being deleted: if it wrote in the open group set, the set stays its.
     pub fn leaving(&self, ep: &WriterEndpoint) {
-        if ep.core.lock().coherent_set().is_some() {
+        if ep.lock_core().coherent_set().is_some() {
             self.abandoned.lock().push(ep.guid.entity_id);
         }
     }
@@ -60,7 +60,7 @@ impl PublisherGroup {
         ids.extend(
             writers
                 .iter()
-                .filter(|w| w.core.lock().coherent_set().is_some())
+                .filter(|w| w.lock_core().coherent_set().is_some())
                 .map(|w| w.guid.entity_id),
         );
         Some(GroupTag {

@@ -227,7 +227,7 @@ impl PoolState {
                 return true;
             }
             if let Some(seq) = k.seq {
-                let core = core.get_or_insert_with(|| ep.core.lock());
+                let core = core.get_or_insert_with(|| ep.lock_core());
                 if !core.is_acked_by_all(seq) {
                     return true;
                 }
@@ -271,8 +271,7 @@ impl WriterEndpoint {
         )?;
         // A chunk comes back only once reliable readers acknowledged its sample (see
         // `PoolState::reclaim`): ask for acknowledgments well before the pool runs dry.
-        self.core
-            .lock()
+        self.lock_core()
             .ack_at_least_every((chunks / 4).max(1) as usize);
         let pool = Arc::new(WriterPool {
             own,

@@ -293,7 +293,7 @@ impl WriterEndpoint {
         };
         let mut outcomes = [LocalOutcome::default()];
         {
-            let core = self.core.lock();
+            let core = self.lock_core();
             if core.config().transient_local && durable {
                 core.for_each_retained(|seq, payload, key_hash, status, key_only, timestamp| {
                     self.deliver_local(
@@ -326,7 +326,7 @@ impl WriterEndpoint {
             let rest: LocalPeers = l.iter().filter(|p| p.guid != reader).cloned().collect();
             std::mem::replace(&mut *l, rest)
         };
-        let _core = self.core.lock();
+        let _core = self.lock_core();
         let mut held = self.held.lock();
         held.remove(reader);
         self.holding.store(!held.is_empty(), Ordering::Relaxed);
@@ -338,7 +338,7 @@ impl LocalHolder for WriterEndpoint {
     fn redeliver(&self, ctx: &RuntimeContext, reader: Guid) {
         let mut outcome = LocalOutcome::default();
         let peer = {
-            let _core = self.core.lock();
+            let _core = self.lock_core();
             let Some(peer) = self
                 .local_readers
                 .read()

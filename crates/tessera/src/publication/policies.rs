@@ -73,7 +73,7 @@ impl WriterEndpoint {
         self.deadline_on
             .store(!tessera_rtps::qos::is_infinite(period), Ordering::Relaxed);
         self.ctx.kick.ensure_by(Some(Instant::now()));
-        let _core = self.core.lock();
+        let _core = self.lock_core();
         self.lifespan_ns
             .store(lifespan_ns(qos.lifespan.duration), Ordering::Relaxed);
         self.autodispose.store(
@@ -116,7 +116,7 @@ impl WriterEndpoint {
         if self.liveliness_kind == LivelinessKind::Automatic {
             return Ok(());
         }
-        let hb = self.core.lock().liveliness_heartbeat();
+        let hb = self.lock_core().liveliness_heartbeat();
         let mut dests: Vec<tessera_rtps::types::Locator> = Vec::new();
         for (_, ls) in self.reader_locators.lock().iter() {
             for l in ls.as_slice() {
