@@ -1,11 +1,13 @@
 //! Key hashes of received samples read at fixed offsets (`TopicType::FIXED_KEY`) equal the ones
-//! the writer side computes by encoding the key, for every encoding, alignment and key shape;
-//! malformed payloads are refused as before.
+//! the writer side computes by encoding the key, for every encoding, alignment and key shape
+//! (and so do the writer's own, read back from the bytes it just serialized); malformed payloads
+//! are refused as before.
 
 use proptest::prelude::*;
 use tessera_derive::TopicType;
 use tessera_rtps::cdr::{
-    has_fixed_key, key_hash, key_hash_from_sample_payload, serialize_sample, Encoding, TopicType,
+    has_fixed_key, key_hash, key_hash_from_sample_payload, serialize_sample,
+    serialize_sample_keyed, Encoding, TopicType,
 };
 
 const ENCODINGS: [Encoding; 4] = [
@@ -113,6 +115,14 @@ fn agrees<T: TopicType + std::fmt::Debug>(sample: &T) {
             expected,
             "{enc:?} {sample:?}"
         );
+        // The writer's way: the hash read from the bytes it just wrote, after other bytes.
+        let mut written = vec![0xa5; 3];
+        assert_eq!(
+            serialize_sample_keyed(sample, enc, &mut written),
+            expected,
+            "{enc:?} {sample:?}"
+        );
+        assert_eq!(written[3..], payload[..]);
     }
 }
 

@@ -387,6 +387,14 @@ impl EventKick {
         self.scheduled.store(Self::RUNNING, Ordering::Release);
     }
 
+    /// The earliest wake-up requested since the last call (for tests, which run no event
+    /// thread).
+    #[cfg(test)]
+    pub(crate) fn take_scheduled(&self) -> Option<Instant> {
+        let ns = self.scheduled.swap(Self::RUNNING, Ordering::AcqRel);
+        (ns != Self::RUNNING).then(|| self.instant_of(ns))
+    }
+
     /// Wakes the event thread now, whatever it is doing (shutdown): a plain kick could land
     /// between the end of a pass and its sleep and be cleared there.
     fn wake_now(&self) {

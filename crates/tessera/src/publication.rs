@@ -117,6 +117,9 @@ pub(crate) struct WriterEndpoint {
     /// Samples in the batch being filled.
     unflushed_samples: AtomicUsize,
     batch_started: AtomicU64,
+    /// The last batch filled before its delay: writes do not age the next one (see
+    /// `to_history_with`).
+    batches_fill: AtomicBool,
     matched: Mutex<Vec<Guid>>,
     /// Remote readers and the largest datagram their path carries: the writer's datagrams
     /// are sized for the smallest (taken under the core lock, after it).
@@ -238,6 +241,7 @@ impl WriterEndpoint {
             unflushed: AtomicUsize::new(0),
             unflushed_samples: AtomicUsize::new(0),
             batch_started: AtomicU64::new(0),
+            batches_fill: AtomicBool::new(false),
             matched: Mutex::new(Vec::new()),
             path_sizes: Mutex::new(Vec::new()),
             local_readers: RwLock::new(Vec::new().into()),
@@ -508,25 +512,32 @@ impl WriterEndpoint {
             let pending =
                 self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
             let pending_samples = self.unflushed_samples.fetch_add(1, Ordering::Relaxed) + 1;
-            let started = self.batch_started.load(Ordering::Relaxed);
-            let delay = self.batch_delay();
-            let stale = started != 0 && now.get() >= p.kick.instant_of(started) + delay;
             // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
             // multicast fan-out wakes each reader once per full datagram.
-            let full = core
+            let room = core
                 .max_message_size()
                 .saturating_sub(BATCH_HEADROOM)
                 .max(MIN_BATCH_BYTES);
-            if pending < full && pending_samples < MAX_BATCH_SAMPLES && !stale {
+            let full = pending >= room || pending_samples >= MAX_BATCH_SAMPLES;
+            // A batch that does not fill goes out with the first write after its delay, or on
+            // the event thread's next pass. While batches fill in time, writes do not read the
+            // clock to age them (a clock read costs as much as the rest of a small write on a
+            // VM): the event thread is armed instead, and sends a batch that stops filling.
+            let filling = self.batches_fill.load(Ordering::Relaxed);
+            let started = self.batch_started.load(Ordering::Relaxed);
+            let delay = self.batch_delay();
+            let stale = !filling && started != 0 && now.get() >= p.kick.instant_of(started) + delay;
+            if full && !filling {
+                self.batches_fill.store(true, Ordering::Relaxed);
+            }
+            if !full && !stale {
                 if started == 0 {
-                    // No wake-up of the event thread here: that would cost a context switch per
-                    // batch. The batch goes out when full, on `flush`, with the first write after
-                    // BATCH_DELAY, or on the event thread's next pass.
                     self.batch_started
                         .store(p.kick.ns_of(now.get()).max(1), Ordering::Relaxed);
-                    if self.budget_ns.load(Ordering::Relaxed) != 0 {
-                        // A latency budget is a promise: the event thread sends the batch
-                        // when it runs out.
+                    // A latency budget is a promise: the event thread sends the batch when it
+                    // runs out. Arming it costs a wake-up at most once per delay (`ensure_by`
+                    // only brings the wake-up forward), not one per batch.
+                    if filling || self.budget_ns.load(Ordering::Relaxed) != 0 {
                         p.kick.ensure_by(Some(now.get() + delay));
                     }
                 }
@@ -727,6 +738,10 @@ impl WriterEndpoint {
             }
         }
         core.handle_timeout(now);
+        if started != 0 {
+            // The batch did not fill in time: writes age the next one themselves.
+            self.batches_fill.store(false, Ordering::Relaxed);
+        }
         outbox::flush_writer(ctx, &mut core, now, self.tos());
         core.sent();
         self.unflushed.store(0, Ordering::Relaxed);
@@ -1042,13 +1057,15 @@ impl<T: TopicType> DataWriter<T> {
             .write_buffers
             .buffer(self.ep.size_hint.load(Ordering::Relaxed));
         let buf = Arc::make_mut(&mut payload);
-        cdr::serialize_sample(sample, self.encoding(), buf);
-        self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
         let key_hash = if T::KEYED {
-            let kh = cdr::key_hash(sample);
+            // Read back from the bytes just written where the key lies at fixed offsets.
+            let kh = cdr::serialize_sample_keyed(sample, self.encoding(), buf);
+            self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
             self.track_instance(kh, sample);
             Some(kh)
         } else {
+            cdr::serialize_sample(sample, self.encoding(), buf);
+            self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
             self.ep.track_keyless();
             None
         };
@@ -1124,7 +1141,8 @@ impl<T: TopicType> DataWriter<T> {
     /// Turns write batching on or off. With batching, several samples share a datagram: a
     /// batch is sent when it nearly fills a datagram, on [`DataWriter::flush`], by the first
     /// write more than 0.5 ms after the batch began, or else by the participant's event thread
-    /// (within its timer period, at most 100 ms). Call `flush` when a sample must go now.
+    /// (within its timer period, at most 100 ms; 0.5 ms while batches fill, when writes do not
+    /// read the clock). Call `flush` when a sample must go now.
     /// Off by default (lowest latency). A writer with a LATENCY_BUDGET batches from the start,
     /// and its batches wait up to the budget (at most 1 s), sent by the event thread when it
     /// runs out.

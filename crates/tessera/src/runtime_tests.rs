@@ -257,3 +257,45 @@ fn acknacks_that_find_the_core_locked_are_left_for_its_holder() {
         assert!(waiter.join().unwrap().is_ok());
     });
 }
+
+/// A batching writer whose batches fill reads no clock to age the next one and arms the event
+/// thread for its delay instead; once the event thread had to send a batch that stopped
+/// filling, and for a writer whose batches never fill (a paced writer that flushes), writes age
+/// the batch themselves and nothing is armed.
+#[test]
+fn a_batching_writer_arms_the_event_thread_only_while_its_batches_fill() {
+    let net = InProcessNetwork::new();
+    let (ca, cb) = (context(&net, 1), context(&net, 2));
+    let (wguid, _) = writer_and_reader_guids(&ca, &cb);
+    let wep = WriterEndpoint::new(ca.clone(), wguid, &DataWriterQos::default());
+    let w = DataWriter::<Reading>::from_endpoint(wep.clone());
+    w.set_batching(true);
+    let write = |seq| w.write(&Reading { sensor: 1, seq }).unwrap();
+    let batch_delay = Duration::from_micros(500);
+
+    ca.kick.take_scheduled();
+    write(0);
+    assert_eq!(
+        ca.kick.take_scheduled(),
+        None,
+        "a batch not known to fill armed a timer"
+    );
+    w.flush();
+    // More samples than a batch holds: at least one batch fills.
+    for seq in 1..300 {
+        write(seq);
+    }
+    w.flush();
+    ca.kick.take_scheduled();
+    write(300);
+    let armed = ca
+        .kick
+        .take_scheduled()
+        .expect("the event thread was not armed");
+    assert!(armed <= Instant::now() + batch_delay);
+    // The event thread sends the batch that stopped filling; the next is aged by the writes.
+    wep.on_timeout(&ca, Instant::now() + 2 * batch_delay);
+    ca.kick.take_scheduled();
+    write(301);
+    assert_eq!(ca.kick.take_scheduled(), None);
+}

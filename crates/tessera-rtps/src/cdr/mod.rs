@@ -256,6 +256,26 @@ pub fn serialize_sample<T: TopicType>(sample: &T, encoding: Encoding, out: &mut 
     finish_payload(out, at)
 }
 
+/// [`serialize_sample`] that also returns the sample's key hash, read from the bytes just
+/// written when the key lies at fixed offsets (`TopicType::FIXED_KEY`): the writer side then
+/// encodes the key once, not twice. Other types hash as [`key_hash`] does.
+#[inline]
+pub fn serialize_sample_keyed<T: TopicType>(
+    sample: &T,
+    encoding: Encoding,
+    out: &mut Vec<u8>,
+) -> [u8; 16] {
+    let start = out.len();
+    serialize_sample(sample, encoding, out);
+    if const { T::KEYED && fixed_key::usable::<T>() } {
+        // Past the 4-byte encapsulation header: the body as a reader would see it.
+        if let Some(hash) = fixed_key::hash::<T>(&out[start + 4..], encoding) {
+            return hash;
+        }
+    }
+    key_hash(sample)
+}
+
 /// Appends the key-only payload of `sample` (the payload of a dispose or unregister) in
 /// `encoding` to `out`. Returns the number of bytes appended.
 pub fn serialize_key<T: TopicType>(sample: &T, encoding: Encoding, out: &mut Vec<u8>) -> usize {
