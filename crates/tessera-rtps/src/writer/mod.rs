@@ -432,12 +432,15 @@ impl WriterCore {
     /// store should be empty, and follow `cfg.history` for KEEP_LAST
     /// ([`HistoryStore::keep_last_victim`]); the core still enforces `max_samples`.
     pub fn with_store(cfg: WriterConfig, store: Box<dyn HistoryStore>) -> Self {
-        // KEEP_ALL: an eighth of the history, at most 512 (each ACKNACK costs the reader a
-        // send and often a wake-up of the writer's receive thread: every 128 samples it took
-        // ~10 % of a 16 B subscriber's receive thread; 512 gave +5 % samples/s and -5 % CPU per
-        // sample over shared memory). Flow control narrows it for large samples.
+        // KEEP_ALL: an eighth of the history, at most 2,048 (each ACKNACK costs the reader a
+        // send and often a wake-up of the writer's receive thread, ~30 µs of CPU on both sides
+        // together on a VM: every 128 samples it took ~10 % of a 16 B subscriber's receive
+        // thread; 512 gave +5 % samples/s and -5 % CPU per sample over shared memory, 2,048
+        // another +8 % and -5 % once ACKNACKs stopped waiting for the writer's lock). Flow
+        // control narrows it to a quarter of its window, so small samples ask at most every
+        // 2,048 and large ones far more often.
         let ack_every = match cfg.history {
-            HistoryKind::KeepAll => (cfg.max_samples / 8).clamp(1, 512) as i64,
+            HistoryKind::KeepAll => (cfg.max_samples / 8).clamp(1, 2048) as i64,
             HistoryKind::KeepLast(_) => 128,
         };
         let mut w = WriterCore {
