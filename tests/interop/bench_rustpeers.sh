@@ -42,21 +42,36 @@ history = "keep_all"
 duration_s = 2.0
 TOML
 
-out="$WORK/run"
-log "running: tessera bench peers.toml (Zenoh disabled)"
-set +e
-TESSERA_BENCH_ZENOH_PERF= "$TESSERA_BIN" bench "$WORK/peers.toml" --out "$out" --no-progress \
-    --expect 'failed==0' >"$WORK/bench.log" 2>&1
-rc=$?
-set -e
-cat "$WORK/bench.log"
-if [[ $rc -ne 0 ]]; then
+# A peer's own defect is not Tessera's: dust_dds 0.16's subscriber panicked inside its own
+# mail handling ("expected Samples reply, got TriggerValue(Ok(true))", dcps_mail.rs:727) in a
+# CI run on 2026-11-30, failing the Tessera → dust_dds point. A run whose failure comes with a
+# peer library's panic is reported and run once more; any other failure, or a second one,
+# fails the test.
+peer_panic() {
+    grep -h -m1 -E "panicked at .*/(dust_dds|rustdds)-[0-9][^/]*/src/" "$1"/logs/*.log 2>/dev/null |
+        head -n 1
+}
+for attempt in 1 2; do
+    out="$WORK/run$attempt"
+    log "running: tessera bench peers.toml (Zenoh disabled), attempt $attempt"
+    set +e
+    TESSERA_BENCH_ZENOH_PERF= "$TESSERA_BIN" bench "$WORK/peers.toml" --out "$out" --no-progress \
+        --expect 'failed==0' >"$WORK/bench.log" 2>&1
+    rc=$?
+    set -e
+    cat "$WORK/bench.log"
+    [[ $rc -eq 0 ]] && break
     # The workers' own lines say more than the point's error: the last of each log.
     for f in "$out"/logs/*.log; do
         [[ -f "$f" ]] && log "$(basename "$f"): $(grep -v '^#' "$f" | tail -n 4 | tr '\n' ' ')"
     done
+    panic="$(peer_panic "$out" || true)"
+    if [[ $attempt -eq 1 && -n "$panic" ]]; then
+        log "peer defect, not Tessera's (the peer library panicked): $panic; running once more"
+        continue
+    fi
     fail "tessera bench exited $rc"
-fi
+done
 
 python3 - "$out/results.json" <<'PY' || fail "results.json check"
 import json, sys
