@@ -1,8 +1,8 @@
 //! The hot path allocates nothing but the output buffer's growth and the decoded value's own
-//! fields (one test in this binary, so the counter sees only it).
+//! fields (counted per thread, so libtest's own bookkeeping is not).
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use tessera_derive::TopicType;
 use tessera_rtps::cdr::{
@@ -10,12 +10,19 @@ use tessera_rtps::cdr::{
 };
 
 struct Counting;
-static ALLOCS: AtomicUsize = AtomicUsize::new(0);
+// Per thread, so that libtest's own bookkeeping on its main thread is not counted.
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+fn allocs() -> usize {
+    ALLOCS.with(Cell::get)
+}
 
 // SAFETY: delegates to the system allocator; only counts.
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
         // SAFETY: same contract as ours.
         unsafe { System.alloc(layout) }
     }
@@ -24,7 +31,7 @@ unsafe impl GlobalAlloc for Counting {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        ALLOCS.fetch_add(1, Ordering::Relaxed);
+        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
         // SAFETY: same contract as ours.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -46,9 +53,9 @@ struct Named {
 }
 
 fn allocs_during(f: impl FnOnce()) -> usize {
-    let before = ALLOCS.load(Ordering::Relaxed);
+    let before = allocs();
     f();
-    ALLOCS.load(Ordering::Relaxed) - before
+    allocs() - before
 }
 
 #[test]

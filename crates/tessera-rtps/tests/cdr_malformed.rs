@@ -2,7 +2,7 @@
 //! errors, never panics, and never allocate more than a small multiple of the input.
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::cell::Cell;
 
 use proptest::prelude::*;
 use tessera_derive::TopicType;
@@ -14,12 +14,19 @@ use tessera_rtps::cdr::{
 /// Records the largest single allocation request, to show that no decoder allocates from a
 /// peer-supplied length.
 struct MaxAlloc;
-static LARGEST: AtomicUsize = AtomicUsize::new(0);
+// Per thread: the other tests of this binary run beside it.
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+fn note_size(size: usize) {
+    let _ = LARGEST.try_with(|c| c.set(c.get().max(size)));
+}
 
 // SAFETY: delegates to the system allocator; only records sizes.
 unsafe impl GlobalAlloc for MaxAlloc {
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        LARGEST.fetch_max(layout.size(), Ordering::Relaxed);
+        note_size(layout.size());
         // SAFETY: same contract as ours.
         unsafe { System.alloc(layout) }
     }
@@ -28,7 +35,7 @@ unsafe impl GlobalAlloc for MaxAlloc {
         unsafe { System.dealloc(ptr, layout) }
     }
     unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        LARGEST.fetch_max(new_size, Ordering::Relaxed);
+        note_size(new_size);
         // SAFETY: same contract as ours.
         unsafe { System.realloc(ptr, layout, new_size) }
     }
@@ -142,7 +149,7 @@ fn truncation_at_every_offset() {
 
 #[test]
 fn huge_lengths_do_not_allocate() {
-    LARGEST.store(0, Ordering::Relaxed);
+    LARGEST.with(|c| c.set(0));
     // KeyedSeq with a 4-billion-octet baggage.
     let mut p = vec![
         0, 1, 0, 0, 1, 0, 0, 0, 2, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4,
@@ -183,7 +190,7 @@ fn huge_lengths_do_not_allocate() {
         let _ = key_hash_from_key_payload::<CpuStats>(bytes);
         let _ = key_hash_from_sample_payload::<Nested>(bytes);
     }
-    let largest = LARGEST.load(Ordering::Relaxed);
+    let largest = LARGEST.with(Cell::get);
     assert!(largest < 64 * 1024, "largest allocation {largest}");
 }
 
