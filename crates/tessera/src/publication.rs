@@ -221,7 +221,8 @@ impl WriterEndpoint {
         // What the history releases (acknowledged, replaced) serves the participant's next
         // writes.
         let released = ctx.write_buffers.clone();
-        let recycler: tessera_rtps::writer::Recycler = Arc::new(move |b| released.give_back(b));
+        let recycler: tessera_rtps::writer::Recycler =
+            Arc::new(move |bufs| released.give_back_all(bufs));
         Arc::new_cyclic(|me| WriterEndpoint {
             me: me.clone(),
             guid,

@@ -215,6 +215,16 @@ struct KeptBuffers {
     bytes: usize,
 }
 
+impl KeptBuffers {
+    /// Keeps `buf`, which costs `cost` bytes, if `pool`'s bounds allow.
+    fn keep(&mut self, buf: Arc<Vec<u8>>, cost: usize, pool: &BufferPool) {
+        if self.buffers.len() < pool.max_buffers && self.bytes + cost <= pool.max_bytes {
+            self.bytes += cost;
+            self.buffers.push(buf);
+        }
+    }
+}
+
 impl BufferPool {
     pub(crate) fn new(max_buffers: usize, max_capacity: usize, max_bytes: usize) -> BufferPool {
         BufferPool {
@@ -249,20 +259,29 @@ impl BufferPool {
     }
 
     /// Takes back a buffer no longer needed.
-    pub(crate) fn give_back(&self, mut buf: Arc<Vec<u8>>) {
-        let Some(v) = Arc::get_mut(&mut buf) else {
-            return;
-        };
-        let cap = v.capacity();
-        if cap > self.max_capacity {
-            return;
+    pub(crate) fn give_back(&self, buf: Arc<Vec<u8>>) {
+        if let Some(cap) = self.keepable(&buf) {
+            self.free.lock().keep(buf, cap, self);
         }
-        let cap = cap + BUFFER_OVERHEAD;
+    }
+
+    /// Takes back the buffers in `bufs` (leaving it empty) under one lock.
+    pub(crate) fn give_back_all(&self, bufs: &mut Vec<Arc<Vec<u8>>>) {
         let mut free = self.free.lock();
-        if free.buffers.len() < self.max_buffers && free.bytes + cap <= self.max_bytes {
-            free.bytes += cap;
-            free.buffers.push(buf);
+        for buf in bufs.drain(..) {
+            if let Some(cap) = self.keepable(&buf) {
+                free.keep(buf, cap, self);
+            }
         }
+    }
+
+    /// What keeping `buf` costs against the byte bound, if it may be kept: nothing else
+    /// shares it and its capacity is within bounds.
+    fn keepable(&self, buf: &Arc<Vec<u8>>) -> Option<usize> {
+        let cap = buf.capacity();
+        // `Arc::get_mut` would need `&mut`; the counts say the same for an owned `Arc`.
+        (Arc::strong_count(buf) == 1 && Arc::weak_count(buf) == 0 && cap <= self.max_capacity)
+            .then_some(cap + BUFFER_OVERHEAD)
     }
 }
 
@@ -327,5 +346,27 @@ mod tests {
         let free = pool.free.lock();
         assert_eq!(free.buffers.len(), 2);
         assert!(free.bytes <= 1024 + 2 * BUFFER_OVERHEAD);
+    }
+
+    #[test]
+    fn buffers_given_back_together_are_kept_within_the_same_bounds() {
+        let pool = BufferPool::new(3, 1024, usize::MAX);
+        let shared = Arc::new(Vec::with_capacity(100));
+        let _other_owner = shared.clone();
+        let mut bufs = vec![
+            shared,
+            Arc::new(Vec::with_capacity(2048)),
+            Arc::new(Vec::with_capacity(100)),
+            Arc::new(Vec::with_capacity(200)),
+            Arc::new(Vec::with_capacity(300)),
+            Arc::new(Vec::with_capacity(400)),
+        ];
+        pool.give_back_all(&mut bufs);
+        assert!(bufs.is_empty());
+        // Neither the shared nor the oversized one; then three at most.
+        let free = pool.free.lock();
+        let caps: Vec<usize> = free.buffers.iter().map(|b| b.capacity()).collect();
+        assert_eq!(caps, [100, 200, 300]);
+        assert_eq!(free.bytes, 600 + 3 * BUFFER_OVERHEAD);
     }
 }

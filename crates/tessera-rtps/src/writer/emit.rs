@@ -169,8 +169,18 @@ impl Shared {
         c: &mut Cursor,
         out: &mut Vec<OutSubmessage>,
     ) -> bool {
-        let ts_len = if c.ts != s.timestamp { 12 } else { 0 };
-        let d = OutData {
+        let sm = self.data_submessage(reader_id, seq, s);
+        self.push_data(sm, s.timestamp, c, out)
+    }
+
+    /// The DATA submessage carrying sample `seq` whole (it shares the payload).
+    pub(super) fn data_submessage(
+        &self,
+        reader_id: EntityId,
+        seq: SequenceNumber,
+        s: &Sample,
+    ) -> OutSubmessage {
+        OutSubmessage::Data(OutData {
             reader_id,
             writer_id: self.cfg.guid.entity_id,
             writer_sn: seq,
@@ -183,14 +193,24 @@ impl Shared {
                 PayloadKind::Data
             },
             payload: s.payload.clone(),
-        };
-        let sm = OutSubmessage::Data(d);
-        let need = sm.wire_len() + ts_len;
-        if !self.room(c, out, need) {
+        })
+    }
+
+    /// Appends `sm` (a DATA with source timestamp `ts`) if the message has room.
+    fn push_data(
+        &mut self,
+        sm: OutSubmessage,
+        ts: Option<Timestamp>,
+        c: &mut Cursor,
+        out: &mut Vec<OutSubmessage>,
+    ) -> bool {
+        let ts_len = if c.ts != ts { 12 } else { 0 };
+        let len = sm.wire_len();
+        if !self.room(c, out, len + ts_len) {
             return false;
         }
-        self.push_ts(c, out, s.timestamp);
-        c.used += sm.wire_len();
+        self.push_ts(c, out, ts);
+        c.used += len;
         out.push(sm);
         self.counters.data_sent += 1;
         true
@@ -278,17 +298,29 @@ impl Shared {
             self.counters.samples_filtered += u64::try_from(end - seq).unwrap_or(0);
             return Some((end, false));
         }
+        // The common case, a sample sent whole, straight from the history (no copy of the
+        // sample to hold across the `&mut self` calls below).
+        let whole = match self.history.next_from(seq) {
+            Some((s, x)) if s == seq && !self.is_fragmented(x) => {
+                Some((self.data_submessage(reader_id, seq, x), x.timestamp))
+            }
+            _ => None,
+        };
+        if let Some((sm, ts)) = whole {
+            if !self.push_data(sm, ts, c, out) {
+                return None;
+            }
+            *frag = 0;
+            return Some((seq + 1, true));
+        }
         let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
         let done = match next {
+            // Fragmented (a whole sample went out above).
             Some((s, sample)) if s == seq => {
-                if self.is_fragmented(&sample) {
-                    let total = self.total_frags(&sample);
-                    let f = self.emit_frags(reader_id, seq, &sample, *frag, total, c, out);
-                    if f < total {
-                        *frag = f;
-                        return None;
-                    }
-                } else if !self.emit_data(reader_id, seq, &sample, c, out) {
+                let total = self.total_frags(&sample);
+                let f = self.emit_frags(reader_id, seq, &sample, *frag, total, c, out);
+                if f < total {
+                    *frag = f;
                     return None;
                 }
                 (seq + 1, true)

@@ -23,8 +23,10 @@ struct Slot {
 const NO_KEY: [u8; 16] = [0; 16];
 
 /// Where a history hands the payloads it releases, so that their buffers serve later
-/// writes instead of going back to the allocator (the receiver decides what it keeps).
-pub type Recycler = std::sync::Arc<dyn Fn(std::sync::Arc<Vec<u8>>) + Send + Sync>;
+/// writes instead of going back to the allocator (the receiver decides what it keeps and
+/// takes them out of the vector). An acknowledgment that releases thousands of samples hands
+/// them over in one call: one lock of the receiver's pool, not one per sample.
+pub type Recycler = std::sync::Arc<dyn Fn(&mut Vec<std::sync::Arc<Vec<u8>>>) + Send + Sync>;
 
 /// The in-memory history every [`WriterCore`](super::WriterCore) uses unless given another
 /// store.
@@ -37,6 +39,8 @@ pub struct MemoryHistory {
     /// Sequence numbers of each instance's live samples, oldest first (KEEP_LAST only).
     instances: FastHashMap<[u8; 16], VecDeque<SequenceNumber>>,
     recycler: Option<Recycler>,
+    /// Payloads released by the operation under way, for the recycler (kept allocated).
+    released: Vec<std::sync::Arc<Vec<u8>>>,
 }
 
 impl std::fmt::Debug for MemoryHistory {
@@ -60,6 +64,7 @@ impl MemoryHistory {
             depth,
             instances: FastHashMap::default(),
             recycler: None,
+            released: Vec::new(),
         }
     }
 
@@ -69,9 +74,21 @@ impl MemoryHistory {
         self
     }
 
-    fn release(&self, sample: Sample) {
+    /// Collects a released sample's payload; [`MemoryHistory::recycle_released`] hands the
+    /// collection over.
+    fn release(&mut self, sample: Sample) {
+        if self.recycler.is_some() {
+            self.released.push(sample.payload);
+        }
+    }
+
+    fn recycle_released(&mut self) {
         if let Some(r) = &self.recycler {
-            r(sample.payload);
+            if !self.released.is_empty() {
+                r(&mut self.released);
+                // Whatever the recycler did not take goes back to the allocator.
+                self.released.clear();
+            }
         }
     }
 
@@ -216,6 +233,7 @@ impl HistoryStore for MemoryHistory {
         self.tombstones += 1;
         self.forget_instance(seq, &sample);
         self.release(sample);
+        self.recycle_released();
         self.trim_front();
         if self.tombstones > 64 && self.tombstones > self.live {
             self.slots.retain(|s| s.sample.is_some());
@@ -242,6 +260,7 @@ impl HistoryStore for MemoryHistory {
                 }
             }
         }
+        self.recycle_released();
         self.trim_front();
         n
     }
@@ -290,8 +309,9 @@ mod tests {
     fn released_payloads_go_to_the_recycler() {
         let got = Arc::new(std::sync::Mutex::new(Vec::new()));
         let sink = got.clone();
-        let mut h = MemoryHistory::new(Some(1))
-            .with_recycler(Arc::new(move |p| sink.lock().unwrap().push(p[0])));
+        let mut h = MemoryHistory::new(Some(1)).with_recycler(Arc::new(move |ps| {
+            sink.lock().unwrap().extend(ps.drain(..).map(|p| p[0]))
+        }));
         for (seq, key) in [(1, 1), (2, 2), (3, 3)] {
             h.push(seq, s(key)).unwrap();
         }
