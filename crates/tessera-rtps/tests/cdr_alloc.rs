@@ -1,44 +1,14 @@
 //! The hot path allocates nothing but the output buffer's growth and the decoded value's own
 //! fields (counted per thread, so libtest's own bookkeeping is not).
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::cell::Cell;
-
 use tessera_derive::TopicType;
 use tessera_rtps::cdr::{
     deserialize_sample, key_hash, key_hash_from_sample_payload, serialize_sample, Encoding,
 };
 
-struct Counting;
-// Per thread, so that libtest's own bookkeeping on its main thread is not counted.
-thread_local! {
-    static ALLOCS: Cell<usize> = const { Cell::new(0) };
-}
-
-fn allocs() -> usize {
-    ALLOCS.with(Cell::get)
-}
-
-// SAFETY: delegates to the system allocator; only counts.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.alloc(layout) }
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as ours.
-        unsafe { System.dealloc(ptr, layout) }
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: same contract as ours.
-        unsafe { System.realloc(ptr, layout, new_size) }
-    }
-}
-
-#[global_allocator]
-static GLOBAL: Counting = Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocs;
 
 #[path = "support/ddsperf.rs"]
 mod ddsperf;
@@ -52,7 +22,7 @@ struct Named {
     value: u64,
 }
 
-fn allocs_during(f: impl FnOnce()) -> usize {
+fn allocs_during(f: impl FnOnce()) -> u64 {
     let before = allocs();
     f();
     allocs() - before

@@ -1,9 +1,7 @@
 //! The in-order fast path allocates nothing per sample: write → poll_transmit_into →
 //! as_submessage → on_data → deliver (borrowed), plus the periodic ACKNACK round trip.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::borrow::Cow;
-use std::cell::Cell;
 use std::sync::Arc;
 
 use tessera_rtps::reader::{ReaderConfig, ReaderCore};
@@ -12,36 +10,9 @@ use tessera_rtps::types::Locators;
 use tessera_rtps::wire::Submessage;
 use tessera_rtps::writer::{HistoryKind, Transmit, WriterConfig, WriterCore};
 
-struct Counting;
-// Per thread: libtest's main thread does its own bookkeeping (allocating) while a test runs,
-// and on a loaded machine that can land inside the measured window.
-thread_local! {
-    static ALLOCS: Cell<u64> = const { Cell::new(0) };
-}
-
-fn allocs() -> u64 {
-    ALLOCS.with(Cell::get)
-}
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.alloc(l) }
-    }
-    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.dealloc(p, l) }
-    }
-    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
-        let _ = ALLOCS.try_with(|c| c.set(c.get() + 1));
-        // SAFETY: forwarded unchanged to the system allocator.
-        unsafe { System.realloc(p, l, n) }
-    }
-}
-
-#[global_allocator]
-static A: Counting = Counting;
+#[path = "support/counting_alloc.rs"]
+mod counting_alloc;
+use counting_alloc::allocs;
 
 fn run(history: HistoryKind, key: Option<[u8; 16]>) -> u64 {
     let mut cfg = WriterConfig::new(writer_guid());

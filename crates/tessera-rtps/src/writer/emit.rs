@@ -298,25 +298,29 @@ impl Shared {
             self.counters.samples_filtered += u64::try_from(end - seq).unwrap_or(0);
             return Some((end, false));
         }
-        // The common case, a sample sent whole, straight from the history (no copy of the
-        // sample to hold across the `&mut self` calls below).
-        let whole = match self.history.next_from(seq) {
-            Some((s, x)) if s == seq && !self.is_fragmented(x) => {
-                Some((self.data_submessage(reader_id, seq, x), x.timestamp))
-            }
-            _ => None,
-        };
-        if let Some((sm, ts)) = whole {
-            if !self.push_data(sm, ts, c, out) {
-                return None;
-            }
-            *frag = 0;
-            return Some((seq + 1, true));
+        /// What the history holds at `seq`, owned so that the `&mut self` calls below can
+        /// follow the lookup: a whole sample as its DATA already (sharing the payload, no copy
+        /// of the history entry), a fragmented one as a copy of its entry.
+        enum Next {
+            Whole(OutSubmessage, Option<Timestamp>),
+            Fragmented(Sample),
+            GapTo(SequenceNumber),
         }
-        let next = self.history.next_from(seq).map(|(s, x)| (s, x.clone()));
+        let next = match self.history.next_from(seq) {
+            Some((s, x)) if s == seq && !self.is_fragmented(x) => {
+                Next::Whole(self.data_submessage(reader_id, seq, x), x.timestamp)
+            }
+            Some((s, x)) if s == seq => Next::Fragmented(x.clone()),
+            other => Next::GapTo(other.map_or(self.last_seq + 1, |x| x.0).min(limit + 1)),
+        };
         let done = match next {
-            // Fragmented (a whole sample went out above).
-            Some((s, sample)) if s == seq => {
+            Next::Whole(sm, ts) => {
+                if !self.push_data(sm, ts, c, out) {
+                    return None;
+                }
+                (seq + 1, true)
+            }
+            Next::Fragmented(sample) => {
                 let total = self.total_frags(&sample);
                 let f = self.emit_frags(reader_id, seq, &sample, *frag, total, c, out);
                 if f < total {
@@ -325,8 +329,7 @@ impl Shared {
                 }
                 (seq + 1, true)
             }
-            other => {
-                let end = other.map_or(self.last_seq + 1, |x| x.0).min(limit + 1);
+            Next::GapTo(end) => {
                 if !self.emit_gap(reader_id, seq, end, c, out) {
                     return None;
                 }
