@@ -601,6 +601,12 @@ impl WriterEndpoint {
         Instant::now()
     }
 
+    /// A batch is filling and, since batches fill in time, the event thread is armed to send
+    /// it when it is due.
+    pub(crate) fn batch_open_and_armed(&self) -> bool {
+        self.batches_fill.load(Ordering::SeqCst) && self.batch_started.load(Ordering::SeqCst) != 0
+    }
+
     /// Sends every batched sample now.
     fn flush_batch(&self) {
         // An ATOMIC writer's pipelined samples reach the history once committed. A failure

@@ -173,36 +173,47 @@ fn endpoints_run_by_contexts_built_without_a_participant() {
     assert!(!WriterEndpoint::new(ca.clone(), wguid, &with_deadline).policies_idle());
 }
 
-/// An ACKNACK that finds the writer's core locked is left for the lock's holder: the receive
-/// thread goes on at once, and the ACKNACK takes effect when the lock is released. Past the
-/// inbox's bound a receive thread waits for the lock, as all did before.
-#[test]
-fn acknacks_that_find_the_core_locked_are_left_for_its_holder() {
-    use tessera_rtps::types::VendorId;
-    use tessera_rtps::wire::{AckNack, ReceivedSubmessage, SequenceNumberSet};
+/// A reliable KEEP_ALL writer matched with a remote reader that no code runs: the test plays
+/// the reader's ACKNACKs.
+struct PlayedReader {
+    ca: Arc<RuntimeContext>,
+    cb: Arc<RuntimeContext>,
+    wguid: Guid,
+    rguid: Guid,
+    wep: Arc<WriterEndpoint>,
+}
 
-    let net = InProcessNetwork::new();
-    let (ca, cb) = (context(&net, 1), context(&net, 2));
-    let (wguid, rguid) = writer_and_reader_guids(&ca, &cb);
-    let wqos = DataWriterQos::default()
-        .with_reliability(Reliability::reliable(Duration::from_secs(5)))
-        .with_history(History::KeepAll);
-    let wep = WriterEndpoint::new(ca.clone(), wguid, &wqos);
-    // No reader runs: the test plays its ACKNACKs.
-    wep.matched(&ca, &remote(rguid, &cb), None, Instant::now());
-    let w = DataWriter::<Reading>::from_endpoint(wep.clone());
-    for seq in 0..5 {
-        w.write(&Reading { sensor: 1, seq }).unwrap();
+impl PlayedReader {
+    fn new() -> Self {
+        let net = InProcessNetwork::new();
+        let (ca, cb) = (context(&net, 1), context(&net, 2));
+        let (wguid, rguid) = writer_and_reader_guids(&ca, &cb);
+        let wqos = DataWriterQos::default()
+            .with_reliability(Reliability::reliable(Duration::from_secs(5)))
+            .with_history(History::KeepAll);
+        let wep = WriterEndpoint::new(ca.clone(), wguid, &wqos);
+        wep.matched(&ca, &remote(rguid, &cb), None, Instant::now());
+        PlayedReader {
+            ca,
+            cb,
+            wguid,
+            rguid,
+            wep,
+        }
     }
-    let acknack = |count: i32, base: i64| {
+
+    /// The reader acknowledges everything before `base` (its `count`-th ACKNACK).
+    fn acknack(&self, count: i32, base: i64) {
+        use tessera_rtps::types::VendorId;
+        use tessera_rtps::wire::{AckNack, ReceivedSubmessage, SequenceNumberSet};
         let rs = ReceivedSubmessage {
-            source_prefix: cb.guid_prefix,
+            source_prefix: self.cb.guid_prefix,
             source_vendor: VendorId([0x01, 0x0f]),
-            dest_prefix: ca.guid_prefix,
+            dest_prefix: self.ca.guid_prefix,
             timestamp: None,
             submessage: Submessage::AckNack(AckNack {
-                reader_id: rguid.entity_id,
-                writer_id: wguid.entity_id,
+                reader_id: self.rguid.entity_id,
+                writer_id: self.wguid.entity_id,
                 reader_sn_state: SequenceNumberSet {
                     base,
                     num_bits: 0,
@@ -212,8 +223,22 @@ fn acknacks_that_find_the_core_locked_are_left_for_its_holder() {
                 final_flag: true,
             }),
         };
-        wep.handle(&ca, &rs, Instant::now());
-    };
+        self.wep.handle(&self.ca, &rs, Instant::now());
+    }
+}
+
+/// An ACKNACK that finds the writer's core locked is left for the lock's holder: the receive
+/// thread goes on at once, and the ACKNACK takes effect when the lock is released. Past the
+/// inbox's bound a receive thread waits for the lock, as all did before.
+#[test]
+fn acknacks_that_find_the_core_locked_are_left_for_its_holder() {
+    let played = PlayedReader::new();
+    let wep = &played.wep;
+    let w = DataWriter::<Reading>::from_endpoint(wep.clone());
+    for seq in 0..5 {
+        w.write(&Reading { sensor: 1, seq }).unwrap();
+    }
+    let acknack = |count, base| played.acknack(count, base);
     let finishes = |t: &std::thread::ScopedJoinHandle<'_, ()>| {
         let deadline = Instant::now() + Duration::from_secs(5);
         while !t.is_finished() && Instant::now() < deadline {
@@ -256,6 +281,72 @@ fn acknacks_that_find_the_core_locked_are_left_for_its_holder() {
         acknack(66, 11);
         assert!(waiter.join().unwrap().is_ok());
     });
+}
+
+/// An ACKNACK for a writer whose batches fill, arriving while a batch is open, is left for the
+/// writer's next lock even when the lock is free (a saturating writer would otherwise sleep on
+/// its lock while a receive thread applies it); once the batch went out, ACKNACKs apply at once.
+#[test]
+fn acknacks_for_a_writer_whose_batches_fill_wait_for_its_next_lock() {
+    let played = PlayedReader::new();
+    let (ca, wep) = (&played.ca, &played.wep);
+    let w = DataWriter::<Reading>::from_endpoint(wep.clone());
+    w.set_batching(true);
+    let write = |seq| w.write(&Reading { sensor: 1, seq }).unwrap();
+    let acknack = |count, base| played.acknack(count, base);
+    let acknacks = || wep.lock_core().counters().acknacks_received;
+
+    // More samples than a batch holds: a batch fills, and the next one opens armed.
+    for seq in 0..300 {
+        write(seq);
+    }
+    assert!(wep.batch_open_and_armed(), "no batch open after one filled");
+    let before = acknacks();
+    acknack(1, 100);
+    assert_eq!(wep.left_acknacks(), 1, "the ACKNACK was not left");
+    // The next write takes the lock and applies it.
+    write(300);
+    assert_eq!(wep.left_acknacks(), 0);
+    assert_eq!(acknacks(), before + 1);
+
+    // Left again while the batch is open: the event thread's pass when the batch is due
+    // applies it, and sends the batch, which stopped filling.
+    acknack(2, 200);
+    assert_eq!(wep.left_acknacks(), 1);
+    wep.on_timeout(ca, Instant::now() + Duration::from_millis(2));
+    assert_eq!(wep.left_acknacks(), 0);
+    assert_eq!(acknacks(), before + 2);
+    assert!(!wep.batch_open_and_armed());
+
+    // Writes age their batches again (nothing armed): ACKNACKs apply on the receive thread.
+    write(301);
+    acknack(3, 250);
+    assert_eq!(wep.left_acknacks(), 0);
+    assert_eq!(acknacks(), before + 3);
+    w.flush();
+
+    // Batches fill again, then a flush sends the open one: nothing is left.
+    for seq in 302..600 {
+        write(seq);
+    }
+    w.flush();
+    assert!(!wep.batch_open_and_armed());
+    acknack(4, 300);
+    assert_eq!(wep.left_acknacks(), 0);
+    assert_eq!(acknacks(), before + 4);
+
+    // A writer waiting for acknowledgments is woken by one left while a batch is open.
+    for seq in 600..900 {
+        write(seq);
+    }
+    assert!(wep.batch_open_and_armed());
+    std::thread::scope(|s| {
+        let waiter = s.spawn(|| w.wait_for_acknowledgments(Duration::from_secs(5)));
+        std::thread::sleep(Duration::from_millis(20));
+        acknack(5, 901);
+        assert!(waiter.join().unwrap().is_ok());
+    });
+    assert_eq!(wep.left_acknacks(), 0);
 }
 
 /// A batching writer whose batches fill reads no clock to age the next one and arms the event
