@@ -313,6 +313,12 @@ impl PayloadPool {
         SerializedPayload(buf, None)
     }
 
+    /// Whether a payload of `len` bytes is copied into a kept buffer; a larger one gets a
+    /// buffer of its own, which the pool would not keep.
+    pub fn pools(len: usize) -> bool {
+        len <= POOL_MAX_CAPACITY
+    }
+
     /// Takes back a payload no longer needed; kept only if nothing else shares it.
     pub fn recycle(&self, p: SerializedPayload) {
         if p.1.is_none() {

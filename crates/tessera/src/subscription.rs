@@ -37,6 +37,7 @@ use crate::status::{
 };
 use crate::TopicType;
 use parking_lot::Mutex;
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, OnceLock, Weak};
 use std::time::Instant;
@@ -1073,7 +1074,20 @@ impl LocalReader for ReaderEndpoint {
             let mut deliver = |d: Delivered<'_>| {
                 let h = history.get_or_insert_with(|| self.history.lock());
                 let mut refused = 0;
-                available |= self.accept(&d, None, h, &mut refused);
+                available |= match d.payload {
+                    // Bytes the core assembled from fragments (or kept out of order) are this
+                    // sample's own: the history keeps a large payload as it is, not a copy
+                    // (at 64 KiB a copy is ~3 % of a shared-memory round trip's CPU).
+                    Cow::Owned(bytes) if !PayloadPool::pools(bytes.len()) => {
+                        let bytes = Arc::new(bytes);
+                        let d = Delivered {
+                            payload: Cow::Borrowed(bytes.as_slice()),
+                            ..d
+                        };
+                        self.accept(&d, Some(&bytes), h, &mut refused)
+                    }
+                    _ => self.accept(&d, None, h, &mut refused),
+                };
                 if refused == 0 {
                     return Verdict::Accepted;
                 }
