@@ -127,6 +127,8 @@ pub(crate) struct WriterEndpoint {
     /// Matched readers of this participant: `write` hands them each sample directly (a
     /// snapshot, cloned under the core lock without allocating).
     local_readers: RwLock<LocalPeers>,
+    /// `local_readers.len()`, set under its write lock: `write` looks at it first.
+    local_count: AtomicUsize,
     /// Samples reliable local readers refused, kept for them (see [`local`]); changed only
     /// under the core lock.
     held: Mutex<HeldQueues>,
@@ -246,6 +248,7 @@ impl WriterEndpoint {
             matched: Mutex::new(Vec::new()),
             path_sizes: Mutex::new(Vec::new()),
             local_readers: RwLock::new(Vec::new().into()),
+            local_count: AtomicUsize::new(0),
             held: Mutex::new(HeldQueues::default()),
             holding: AtomicBool::new(false),
             holder: me.clone() as Weak<dyn LocalHolder>,
@@ -489,12 +492,19 @@ impl WriterEndpoint {
         }
         // Local readers have the sample when `write` returns; their statuses are raised once
         // the core lock is released. Nothing is allocated when there are none.
-        let locals = self.local_readers.read().clone();
+        // Without local readers (the common case) no lock or reference count is touched: each
+        // such atomic operation costs a write of 16 B ~3 % of its time.
+        let locals = if self.local_count.load(Ordering::Acquire) == 0 {
+            None
+        } else {
+            Some(self.local_readers.read().clone())
+        };
+        let locals = locals.as_deref().unwrap_or_default();
         let mut outcomes = Vec::new();
         if !locals.is_empty() {
             outcomes.resize(locals.len(), LocalOutcome::default());
             self.deliver_local(
-                &locals,
+                locals,
                 &mut outcomes,
                 LocalSample {
                     seq,
@@ -510,9 +520,13 @@ impl WriterEndpoint {
             );
         }
         if self.batching.load(Ordering::Relaxed) {
-            let pending =
-                self.unflushed.fetch_add(payload.len(), Ordering::Relaxed) + payload.len();
-            let pending_samples = self.unflushed_samples.fetch_add(1, Ordering::Relaxed) + 1;
+            // Changed only under the core lock (here, `send_all`, the event thread's pass):
+            // a load and a store, not a locked read-modify-write.
+            let pending = self.unflushed.load(Ordering::Relaxed) + payload.len();
+            self.unflushed.store(pending, Ordering::Relaxed);
+            let pending_samples = self.unflushed_samples.load(Ordering::Relaxed) + 1;
+            self.unflushed_samples
+                .store(pending_samples, Ordering::Relaxed);
             // A batch fills one datagram of the path (MTU-sized: 64 KiB on loopback), so a
             // multicast fan-out wakes each reader once per full datagram.
             let room = core
@@ -543,7 +557,7 @@ impl WriterEndpoint {
                     }
                 }
                 drop(core);
-                notify_local(p, &locals, &outcomes);
+                notify_local(p, locals, &outcomes);
                 return Ok(Some(seq));
             }
         }
@@ -552,7 +566,7 @@ impl WriterEndpoint {
         let next = core.poll_timeout();
         core.send_and_unlock();
         p.kick.ensure_by(next);
-        notify_local(p, &locals, &outcomes);
+        notify_local(p, locals, &outcomes);
         if self.lease.is_some() {
             for l in locals.iter() {
                 l.reader.writer_asserted(self.guid, now.get());

@@ -289,6 +289,7 @@ impl WriterEndpoint {
                 .cloned()
                 .chain(std::iter::once(peer.clone()))
                 .collect();
+            self.local_count.store(l.len(), Ordering::Release);
             Arc::from([peer])
         };
         let mut outcomes = [LocalOutcome::default()];
@@ -324,6 +325,7 @@ impl WriterEndpoint {
         let old = {
             let mut l = self.local_readers.write();
             let rest: LocalPeers = l.iter().filter(|p| p.guid != reader).cloned().collect();
+            self.local_count.store(rest.len(), Ordering::Release);
             std::mem::replace(&mut *l, rest)
         };
         let _core = self.lock_core();
