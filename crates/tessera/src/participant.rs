@@ -220,9 +220,11 @@ pub(crate) struct Endpoints {
     pub readers: FastHashMap<EntityId, Arc<dyn LocalReader>>,
     /// Remote writer → the local readers matched with it.
     readers_of_remote_writer: FastHashMap<Guid, ReaderList>,
-    /// Bumped by every change of `readers_of_remote_writer`: a receive thread keeps the last
-    /// list it looked up while this stays the same ([`RouteCache`]).
-    routes_generation: u64,
+    /// Bumped (under the table's write lock) by every change of `readers_of_remote_writer`:
+    /// a receive thread keeps the last list it looked up while this stays the same
+    /// ([`RouteCache`]), and looks at it without the table's lock
+    /// ([`ParticipantShared::routes_generation`]).
+    routes_generation: Arc<AtomicU64>,
 }
 
 /// The last route a receive thread looked up: a datagram of 16-byte samples carries hundreds
@@ -232,6 +234,11 @@ pub(crate) struct Endpoints {
 pub(crate) struct RouteCache(Option<(Guid, u64, Option<ReaderList>)>);
 
 impl RouteCache {
+    /// Whether the cache holds `remote`'s route as of routes generation `generation`.
+    fn is_fresh(&self, remote: &Guid, generation: u64) -> bool {
+        matches!(&self.0, Some((g, gen, _)) if g == remote && *gen == generation)
+    }
+
     /// The readers of the writer last routed through this cache.
     fn readers(&self) -> Option<&ReaderList> {
         self.0.as_ref().and_then(|(_, _, l)| l.as_ref())
@@ -253,14 +260,13 @@ impl Endpoints {
         remote: &Guid,
         cache: &mut RouteCache,
     ) -> Option<(Guid, u64, Option<ReaderList>)> {
-        let fresh =
-            matches!(&cache.0, Some((g, gen, _)) if g == remote && *gen == self.routes_generation);
-        if fresh {
+        let generation = self.routes_generation.load(Ordering::Relaxed);
+        if cache.is_fresh(remote, generation) {
             return None;
         }
         cache
             .0
-            .replace((*remote, self.routes_generation, self.readers_of(remote)))
+            .replace((*remote, generation, self.readers_of(remote)))
     }
 
     /// Routes `remote`'s submessages to `r` too.
@@ -268,7 +274,7 @@ impl Endpoints {
         let list = self.readers_of_remote_writer.entry(remote).or_default();
         if !list.iter().any(|x| Arc::ptr_eq(x, &r)) {
             *list = list.iter().cloned().chain(std::iter::once(r)).collect();
-            self.routes_generation += 1;
+            self.routes_generation.fetch_add(1, Ordering::Release);
         }
     }
 
@@ -286,7 +292,7 @@ impl Endpoints {
             .filter(|x| x.guid() != reader)
             .cloned()
             .collect();
-        self.routes_generation += 1;
+        self.routes_generation.fetch_add(1, Ordering::Release);
         if rest.is_empty() {
             self.readers_of_remote_writer.remove(remote)
         } else {
@@ -419,6 +425,9 @@ pub(crate) struct ParticipantShared {
     /// counters, bounds and budgets, multicast use (see [`ParticipantConfig::allow_multicast`]).
     pub ctx: Arc<RuntimeContext>,
     pub endpoints: RwLock<Endpoints>,
+    /// The endpoints table's routes generation, read by receive threads without its lock: a
+    /// read lock per submessage cost a 16 B stream's receive thread ~5 % of its time.
+    routes_generation: Arc<AtomicU64>,
     pub discovery: Mutex<DiscoveryRuntime>,
     /// Consensus groups of ATOMIC endpoints (started with the first one).
     pub atomic: crate::atomic::AtomicService,
@@ -612,11 +621,14 @@ impl DomainParticipant {
             &ctx.budgets,
             now,
         );
+        let endpoints = Endpoints::default();
+        let routes_generation = endpoints.routes_generation.clone();
         let shared = Arc::new(ParticipantShared {
             domain_id,
             qos,
             ctx: Arc::new(ctx),
-            endpoints: RwLock::new(Endpoints::default()),
+            endpoints: RwLock::new(endpoints),
+            routes_generation,
             discovery: Mutex::new(discovery),
             atomic: crate::atomic::AtomicService::new(guid_prefix),
             next_entity_key: AtomicU32::new(1),
@@ -900,8 +912,11 @@ impl ParticipantShared {
                 let remote = Guid::new(rs.source_prefix, entity);
                 // The lock is released before any handler (and listener) runs: a listener may
                 // create or delete entities, which takes it for writing.
-                let displaced = self.endpoints.read().route_through(&remote, &mut routes);
-                drop(displaced);
+                let generation = self.routes_generation.load(Ordering::Acquire);
+                if !routes.is_fresh(&remote, generation) {
+                    let displaced = self.endpoints.read().route_through(&remote, &mut routes);
+                    drop(displaced);
+                }
                 match routes.readers() {
                     Some(readers) => {
                         // A submessage addressed to one reader is for it alone: a GAP of
