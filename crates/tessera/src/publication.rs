@@ -142,7 +142,7 @@ pub(crate) struct WriterEndpoint {
     keyless_registered: AtomicBool,
     /// The instances this writer registered or wrote and has not unregistered: key hash →
     /// serialized key, to unregister them when the writer is deleted.
-    instances: Mutex<instances::WrittenInstances>,
+    instances: instances::WrittenInstances,
     /// WRITER_DATA_LIFECYCLE `autodispose_unregistered_instances`.
     autodispose: AtomicBool,
     /// Size of the last serialized sample: the capacity to allocate for the next one.
@@ -254,7 +254,7 @@ impl WriterEndpoint {
             holder: me.clone() as Weak<dyn LocalHolder>,
             reliable: qos.reliability.kind == tessera_rtps::qos::ReliabilityKind::Reliable,
             keyless_registered: AtomicBool::new(false),
-            instances: Mutex::new(instances::WrittenInstances::default()),
+            instances: instances::WrittenInstances::default(),
             autodispose: AtomicBool::new(
                 qos.writer_data_lifecycle.autodispose_unregistered_instances,
             ),
@@ -700,7 +700,6 @@ impl WriterEndpoint {
     fn take_instances(&self) -> Vec<InstanceKey> {
         let mut out: Vec<_> = self
             .instances
-            .lock()
             .take_all()
             .into_iter()
             .map(|(kh, key)| (Some(kh), key))
@@ -1098,7 +1097,7 @@ impl<T: TopicType> DataWriter<T> {
 
     /// Remembers an instance this writer registered or wrote (one hash lookup when known).
     fn track_instance(&self, key_hash: [u8; 16], sample: &T) {
-        self.ep.instances.lock().note(key_hash, || {
+        self.ep.instances.note(key_hash, || {
             let mut key = Vec::new();
             cdr::serialize_key(sample, self.encoding(), &mut key);
             Arc::new(key)
@@ -1115,7 +1114,7 @@ impl<T: TopicType> DataWriter<T> {
     pub fn unregister_instance(&self, sample: &T) -> Result<()> {
         self.write_key_only(sample, self.ep.unregister_status())?;
         if T::KEYED {
-            self.ep.instances.lock().remove(&cdr::key_hash(sample));
+            self.ep.instances.remove(&cdr::key_hash(sample));
         }
         Ok(())
     }
@@ -1209,7 +1208,7 @@ impl<T: TopicType> DataWriter<T> {
         } else {
             [0; 16]
         };
-        let known = self.ep.instances.lock().contains(&kh);
+        let known = self.ep.instances.contains(&kh);
         known.then(|| instance_handle(&kh))
     }
 

@@ -142,10 +142,10 @@ impl UntypedDataWriter {
             .support
             .key_hash_of_sample(payload)
             .map_err(|e| Error::BadParameter(format!("key of the sample: {e}")))?;
-        let known = self.ep.instances.lock().contains(&kh);
+        let known = self.ep.instances.contains(&kh);
         if !known {
             if let Some(key) = self.support.key_payload_of_sample(payload) {
-                self.ep.instances.lock().note(kh, || Arc::new(key));
+                self.ep.instances.note(kh, || Arc::new(key));
             }
         }
         Ok(Some(kh))
@@ -161,7 +161,7 @@ impl UntypedDataWriter {
     /// `autodispose_unregistered_instances` (the default) this disposes it too.
     pub fn unregister_serialized(&self, key_payload: &[u8]) -> Result<()> {
         let kh = self.write_key_only(key_payload, self.ep.unregister_status())?;
-        self.ep.instances.lock().remove(&kh);
+        self.ep.instances.remove(&kh);
         Ok(())
     }
 
