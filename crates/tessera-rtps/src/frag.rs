@@ -108,6 +108,9 @@ struct Partial {
     total: u32,
     received: u32,
     bitmap: Vec<u64>,
+    /// The sample's bytes as far as fragments have come: allocated for the whole sample but
+    /// filled as they arrive (in order, the usual case, nothing is written twice; a gap is
+    /// zero-filled until its fragments come), not zeroed first.
     data: Vec<u8>,
     meta: FragMeta,
     have_meta: bool,
@@ -121,6 +124,17 @@ impl Partial {
         self.bitmap
             .get(i / 64)
             .is_some_and(|w| w & (1u64 << (i % 64)) != 0)
+    }
+
+    /// Writes `src` at `start` (within the sample: `geometry` checked it).
+    fn write(&mut self, start: usize, src: &[u8]) {
+        if start > self.data.len() {
+            self.data.resize(start, 0);
+        }
+        let written = (start + src.len()).min(self.data.len()) - start;
+        let (over, beyond) = src.split_at(written);
+        self.data[start..start + written].copy_from_slice(over);
+        self.data.extend_from_slice(beyond);
     }
 
     fn set(&mut self, n: u32) -> bool {
@@ -194,7 +208,7 @@ impl Reassembler {
 
     /// Bytes held by partial samples.
     pub fn bytes(&self) -> usize {
-        self.partials.iter().map(|p| p.data.len()).sum()
+        self.partials.iter().map(|p| p.sample_size as usize).sum()
     }
 
     /// Whether sample `seq` is in progress.
@@ -241,7 +255,7 @@ impl Reassembler {
                         return FragOutcome::Rejected(FragReject::NoRoom);
                     }
                     let p = self.partials.swap_remove(hi);
-                    budget.refund(p.data.len());
+                    budget.refund(p.sample_size as usize);
                 }
                 if !budget.try_charge(size, limits.max_total_bytes) {
                     return FragOutcome::Rejected(FragReject::NoRoom);
@@ -253,7 +267,7 @@ impl Reassembler {
                     total,
                     received: 0,
                     bitmap: vec![0; (total as usize).div_ceil(64)],
-                    data: vec![0; size],
+                    data: Vec::with_capacity(size),
                     meta,
                     have_meta: false,
                     touched: now,
@@ -280,15 +294,14 @@ impl Reassembler {
             }
         }
         if fresh {
-            if let (Some(dst), Some(src)) =
-                (p.data.get_mut(start..end), df.payload.get(..end - start))
-            {
-                dst.copy_from_slice(src);
+            if let Some(src) = df.payload.get(..end - start) {
+                p.write(start, src);
             }
         }
         if p.received == p.total {
             let p = self.partials.swap_remove(idx);
-            budget.refund(p.data.len());
+            debug_assert_eq!(p.data.len(), p.sample_size as usize);
+            budget.refund(p.sample_size as usize);
             return FragOutcome::Complete(Completed {
                 seq,
                 payload: p.data,
@@ -333,7 +346,7 @@ impl Reassembler {
     pub fn drop_below(&mut self, seq: SequenceNumber, budget: &mut Budget) {
         self.partials.retain(|p| {
             if p.seq < seq {
-                budget.refund(p.data.len());
+                budget.refund(p.sample_size as usize);
                 false
             } else {
                 true
@@ -345,7 +358,7 @@ impl Reassembler {
     pub fn remove(&mut self, seq: SequenceNumber, budget: &mut Budget) {
         self.partials.retain(|p| {
             if p.seq == seq {
-                budget.refund(p.data.len());
+                budget.refund(p.sample_size as usize);
                 false
             } else {
                 true
@@ -358,7 +371,7 @@ impl Reassembler {
         let before = self.partials.len();
         self.partials.retain(|p| {
             if now.saturating_duration_since(p.touched) >= timeout {
-                budget.refund(p.data.len());
+                budget.refund(p.sample_size as usize);
                 false
             } else {
                 true
@@ -436,6 +449,47 @@ mod tests {
         }
         assert_eq!(budget.used(), 0);
         assert!(r.is_empty());
+    }
+
+    /// Fragments in order fill the sample as they come; one that repeats part of what came
+    /// (a repair carrying fragments 2 and 3 after 2 arrived) writes the new part only, and a
+    /// gap is filled when its fragment comes.
+    #[test]
+    fn overlapping_and_gapped_fragment_ranges_give_the_sample() {
+        let data: Vec<u8> = (0..400u32).map(|x| (x * 7) as u8).collect();
+        let l = FragLimits::default();
+        let now = Instant::now();
+        let m = FragMeta::default();
+        let insert = |r: &mut Reassembler, b: &mut Budget, first: u32, n: u16| {
+            let start = (first as usize - 1) * 100;
+            let end = (start + n as usize * 100).min(400);
+            r.insert(
+                &frag(1, first, n, 100, 400, &data[start..end]),
+                m,
+                now,
+                &l,
+                b,
+            )
+        };
+        let mut r = Reassembler::new();
+        let mut b = Budget::default();
+        assert_eq!(insert(&mut r, &mut b, 1, 1), FragOutcome::Incomplete);
+        assert_eq!(insert(&mut r, &mut b, 2, 1), FragOutcome::Incomplete);
+        assert_eq!(insert(&mut r, &mut b, 2, 2), FragOutcome::Incomplete);
+        assert_eq!(r.bytes(), 400);
+        match insert(&mut r, &mut b, 4, 1) {
+            FragOutcome::Complete(c) => assert_eq!(c.payload, data),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.used(), 0);
+        // The last fragment first, then the rest as one submessage.
+        let mut r = Reassembler::new();
+        assert_eq!(insert(&mut r, &mut b, 4, 1), FragOutcome::Incomplete);
+        match insert(&mut r, &mut b, 1, 3) {
+            FragOutcome::Complete(c) => assert_eq!(c.payload, data),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(b.used(), 0);
     }
 
     #[test]

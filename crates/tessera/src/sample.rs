@@ -239,15 +239,7 @@ impl BufferPool {
     /// there is one.
     pub(crate) fn buffer(&self, capacity: usize) -> Arc<Vec<u8>> {
         if capacity <= self.max_capacity {
-            let kept = {
-                let mut free = self.free.lock();
-                let b = free.buffers.pop();
-                if let Some(b) = &b {
-                    free.bytes -= b.capacity() + BUFFER_OVERHEAD;
-                }
-                b
-            };
-            if let Some(mut buf) = kept {
+            if let Some(mut buf) = self.take_kept() {
                 if let Some(v) = Arc::get_mut(&mut buf) {
                     v.clear();
                     v.reserve(capacity);
@@ -256,6 +248,33 @@ impl BufferPool {
             }
         }
         Arc::new(Vec::with_capacity(capacity))
+    }
+
+    /// The buffer given back last, if one is kept.
+    fn take_kept(&self) -> Option<Arc<Vec<u8>>> {
+        let mut free = self.free.lock();
+        let b = free.buffers.pop();
+        if let Some(b) = &b {
+            free.bytes -= b.capacity() + BUFFER_OVERHEAD;
+        }
+        b
+    }
+
+    /// A buffer holding a copy of `bytes` that nothing else shares: a kept one when there is
+    /// one. (Filled here rather than by the caller through [`Arc::make_mut`], whose
+    /// uniqueness check is a second locked instruction per buffer on a path that runs once
+    /// per received sample.)
+    pub(crate) fn copy_of(&self, bytes: &[u8]) -> Arc<Vec<u8>> {
+        if bytes.len() <= self.max_capacity {
+            if let Some(mut buf) = self.take_kept() {
+                if let Some(v) = Arc::get_mut(&mut buf) {
+                    v.clear();
+                    v.extend_from_slice(bytes);
+                    return buf;
+                }
+            }
+        }
+        Arc::new(bytes.to_vec())
     }
 
     /// Takes back a buffer no longer needed.
@@ -308,9 +327,7 @@ const POOL_MAX_CAPACITY: usize = 4096;
 impl PayloadPool {
     /// A payload holding a copy of `bytes`, in a recycled buffer when one is free.
     pub fn copy_of(&self, bytes: &[u8]) -> SerializedPayload {
-        let mut buf = self.0.buffer(bytes.len());
-        Arc::make_mut(&mut buf).extend_from_slice(bytes);
-        SerializedPayload(buf, None)
+        SerializedPayload(self.0.copy_of(bytes), None)
     }
 
     /// Whether a payload of `len` bytes is copied into a kept buffer; a larger one gets a
@@ -352,6 +369,23 @@ mod tests {
         let free = pool.free.lock();
         assert_eq!(free.buffers.len(), 2);
         assert!(free.bytes <= 1024 + 2 * BUFFER_OVERHEAD);
+    }
+
+    #[test]
+    fn a_copy_goes_into_a_kept_buffer_when_there_is_one() {
+        let pool = BufferPool::new(4, 1024, usize::MAX);
+        let a = pool.copy_of(b"first");
+        let a_ptr = a.as_ptr();
+        pool.give_back(a);
+        let b = pool.copy_of(b"again");
+        assert_eq!(b.as_ptr(), a_ptr, "the kept buffer is reused");
+        assert_eq!(b.as_slice(), b"again");
+        // Shared buffers are not kept; bytes beyond the largest kept capacity get their own.
+        let shared = b.clone();
+        pool.give_back(b);
+        assert_ne!(pool.copy_of(b"third").as_ptr(), a_ptr);
+        assert_eq!(shared.as_slice(), b"again");
+        assert_eq!(pool.copy_of(&[7; 2000]).as_slice(), [7; 2000]);
     }
 
     #[test]
