@@ -190,7 +190,18 @@ pub(crate) fn with_send_buf<R>(f: impl FnOnce(&mut Vec<u8>) -> R) -> R {
 /// destination cannot take now waits in its send queue (see [`crate::outbox::SendQueues`]).
 /// `tos`: the datagram's traffic class (IP TOS byte; 0: unmarked).
 pub(crate) fn send_datagram(ctx: &RuntimeContext, buf: &[u8], dests: &[Locator], tos: u8) {
+    send_datagram_parts(ctx, &[buf], dests, tos);
+}
+
+/// [`send_datagram`] of the datagram made of `parts` one after the other (headers and the
+/// payloads they frame, each where it lies).
+pub(crate) fn send_datagram_parts(
+    ctx: &RuntimeContext,
+    parts: &[&[u8]],
+    dests: &[Locator],
+    tos: u8,
+) {
     for l in dests {
-        ctx.send_queues.send(ctx, buf, l, tos);
+        ctx.send_queues.send(ctx, parts, l, tos);
     }
 }

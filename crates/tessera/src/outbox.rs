@@ -12,7 +12,7 @@
 //! endpoint lock by then — wait for the blocked destinations to take their datagrams
 //! ([`wait_sent`]): that is the writer's backpressure, and only the writing thread feels it.
 
-use crate::endpoint::{send_datagram, with_send_buf};
+use crate::endpoint::{send_datagram, send_datagram_parts, with_send_buf};
 use crate::history::HistoryConfig;
 use crate::qos::{DataReaderQos, DataWriterQos};
 use crate::runtime::RuntimeContext;
@@ -27,7 +27,7 @@ use tessera_rtps::fasthash::FastHashMap;
 use tessera_rtps::qos::{DestinationOrder, Durability, History, ReliabilityKind};
 use tessera_rtps::reader::ReaderCore;
 use tessera_rtps::types::{Guid, GuidPrefix, Locator, Locators};
-use tessera_rtps::wire::{MessageBuilder, Submessage, HEADER_LEN};
+use tessera_rtps::wire::{spliced_parts, MessageBuilder, Splice, Submessage, HEADER_LEN};
 use tessera_rtps::writer::{
     HistoryKind, MulticastPolicy, OutSubmessage, Transmit, WriterConfig, WriterCore,
 };
@@ -196,10 +196,23 @@ pub(crate) fn drain_marked(
                 if let Some(dst) = t.dest.info_dst() {
                     m.submessage(&Submessage::InfoDst(dst));
                 }
+                // Large payloads stay where they are (the history's buffers); the transport
+                // copies them once, into the datagram's destination.
+                let mut splices: Vec<Splice<'_>> = Vec::new();
                 for sm in &t.submessages {
-                    m.submessage(&sm.as_submessage(qos_scratch));
+                    let sub = sm.as_submessage(qos_scratch);
+                    if let Some(at) = m.submessage_spliced(&sub, SPLICE_MIN) {
+                        splices.push((at, sm.payload()));
+                    }
                 }
-                send_datagram(ctx, buf, t.dest.locators().as_slice(), tos);
+                let dests = t.dest.locators();
+                if splices.is_empty() {
+                    send_datagram(ctx, buf, dests.as_slice(), tos);
+                } else {
+                    let mut parts = Vec::with_capacity(2 * splices.len() + 1);
+                    spliced_parts(buf, &splices, &mut parts);
+                    send_datagram_parts(ctx, &parts, dests.as_slice(), tos);
+                }
             });
         }
         // The last datagram's DATA submessages share their samples' payloads: kept in this
@@ -208,6 +221,11 @@ pub(crate) fn drain_marked(
         t.clear();
     });
 }
+
+/// Payloads at least this large are handed to the transport where they lie rather than copied
+/// into the send buffer first ([`MessageBuilder::submessage_spliced`]): below it, an extra part
+/// costs about what the copy does.
+const SPLICE_MIN: usize = 1024;
 
 /// Sends every datagram a writer core has ready, in traffic class `tos`.
 pub(crate) fn flush_writer(
@@ -265,8 +283,12 @@ enum Attempt {
     Failed,
 }
 
-fn attempt(ctx: &RuntimeContext, buf: &[u8], dest: &Locator, tos: u8) -> Attempt {
-    match ctx.transport.try_send_to_marked(buf, dest, tos) {
+fn attempt(ctx: &RuntimeContext, parts: &[&[u8]], dest: &Locator, tos: u8) -> Attempt {
+    let sent = match parts {
+        [buf] => ctx.transport.try_send_to_marked(buf, dest, tos),
+        _ => ctx.transport.try_send_parts_marked(parts, dest, tos),
+    };
+    match sent {
         Ok(()) => {
             ctx.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
             Attempt::Sent
@@ -285,16 +307,16 @@ fn fail(ctx: &RuntimeContext, dest: &Locator, e: &io::Error) {
 }
 
 impl SendQueues {
-    /// Sends `buf` (traffic class `tos`) to `dest` without blocking, or queues it behind what
-    /// `dest` already has.
-    pub fn send(&self, ctx: &RuntimeContext, buf: &[u8], dest: &Locator, tos: u8) {
+    /// Sends the datagram made of `parts` (traffic class `tos`) to `dest` without blocking, or
+    /// queues it (joined) behind what `dest` already has.
+    pub fn send(&self, ctx: &RuntimeContext, parts: &[&[u8]], dest: &Locator, tos: u8) {
         if self.queued.load(Ordering::Acquire) == 0 {
-            match attempt(ctx, buf, dest, tos) {
+            match attempt(ctx, parts, dest, tos) {
                 Attempt::Sent | Attempt::Failed => return,
                 Attempt::WouldBlock => {}
             }
             let mut dests = self.dests.lock();
-            self.push(&mut dests, *dest, buf, tos);
+            self.push(&mut dests, *dest, parts, tos);
             return;
         }
         let mut dests = self.dests.lock();
@@ -304,13 +326,13 @@ impl SendQueues {
                 self.drain_one(ctx, *dest, d);
             }
             if !d.q.is_empty() || d.busy {
-                self.push(&mut dests, *dest, buf, tos);
+                self.push(&mut dests, *dest, parts, tos);
                 return;
             }
             dests.remove(dest);
         }
-        if let Attempt::WouldBlock = attempt(ctx, buf, dest, tos) {
-            self.push(&mut dests, *dest, buf, tos);
+        if let Attempt::WouldBlock = attempt(ctx, parts, dest, tos) {
+            self.push(&mut dests, *dest, parts, tos);
         }
     }
 
@@ -318,11 +340,12 @@ impl SendQueues {
         &self,
         dests: &mut FastHashMap<Locator, DestQueue>,
         dest: Locator,
-        buf: &[u8],
+        parts: &[&[u8]],
         tos: u8,
     ) {
         let d = dests.entry(dest).or_default();
-        if d.q.len() >= SEND_QUEUE_DATAGRAMS || d.bytes + buf.len() > SEND_QUEUE_BYTES {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if d.q.len() >= SEND_QUEUE_DATAGRAMS || d.bytes + len > SEND_QUEUE_BYTES {
             self.dropped.fetch_add(1, Ordering::Relaxed);
             d.dropped += 1;
             if d.dropped == 1 {
@@ -335,9 +358,9 @@ impl SendQueues {
             }
             return;
         }
-        d.bytes += buf.len();
+        d.bytes += len;
         d.marked += usize::from(tos != 0);
-        d.q.push_back((buf.into(), tos));
+        d.q.push_back((parts.concat().into_boxed_slice(), tos));
         self.queued.fetch_add(1, Ordering::Release);
     }
 
@@ -364,7 +387,7 @@ impl SendQueues {
     fn drain_one(&self, ctx: &RuntimeContext, dest: Locator, d: &mut DestQueue) {
         while let Some(i) = Self::next(d) {
             let (b, tos) = &d.q[i];
-            match attempt(ctx, b, &dest, *tos) {
+            match attempt(ctx, &[b], &dest, *tos) {
                 Attempt::WouldBlock => return,
                 Attempt::Sent | Attempt::Failed => {
                     let _ = self.pop(d);
@@ -523,7 +546,7 @@ mod tests {
         let dest = Locator::udpv4(std::net::Ipv4Addr::LOCALHOST, 7411);
         let ef = crate::transport::tos_of_priority(46);
         for (b, tos) in [(b"a", 0), (b"b", 0), (b"c", ef), (b"d", 0), (b"e", ef)] {
-            queues.push(&mut dests, dest, b, tos);
+            queues.push(&mut dests, dest, &[b], tos);
         }
         let d = dests.get_mut(&dest).unwrap();
         let mut order = Vec::new();

@@ -755,6 +755,23 @@ impl Writer<'_> {
     }
 }
 
+/// A payload left out of a message by [`MessageBuilder::submessage_spliced`]: it goes at this
+/// offset of the bytes written (the offset that call returned).
+pub type Splice<'p> = (usize, &'p [u8]);
+
+/// The parts of the datagram `written` with `splices` inserted (offsets ascending, as the
+/// builder records them), appended to `parts`.
+pub fn spliced_parts<'a>(written: &'a [u8], splices: &[Splice<'a>], parts: &mut Vec<&'a [u8]>) {
+    let mut at = 0;
+    for &(off, payload) in splices {
+        let off = off.clamp(at, written.len());
+        parts.push(&written[at..off]);
+        parts.push(payload);
+        at = off;
+    }
+    parts.push(&written[at..]);
+}
+
 /// Appends submessages to a message buffer. The header is written by [`MessageBuilder::new`].
 ///
 /// Submessages are little-endian except DATA / DATA_FRAG carrying a big-endian inline QoS list
@@ -837,7 +854,12 @@ impl<'b> MessageBuilder<'b> {
 
     /// Appends any submessage (little-endian; see the type docs for the one exception).
     pub fn submessage(&mut self, sm: &Submessage<'_>) -> &mut Self {
-        let le = match sm {
+        self.submessage_in(sm, Self::little_endian(sm))
+    }
+
+    /// The byte order [`MessageBuilder::submessage`] writes `sm` in.
+    fn little_endian(sm: &Submessage<'_>) -> bool {
+        match sm {
             Submessage::Data(Data {
                 inline_qos: Some(pl),
                 ..
@@ -847,8 +869,42 @@ impl<'b> MessageBuilder<'b> {
                 ..
             }) => pl.little_endian(),
             _ => true,
-        };
-        self.submessage_in(sm, le)
+        }
+    }
+
+    /// [`MessageBuilder::submessage`], except that the payload of a DATA or DATA_FRAG of at
+    /// least `min` bytes is not copied into the message: the result is then the offset where
+    /// it belongs, and the datagram is what was written with the payload inserted there
+    /// (a [`Splice`]; [`spliced_parts`]). For a transport that can gather (copy each part to
+    /// where it goes), a large payload is then copied once, not twice.
+    pub fn submessage_spliced(&mut self, sm: &Submessage<'_>, min: usize) -> Option<usize> {
+        let le = Self::little_endian(sm);
+        let e = if le { flag::E } else { 0 };
+        match sm {
+            Submessage::Data(d)
+                if d.payload_kind != PayloadKind::None && d.payload.len() >= min =>
+            {
+                let flags = e | match d.payload_kind {
+                    PayloadKind::Key => flag::DATA_K,
+                    _ => flag::DATA_D,
+                };
+                let qos = d.inline_qos.map(|pl| pl.as_bytes());
+                let start = self.data_head(flags, d.reader_id, d.writer_id, d.writer_sn, qos, 0);
+                let at = self.out.len();
+                self.finish_spliced(start, le, d.payload.len());
+                Some(at)
+            }
+            Submessage::DataFrag(d) if d.payload.len() >= min => {
+                let start = self.data_frag_head(d, e);
+                let at = self.out.len();
+                self.finish_spliced(start, le, d.payload.len());
+                Some(at)
+            }
+            _ => {
+                self.submessage_in(sm, le);
+                None
+            }
+        }
     }
 
     /// Appends a submessage in the given byte order. Big-endian output exists for tests and
@@ -883,33 +939,8 @@ impl<'b> MessageBuilder<'b> {
                 );
             }
             Submessage::DataFrag(d) => {
-                let mut flags = e;
-                if d.key_flag {
-                    flags |= flag::FRAG_K;
-                }
-                let qos = d.inline_qos.map(|pl| pl.as_bytes());
-                if qos.is_some() {
-                    flags |= flag::Q;
-                }
-                let start = self.begin(smid::DATA_FRAG, flags);
-                let mut w = Writer {
-                    out: self.out,
-                    le: little_endian,
-                };
-                w.u16(0);
-                w.u16(DATA_FRAG_OCTETS_TO_INLINE_QOS);
-                w.bytes(&d.reader_id.0);
-                w.bytes(&d.writer_id.0);
-                w.sn(d.writer_sn);
-                w.u32(d.fragment_starting_num);
-                w.u16(d.fragments_in_submessage);
-                w.u16(d.fragment_size);
-                w.u32(d.sample_size);
-                if let Some(q) = qos {
-                    w.bytes(q);
-                    w.pad_to_4(start);
-                }
-                w.bytes(d.payload);
+                let start = self.data_frag_head(d, e);
+                self.out.extend_from_slice(d.payload);
                 self.finish(start, little_endian);
             }
             Submessage::Heartbeat(hb) => {
@@ -1061,18 +1092,44 @@ impl<'b> MessageBuilder<'b> {
     /// Writes a DATA; `flags` carries E and D/K, Q is added here.
     fn data_in(
         &mut self,
-        mut flags: u8,
+        flags: u8,
         reader_id: EntityId,
         writer_id: EntityId,
         writer_sn: SequenceNumber,
         inline_qos: Option<&[u8]>,
         payload_parts: &[&[u8]],
     ) {
+        let le = flags & flag::E != 0;
+        let payload_len = payload_parts.iter().map(|p| p.len()).sum();
+        let start = self.data_head(
+            flags,
+            reader_id,
+            writer_id,
+            writer_sn,
+            inline_qos,
+            payload_len,
+        );
+        for p in payload_parts {
+            self.out.extend_from_slice(p);
+        }
+        self.finish(start, le);
+    }
+
+    /// A DATA up to its payload (room reserved for `payload_len` more bytes); returns where
+    /// it starts.
+    fn data_head(
+        &mut self,
+        mut flags: u8,
+        reader_id: EntityId,
+        writer_id: EntityId,
+        writer_sn: SequenceNumber,
+        inline_qos: Option<&[u8]>,
+        payload_len: usize,
+    ) -> usize {
         if inline_qos.is_some() {
             flags |= flag::Q;
         }
         let le = flags & flag::E != 0;
-        let payload_len = payload_parts.iter().map(|p| p.len()).sum();
         self.out.reserve(Self::data_encoded_len(
             inline_qos.map_or(0, |q| q.len()),
             payload_len,
@@ -1088,10 +1145,38 @@ impl<'b> MessageBuilder<'b> {
             w.bytes(q);
             w.pad_to_4(start);
         }
-        for p in payload_parts {
-            w.bytes(p);
+        start
+    }
+
+    /// A DATA_FRAG up to its fragments, `e` its endianness flag; returns where it starts.
+    fn data_frag_head(&mut self, d: &DataFrag<'_>, e: u8) -> usize {
+        let mut flags = e;
+        if d.key_flag {
+            flags |= flag::FRAG_K;
         }
-        self.finish(start, le);
+        let qos = d.inline_qos.map(|pl| pl.as_bytes());
+        if qos.is_some() {
+            flags |= flag::Q;
+        }
+        let start = self.begin(smid::DATA_FRAG, flags);
+        let mut w = Writer {
+            out: self.out,
+            le: e != 0,
+        };
+        w.u16(0);
+        w.u16(DATA_FRAG_OCTETS_TO_INLINE_QOS);
+        w.bytes(&d.reader_id.0);
+        w.bytes(&d.writer_id.0);
+        w.sn(d.writer_sn);
+        w.u32(d.fragment_starting_num);
+        w.u16(d.fragments_in_submessage);
+        w.u16(d.fragment_size);
+        w.u32(d.sample_size);
+        if let Some(q) = qos {
+            w.bytes(q);
+            w.pad_to_4(start);
+        }
+        start
     }
 
     fn info_ts_in(&mut self, ts: Option<Timestamp>, le: bool) {
@@ -1120,9 +1205,16 @@ impl<'b> MessageBuilder<'b> {
 
     /// Pads the submessage that starts at `start` to 4 bytes and patches its length.
     fn finish(&mut self, start: usize, le: bool) {
-        let mut w = Writer { out: self.out, le };
-        w.pad_to_4(start);
-        let body = self.out.len() - start - SUBMESSAGE_HEADER_LEN;
+        self.finish_spliced(start, le, 0);
+    }
+
+    /// [`MessageBuilder::finish`] for a submessage whose last `spliced` bytes are left out of
+    /// `out` (see [`MessageBuilder::submessage_spliced`]).
+    fn finish_spliced(&mut self, start: usize, le: bool, spliced: usize) {
+        let written = self.out.len() - start + spliced;
+        self.out
+            .extend_from_slice(&[0u8; 3][..pad4(written) - written]);
+        let body = self.out.len() + spliced - start - SUBMESSAGE_HEADER_LEN;
         // Larger than 64 KiB: 0 = "to the end of the message"; the caller puts it last.
         let len = u16::try_from(body).unwrap_or(0);
         let b = if le {
@@ -1148,6 +1240,82 @@ mod tests {
         assert_eq!(b, [u32::MAX; 8]);
         mask_bitmap(&mut b, 0);
         assert_eq!(b, [0; 8]);
+    }
+
+    /// A message built with payloads spliced out, put back together, is byte for byte the
+    /// message built by copying: DATA with and without inline QoS, key payloads, lengths that
+    /// need padding, DATA_FRAG, small payloads kept in, and a last submessage past 64 KiB.
+    #[test]
+    fn a_spliced_message_put_together_is_the_copied_message() {
+        let prefix = GuidPrefix([3; 12]);
+        let mut qos = vec![0x70, 0x00, 16, 0];
+        qos.extend_from_slice(&[9; 16]);
+        qos.extend_from_slice(&[0x01, 0x00, 0, 0]);
+        let qos = ParameterList::parse(&qos, true).unwrap();
+        let payload: Vec<u8> = (0..70_001u32).map(|x| (x % 251) as u8).collect();
+        let data = |sn: i64, len: usize, kind: PayloadKind, q: bool| {
+            Submessage::Data(Data {
+                reader_id: EntityId::UNKNOWN,
+                writer_id: EntityId::SPDP_WRITER,
+                writer_sn: sn,
+                inline_qos: q.then_some(qos),
+                payload_kind: kind,
+                payload: &payload[..len],
+            })
+        };
+        let frag = Submessage::DataFrag(DataFrag {
+            reader_id: EntityId::UNKNOWN,
+            writer_id: EntityId::SPDP_WRITER,
+            writer_sn: 9,
+            fragment_starting_num: 2,
+            fragments_in_submessage: 2,
+            fragment_size: 1001,
+            sample_size: 5000,
+            key_flag: false,
+            inline_qos: Some(qos),
+            payload: &payload[1001..3003],
+        });
+        let messages = [
+            vec![data(1, 5, PayloadKind::Data, false)],
+            vec![
+                Submessage::InfoTs(None),
+                data(2, 1001, PayloadKind::Data, true),
+                data(3, 4099, PayloadKind::Key, false),
+                frag,
+                data(4, 3, PayloadKind::Data, false),
+                data(5, 0, PayloadKind::None, true),
+            ],
+            vec![
+                data(6, 4, PayloadKind::Data, false),
+                data(7, 70_001, PayloadKind::Data, true),
+            ],
+        ];
+        for (i, sms) in messages.iter().enumerate() {
+            let mut copied = Vec::new();
+            let mut b = MessageBuilder::new(&mut copied, prefix);
+            for sm in sms {
+                b.submessage(sm);
+            }
+            let mut written = Vec::new();
+            let mut splices = Vec::new();
+            let mut b = MessageBuilder::new(&mut written, prefix);
+            for sm in sms {
+                if let Some(at) = b.submessage_spliced(sm, 4) {
+                    let payload = match sm {
+                        Submessage::Data(d) => d.payload,
+                        Submessage::DataFrag(d) => d.payload,
+                        _ => unreachable!("only payloads are left out"),
+                    };
+                    splices.push((at, payload));
+                }
+            }
+            let mut parts = Vec::new();
+            spliced_parts(&written, &splices, &mut parts);
+            assert_eq!(parts.concat(), copied, "message {i}");
+            // Payloads of 4 bytes and more were left out, smaller ones copied.
+            let out: usize = splices.iter().map(|s| s.1.len()).sum();
+            assert_eq!(written.len() + out, copied.len(), "message {i}");
+        }
     }
 
     #[test]

@@ -11,7 +11,9 @@ pub mod param;
 
 mod codec;
 
-pub use codec::{MessageBuilder, MessageReceiver, ReceivedSubmessage, SubmessageIter};
+pub use codec::{
+    spliced_parts, MessageBuilder, MessageReceiver, ReceivedSubmessage, Splice, SubmessageIter,
+};
 pub use param::{pid, ParameterList, ParameterListBuilder};
 
 use crate::types::{EntityId, GuidPrefix, ProtocolVersion, SequenceNumber, Timestamp, VendorId};

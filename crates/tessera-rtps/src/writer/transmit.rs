@@ -409,6 +409,20 @@ impl OutSubmessage {
         }
     }
 
+    /// The payload bytes the wire representation carries (empty for submessages without), as
+    /// [`OutSubmessage::as_submessage`] borrows them, but borrowing only `self`: what
+    /// `MessageBuilder::submessage_spliced` left out goes back in from here.
+    pub fn payload(&self) -> &[u8] {
+        match self {
+            OutSubmessage::Data(d) => match d.payload_kind {
+                PayloadKind::None => &[],
+                _ => &d.payload,
+            },
+            OutSubmessage::DataFrag(d) => d.payload.get(d.range.clone()).unwrap_or(&[]),
+            _ => &[],
+        }
+    }
+
     /// The borrowed wire representation, ready for `MessageBuilder::submessage`. Inline QoS is
     /// encoded into `qos_scratch` (cleared first), which the result borrows.
     pub fn as_submessage<'a>(&'a self, qos_scratch: &'a mut Vec<u8>) -> Submessage<'a> {

@@ -89,6 +89,21 @@ fn conformance(a: Arc<dyn Transport>, b: Arc<dyn Transport>) {
     a.try_send_to(b"x", &foreign).unwrap();
     assert_eq!(a.stats().send.ignored.load(Ordering::Relaxed), ignored + 2);
 
+    // A datagram handed over in parts arrives as one, marked or not, and counts once.
+    let sent = a.stats().send.datagrams.load(Ordering::Relaxed);
+    let big: Vec<u8> = (0..3000u32).map(|i| (i % 251) as u8).collect();
+    let parts: [&[u8]; 4] = [b"head:", &big, b"", b":tail"];
+    let whole = parts.concat();
+    for tos in [0, 0xb8] {
+        a.try_send_parts_marked(&parts, &lb.default_unicast, tos)
+            .unwrap();
+        assert_eq!(expect(&rxb, &whole).2, Channel::UserUnicast, "tos {tos}");
+    }
+    a.try_send_parts_marked(&[b"one part"], &lb.default_unicast, 0)
+        .unwrap();
+    expect(&rxb, b"one part");
+    assert_eq!(a.stats().send.datagrams.load(Ordering::Relaxed), sent + 3);
+
     // A burst arrives complete and in order.
     for i in 0..200u32 {
         a.send_to(&i.to_le_bytes(), &lb.default_unicast).unwrap();
@@ -102,7 +117,7 @@ fn conformance(a: Arc<dyn Transport>, b: Arc<dyn Transport>) {
             next += 1;
         }
     }
-    assert!(b.stats().recv.datagrams.load(Ordering::Relaxed) >= 202);
+    assert!(b.stats().recv.datagrams.load(Ordering::Relaxed) >= 205);
 
     // Stopping is prompt and ends delivery.
     let t0 = Instant::now();

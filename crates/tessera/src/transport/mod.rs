@@ -226,6 +226,21 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
         self.try_send_to(buf, dest)
     }
 
+    /// [`Transport::try_send_to_marked`] (or [`Transport::try_send_to`] for `tos` 0) of the
+    /// datagram made of `parts` one after the other: a writer hands a large payload over
+    /// where it lies rather than copying it next to its headers. By default the parts are
+    /// joined in a buffer of this thread's; a transport that can copy them where they go
+    /// (the shared-memory ring) does so.
+    fn try_send_parts_marked(&self, parts: &[&[u8]], dest: &Locator, tos: u8) -> io::Result<()> {
+        joined(parts, |buf| {
+            if tos != 0 {
+                self.try_send_to_marked(buf, dest, tos)
+            } else {
+                self.try_send_to(buf, dest)
+            }
+        })
+    }
+
     /// Starts the receive threads, delivering to `handler`. Called once; dropping the returned
     /// [`Receivers`] stops and joins the threads.
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError>;
@@ -243,6 +258,35 @@ pub trait Transport: Send + Sync + std::fmt::Debug {
 
     /// Counters.
     fn stats(&self) -> &TransportStats;
+}
+
+/// Calls `f` with `parts` as one slice: the only part itself, or the parts joined in a buffer of
+/// this thread's.
+pub(crate) fn joined<R>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> R) -> R {
+    thread_local! {
+        static JOINED: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    if let [only] = parts {
+        return f(only);
+    }
+    let join = |buf: &mut Vec<u8>| {
+        buf.clear();
+        for p in parts {
+            buf.extend_from_slice(p);
+        }
+    };
+    JOINED.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut buf) => {
+            join(&mut buf);
+            f(&buf)
+        }
+        // Re-entered from `f`: a buffer of its own.
+        Err(_) => {
+            let mut buf = Vec::new();
+            join(&mut buf);
+            f(&buf)
+        }
+    })
 }
 
 /// The transports of one participant, keyed by locator kind.
@@ -434,6 +478,20 @@ impl Transports {
         match self.for_locator(dest) {
             Some(t) if tos != 0 => t.try_send_to_marked(buf, dest, tos),
             Some(t) => t.try_send_to(buf, dest),
+            None => Ok(()),
+        }
+    }
+
+    /// [`Transports::try_send_to_marked`] of the datagram made of `parts`
+    /// ([`Transport::try_send_parts_marked`]).
+    pub fn try_send_parts_marked(
+        &self,
+        parts: &[&[u8]],
+        dest: &Locator,
+        tos: u8,
+    ) -> io::Result<()> {
+        match self.for_locator(dest) {
+            Some(t) => t.try_send_parts_marked(parts, dest, tos),
             None => Ok(()),
         }
     }

@@ -68,6 +68,8 @@ pub const SHM_DIR: &str = "/dev/shm";
 pub const ENV_SHM_SPIN_US: &str = "TESSERA_SHM_SPIN_US";
 /// Environment variable: the segment size in bytes.
 pub const ENV_SHM_SEGMENT_BYTES: &str = "TESSERA_SHM_SEGMENT_BYTES";
+/// Environment variable: the largest datagram a slot holds, in bytes.
+pub const ENV_SHM_MAX_DATAGRAM: &str = "TESSERA_SHM_MAX_DATAGRAM";
 /// Environment variable: `1` lets participants in different network namespaces of one host
 /// (sharing `/dev/shm`) use shared memory ([`ShmConfig::across_network_namespaces`]).
 pub const ENV_SHM_ACROSS_NETNS: &str = "TESSERA_SHM_ACROSS_NETNS";
@@ -157,6 +159,9 @@ impl ShmConfig {
         c.wait = WaitStrategy::from_env()?;
         if let Some(b) = num(ENV_SHM_SEGMENT_BYTES)? {
             c.segment_bytes = usize::try_from(b).unwrap_or(usize::MAX);
+        }
+        if let Some(b) = num(ENV_SHM_MAX_DATAGRAM)? {
+            c.max_datagram = usize::try_from(b).unwrap_or(usize::MAX);
         }
         if let Some(a) = num(ENV_SHM_ACROSS_NETNS)? {
             c.across_network_namespaces = a != 0;
@@ -578,12 +583,17 @@ impl ShmTransport {
     }
 
     /// `may_defer`: an unmarked datagram, which a gathering reader may take on its own time.
-    fn push(&self, buf: &[u8], dest: &Locator, may_defer: bool) -> io::Result<Option<Arc<Ring>>> {
+    fn push(
+        &self,
+        parts: &[&[u8]],
+        dest: &Locator,
+        may_defer: bool,
+    ) -> io::Result<Option<Arc<Ring>>> {
         let Some(ring) = self.peer(dest) else {
             self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
             return Ok(None);
         };
-        match ring.push_deferrable(buf, may_defer) {
+        match ring.push_parts(parts, may_defer) {
             Pushed::Sent { woke, deferred } => {
                 if woke {
                     self.shm_stats.wakes.fetch_add(1, Ordering::Relaxed);
@@ -593,7 +603,9 @@ impl ShmTransport {
                         .deferred_wakes
                         .fetch_add(1, Ordering::Relaxed);
                 }
-                self.stats.send.record_sent(buf.len());
+                self.stats
+                    .send
+                    .record_sent(parts.iter().map(|p| p.len()).sum());
                 Ok(None)
             }
             Pushed::Full => {
@@ -623,7 +635,7 @@ impl ShmTransport {
         let start = Instant::now();
         let mut spins = 0u32;
         loop {
-            let Some(ring) = self.push(buf, dest, may_defer)? else {
+            let Some(ring) = self.push(&[buf], dest, may_defer)? else {
                 return Ok(());
             };
             if start.elapsed() > SEND_PATIENCE {
@@ -644,8 +656,8 @@ impl ShmTransport {
         }
     }
 
-    fn try_send(&self, buf: &[u8], dest: &Locator, may_defer: bool) -> io::Result<()> {
-        match self.push(buf, dest, may_defer)? {
+    fn try_send(&self, parts: &[&[u8]], dest: &Locator, may_defer: bool) -> io::Result<()> {
+        match self.push(parts, dest, may_defer)? {
             None => Ok(()),
             Some(_) => {
                 self.stats.send.would_block.fetch_add(1, Ordering::Relaxed);
@@ -711,7 +723,7 @@ impl Transport for ShmTransport {
     }
 
     fn try_send_to(&self, buf: &[u8], dest: &Locator) -> io::Result<()> {
-        self.try_send(buf, dest, true)
+        self.try_send(&[buf], dest, true)
     }
 
     /// Marked traffic never waits for a gathering reader: it wakes it.
@@ -720,7 +732,12 @@ impl Transport for ShmTransport {
     }
 
     fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
-        self.try_send(buf, dest, tos == 0)
+        self.try_send(&[buf], dest, tos == 0)
+    }
+
+    /// Each part goes straight into the slot.
+    fn try_send_parts_marked(&self, parts: &[&[u8]], dest: &Locator, tos: u8) -> io::Result<()> {
+        self.try_send(parts, dest, tos == 0)
     }
 
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
@@ -800,8 +817,11 @@ impl RecvLoop {
         let mut first_after = Duration::MAX;
         // When the datagrams delivered since the last wake-up must wake their readers.
         let mut wake_by: Option<Instant> = None;
+        // The clock read just before a spin found the next slot changed: at most
+        // SPINS_PER_CLOCK_READ pauses old, and reading it again would delay the datagram.
+        let mut spun_until: Option<Instant> = None;
         while !self.stop.load(Ordering::Relaxed) {
-            let now = Instant::now();
+            let now = spun_until.take().unwrap_or_else(Instant::now);
             match consumer.poll(ring, &mut buf, &self.stats.ring, now) {
                 Polled::Datagram(n) => {
                     if let Some(t) = idle_since.take() {
@@ -844,6 +864,7 @@ impl RecvLoop {
                         for _ in 0..SPINS_PER_CLOCK_READ {
                             std::hint::spin_loop();
                             if consumer.next_changed(ring) {
+                                spun_until = Some(now);
                                 break;
                             }
                         }

@@ -73,6 +73,12 @@ pub const MAX_STRIDE: u32 = 16 << 20;
 pub const MAX_GATHER: Duration = Duration::from_millis(10);
 /// Largest segment accepted.
 pub const MAX_SEGMENT: u64 = 1 << 30;
+/// How long the slot at the read position must have looked empty before [`Consumer::poll`]
+/// reads `head` to tell an empty slot from one claimed and not yet committed (at most the
+/// stall timeout). Every writer's claim is a CAS on `head`: a reader that looked at it after
+/// each datagram pulled that cache line over to its core and made the next claim pull it back,
+/// two cross-core transfers per datagram on a stream that keeps the ring nearly empty.
+pub const EMPTY_RECHECK: Duration = Duration::from_micros(20);
 
 const OFF_MAGIC: usize = 0;
 const OFF_SLOT_COUNT: usize = 16;
@@ -546,7 +552,15 @@ impl Ring {
     /// [`Ring::push`]; with `may_defer`, a sleeping reader that gathers and wakes within
     /// [`MAX_GATHER`] is left to wake by itself (no syscall).
     pub fn push_deferrable(&self, data: &[u8], may_defer: bool) -> Pushed {
-        if data.len() > self.geo.capacity() {
+        self.push_parts(&[data], may_defer)
+    }
+
+    /// [`Ring::push_deferrable`] of the datagram made of `parts` one after the other, each
+    /// copied straight into the slot (a large payload need not be copied next to its headers
+    /// first).
+    pub fn push_parts(&self, parts: &[&[u8]], may_defer: bool) -> Pushed {
+        let len: usize = parts.iter().map(|p| p.len()).sum();
+        if len > self.geo.capacity() {
             return Pushed::TooLarge;
         }
         // Bounded: contention costs a retry, but a scribbled head never makes us loop for ever.
@@ -574,10 +588,12 @@ impl Ring {
             {
                 continue;
             }
-            let off = self.geo.slot_offset(pos) + SLOT_HEADER;
-            self.region.write(off, data);
-            self.len_word(pos)
-                .store(data.len() as u32, Ordering::Relaxed);
+            let mut off = self.geo.slot_offset(pos) + SLOT_HEADER;
+            for p in parts {
+                self.region.write(off, p);
+                off += p.len();
+            }
+            self.len_word(pos).store(len as u32, Ordering::Relaxed);
             if self
                 .seq(pos)
                 .compare_exchange(
@@ -643,6 +659,8 @@ pub struct Consumer {
     pos: u64,
     /// Since when the slot at `pos` is stalled, and the sequence word seen then.
     stalled: Option<(Instant, u64)>,
+    /// Since when the slot at `pos` has looked empty without a look at `head`.
+    empty_since: Option<Instant>,
     stall_timeout: Duration,
 }
 
@@ -657,6 +675,7 @@ impl Consumer {
         Consumer {
             pos,
             stalled: None,
+            empty_since: None,
             stall_timeout,
         }
     }
@@ -689,10 +708,18 @@ impl Consumer {
             stats.bad_length.fetch_add(1, Ordering::Relaxed);
             return Polled::Dropped;
         }
-        if seq == pos {
+        if seq == pos && self.stalled.is_none() {
+            // Empty, or claimed and not committed yet: `head` tells which, but it is read
+            // only once the slot has looked empty for a while (or by `sleep`, which looks
+            // anyway): see [`EMPTY_RECHECK`]. A claim by a writer still alive ends in a
+            // commit soon; one by a dead writer is found at the latest that much later.
+            let since = *self.empty_since.get_or_insert(now);
+            if now.saturating_duration_since(since) < EMPTY_RECHECK.min(self.stall_timeout) {
+                return Polled::Empty;
+            }
             let head = ring.head().load(Ordering::Acquire);
             if (head.wrapping_sub(pos) as i64) <= 0 {
-                self.stalled = None;
+                self.empty_since = Some(now);
                 return Polled::Empty;
             }
         }
@@ -724,6 +751,7 @@ impl Consumer {
     fn advance(&mut self) {
         self.pos = self.pos.wrapping_add(1);
         self.stalled = None;
+        self.empty_since = None;
     }
 
     /// Sleeps on the ring's futex until a writer wakes it or `timeout` passes, unless there is
@@ -731,18 +759,20 @@ impl Consumer {
     /// change of the sequence word) after [`Polled::Stalled`]. While stalled, the sleep ends in
     /// time for the stall timeout. Returns at once if the ring is closed or `interrupt` is
     /// raised (raise it, then [`Ring::wake`]: a wake that comes before the sleep is not lost).
-    pub fn wait(&self, ring: &Ring, timeout: Duration, now: Instant, interrupt: &AtomicBool) {
+    /// A claimed slot found here counts as stalled from `now`, as [`Consumer::poll`] would
+    /// have found it.
+    pub fn wait(&mut self, ring: &Ring, timeout: Duration, now: Instant, interrupt: &AtomicBool) {
         self.sleep(ring, timeout, false, now, interrupt);
     }
 
     /// [`Consumer::wait`] for exactly `window` (or until a marked datagram's wake-up), telling
     /// writers of unmarked datagrams not to wake it: the gathering sleep of the module docs.
-    pub fn gather(&self, ring: &Ring, window: Duration, now: Instant, interrupt: &AtomicBool) {
+    pub fn gather(&mut self, ring: &Ring, window: Duration, now: Instant, interrupt: &AtomicBool) {
         self.sleep(ring, window, true, now, interrupt);
     }
 
     fn sleep(
-        &self,
+        &mut self,
         ring: &Ring,
         timeout: Duration,
         gathering: bool,
@@ -763,6 +793,14 @@ impl Consumer {
         fence(Ordering::SeqCst);
         let pos = self.pos;
         let seq = ring.seq(pos).load(Ordering::Acquire);
+        if self.stalled.is_none()
+            && seq == pos
+            && (ring.head().load(Ordering::Acquire).wrapping_sub(pos) as i64) > 0
+        {
+            // Claimed, not committed: sleep until the commit (its writer wakes us, having
+            // seen the flag) or the stall timeout, rather than poll it meanwhile.
+            self.stalled = Some((now, seq));
+        }
         let (ready, timeout) = match self.stalled {
             Some((since, stalled_seq)) => {
                 let left = self
@@ -770,10 +808,7 @@ impl Consumer {
                     .saturating_sub(now.saturating_duration_since(since));
                 (seq != stalled_seq || left.is_zero(), timeout.min(left))
             }
-            None => (
-                seq != pos || (ring.head().load(Ordering::Acquire).wrapping_sub(pos) as i64) > 0,
-                timeout,
-            ),
+            None => (seq != pos, timeout),
         };
         if !ready && !ring.is_closed() {
             futex_wait(ring.futex(), seen, timeout);

@@ -155,8 +155,10 @@ fn a_slot_claimed_by_a_dead_writer_is_skipped_after_the_stall_timeout() {
     r.head().fetch_add(1, Ordering::SeqCst);
     assert!(matches!(r.push(b"after"), Pushed::Sent { .. }));
     let t0 = Instant::now();
-    assert_eq!(c.poll(&r, &mut [0; 128], &stats, t0), Polled::Stalled);
-    // `wait` sleeps (no busy loop) but not past the timeout.
+    // A first look at the slot does not read `head` (EMPTY_RECHECK): it looks empty.
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, t0), Polled::Empty);
+    // `wait` looks at `head`, finds the claim, and sleeps (no busy loop) but not past the
+    // timeout.
     c.wait(&r, Duration::from_secs(5), t0, &AtomicBool::new(false));
     let waited = t0.elapsed();
     assert!(
@@ -177,6 +179,38 @@ fn a_slot_claimed_by_a_dead_writer_is_skipped_after_the_stall_timeout() {
         assert!(matches!(r.push(&[i]), Pushed::Sent { .. }));
         assert_eq!(take(&mut c, &r, &stats).unwrap(), [i]);
     }
+}
+
+/// A reader that finds the slot at its position empty does not look at `head` (the line every
+/// claim writes) until the slot has looked empty for `EMPTY_RECHECK`; a claim is then seen as a
+/// stall, and a commit meanwhile is taken as usual.
+#[test]
+fn a_claim_is_looked_for_only_once_the_slot_has_looked_empty_for_a_while() {
+    let r = ring(4, 64);
+    let stats = RingStats::default();
+    let mut c = Consumer::new(Duration::from_secs(5));
+    let t0 = Instant::now();
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, t0), Polled::Empty);
+    // A writer claims position 0 and is still copying.
+    let pos = r.head().fetch_add(1, Ordering::SeqCst);
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, t0), Polled::Empty);
+    let later = t0 + EMPTY_RECHECK;
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, later), Polled::Stalled);
+    // Its commit, as `push` makes it: taken at once.
+    r.seq(pos).store(pos + 1, Ordering::Release);
+    assert!(matches!(
+        c.poll(&r, &mut [0; 128], &stats, later),
+        Polled::Datagram(_)
+    ));
+    // At the next position the wait starts again from the first look.
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, later), Polled::Empty);
+    r.head().fetch_add(1, Ordering::SeqCst);
+    assert_eq!(c.poll(&r, &mut [0; 128], &stats, later), Polled::Empty);
+    assert_eq!(
+        c.poll(&r, &mut [0; 128], &stats, later + EMPTY_RECHECK),
+        Polled::Stalled
+    );
+    assert_eq!(stats.skipped.load(Ordering::Relaxed), 0);
 }
 
 /// A writer that was only slow (claimed, then committed after the reader skipped its slot)
@@ -286,7 +320,7 @@ fn a_commit_wakes_the_sleeping_reader() {
 #[test]
 fn an_interrupt_before_the_sleep_is_not_lost() {
     let r = ring(4, 64);
-    let c = Consumer::new(Duration::from_secs(1));
+    let mut c = Consumer::new(Duration::from_secs(1));
     let stop = AtomicBool::new(true);
     r.wake();
     let t0 = Instant::now();
@@ -319,7 +353,7 @@ fn a_gathering_reader_is_left_to_wake_by_itself_except_for_marked_writes() {
     let reader = {
         let r = r.clone();
         std::thread::spawn(move || {
-            let c = Consumer::new(Duration::from_secs(1));
+            let mut c = Consumer::new(Duration::from_secs(1));
             let t0 = Instant::now();
             c.gather(&r, window, t0, &AtomicBool::new(false));
             t0.elapsed()
@@ -342,7 +376,7 @@ fn a_gathering_reader_is_left_to_wake_by_itself_except_for_marked_writes() {
     let reader = {
         let r = r.clone();
         std::thread::spawn(move || {
-            let c = Consumer::at(1, Duration::from_secs(1));
+            let mut c = Consumer::at(1, Duration::from_secs(1));
             let t0 = Instant::now();
             c.gather(&r, Duration::from_secs(5), t0, &AtomicBool::new(false));
             t0.elapsed()
@@ -368,7 +402,7 @@ fn deferrable_writes_wake_a_plain_sleeper_and_distrust_a_far_wake_up_time() {
     let reader = {
         let r = r.clone();
         std::thread::spawn(move || {
-            let c = Consumer::new(Duration::from_secs(1));
+            let mut c = Consumer::new(Duration::from_secs(1));
             c.wait(
                 &r,
                 Duration::from_secs(5),

@@ -94,8 +94,19 @@ fn two_participants_exchange_datagrams_of_every_size() {
         a.try_send_to(&too_big, &lb).unwrap_err().kind(),
         io::ErrorKind::InvalidInput
     );
-    assert_eq!(a.stats().send.datagrams.load(Ordering::Relaxed), 5);
-    assert_eq!(b.stats().recv.datagrams.load(Ordering::Relaxed), 5);
+    // In parts: each copied into the slot, the datagram whole; too large in total refused.
+    let big: Vec<u8> = (0..max - 8).map(|i| (i % 253) as u8).collect();
+    let parts: [&[u8]; 3] = [b"head", &big, b"tail"];
+    a.try_send_parts_marked(&parts, &lb, 0).unwrap();
+    assert_eq!(next(&rxb), parts.concat());
+    assert_eq!(
+        a.try_send_parts_marked(&[&big, b"tail", b"tail!"], &lb, 0)
+            .unwrap_err()
+            .kind(),
+        io::ErrorKind::InvalidInput
+    );
+    assert_eq!(a.stats().send.datagrams.load(Ordering::Relaxed), 6);
+    assert_eq!(b.stats().recv.datagrams.load(Ordering::Relaxed), 6);
 }
 
 #[test]

@@ -929,6 +929,34 @@ impl super::Transport for UdpTransport {
         self.send_with(buf, dest, libc::MSG_DONTWAIT, tos)
     }
 
+    /// Unmarked datagrams of a few parts go out with one `sendmsg` over the parts (the kernel
+    /// copies each from where it lies); marked ones, which carry their class in a control
+    /// message, are joined first.
+    fn try_send_parts_marked(&self, parts: &[&[u8]], dest: &Locator, tos: u8) -> io::Result<()> {
+        const MAX_PARTS: usize = 16;
+        if tos != 0 || parts.len() > MAX_PARTS {
+            return super::joined(parts, |buf| {
+                self.send_with(buf, dest, libc::MSG_DONTWAIT, tos)
+            });
+        }
+        let Some(a) = self.dest(dest) else {
+            self.stats.send.ignored.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        };
+        let mut iov = [io::IoSlice::new(&[]); MAX_PARTS];
+        for (slot, p) in iov.iter_mut().zip(parts) {
+            *slot = io::IoSlice::new(p);
+        }
+        let r = SockRef::from(&self.send).send_to_vectored_with_flags(
+            &iov[..parts.len()],
+            &SockAddr::from(a),
+            libc::MSG_DONTWAIT,
+        );
+        self.stats
+            .send
+            .record(r, parts.iter().map(|p| p.len()).sum())
+    }
+
     fn start(&self, handler: Arc<dyn DatagramHandler>) -> Result<Receivers, TransportError> {
         UdpTransport::start(self, handler)
     }
