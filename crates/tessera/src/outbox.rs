@@ -197,21 +197,33 @@ pub(crate) fn drain_marked(
                     m.submessage(&Submessage::InfoDst(dst));
                 }
                 // Large payloads stay where they are (the history's buffers); the transport
-                // copies them once, into the datagram's destination.
-                let mut splices: Vec<Splice<'_>> = Vec::new();
+                // copies them once, into the datagram's destination. At most MAX_SPLICES per
+                // datagram (a batch's further payloads are copied), on the stack.
+                let mut splices: [Splice<'_>; MAX_SPLICES] = [(0, &[]); MAX_SPLICES];
+                let mut n = 0;
                 for sm in &t.submessages {
                     let sub = sm.as_submessage(qos_scratch);
-                    if let Some(at) = m.submessage_spliced(&sub, SPLICE_MIN) {
-                        splices.push((at, sm.payload()));
+                    let min = if n < MAX_SPLICES {
+                        SPLICE_MIN
+                    } else {
+                        usize::MAX
+                    };
+                    if let Some(at) = m.submessage_spliced(&sub, min) {
+                        splices[n] = (at, sm.payload());
+                        n += 1;
                     }
                 }
                 let dests = t.dest.locators();
-                if splices.is_empty() {
+                if n == 0 {
                     send_datagram(ctx, buf, dests.as_slice(), tos);
                 } else {
-                    let mut parts = Vec::with_capacity(2 * splices.len() + 1);
-                    spliced_parts(buf, &splices, &mut parts);
-                    send_datagram_parts(ctx, &parts, dests.as_slice(), tos);
+                    let mut parts: [&[u8]; 2 * MAX_SPLICES + 1] = [&[]; 2 * MAX_SPLICES + 1];
+                    let mut k = 0;
+                    spliced_parts(buf, &splices[..n], |p| {
+                        parts[k] = p;
+                        k += 1;
+                    });
+                    send_datagram_parts(ctx, &parts[..k], dests.as_slice(), tos);
                 }
             });
         }
@@ -226,6 +238,9 @@ pub(crate) fn drain_marked(
 /// into the send buffer first ([`MessageBuilder::submessage_spliced`]): below it, an extra part
 /// costs about what the copy does.
 const SPLICE_MIN: usize = 1024;
+/// Payloads left out of one datagram at most: its parts then fit one `sendmsg` (UDP takes up to
+/// 16 without joining them) and an array on the stack.
+const MAX_SPLICES: usize = 7;
 
 /// Sends every datagram a writer core has ready, in traffic class `tos`.
 pub(crate) fn flush_writer(

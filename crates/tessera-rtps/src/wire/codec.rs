@@ -760,16 +760,20 @@ impl Writer<'_> {
 pub type Splice<'p> = (usize, &'p [u8]);
 
 /// The parts of the datagram `written` with `splices` inserted (offsets ascending, as the
-/// builder records them), appended to `parts`.
-pub fn spliced_parts<'a>(written: &'a [u8], splices: &[Splice<'a>], parts: &mut Vec<&'a [u8]>) {
+/// builder records them), in order, to `part`: `2 × splices + 1` of them.
+pub fn spliced_parts<'a>(
+    written: &'a [u8],
+    splices: &[Splice<'a>],
+    mut part: impl FnMut(&'a [u8]),
+) {
     let mut at = 0;
     for &(off, payload) in splices {
         let off = off.clamp(at, written.len());
-        parts.push(&written[at..off]);
-        parts.push(payload);
+        part(&written[at..off]);
+        part(payload);
         at = off;
     }
-    parts.push(&written[at..]);
+    part(&written[at..]);
 }
 
 /// Appends submessages to a message buffer. The header is written by [`MessageBuilder::new`].
@@ -1310,7 +1314,7 @@ mod tests {
                 }
             }
             let mut parts = Vec::new();
-            spliced_parts(&written, &splices, &mut parts);
+            spliced_parts(&written, &splices, |p| parts.push(p));
             assert_eq!(parts.concat(), copied, "message {i}");
             // Payloads of 4 bytes and more were left out, smaller ones copied.
             let out: usize = splices.iter().map(|s| s.1.len()).sum();
