@@ -299,11 +299,7 @@ enum Attempt {
 }
 
 fn attempt(ctx: &RuntimeContext, parts: &[&[u8]], dest: &Locator, tos: u8) -> Attempt {
-    let sent = match parts {
-        [buf] => ctx.transport.try_send_to_marked(buf, dest, tos),
-        _ => ctx.transport.try_send_parts_marked(parts, dest, tos),
-    };
-    match sent {
+    match ctx.transport.try_send_parts_marked(parts, dest, tos) {
         Ok(()) => {
             ctx.counters.datagrams_sent.fetch_add(1, Ordering::Relaxed);
             Attempt::Sent

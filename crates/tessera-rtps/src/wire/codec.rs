@@ -755,6 +755,16 @@ impl Writer<'_> {
     }
 }
 
+/// The D or K flag of a DATA and the payload it carries (no flag and none for
+/// [`PayloadKind::None`]).
+fn data_payload<'p>(d: &Data<'p>) -> (u8, &'p [u8]) {
+    match d.payload_kind {
+        PayloadKind::None => (0, &[]),
+        PayloadKind::Data => (flag::DATA_D, d.payload),
+        PayloadKind::Key => (flag::DATA_K, d.payload),
+    }
+}
+
 /// A payload left out of a message by [`MessageBuilder::submessage_spliced`]: it goes at this
 /// offset of the bytes written (the offset that call returned).
 pub type Splice<'p> = (usize, &'p [u8]);
@@ -885,14 +895,9 @@ impl<'b> MessageBuilder<'b> {
         let le = Self::little_endian(sm);
         let e = if le { flag::E } else { 0 };
         match sm {
-            Submessage::Data(d)
-                if d.payload_kind != PayloadKind::None && d.payload.len() >= min =>
-            {
-                let flags = e | match d.payload_kind {
-                    PayloadKind::Key => flag::DATA_K,
-                    _ => flag::DATA_D,
-                };
+            Submessage::Data(d) if data_payload(d).0 != 0 && d.payload.len() >= min => {
                 let qos = d.inline_qos.map(|pl| pl.as_bytes());
+                let flags = e | data_payload(d).0;
                 let start = self.data_head(flags, d.reader_id, d.writer_id, d.writer_sn, qos, 0);
                 let at = self.out.len();
                 self.finish_spliced(start, le, d.payload.len());
@@ -920,21 +925,10 @@ impl<'b> MessageBuilder<'b> {
         self.out.reserve(sm.encoded_len());
         match sm {
             Submessage::Data(d) => {
-                let mut flags = e;
-                let payload: &[u8] = match d.payload_kind {
-                    PayloadKind::None => &[],
-                    PayloadKind::Data => {
-                        flags |= flag::DATA_D;
-                        d.payload
-                    }
-                    PayloadKind::Key => {
-                        flags |= flag::DATA_K;
-                        d.payload
-                    }
-                };
+                let (kind, payload) = data_payload(d);
                 let qos = d.inline_qos.map(|pl| pl.as_bytes());
                 self.data_in(
-                    flags,
+                    e | kind,
                     d.reader_id,
                     d.writer_id,
                     d.writer_sn,

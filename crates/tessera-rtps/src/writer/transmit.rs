@@ -409,9 +409,10 @@ impl OutSubmessage {
         }
     }
 
-    /// The payload bytes the wire representation carries (empty for submessages without), as
-    /// [`OutSubmessage::as_submessage`] borrows them, but borrowing only `self`: what
-    /// `MessageBuilder::submessage_spliced` left out goes back in from here.
+    /// The payload bytes the wire representation carries (empty for submessages without),
+    /// borrowing only `self` (unlike [`OutSubmessage::as_submessage`], whose result also
+    /// borrows the QoS scratch): what `MessageBuilder::submessage_spliced` left out goes back
+    /// in from here.
     pub fn payload(&self) -> &[u8] {
         match self {
             OutSubmessage::Data(d) => match d.payload_kind {
@@ -443,10 +444,7 @@ impl OutSubmessage {
                 writer_sn: d.writer_sn,
                 inline_qos: qos(&d.inline_qos, qos_scratch),
                 payload_kind: d.payload_kind,
-                payload: match d.payload_kind {
-                    PayloadKind::None => &[],
-                    _ => &d.payload,
-                },
+                payload: self.payload(),
             }),
             OutSubmessage::DataFrag(d) => Submessage::DataFrag(DataFrag {
                 reader_id: d.reader_id,
@@ -458,7 +456,7 @@ impl OutSubmessage {
                 sample_size: d.sample_size,
                 inline_qos: qos(&d.inline_qos, qos_scratch),
                 key_flag: d.key_flag,
-                payload: d.payload.get(d.range.clone()).unwrap_or(&[]),
+                payload: self.payload(),
             }),
             OutSubmessage::Heartbeat(h) => Submessage::Heartbeat(*h),
             OutSubmessage::HeartbeatFrag(h) => Submessage::HeartbeatFrag(*h),

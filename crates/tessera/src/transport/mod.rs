@@ -473,17 +473,8 @@ impl Transports {
         }
     }
 
-    /// [`Transports::try_send_to`] for traffic class `tos`.
-    pub fn try_send_to_marked(&self, buf: &[u8], dest: &Locator, tos: u8) -> io::Result<()> {
-        match self.for_locator(dest) {
-            Some(t) if tos != 0 => t.try_send_to_marked(buf, dest, tos),
-            Some(t) => t.try_send_to(buf, dest),
-            None => Ok(()),
-        }
-    }
-
-    /// [`Transports::try_send_to_marked`] of the datagram made of `parts`
-    /// ([`Transport::try_send_parts_marked`]).
+    /// [`Transports::try_send_to`] of the datagram made of `parts` (often just one), in traffic
+    /// class `tos` ([`Transport::try_send_parts_marked`]).
     pub fn try_send_parts_marked(
         &self,
         parts: &[&[u8]],

@@ -68,8 +68,6 @@ pub const SHM_DIR: &str = "/dev/shm";
 pub const ENV_SHM_SPIN_US: &str = "TESSERA_SHM_SPIN_US";
 /// Environment variable: the segment size in bytes.
 pub const ENV_SHM_SEGMENT_BYTES: &str = "TESSERA_SHM_SEGMENT_BYTES";
-/// Environment variable: the largest datagram a slot holds, in bytes.
-pub const ENV_SHM_MAX_DATAGRAM: &str = "TESSERA_SHM_MAX_DATAGRAM";
 /// Environment variable: `1` lets participants in different network namespaces of one host
 /// (sharing `/dev/shm`) use shared memory ([`ShmConfig::across_network_namespaces`]).
 pub const ENV_SHM_ACROSS_NETNS: &str = "TESSERA_SHM_ACROSS_NETNS";
@@ -159,9 +157,6 @@ impl ShmConfig {
         c.wait = WaitStrategy::from_env()?;
         if let Some(b) = num(ENV_SHM_SEGMENT_BYTES)? {
             c.segment_bytes = usize::try_from(b).unwrap_or(usize::MAX);
-        }
-        if let Some(b) = num(ENV_SHM_MAX_DATAGRAM)? {
-            c.max_datagram = usize::try_from(b).unwrap_or(usize::MAX);
         }
         if let Some(a) = num(ENV_SHM_ACROSS_NETNS)? {
             c.across_network_namespaces = a != 0;

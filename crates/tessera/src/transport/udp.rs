@@ -930,11 +930,11 @@ impl super::Transport for UdpTransport {
     }
 
     /// Unmarked datagrams of a few parts go out with one `sendmsg` over the parts (the kernel
-    /// copies each from where it lies); marked ones, which carry their class in a control
-    /// message, are joined first.
+    /// copies each from where it lies); a whole datagram, and marked ones (which carry their
+    /// class in a control message), as by `try_send_to_marked`, joined first if in parts.
     fn try_send_parts_marked(&self, parts: &[&[u8]], dest: &Locator, tos: u8) -> io::Result<()> {
         const MAX_PARTS: usize = 16;
-        if tos != 0 || parts.len() > MAX_PARTS {
+        if tos != 0 || parts.len() == 1 || parts.len() > MAX_PARTS {
             return super::joined(parts, |buf| {
                 self.send_with(buf, dest, libc::MSG_DONTWAIT, tos)
             });
