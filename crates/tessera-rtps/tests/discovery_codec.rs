@@ -412,12 +412,17 @@ fn writer_and_reader_round_trip() {
 }
 
 #[test]
-fn a_readers_loan_layout_round_trips_and_a_foreign_use_of_its_pid_is_ignored() {
+fn a_readers_loan_layout_and_flags_round_trip_and_a_foreign_use_of_its_pid_is_ignored() {
     let g = endpoint_guid(0x14, entity_kind::USER_READER_NO_KEY);
     let mut r = DiscoveredReaderData::new(g, "T", "Plain");
     r.loan_layout = 0x0123_4567_89ab_cdef;
     assert_eq!(DiscoveredReaderData::decode(&r.to_payload()), Ok(r.clone()));
     r.loan_layout = 0;
+    assert_eq!(DiscoveredReaderData::decode(&r.to_payload()), Ok(r.clone()));
+    // A reader that resolves references to serialized samples, with or without a layout.
+    r.cdr_chunks = true;
+    assert_eq!(DiscoveredReaderData::decode(&r.to_payload()), Ok(r.clone()));
+    r.loan_layout = 7;
     assert_eq!(DiscoveredReaderData::decode(&r.to_payload()), Ok(r));
 
     for le in [true, false] {
@@ -434,6 +439,21 @@ fn a_readers_loan_layout_round_trips_and_a_foreign_use_of_its_pid_is_ignored() {
         ours.extend_from_slice(&raw.u32b(0x89ab_cdef));
         ours.extend_from_slice(&raw.u32b(0x0123_4567));
         assert_eq!(reader(&ours).unwrap().loan_layout, 0x0123_4567_89ab_cdef);
+        // A value from before the flags word: no flag set.
+        assert!(!reader(&ours).unwrap().cdr_chunks);
+        let mut flagged = ours.clone();
+        flagged.extend_from_slice(&raw.u32b(1));
+        let decoded = reader(&flagged).unwrap();
+        assert_eq!(
+            (decoded.loan_layout, decoded.cdr_chunks),
+            (0x0123_4567_89ab_cdef, true)
+        );
+        flagged.truncate(12);
+        flagged.extend_from_slice(&raw.u32b(2));
+        assert!(
+            !reader(&flagged).unwrap().cdr_chunks,
+            "an unknown flag alone"
+        );
         // Another vendor's parameter under the same pid, and a short one: the reader stays,
         // announcing no layout (it gets serialized samples).
         assert_eq!(

@@ -177,6 +177,8 @@ pub(crate) struct EndpointTopic<'a> {
     pub content_filter: Option<&'a tessera_rtps::discovery::ContentFilterProperty>,
     /// A reader's plain layout for zero-copy loans (PID_TESSERA_LOAN_LAYOUT; 0: none).
     pub loan_layout: u64,
+    /// A reader that resolves references to serialized samples in shared memory.
+    pub cdr_chunks: bool,
 }
 
 pub(crate) struct DiscoveryRuntime {
@@ -639,6 +641,7 @@ impl DiscoveryRuntime {
         data.unicast_locators.clone_from(&self.default_unicast);
         data.content_filter = topic.content_filter.cloned();
         data.loan_layout = topic.loan_layout;
+        data.cdr_chunks = topic.cdr_chunks;
         data.type_information = self.types.get(topic.type_name).cloned();
         if let Some(t) = &data.type_information {
             self.local_types
@@ -958,6 +961,8 @@ impl DiscoveryRuntime {
                     RemoteEndpointInfo::Reader(r) => r.loan_layout,
                     RemoteEndpointInfo::Writer(_) => 0,
                 },
+                // A reader of this participant gets the writer's own buffer.
+                cdr_chunks: false,
             };
         }
         let locators = self.transport.select(info.unicast_locators());
@@ -1002,6 +1007,10 @@ impl DiscoveryRuntime {
             loan_layout: match info {
                 RemoteEndpointInfo::Reader(r) => r.loan_layout,
                 RemoteEndpointInfo::Writer(_) => 0,
+            },
+            cdr_chunks: match info {
+                RemoteEndpointInfo::Reader(r) => r.cdr_chunks,
+                RemoteEndpointInfo::Writer(_) => false,
             },
         }
     }

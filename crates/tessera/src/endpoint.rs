@@ -43,6 +43,10 @@ pub(crate) struct RemoteEndpoint {
     /// of this participant announces it too): the loan references it resolves. 0 for writers
     /// and for readers that take serialized samples only.
     pub loan_layout: u64,
+    /// A reader that copies large serialized samples out of a writer's shared-memory chunks
+    /// (see `publication/cdr_chunks.rs`); false for writers, for readers of this participant
+    /// and for other vendors' readers.
+    pub cdr_chunks: bool,
 }
 
 /// The policies of a writer that its readers enforce at run time.

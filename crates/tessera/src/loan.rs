@@ -28,10 +28,15 @@ use crate::history::{Sample, StateMasks};
 use crate::reader::DataReader;
 use crate::sample::SerializedPayload;
 use crate::transport::shm::SHM_DIR;
-use crate::transport::shm_pool::{open_pool, own_reader_tag, Holds, LoanRef, Pool, Refused};
+use crate::transport::shm_pool::{
+    open_pool, own_reader_tag, Holds, LoanRef, Pool, Refused, CDR_LAYOUT,
+};
 
 /// The encapsulation id of a loan reference ("zT"): outside the ids RTPS and XTypes assign.
 pub const LOAN_ENCAPSULATION: u16 = 0x7a54;
+/// The encapsulation id of a reference to a serialized sample in a writer's chunk ("zU"):
+/// the reader copies the CDR out on arrival (see `publication/cdr_chunks.rs`).
+pub const CDR_CHUNK_ENCAPSULATION: u16 = 0x7a55;
 /// Bytes of a loan payload: encapsulation header and reference.
 pub const LOAN_PAYLOAD_LEN: usize = 4 + LoanRef::LEN;
 /// Pools one process keeps attached at most (each costs a mapping and a reader slot).
@@ -51,13 +56,50 @@ pub(crate) fn is_loan_payload(payload: &[u8]) -> bool {
     payload.len() >= 2 && u16::from_be_bytes([payload[0], payload[1]]) == LOAN_ENCAPSULATION
 }
 
+/// Whether `payload` is a reference to a serialized sample in a writer's chunk.
+pub(crate) fn is_cdr_chunk_payload(payload: &[u8]) -> bool {
+    payload.len() >= 2 && u16::from_be_bytes([payload[0], payload[1]]) == CDR_CHUNK_ENCAPSULATION
+}
+
 /// The payload a writer sends for `r`.
 pub(crate) fn loan_payload(r: &LoanRef) -> Vec<u8> {
+    reference_payload(LOAN_ENCAPSULATION, r)
+}
+
+/// The payload a writer sends for `r`, a chunk holding a serialized sample.
+pub(crate) fn cdr_chunk_payload(r: &LoanRef) -> Vec<u8> {
+    reference_payload(CDR_CHUNK_ENCAPSULATION, r)
+}
+
+fn reference_payload(encapsulation: u16, r: &LoanRef) -> Vec<u8> {
     let mut v = Vec::with_capacity(LOAN_PAYLOAD_LEN);
-    v.extend_from_slice(&LOAN_ENCAPSULATION.to_be_bytes());
+    v.extend_from_slice(&encapsulation.to_be_bytes());
     v.extend_from_slice(&[0, 0]);
     v.extend_from_slice(&r.encode());
     v
+}
+
+/// The serialized sample a CDR-chunk reference names, copied out of its pool into a buffer
+/// `buffer` gives for its length (unshared, empty; the chunk is held only for the copy).
+/// Refused like a loan reference: malformed, pool gone, stale (the writer reused the chunk:
+/// counted as lost by the caller), or not a pool of serialized samples.
+pub(crate) fn copy_cdr_chunk(
+    payload: &[u8],
+    buffer: impl FnOnce(usize) -> Arc<Vec<u8>>,
+) -> std::result::Result<Arc<Vec<u8>>, LoanError> {
+    let r = match payload.get(2..4) {
+        Some([0, 0]) => LoanRef::decode(&payload[4..]).ok_or(LoanError::Malformed)?,
+        _ => return Err(LoanError::Malformed),
+    };
+    if r.layout != CDR_LAYOUT {
+        return Err(LoanError::Refused(Refused::Layout));
+    }
+    let hold = ChunkHold::take(payload)?;
+    let mut out = buffer(hold.len);
+    let v = Arc::make_mut(&mut out);
+    v.clear();
+    hold.pool.pool.append_payload(hold.chunk, hold.len, v);
+    Ok(out)
 }
 
 /// One pool as this process reads it: mapped once, one reader slot, the holds of every reader

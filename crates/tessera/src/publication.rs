@@ -33,6 +33,7 @@ use tessera_rtps::Now;
 
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
 mod atomic;
+mod cdr_chunks;
 mod coherent;
 mod core_lock;
 mod filters;
@@ -383,12 +384,30 @@ impl WriterEndpoint {
             }
             None => None,
         };
-        self.to_history_with(
-            payload,
+        // A large sample for readers on this host: into a shared-memory chunk, a reference
+        // sent instead (not for ATOMIC writers: their samples went through consensus above).
+        let chunked = if _busy.is_none() {
+            self.loans.cdr.to_chunk(self, &payload)
+        } else {
+            None
+        };
+        let Some(chunked) = chunked else {
+            return self.to_history_with(
+                payload,
+                (key_hash, status, key_only, source_ns),
+                filtered_out,
+                origin,
+            );
+        };
+        drop(payload);
+        let seq = self.to_history_with(
+            chunked.reference.clone(),
             (key_hash, status, key_only, source_ns),
             filtered_out,
             origin,
-        )
+        );
+        chunked.submitted(seq.as_ref().ok().copied().flatten());
+        seq
     }
 
     /// The RTPS side of [`Self::submit_with`]: the sample into the history (waiting for room
@@ -415,7 +434,12 @@ impl WriterEndpoint {
         if self.keep_all && may_wait {
             // Only KEEP_ALL writers wait for acknowledgments; a KEEP_LAST writer replaces old
             // samples instead and never blocks on a slow or silent reader.
-            core.set_flow_window(flow_window(payload.len()));
+            // A reference to a chunk stands for the sample it names (see `cdr_chunks`).
+            let window = match cdr_chunks::referenced_len(&payload) {
+                Some(len) => cdr_chunks::flow_window(len),
+                None => flow_window(payload.len()),
+            };
+            core.set_flow_window(window);
         }
         let seq = loop {
             // A local reader that refused samples gets them again when it makes room; a
@@ -860,8 +884,12 @@ impl LocalWriter for WriterEndpoint {
                     nc.push(remote.guid);
                 }
             }
-            self.loans
-                .matched(remote.guid, &remote.locators, remote.loan_layout);
+            self.loans.matched(
+                remote.guid,
+                &remote.locators,
+                remote.loan_layout,
+                remote.cdr_chunks,
+            );
             let multicast = if filtered {
                 Locators::new()
             } else {
@@ -1000,8 +1028,11 @@ impl Drop for WriterOwner {
         // Linger (as Cyclone's writer does) until reliable readers have the unregistrations:
         // the SEDP dispose that follows travels on another socket and could overtake them,
         // leaving the instances NOT_ALIVE_NO_WRITERS instead of disposed. Not on a receive
-        // thread, where the acknowledgments would arrive.
-        if unregistered && !crate::transport::recv::on_receive_thread() {
+        // thread, where the acknowledgments would arrive. Likewise for references to chunks
+        // (`cdr_chunks`): a reader that has not opened the pool yet could not once the
+        // writer's pools are unlinked.
+        let references = self.ep.loans.cdr.has_pools();
+        if (unregistered || references) && !crate::transport::recv::on_receive_thread() {
             let _ = self.ep.wait_acked(WRITER_LINGER);
         }
         let p = self.participant.shared();
@@ -1293,6 +1324,6 @@ pub(crate) fn far_deadline(now: Instant, d: Duration) -> Instant {
 const FLOW_WINDOW_BYTES: usize = 4 << 20;
 
 /// The flow-control window in samples for samples of `size` bytes.
-fn flow_window(size: usize) -> usize {
+pub(crate) fn flow_window(size: usize) -> usize {
     (FLOW_WINDOW_BYTES / size.max(1)).clamp(16, 8192)
 }

@@ -91,6 +91,7 @@ fn remote(guid: Guid, ctx: &RuntimeContext) -> RemoteEndpoint {
         min_separation: Duration::ZERO,
         coherent_access: true,
         loan_layout: 0,
+        cdr_chunks: false,
     }
 }
 

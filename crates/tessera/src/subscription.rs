@@ -493,6 +493,24 @@ impl ReaderEndpoint {
         resolver.serialize(&hold)
     }
 
+    /// The serialized sample a CDR-chunk reference names, copied out of the writer's pool;
+    /// `None` when refused: a stale reference counts as a lost sample, any other refusal as an
+    /// undecodable one (both logged).
+    fn resolve_cdr_chunk(&self, reference: &[u8]) -> Option<Arc<Vec<u8>>> {
+        match crate::loan::copy_cdr_chunk(reference, |len| self.pool.large_buffer(len)) {
+            Ok(bytes) => Some(bytes),
+            Err(crate::loan::LoanError::Refused(crate::transport::shm_pool::Refused::Stale)) => {
+                self.stale_loans.fetch_add(1, Ordering::Relaxed);
+                tracing::debug!(reader = ?self.guid, "stale reference to a serialized sample");
+                None
+            }
+            Err(e) => {
+                self.count_undecodable(&crate::loan::ChunkHold::refused(e));
+                None
+            }
+        }
+    }
+
     /// The type support the reader was made with.
     pub(crate) fn support(&self) -> &Arc<dyn TypeSupport> {
         &self.support
@@ -1072,9 +1090,27 @@ impl LocalReader for ReaderEndpoint {
             // nearly every datagram) then costs no history lock.
             let mut history = None;
             let mut deliver = |d: Delivered<'_>| {
+                // A large sample a writer on this host left in shared memory: copied out
+                // once, before the history lock, and kept as it is (not copied again).
+                let chunk = if crate::loan::is_cdr_chunk_payload(&d.payload) {
+                    match self.resolve_cdr_chunk(&d.payload) {
+                        Some(bytes) => Some(bytes),
+                        None => return Verdict::Accepted,
+                    }
+                } else {
+                    None
+                };
                 let h = history.get_or_insert_with(|| self.history.lock());
                 let mut refused = 0;
                 available |= match d.payload {
+                    _ if chunk.is_some() => {
+                        let bytes = chunk.as_ref().expect("checked");
+                        let d = Delivered {
+                            payload: Cow::Borrowed(bytes.as_slice()),
+                            ..d
+                        };
+                        self.accept(&d, Some(bytes), h, &mut refused)
+                    }
                     // Bytes the core assembled from fragments (or kept out of order) are this
                     // sample's own: the history keeps a large payload as it is, not a copy
                     // (at 64 KiB a copy is ~3 % of a shared-memory round trip's CPU).
@@ -1156,6 +1192,23 @@ impl LocalReader for ReaderEndpoint {
             .sink_on
             .load(Ordering::Relaxed)
             .then(|| durable::HoldScope::enter(0));
+        // A writer of this participant does not send readers of it chunk references (see
+        // `publication/cdr_chunks.rs`); one that got here anyway is resolved like a remote one.
+        let chunk;
+        let resolved;
+        let (sample, shared) = if crate::loan::is_cdr_chunk_payload(&sample.payload) {
+            let Some(bytes) = self.resolve_cdr_chunk(&sample.payload) else {
+                return LocalOutcome::default();
+            };
+            chunk = bytes;
+            resolved = Delivered {
+                payload: Cow::Borrowed(chunk.as_slice()),
+                ..sample.clone()
+            };
+            (&resolved, Some(&chunk))
+        } else {
+            (sample, shared)
+        };
         let mut history = self.history.lock();
         let mut rejected = 0;
         let available = self.accept(sample, shared, &mut history, &mut rejected);
@@ -1412,6 +1465,9 @@ impl ReaderOwner {
                 type_name: &self.type_name,
                 content_filter: content_filter.as_ref(),
                 loan_layout: self.loan_layout,
+                // Every reader copies such samples out on arrival (`resolve_cdr_chunk`); a
+                // best-effort one is not offered them, see `publication/cdr_chunks.rs`.
+                cdr_chunks: qos.reliability.kind == ReliabilityKind::Reliable,
             },
             {
                 let mut side = tessera_rtps::qos::ReaderSideQos::new(

@@ -9,8 +9,7 @@ use support::wait_until;
 use tessera::qos::{DataReaderQos, DataWriterQos, History, Reliability, TopicQos};
 use tessera::transport::TransportKind;
 use tessera::{
-    DataReader, DataWriter, DomainParticipant, ParticipantConfig, StateMasks, TopicType,
-    UntypedDataReader, WaitSet,
+    DataReader, DataWriter, DomainParticipant, StateMasks, TopicType, UntypedDataReader, WaitSet,
 };
 
 /// A 64 KiB plain sample.
@@ -22,22 +21,13 @@ struct Frame {
 }
 
 fn participant(domain: u32, kinds: &[TransportKind]) -> DomainParticipant {
-    let config = ParticipantConfig {
-        transports: Some(kinds.to_vec()),
-        ..Default::default()
-    };
-    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
+    support::participant_on(domain, kinds)
 }
 
 const SHM: [TransportKind; 2] = [TransportKind::Udp4, TransportKind::Shm];
 
 fn pools(domain: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("tessera-pool-{domain}-")))
-        .collect()
+    support::shm_files(&format!("tessera-pool-{domain}-"))
 }
 
 fn writer(

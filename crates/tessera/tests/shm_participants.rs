@@ -11,21 +11,12 @@ use tessera::transport::TransportKind;
 use tessera::{DomainParticipant, ParticipantConfig, TransportTraffic};
 
 fn participant(domain: u32, kinds: &[TransportKind]) -> DomainParticipant {
-    let config = ParticipantConfig {
-        transports: Some(kinds.to_vec()),
-        ..Default::default()
-    };
-    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
+    support::participant_on(domain, kinds)
 }
 
 /// Our segments of `domain` in /dev/shm.
 fn segments(domain: u32) -> Vec<String> {
-    std::fs::read_dir("/dev/shm")
-        .unwrap()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&format!("tessera-{domain}-")))
-        .collect()
+    support::shm_files(&format!("tessera-{domain}-"))
 }
 
 fn traffic(p: &DomainParticipant, name: &str) -> TransportTraffic {

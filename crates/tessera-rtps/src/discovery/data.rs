@@ -358,6 +358,10 @@ pub struct DiscoveredReaderData {
     /// layout hash here (PID_TESSERA_LOAN_LAYOUT); 0 for every other reader, which a loaning
     /// writer sends serialized samples.
     pub loan_layout: u64,
+    /// A Tessera reader that copies serialized samples out of a writer's shared-memory chunks
+    /// (bit 0 of the flags after the layout hash in PID_TESSERA_LOAN_LAYOUT): a writer may send
+    /// it a reference instead of a large sample.
+    pub cdr_chunks: bool,
 }
 
 impl DiscoveredReaderData {
@@ -377,6 +381,7 @@ impl DiscoveredReaderData {
             type_information_rejected: false,
             content_filter: None,
             loan_layout: 0,
+            cdr_chunks: false,
         }
     }
 
@@ -405,11 +410,12 @@ impl DiscoveredReaderData {
         if let Some(cf) = &self.content_filter {
             b.param_with(pid::CONTENT_FILTER_PROPERTY, |o| cf.encode(o));
         }
-        if self.loan_layout != 0 {
+        if self.loan_layout != 0 || self.cdr_chunks {
             b.param_with(pid::TESSERA_LOAN_LAYOUT, |o| {
                 o.extend_from_slice(&LOAN_LAYOUT_MAGIC);
                 put_u32(o, self.loan_layout as u32);
                 put_u32(o, (self.loan_layout >> 32) as u32);
+                put_u32(o, u32::from(self.cdr_chunks) * LOAN_FLAG_CDR_CHUNKS);
             });
         }
         emit_endpoint_tail(
@@ -452,6 +458,7 @@ impl DiscoveredReaderData {
             type_information_rejected: common.type_information_rejected,
             content_filter: common.content_filter,
             loan_layout: common.loan_layout,
+            cdr_chunks: common.cdr_chunks,
         })
     }
 }
@@ -653,10 +660,13 @@ struct EndpointCommon {
     type_information_rejected: bool,
     content_filter: Option<super::ContentFilterProperty>,
     loan_layout: u64,
+    cdr_chunks: bool,
 }
 
 /// The first four bytes of a PID_TESSERA_LOAN_LAYOUT value.
 const LOAN_LAYOUT_MAGIC: [u8; 4] = *b"TSRL";
+/// PID_TESSERA_LOAN_LAYOUT flag: the reader resolves references to serialized samples.
+const LOAN_FLAG_CDR_CHUNKS: u32 = 1;
 
 /// Parameters that SEDP may carry and that Tessera deliberately ignores (group GUIDs, key
 /// hashes etc. carry nothing we need).
@@ -687,6 +697,7 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
     let mut type_information_rejected = false;
     let mut content_filter = None;
     let mut loan_layout = 0;
+    let mut cdr_chunks = false;
     for (p, value) in pl.iter() {
         let mut v = Value::new(value, le, p);
         let repeatable = match p {
@@ -734,6 +745,8 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
                 if v.array::<4>().ok() == Some(LOAN_LAYOUT_MAGIC) {
                     if let (Ok(lo), Ok(hi)) = (v.u32(), v.u32()) {
                         loan_layout = u64::from(lo) | u64::from(hi) << 32;
+                        // Flags came later: a value without them has none set.
+                        cdr_chunks = v.u32().is_ok_and(|f| f & LOAN_FLAG_CDR_CHUNKS != 0);
                     }
                 }
                 false
@@ -772,6 +785,7 @@ fn decode_endpoint(payload: &[u8]) -> Result<(EndpointCommon, QosParams, bool), 
         type_information_rejected,
         content_filter,
         loan_layout,
+        cdr_chunks,
     };
     Ok((common, qos, expects_inline_qos))
 }

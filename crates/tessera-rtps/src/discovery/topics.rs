@@ -231,6 +231,8 @@ pub struct SubscriptionBuiltinTopicData {
     /// A Tessera reader's plain layout hash for zero-copy loans (0: it takes serialized
     /// samples only).
     pub loan_layout: u64,
+    /// A Tessera reader that resolves references to serialized samples in shared memory.
+    pub cdr_chunks: bool,
 }
 
 impl From<&DiscoveredReaderData> for SubscriptionBuiltinTopicData {
@@ -248,6 +250,7 @@ impl From<&DiscoveredReaderData> for SubscriptionBuiltinTopicData {
             entity_name: r.entity_name.clone(),
             content_filter: r.content_filter.clone(),
             loan_layout: r.loan_layout,
+            cdr_chunks: r.cdr_chunks,
         }
     }
 }
@@ -268,6 +271,7 @@ impl From<&SubscriptionBuiltinTopicData> for DiscoveredReaderData {
             type_information_rejected: false,
             content_filter: s.content_filter.clone(),
             loan_layout: s.loan_layout,
+            cdr_chunks: s.cdr_chunks,
         }
     }
 }

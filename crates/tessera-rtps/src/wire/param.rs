@@ -68,7 +68,8 @@ pub mod pid {
     pub const TESSERA_CONSISTENCY: u16 = 0x8011;
     /// A Tessera reader's plain-type layout hash: it resolves zero-copy loan references of
     /// writers whose type has this layout (vendor range; the value starts with the magic
-    /// `TSRL`, then the hash as two 32-bit halves, low first).
+    /// `TSRL`, then the hash as two 32-bit halves, low first, then optionally a 32-bit word
+    /// of flags: bit 0, it resolves references to serialized samples in shared memory).
     pub const TESSERA_LOAN_LAYOUT: u16 = 0x8012;
 }
 

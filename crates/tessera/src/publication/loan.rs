@@ -55,6 +55,8 @@ pub(crate) struct WriterLoans {
     /// resolves, 0 when they differ or one resolves none; meaningless while `no_peer`.
     common_layout: AtomicU64,
     no_peer: AtomicBool,
+    /// Large serialized samples sent as references to shared-memory chunks.
+    pub(super) cdr: super::cdr_chunks::CdrChunks,
 }
 
 impl WriterLoans {
@@ -63,7 +65,9 @@ impl WriterLoans {
     /// if it reaches the pool (every locator is shared memory: a Tessera participant on this
     /// host) and said it resolves this type's layout: an untyped, dynamic or content-filtered
     /// reader, a durability service or a node's proxy reader hands bytes on and announces none.
-    pub(crate) fn matched(&self, reader: Guid, unicast: &Locators, layout: u64) {
+    /// `cdr_chunks`: it announced that it resolves references to serialized samples.
+    pub(crate) fn matched(&self, reader: Guid, unicast: &Locators, layout: u64, cdr_chunks: bool) {
+        self.cdr.matched(reader, unicast, cdr_chunks, false);
         let shm = !unicast.is_empty()
             && unicast
                 .as_slice()
@@ -74,6 +78,7 @@ impl WriterLoans {
 
     /// A reader of this participant matched (it maps the pool as the writer does).
     pub(crate) fn matched_local(&self, reader: Guid, layout: u64) {
+        self.cdr.matched(reader, &Locators::new(), false, true);
         self.set(reader, layout);
     }
 
@@ -85,6 +90,7 @@ impl WriterLoans {
 
     /// A reader went away.
     pub(crate) fn unmatched(&self, reader: Guid) {
+        self.cdr.unmatched(reader);
         let mut p = self.peers.lock();
         p.remove(&reader);
         self.cache(&p);
@@ -113,6 +119,7 @@ impl WriterLoans {
     /// the writer's core lock, where a reader matched after `write_loan` decided to send a
     /// reference is already known (`matched` records readers before it takes that lock).
     pub(crate) fn for_readers(&self, payload: Arc<Vec<u8>>, xcdr2: bool) -> Arc<Vec<u8>> {
+        let payload = self.cdr.for_readers(payload);
         // Every write passes here: a writer that never lent stops at the first load.
         match self.pool.get() {
             Some(pool)
@@ -132,6 +139,7 @@ impl WriterLoans {
         core: &mut tessera_rtps::writer::WriterCore,
         xcdr2: bool,
     ) {
+        self.cdr.serialize_history(core);
         let Some(pool) = self.pool.get() else {
             return;
         };
@@ -194,9 +202,14 @@ fn chunk_cdr<T: Plain + TopicType>(
 
 struct PoolState {
     alloc: ChunkAlloc,
-    /// Published chunks, see [`Kept`].
-    kept: Vec<Kept>,
+    kept: KeptChunks,
     dead_check: Instant,
+}
+
+impl PoolState {
+    fn reclaim(&mut self, own: &OwnPool, ep: &WriterEndpoint) {
+        self.kept.reclaim(&mut self.alloc, own.pool(), ep);
+    }
 }
 
 /// A published chunk: the reference buffer the history shares, and the sample's sequence
@@ -207,7 +220,56 @@ struct Kept {
     seq: Option<SequenceNumber>,
 }
 
-impl PoolState {
+/// The published chunks of one pool (loans, or serialized samples: `cdr_chunks.rs`), until
+/// nothing needs them.
+#[derive(Default)]
+pub(super) struct KeptChunks(Vec<Kept>);
+
+impl KeptChunks {
+    /// `chunk` was published as `payload` (the reference the history will share).
+    pub(super) fn push(&mut self, payload: Arc<Vec<u8>>, chunk: u32) {
+        self.0.push(Kept {
+            payload,
+            chunk,
+            seq: None,
+        });
+    }
+
+    /// The history took the sample of `chunk` as `seq`.
+    pub(super) fn submitted(&mut self, chunk: u32, seq: Option<SequenceNumber>) {
+        if let Some(k) = self.0.iter_mut().rev().find(|k| k.chunk == chunk) {
+            k.seq = seq;
+        }
+    }
+
+    /// [`Self::reclaim`] for chunks published in the order their samples are let go and
+    /// acknowledged (samples copied out on arrival, `cdr_chunks`): looks at the oldest only,
+    /// and stops at the first still needed, so that a write does not touch every chunk's
+    /// reference count.
+    pub(super) fn reclaim_oldest(
+        &mut self,
+        alloc: &mut ChunkAlloc,
+        pool: &crate::transport::shm_pool::Pool,
+        ep: &WriterEndpoint,
+    ) {
+        let mut core = None;
+        let mut done = 0;
+        for k in &self.0 {
+            if Arc::strong_count(&k.payload) > 1 {
+                break;
+            }
+            if let Some(seq) = k.seq {
+                let core = core.get_or_insert_with(|| ep.lock_core());
+                if !core.is_acked_by_all(seq) {
+                    break;
+                }
+            }
+            alloc.release(pool, k.chunk);
+            done += 1;
+        }
+        self.0.drain(..done);
+    }
+
     /// Gives back the chunks nothing needs any more: the history let the sample go (KEEP_LAST
     /// replaced it, or it was acknowledged) and every matched reliable reader acknowledged it.
     ///
@@ -218,11 +280,15 @@ impl PoolState {
     /// an acknowledged chunk is either held (and the allocator skips it) or never referenced
     /// again. Best-effort readers acknowledge nothing: they may still see a stale reference,
     /// which they count as undecodable.
-    fn reclaim(&mut self, own: &OwnPool, ep: &WriterEndpoint) {
-        let alloc = &mut self.alloc;
+    pub(super) fn reclaim(
+        &mut self,
+        alloc: &mut ChunkAlloc,
+        pool: &crate::transport::shm_pool::Pool,
+        ep: &WriterEndpoint,
+    ) {
         // The writer's core is locked once, and only when some chunk is otherwise free.
         let mut core = None;
-        self.kept.retain(|k| {
+        self.0.retain(|k| {
             if Arc::strong_count(&k.payload) > 1 {
                 return true;
             }
@@ -232,7 +298,7 @@ impl PoolState {
                     return true;
                 }
             }
-            alloc.release(own.pool(), k.chunk);
+            alloc.release(pool, k.chunk);
             false
         });
     }
@@ -277,7 +343,7 @@ impl WriterEndpoint {
             own,
             state: Mutex::new(PoolState {
                 alloc: ChunkAlloc::new(chunks),
-                kept: Vec::new(),
+                kept: KeptChunks::default(),
                 dead_check: Instant::now(),
             }),
             layout: T::LAYOUT,
@@ -414,11 +480,7 @@ impl<T: Plain + TopicType> DataWriter<T> {
             let mut st = pool.state.lock();
             let r = st.alloc.publish(pool.own.pool(), loan.chunk);
             let payload = Arc::new(crate::loan::loan_payload(&r));
-            st.kept.push(Kept {
-                payload: payload.clone(),
-                chunk: loan.chunk,
-                seq: None,
-            });
+            st.kept.push(payload.clone(), loan.chunk);
             payload
         };
         loan.written = true;
@@ -430,10 +492,7 @@ impl<T: Plain + TopicType> DataWriter<T> {
             .ep
             .submit_with(payload.clone(), None, 0, false, source_ns, None, None)?;
         if seq.is_some() {
-            let mut st = pool.state.lock();
-            if let Some(k) = st.kept.iter_mut().rev().find(|k| k.chunk == loan.chunk) {
-                k.seq = seq;
-            }
+            pool.state.lock().kept.submitted(loan.chunk, seq);
         }
         drop(payload);
         Ok(())

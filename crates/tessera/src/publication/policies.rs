@@ -237,6 +237,7 @@ impl WriterOwner {
                 type_name: &self.type_name,
                 content_filter: None,
                 loan_layout: 0,
+                cdr_chunks: false,
             },
             {
                 let mut side = tessera_rtps::qos::WriterSideQos::new(

@@ -161,6 +161,7 @@ impl Publisher {
         let entity_id = p.new_entity_id(true, keyed);
         let guid = Guid::new(p.guid_prefix, entity_id);
         let ep = WriterEndpoint::new(p.ctx.clone(), guid, &qos);
+        ep.loans.cdr.set_domain(p.domain_id);
         ep.enabled.store(false, Ordering::Release);
         ep.coherent_publisher.store(
             publisher_qos.presentation.coherent_access,

@@ -74,6 +74,9 @@ pub const MAX_PAYLOAD: u32 = 256 << 20;
 pub const MAX_POOL: u64 = 4 << 30;
 /// Largest payload alignment (chunk payloads sit at 64-byte boundaries).
 pub const MAX_ALIGN: u32 = 64;
+/// The layout hash of a pool of serialized samples ("TSRCDR01"): its chunks hold CDR of any
+/// length up to the chunk's payload size, not values of one plain type.
+pub const CDR_LAYOUT: u64 = u64::from_le_bytes(*b"TSRCDR01");
 
 const OFF_MAGIC: usize = 0;
 const OFF_CHUNKS: usize = 16;
@@ -388,7 +391,8 @@ impl Pool {
     }
 
     /// Reader side: takes hold of the chunk `r` names for the reader in `slot`, whose type is
-    /// `size` bytes with layout hash `layout`. On success the reader's bit is set; the caller
+    /// `size` bytes with layout hash `layout` ([`CDR_LAYOUT`]: serialized bytes of any length
+    /// up to the chunk's, `size` unused). On success the reader's bit is set; the caller
     /// reads the value at [`Pool::payload_ptr`] and later calls [`Pool::release`].
     /// `already_held`: this process holds the chunk already (its bit stays set either way).
     pub fn acquire(
@@ -409,7 +413,12 @@ impl Pool {
         if r.generation == 0 {
             return Err(Refused::Stale);
         }
-        if r.len as usize != size || size != self.geo.payload() {
+        let length_ok = if layout == CDR_LAYOUT {
+            r.len as usize <= self.geo.payload()
+        } else {
+            r.len as usize == size && size == self.geo.payload()
+        };
+        if !length_ok {
             return Err(Refused::Length);
         }
         if r.layout != layout || layout != self.layout {
@@ -433,6 +442,27 @@ impl Pool {
             self.holders(chunk)
                 .fetch_and(!(1u64 << slot), Ordering::SeqCst);
         }
+    }
+
+    /// Appends the first `len` bytes of `chunk`'s payload to `out` (a serialized sample the
+    /// caller holds; `len` was checked against the payload size by [`Pool::acquire`]).
+    pub fn append_payload(&self, chunk: u32, len: usize, out: &mut Vec<u8>) {
+        assert!(
+            chunk < self.geo.chunks && len <= self.geo.payload(),
+            "chunk {chunk} outside the pool"
+        );
+        self.region
+            .append_to(self.geo.chunk_offset(chunk) + CHUNK_HEADER, len, out);
+    }
+
+    /// Copies `bytes` into `chunk`'s payload (a chunk the caller claimed for filling).
+    pub fn fill(&self, chunk: u32, bytes: &[u8]) {
+        assert!(
+            chunk < self.geo.chunks && bytes.len() <= self.geo.payload(),
+            "chunk {chunk} outside the pool"
+        );
+        self.region
+            .write(self.geo.chunk_offset(chunk) + CHUNK_HEADER, bytes);
     }
 
     /// Copies the segment's bytes into `out` (as much as fits): an image for tests and fuzzing.
@@ -480,15 +510,7 @@ impl ChunkAlloc {
     pub fn loan(&mut self, pool: &Pool) -> Option<u32> {
         for _ in 0..self.free.len() {
             let c = self.free.pop_front()?;
-            let claimed = pool
-                .holders(c)
-                .compare_exchange(0, WRITER_BIT, Ordering::SeqCst, Ordering::Relaxed)
-                .is_ok();
-            if claimed {
-                let g = &mut self.generations[c as usize];
-                *g = g.wrapping_add(1);
-                pool.generation(c).store(*g, Ordering::SeqCst);
-                self.held[c as usize] = true;
+            if self.claim(pool, c) {
                 return Some(c);
             }
             self.free.push_back(c);
@@ -496,16 +518,51 @@ impl ChunkAlloc {
         None
     }
 
+    /// Claims free chunk `c` for filling if no reader holds it.
+    fn claim(&mut self, pool: &Pool, c: u32) -> bool {
+        let claimed = pool
+            .holders(c)
+            .compare_exchange(0, WRITER_BIT, Ordering::SeqCst, Ordering::Relaxed)
+            .is_ok();
+        if claimed {
+            let g = &mut self.generations[c as usize];
+            *g = g.wrapping_add(1);
+            pool.generation(c).store(*g, Ordering::SeqCst);
+            self.held[c as usize] = true;
+        }
+        claimed
+    }
+
+    /// [`ChunkAlloc::loan`], the most recently released chunk first: its memory is the most
+    /// likely to be in cache (the last reader just copied out of it). For chunks whose
+    /// readers copy out on arrival; loans keep first-released-first (a reader may hold a
+    /// loan for long, and a stale reference is less likely the later a chunk is reused).
+    pub fn loan_recent(&mut self, pool: &Pool) -> Option<u32> {
+        for _ in 0..self.free.len() {
+            let c = self.free.pop_back()?;
+            if self.claim(pool, c) {
+                return Some(c);
+            }
+            self.free.push_front(c);
+        }
+        None
+    }
+
     /// Publishes a filled chunk: readers may take hold of it from now on. The writer keeps
     /// holding it (history) until [`ChunkAlloc::release`].
     pub fn publish(&mut self, pool: &Pool, chunk: u32) -> LoanRef {
+        self.publish_len(pool, chunk, pool.geo.payload)
+    }
+
+    /// [`ChunkAlloc::publish`] for a chunk holding `len` bytes (a pool of [`CDR_LAYOUT`]).
+    pub fn publish_len(&mut self, pool: &Pool, chunk: u32, len: u32) -> LoanRef {
         pool.holders(chunk).fetch_and(!WRITER_BIT, Ordering::SeqCst);
         LoanRef {
             domain: pool.domain,
             pool: pool.id,
             chunk,
             generation: self.generations[chunk as usize],
-            len: pool.geo.payload,
+            len: len.min(pool.geo.payload),
             layout: pool.layout,
         }
     }

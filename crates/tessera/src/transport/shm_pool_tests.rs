@@ -474,3 +474,53 @@ fn a_held_chunk_is_never_rewritten_under_its_reader() {
         "taken {taken}, stale {stale}, written {written}"
     );
 }
+
+#[test]
+fn a_pool_of_serialized_samples_takes_any_length_up_to_its_chunks() {
+    let geo = PoolGeometry::new(2, 100, 8).unwrap();
+    let p = Pool::init(
+        Region::heap(geo.total_len()),
+        geo,
+        Owner::default(),
+        9,
+        CDR_LAYOUT,
+    )
+    .unwrap();
+    let mut alloc = ChunkAlloc::new(2);
+    let c = alloc.loan(&p).unwrap();
+    let bytes: Vec<u8> = (0..60).collect();
+    p.fill(c, &bytes);
+    let r = alloc.publish_len(&p, c, 60);
+    assert_eq!((r.len, r.layout), (60, CDR_LAYOUT));
+    p.acquire(&r, 0, 0, CDR_LAYOUT, false).unwrap();
+    let mut out = vec![0xff];
+    p.append_payload(c, r.len as usize, &mut out);
+    assert_eq!(out[1..], bytes[..]);
+    p.release(c, 0);
+    // Longer than a chunk, or claimed as a plain type's: refused.
+    let long = LoanRef { len: 101, ..r };
+    assert_eq!(
+        p.acquire(&long, 0, 0, CDR_LAYOUT, false),
+        Err(Refused::Length)
+    );
+    let whole = LoanRef { len: 100, ..r };
+    assert_eq!(
+        p.acquire(&whole, 0, 100, LAYOUT, false),
+        Err(Refused::Layout)
+    );
+    // A plain pool is not read as serialized bytes, whatever the reference says.
+    let plain = pool(2);
+    let r2 = LoanRef {
+        pool: 7,
+        domain: 0,
+        len: 20,
+        ..r
+    };
+    assert_eq!(
+        plain.acquire(&r2, 0, 20, CDR_LAYOUT, false),
+        Err(Refused::Layout)
+    );
+    // A length never exceeds the chunk, whatever the writer asks.
+    let c2 = alloc.loan(&p).unwrap();
+    assert_eq!(alloc.publish_len(&p, c2, 1000).len, 100);
+}

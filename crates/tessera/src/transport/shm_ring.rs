@@ -320,6 +320,26 @@ impl Region {
         };
     }
 
+    /// Appends the `len` bytes at `off` to `out` (no zeroing of the room first).
+    pub(crate) fn append_to(&self, off: usize, len: usize, out: &mut Vec<u8>) {
+        assert!(
+            off.checked_add(len).is_some_and(|end| end <= self.len),
+            "read outside the region"
+        );
+        out.reserve(len);
+        // SAFETY: in bounds; the destination is `out`'s spare capacity (reserved above), which
+        // the copy initialises before `set_len` exposes it. A concurrent scribbler can only
+        // make the copied bytes garbage, which the caller treats as untrusted.
+        unsafe {
+            std::ptr::copy_nonoverlapping(
+                self.ptr.as_ptr().add(off),
+                out.as_mut_ptr().add(out.len()),
+                len,
+            );
+            out.set_len(out.len() + len);
+        }
+    }
+
     /// Copies bytes from `off` into `dst`.
     pub(crate) fn read(&self, off: usize, dst: &mut [u8]) {
         assert!(off + dst.len() <= self.len, "read outside the region");

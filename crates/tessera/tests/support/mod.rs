@@ -145,6 +145,25 @@ impl Domain {
     }
 }
 
+/// A participant of `domain` on exactly these transports (e.g. UDPv4 and shared memory).
+pub fn participant_on(domain: u32, kinds: &[TransportKind]) -> DomainParticipant {
+    let config = ParticipantConfig {
+        transports: Some(kinds.to_vec()),
+        ..Default::default()
+    };
+    DomainParticipant::with_qos(domain, Default::default(), config).unwrap()
+}
+
+/// The files in `/dev/shm` whose names start with `prefix` (segments, pools).
+pub fn shm_files(prefix: &str) -> Vec<String> {
+    std::fs::read_dir("/dev/shm")
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(prefix))
+        .collect()
+}
+
 /// `n` UDPv4 participants, for the tests that talk to them with a scripted UDP peer
 /// ([`peer`]); panics outside a test namespace.
 pub fn udp_participants(n: usize) -> Vec<DomainParticipant> {
