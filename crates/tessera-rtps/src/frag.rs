@@ -133,8 +133,8 @@ impl Partial {
         }
         let written = (start + src.len()).min(self.data.len()) - start;
         let (over, beyond) = src.split_at(written);
-        self.data[start..start + written].copy_from_slice(over);
-        self.data.extend_from_slice(beyond);
+        crate::copy::copy_bytes(&mut self.data[start..start + written], over);
+        crate::copy::extend_bytes(&mut self.data, beyond);
     }
 
     fn set(&mut self, n: u32) -> bool {

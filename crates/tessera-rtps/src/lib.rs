@@ -17,6 +17,7 @@
 
 pub mod budget;
 pub mod cdr;
+pub mod copy;
 pub mod discovery;
 pub mod fasthash;
 pub mod filter;

@@ -269,12 +269,12 @@ impl BufferPool {
             if let Some(mut buf) = self.take_kept() {
                 if let Some(v) = Arc::get_mut(&mut buf) {
                     v.clear();
-                    v.extend_from_slice(bytes);
+                    tessera_rtps::copy::extend_bytes(v, bytes);
                     return buf;
                 }
             }
         }
-        Arc::new(bytes.to_vec())
+        Arc::new(tessera_rtps::copy::to_vec(bytes))
     }
 
     /// Takes back a buffer no longer needed.

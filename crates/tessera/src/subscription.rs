@@ -829,7 +829,9 @@ impl ReaderEndpoint {
         let s = SerializedSample {
             payload: match (shared, loan) {
                 (Some(b), Some(h)) => SerializedPayload::loaned(b.clone(), h),
-                (None, Some(h)) => SerializedPayload::loaned(Arc::new(d.payload.to_vec()), h),
+                (None, Some(h)) => {
+                    SerializedPayload::loaned(Arc::new(tessera_rtps::copy::to_vec(&d.payload)), h)
+                }
                 (Some(b), None) => SerializedPayload::shared(b.clone()),
                 (None, None) => self.pool.copy_of(&d.payload),
             },

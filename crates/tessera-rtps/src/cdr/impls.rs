@@ -119,7 +119,7 @@ impl CdrType for u8 {
     }
     #[inline]
     fn read_cdr_vec(r: &mut CdrReader<'_>, n: usize) -> Result<Vec<Self>, CdrError> {
-        Ok(r.read_bytes(n)?.to_vec())
+        Ok(crate::copy::to_vec(r.read_bytes(n)?))
     }
     #[inline]
     fn read_cdr_vec_in_place(
@@ -129,7 +129,7 @@ impl CdrType for u8 {
     ) -> Result<(), CdrError> {
         let bytes = r.read_bytes(n)?;
         v.clear();
-        v.extend_from_slice(bytes);
+        crate::copy::extend_bytes(v, bytes);
         Ok(())
     }
     #[inline]

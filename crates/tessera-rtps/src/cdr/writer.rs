@@ -190,7 +190,7 @@ impl<'a> CdrWriter<'a> {
     /// array).
     #[inline]
     pub fn write_bytes(&mut self, bytes: &[u8]) {
-        self.buf.extend_from_slice(bytes);
+        crate::copy::extend_bytes(self.buf, bytes);
     }
 
     /// Writes a sequence length. Panics if `len` exceeds `u32::MAX` (a caller error: such a
@@ -206,7 +206,7 @@ impl<'a> CdrWriter<'a> {
     pub fn write_str(&mut self, s: &str) {
         self.write_len(s.len() + 1);
         self.buf.reserve(s.len() + 1);
-        self.buf.extend_from_slice(s.as_bytes());
+        crate::copy::extend_bytes(self.buf, s.as_bytes());
         self.buf.push(0);
     }
 
@@ -214,6 +214,6 @@ impl<'a> CdrWriter<'a> {
     #[inline]
     pub fn write_byte_seq(&mut self, bytes: &[u8]) {
         self.write_len(bytes.len());
-        self.buf.extend_from_slice(bytes);
+        crate::copy::extend_bytes(self.buf, bytes);
     }
 }

@@ -71,7 +71,7 @@ impl HeldSample {
             payload: s
                 .shared
                 .cloned()
-                .unwrap_or_else(|| Arc::new(s.payload.to_vec())),
+                .unwrap_or_else(|| Arc::new(tessera_rtps::copy::to_vec(s.payload))),
             key_hash: s.key_hash,
             status: s.status,
             key_only: s.key_only,

@@ -86,8 +86,13 @@ impl UntypedDataWriter {
     /// epoch). A payload whose key cannot be read is refused with [`Error::BadParameter`].
     pub fn write_serialized_with_timestamp(&self, payload: &[u8], source_ns: i64) -> Result<()> {
         let key_hash = self.track(payload)?;
-        self.ep
-            .submit(Arc::new(payload.to_vec()), key_hash, 0, false, source_ns)
+        self.ep.submit(
+            Arc::new(tessera_rtps::copy::to_vec(payload)),
+            key_hash,
+            0,
+            false,
+            source_ns,
+        )
     }
 
     /// Publishes a sample on behalf of its original writer `original` (GUID and sequence
@@ -115,7 +120,7 @@ impl UntypedDataWriter {
         let key = self.support.is_keyed().then_some(key_hash);
         self.ep
             .submit_with(
-                Arc::new(payload.to_vec()),
+                Arc::new(tessera_rtps::copy::to_vec(payload)),
                 key,
                 status_info,
                 status_info != 0,

@@ -272,7 +272,7 @@ pub(crate) fn joined<R>(parts: &[&[u8]], f: impl FnOnce(&[u8]) -> R) -> R {
     let join = |buf: &mut Vec<u8>| {
         buf.clear();
         for p in parts {
-            buf.extend_from_slice(p);
+            tessera_rtps::copy::extend_bytes(buf, p);
         }
     };
     JOINED.with(|cell| match cell.try_borrow_mut() {

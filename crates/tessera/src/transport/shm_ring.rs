@@ -236,7 +236,9 @@ impl Region {
     pub fn from_bytes(bytes: &[u8]) -> Region {
         let r = Region::heap(bytes.len());
         // SAFETY: `r` owns `bytes.len()` writable bytes at `ptr`, distinct from `bytes`.
-        unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), r.ptr.as_ptr(), bytes.len()) };
+        unsafe {
+            tessera_rtps::copy::copy_nonoverlapping(bytes.as_ptr(), r.ptr.as_ptr(), bytes.len())
+        };
         r
     }
 
@@ -316,7 +318,11 @@ impl Region {
         // SAFETY: in bounds; the destination is shared memory that no reference covers, so a
         // concurrent writer can only corrupt the bytes (which the reader validates).
         unsafe {
-            std::ptr::copy_nonoverlapping(src.as_ptr(), self.ptr.as_ptr().add(off), src.len())
+            tessera_rtps::copy::copy_nonoverlapping(
+                src.as_ptr(),
+                self.ptr.as_ptr().add(off),
+                src.len(),
+            )
         };
     }
 
@@ -331,7 +337,7 @@ impl Region {
         // the copy initialises before `set_len` exposes it. A concurrent scribbler can only
         // make the copied bytes garbage, which the caller treats as untrusted.
         unsafe {
-            std::ptr::copy_nonoverlapping(
+            tessera_rtps::copy::copy_nonoverlapping(
                 self.ptr.as_ptr().add(off),
                 out.as_mut_ptr().add(out.len()),
                 len,
@@ -346,7 +352,11 @@ impl Region {
         // SAFETY: in bounds; `dst` is private memory. A concurrent scribbler can only make the
         // copied bytes garbage, which the caller treats as untrusted.
         unsafe {
-            std::ptr::copy_nonoverlapping(self.ptr.as_ptr().add(off), dst.as_mut_ptr(), dst.len())
+            tessera_rtps::copy::copy_nonoverlapping(
+                self.ptr.as_ptr().add(off),
+                dst.as_mut_ptr(),
+                dst.len(),
+            )
         };
     }
 }
