@@ -5,9 +5,10 @@
 //! modulo 4 KiB (measured on this project's VMs: a 64 KiB copy takes 35 µs instead of 1.8 µs,
 //! an 8 KiB copy 4.1 µs instead of 0.2 µs). The alignments that trigger it are common here: a
 //! large heap buffer starts 16 bytes into a page, a shared-memory chunk's payload at a page
-//! boundary, a CDR body 4 or 8 bytes into its buffer. Copying such a block in pieces below
-//! glibc's `rep movsb` threshold (2 KiB and more on every x86-64 it supports) keeps it on the
-//! vector loop, at full speed; copies at any other distance are left whole.
+//! boundary, a CDR body 4 or 8 bytes into its buffer. Copying such a block in 2 KiB pieces keeps
+//! it on glibc's vector loop, at full speed: glibc uses `rep movsb` only from 2 KiB x (vector
+//! width / 16) up, 4 KiB on the AVX2 that every Zen has. Copies at any other distance are left
+//! whole.
 
 /// Pieces small enough for glibc's vector copy loop.
 const PIECE: usize = 2048;
@@ -24,28 +25,29 @@ fn slow_distance(dst: usize, src: usize, len: usize) -> bool {
 /// slow.
 #[inline]
 pub fn copy_bytes(dst: &mut [u8], src: &[u8]) {
-    if !slow_distance(dst.as_ptr() as usize, src.as_ptr() as usize, src.len()) {
+    if src.len() <= PIECE || dst.len() != src.len() {
+        // Small, or a length mismatch for `copy_from_slice` to report.
         dst.copy_from_slice(src);
         return;
     }
-    assert_eq!(dst.len(), src.len(), "copy_bytes: lengths differ");
-    for (d, s) in dst.chunks_mut(PIECE).zip(src.chunks(PIECE)) {
-        d.copy_from_slice(s);
-    }
+    // SAFETY: equal lengths; `dst` is borrowed mutably, so it cannot overlap `src`.
+    unsafe { copy_nonoverlapping(src.as_ptr(), dst.as_mut_ptr(), src.len()) }
 }
 
 /// `out.extend_from_slice(src)`, in pieces when a single copy would be slow.
 #[inline]
 pub fn extend_bytes(out: &mut Vec<u8>, src: &[u8]) {
-    out.reserve(src.len());
-    // After the reserve the bytes land at the end of the current allocation.
-    let dst = out.as_ptr() as usize + out.len();
-    if !slow_distance(dst, src.as_ptr() as usize, src.len()) {
+    if src.len() <= PIECE {
         out.extend_from_slice(src);
         return;
     }
-    for s in src.chunks(PIECE) {
-        out.extend_from_slice(s);
+    out.reserve(src.len());
+    // SAFETY: the reserve leaves room for `src.len()` bytes past `len`, which the copy
+    // initialises before `set_len` exposes them; `out` is borrowed mutably, so `src` cannot lie
+    // in its allocation.
+    unsafe {
+        copy_nonoverlapping(src.as_ptr(), out.as_mut_ptr().add(out.len()), src.len());
+        out.set_len(out.len() + src.len());
     }
 }
 
