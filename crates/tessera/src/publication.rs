@@ -1039,6 +1039,9 @@ impl Drop for WriterOwner {
         // Dropped after the lock is released (see `ReaderOwner::drop`).
         let removed = p.endpoints.write().writers.remove(&self.entity_id);
         drop(removed);
+        // The endpoint may outlive this for a moment (an event pass or a receive thread
+        // holds it); its segment files must not.
+        self.ep.loans.unlink_pools();
         let now = Instant::now();
         let actions = p.discovery.lock().remove_local_endpoint(
             p,

@@ -103,6 +103,14 @@ impl CdrChunks {
         self.pools.lock().iter().any(Option::is_some)
     }
 
+    /// Removes the pools' files (the writer is being deleted and its readers acknowledged
+    /// everything): they go at once even if the endpoint outlives its owner for a moment.
+    pub(crate) fn unlink_pools(&self) {
+        for p in self.pools.lock().iter().flatten() {
+            p.own.unlink();
+        }
+    }
+
     /// A reader matched: a remote one with its selected unicast locators and whether it
     /// announced that it resolves references; `local` for a reader of this participant.
     pub(crate) fn matched(&self, reader: Guid, unicast: &Locators, announced: bool, local: bool) {

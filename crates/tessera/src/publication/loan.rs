@@ -60,6 +60,15 @@ pub(crate) struct WriterLoans {
 }
 
 impl WriterLoans {
+    /// Removes the files of the writer's pools (loans and chunks) when the writer is
+    /// deleted; mappings stay until the last sample that references them goes.
+    pub(crate) fn unlink_pools(&self) {
+        if let Some(p) = self.pool.get() {
+            p.own.unlink();
+        }
+        self.cdr.unlink_pools();
+    }
+
     /// A remote reader matched with these (selected) unicast locators, announcing `layout`
     /// (PID_TESSERA_LOAN_LAYOUT; 0 when it announced none). It can resolve a reference only
     /// if it reaches the pool (every locator is shared memory: a Tessera participant on this

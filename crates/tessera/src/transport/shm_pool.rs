@@ -45,7 +45,7 @@ use std::io;
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::ptr::NonNull;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use super::shm::{create_file, map_file, ns_inode, owner_alive, process_start_time};
 use super::shm_exit as exit_unlink;
@@ -679,6 +679,9 @@ pub fn reader_alive(tag: u64) -> bool {
 pub struct OwnPool {
     pool: Pool,
     path: PathBuf,
+    /// The file was removed already ([`OwnPool::unlink`]): never remove it twice, since by
+    /// then the name may be another pool's.
+    unlinked: AtomicBool,
 }
 
 impl OwnPool {
@@ -714,7 +717,11 @@ impl OwnPool {
         match setup() {
             Ok(pool) => {
                 exit_unlink::remember(&path);
-                Ok(OwnPool { pool, path })
+                Ok(OwnPool {
+                    pool,
+                    path,
+                    unlinked: AtomicBool::new(false),
+                })
             }
             Err(e) => {
                 let _ = std::fs::remove_file(&path);
@@ -732,13 +739,23 @@ impl OwnPool {
     pub fn path(&self) -> &Path {
         &self.path
     }
+
+    /// Removes the segment file now, while this process keeps its mapping: for a writer that
+    /// is deleted while something else (an event pass, a receive thread) still holds its
+    /// endpoint for a moment. Readers that opened the pool keep their mappings; no one can
+    /// open it any more.
+    pub fn unlink(&self) {
+        if !self.unlinked.swap(true, Ordering::AcqRel) {
+            let _ = std::fs::remove_file(&self.path);
+            exit_unlink::forget(&self.path);
+        }
+    }
 }
 
 impl Drop for OwnPool {
     fn drop(&mut self) {
         self.pool.close();
-        let _ = std::fs::remove_file(&self.path);
-        exit_unlink::forget(&self.path);
+        self.unlink();
     }
 }
 
