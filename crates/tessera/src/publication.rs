@@ -28,7 +28,7 @@ use tessera_rtps::cdr;
 use tessera_rtps::qos::LivelinessKind;
 use tessera_rtps::types::{EntityId, Guid, Locators, SequenceNumber, Timestamp};
 use tessera_rtps::wire::{ReceivedSubmessage, Submessage};
-use tessera_rtps::writer::{WriteError, WriterCore};
+use tessera_rtps::writer::{Refused, WriteError, WriterCore};
 use tessera_rtps::Now;
 
 #[cfg_attr(not(feature = "atomic"), path = "publication/atomic_off.rs")]
@@ -441,15 +441,22 @@ impl WriterEndpoint {
             };
             core.set_flow_window(window);
         }
+        let len = payload.len();
+        // Local readers share the payload: a reference is kept only when there are some.
+        // Otherwise the payload moves into the history, and a refusal for room hands it back
+        // for the next try (no reference-count round trip per write).
+        let mut for_locals =
+            (self.local_count.load(Ordering::Acquire) != 0).then(|| payload.clone());
+        let mut sample = payload;
         let seq = loop {
             // A local reader that refused samples gets them again when it makes room; a
             // KEEP_ALL writer waits while what it keeps for one is at its bound (one atomic
             // load when nothing is kept).
-            let full = if self.keep_all && self.local_hold_full(payload.len()) {
+            let full = if self.keep_all && self.local_hold_full(len) {
                 "a local reader's queue of refused samples is full"
             } else {
-                match core.write_relayed(
-                    payload.clone(),
+                match core.try_write_relayed(
+                    sample,
                     key_hash,
                     status,
                     key_only,
@@ -468,8 +475,14 @@ impl WriterEndpoint {
                         }
                         break seq;
                     }
-                    Err(WriteError::HistoryFull) => "history full",
-                    Err(e) => return Err(Error::OutOfResources(e.to_string())),
+                    Err(Refused {
+                        error: WriteError::HistoryFull,
+                        payload: Some(back),
+                    }) => {
+                        sample = back;
+                        "history full"
+                    }
+                    Err(refused) => return Err(Error::OutOfResources(refused.error.to_string())),
                 }
             };
             if !may_wait {
@@ -525,15 +538,21 @@ impl WriterEndpoint {
         };
         let locals = locals.as_deref().unwrap_or_default();
         let mut outcomes = Vec::new();
-        if !locals.is_empty() {
+        if !locals.is_empty() && for_locals.is_none() {
+            // A local reader matched during this write: it shares the stored sample (which a
+            // TRANSIENT_LOCAL history always keeps; a volatile one may miss it, as it would
+            // had it matched a moment later).
+            for_locals = core.store().get(seq).map(|s| s.payload.clone());
+        }
+        if let Some(payload) = for_locals.as_ref().filter(|_| !locals.is_empty()) {
             outcomes.resize(locals.len(), LocalOutcome::default());
             self.deliver_local(
                 locals,
                 &mut outcomes,
                 LocalSample {
                     seq,
-                    payload: &payload,
-                    shared: Some(&payload),
+                    payload,
+                    shared: Some(payload),
                     key_hash,
                     status,
                     key_only,
@@ -546,7 +565,7 @@ impl WriterEndpoint {
         if self.batching.load(Ordering::Relaxed) {
             // Changed only under the core lock (here, `send_all`, the event thread's pass):
             // a load and a store, not a locked read-modify-write.
-            let pending = self.unflushed.load(Ordering::Relaxed) + payload.len();
+            let pending = self.unflushed.load(Ordering::Relaxed) + len;
             self.unflushed.store(pending, Ordering::Relaxed);
             let pending_samples = self.unflushed_samples.load(Ordering::Relaxed) + 1;
             self.unflushed_samples
@@ -1105,24 +1124,22 @@ impl<T: TopicType> DataWriter<T> {
     /// Publishes a sample with an explicit source timestamp (ns since the Unix epoch).
     pub fn write_with_timestamp(&self, sample: &T, source_ns: i64) -> Result<()> {
         // Serialized straight into the buffer the writer history keeps: no second copy.
-        let mut payload = self
-            .ep
-            .ctx
-            .write_buffers
-            .buffer(self.ep.size_hint.load(Ordering::Relaxed));
-        let buf = Arc::make_mut(&mut payload);
-        let key_hash = if T::KEYED {
-            // Read back from the bytes just written where the key lies at fixed offsets.
-            let kh = cdr::serialize_sample_keyed(sample, self.encoding(), buf);
+        let hint = self.ep.size_hint.load(Ordering::Relaxed);
+        let (payload, key_hash) = self.ep.ctx.write_buffers.filled(hint, |buf| {
+            let key_hash = if T::KEYED {
+                // Read back from the bytes just written where the key lies at fixed offsets.
+                Some(cdr::serialize_sample_keyed(sample, self.encoding(), buf))
+            } else {
+                cdr::serialize_sample(sample, self.encoding(), buf);
+                None
+            };
             self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
-            self.track_instance(kh, sample);
-            Some(kh)
-        } else {
-            cdr::serialize_sample(sample, self.encoding(), buf);
-            self.ep.size_hint.store(buf.len(), Ordering::Relaxed);
-            self.ep.track_keyless();
-            None
-        };
+            key_hash
+        });
+        match key_hash {
+            Some(kh) => self.track_instance(kh, sample),
+            None => self.ep.track_keyless(),
+        }
         let filtered_out = self.ep.filters.dropping(sample);
         self.ep
             .submit_with(payload, key_hash, 0, false, source_ns, filtered_out, None)

@@ -211,10 +211,10 @@ impl WriterCore {
             &now.into(),
         ) {
             Ok(seq) => Ok(Some(seq)),
-            Err(e) => {
+            Err(refused) => {
                 // Still open: the caller may retry once history space frees up.
                 self.sh.coherent = state;
-                Err(e)
+                Err(refused.error)
             }
         }
     }

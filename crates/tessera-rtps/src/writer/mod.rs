@@ -174,6 +174,32 @@ pub enum WriteError {
     Store(#[from] StoreError),
 }
 
+/// A sample [`WriterCore::try_write_relayed`] refused: why, and the payload back when the
+/// refusal was for room ([`WriteError::HistoryFull`]), so that the caller can retry with it.
+#[derive(Debug)]
+pub struct Refused {
+    /// Why the sample was refused.
+    pub error: WriteError,
+    /// The payload, given back with [`WriteError::HistoryFull`] (otherwise `None`).
+    pub payload: Option<Arc<Vec<u8>>>,
+}
+
+impl Refused {
+    fn full(payload: Arc<Vec<u8>>) -> Self {
+        Self {
+            error: WriteError::HistoryFull,
+            payload: Some(payload),
+        }
+    }
+
+    fn dropping(error: WriteError) -> Self {
+        Self {
+            error,
+            payload: None,
+        }
+    }
+}
+
 /// Statistics of a [`WriterCore`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct WriterCounters {
@@ -825,6 +851,33 @@ impl WriterCore {
         origin: Option<(Guid, SequenceNumber)>,
         now: impl Into<Now>,
     ) -> Result<SequenceNumber, WriteError> {
+        self.try_write_relayed(
+            payload,
+            key_hash,
+            status_info,
+            key_flag,
+            source_timestamp,
+            origin,
+            now,
+        )
+        .map_err(|refused| refused.error)
+    }
+
+    /// [`WriterCore::write_relayed`] that hands the payload back when the sample was refused
+    /// for room ([`WriteError::HistoryFull`]): a writer that waits for room and tries again
+    /// moves the same payload in each time instead of cloning its `Arc` for every write (two
+    /// locked instructions, a few per cent of a 16 B write).
+    #[allow(clippy::too_many_arguments)]
+    pub fn try_write_relayed(
+        &mut self,
+        payload: Arc<Vec<u8>>,
+        key_hash: Option<[u8; 16]>,
+        status_info: u32,
+        key_flag: bool,
+        source_timestamp: Option<Timestamp>,
+        origin: Option<(Guid, SequenceNumber)>,
+        now: impl Into<Now>,
+    ) -> Result<SequenceNumber, Refused> {
         let tag = self.sh.coherent.tag(self.sh.last_seq + 1);
         self.write_tagged(
             payload,
@@ -838,7 +891,7 @@ impl WriterCore {
         )
     }
 
-    /// [`WriterCore::write_relayed`] with the sample's PID_COHERENT_SET and group values
+    /// [`WriterCore::try_write_relayed`] with the sample's PID_COHERENT_SET and group values
     /// given.
     #[allow(clippy::too_many_arguments)]
     fn write_tagged(
@@ -851,16 +904,16 @@ impl WriterCore {
         origin: Option<(Guid, SequenceNumber)>,
         (coherent_set, group): (Option<SequenceNumber>, Option<GroupTag>),
         now: &Now,
-    ) -> Result<SequenceNumber, WriteError> {
+    ) -> Result<SequenceNumber, Refused> {
         if payload.len() > u32::MAX as usize {
-            return Err(WriteError::PayloadTooLarge);
+            return Err(Refused::dropping(WriteError::PayloadTooLarge));
         }
         let keep = self.sh.cfg.transient_local || !self.readers.is_empty();
         let floor = self.reliable_floor();
         if floor.is_some_and(|f| self.sh.last_seq + 1 - f >= self.sh.flow_window) {
             // Too much in flight: wait for acknowledgments (the next transmit asks for them).
             self.sh.counters.flow_blocked += 1;
-            return Err(WriteError::HistoryFull);
+            return Err(Refused::full(payload));
         }
         let seq = self.sh.last_seq + 1;
         if keep {
@@ -871,7 +924,7 @@ impl WriterCore {
             if victim.is_none() && self.sh.history.len() >= self.sh.cfg.max_samples {
                 match self.sh.history.first_seq() {
                     Some(f) if f < self.min_needed() => oldest = Some(f),
-                    _ => return Err(WriteError::HistoryFull),
+                    _ => return Err(Refused::full(payload)),
                 }
             }
             let mut sample = Sample {
@@ -889,7 +942,10 @@ impl WriterCore {
                 .sh
                 .frag_size_for(sample.payload.len(), &self.sh.inline_qos(seq, &sample));
             // Stored first: a store that refuses leaves everything as it was.
-            self.sh.history.push(seq, sample)?;
+            self.sh
+                .history
+                .push(seq, sample)
+                .map_err(|e| Refused::dropping(e.into()))?;
             if let Some(f) = oldest {
                 self.sh.history.remove_below(f + 1);
             }
