@@ -18,7 +18,7 @@
 //! --live N     samples written after the match (default 30)
 //! --period-ms P         pause between live samples (default 10)
 //! --burst B             then samples written without a pause (default 30)
-//! --settle-ms S         wfirst: pause between the match and the live stream (default 300)
+//! --settle-ms S         pause before the burst, and (wfirst) between the match and the live stream (default 300)
 //! --timeout SECS        give up waiting for the other side (default 10)
 //! --linger SECS         writer: stay alive after reporting (default 20; the driver kills it)
 //! --qos SIDE            perf roles: our side's QoS (default rel.vol.all)
@@ -235,6 +235,13 @@ fn run_writer(o: &Opts, c: &Cell) -> tessera::Result<ExitCode> {
             write(seq);
             std::thread::sleep(o.period);
         }
+        // The reader takes the last live samples before the burst can replace them in a
+        // KEEP_LAST history: one `period` was too short on a loaded machine (a CI run's reader
+        // did not take for longer, and the burst replaced the last live sample).
+        if c.w.reliable {
+            let _ = w.wait_for_acknowledgments(Duration::from_secs(3));
+        }
+        std::thread::sleep(o.settle);
         for seq in s.pre + s.live..s.total() {
             write(seq);
         }
@@ -284,7 +291,8 @@ fn run_reader(o: &Opts, c: &Cell) -> tessera::Result<ExitCode> {
     } else {
         Duration::from_millis(500)
     };
-    let window = o.settle + o.period * s.live + grace;
+    // (A settle before the live stream for a late joiner, one before the burst.)
+    let window = 2 * o.settle + o.period * s.live + grace;
     loop {
         buf.clear();
         r.take_into(&mut buf, 256);

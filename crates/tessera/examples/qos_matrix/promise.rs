@@ -233,7 +233,8 @@ impl fmt::Display for Cell {
 /// The samples of a cell: `seq` runs 0.. over all instances and `keyval = seq % instances`
 /// (ddsperf's scheme). Sequence numbers below `pre` are written before any reader exists
 /// (only when the writer starts first); the `live` ones after the writer saw the match, paced
-/// so that the reader keeps up; then `burst` ones as fast as `write` returns.
+/// so that the reader keeps up; then, after a pause in which the reader takes the last of
+/// them, `burst` ones as fast as `write` returns.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(crate) struct Stream {
     pub(crate) instances: u32,
