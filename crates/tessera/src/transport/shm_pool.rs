@@ -740,11 +740,15 @@ impl OwnPool {
         &self.path
     }
 
-    /// Removes the segment file now, while this process keeps its mapping: for a writer that
-    /// is deleted while something else (an event pass, a receive thread) still holds its
-    /// endpoint for a moment. Readers that opened the pool keep their mappings; no one can
-    /// open it any more.
+    /// Closes the pool and removes the segment file now, while this process keeps its
+    /// mapping: for a writer that is deleted while something else (an event pass, a receive
+    /// thread) still holds its endpoint for a moment. Readers that opened the pool keep their
+    /// mappings; no one can open it any more. Closed at once too: a reader that lets go of
+    /// its last sample of the pool after this unmaps it (see `loan::ChunkHold`'s drop); had
+    /// the pool been closed only with the endpoint's last reference, a reader that let go in
+    /// between kept it mapped until it attached another pool.
     pub fn unlink(&self) {
+        self.pool.close();
         if !self.unlinked.swap(true, Ordering::AcqRel) {
             let _ = std::fs::remove_file(&self.path);
             exit_unlink::forget(&self.path);
@@ -754,7 +758,6 @@ impl OwnPool {
 
 impl Drop for OwnPool {
     fn drop(&mut self) {
-        self.pool.close();
         self.unlink();
     }
 }
