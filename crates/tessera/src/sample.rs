@@ -132,7 +132,7 @@ const INLINE_MAX: usize = 38;
 impl Bytes {
     fn as_slice(&self) -> &[u8] {
         match self {
-            // `len` is at most INLINE_MAX (see `SerializedPayload::copied`).
+            // `len` is at most INLINE_MAX (see `SerializedPayload::inline`).
             Bytes::Inline { len, bytes } => &bytes[..usize::from(*len).min(INLINE_MAX)],
             Bytes::Shared(b) => b,
         }
@@ -279,16 +279,7 @@ impl BufferPool {
     /// An empty buffer of at least `capacity` bytes nothing else shares: a kept one when
     /// there is one.
     pub(crate) fn buffer(&self, capacity: usize) -> Arc<Vec<u8>> {
-        if capacity <= self.max_capacity {
-            if let Some(mut buf) = self.take_kept() {
-                if let Some(v) = Arc::get_mut(&mut buf) {
-                    v.clear();
-                    v.reserve(capacity);
-                    return buf;
-                }
-            }
-        }
-        Arc::new(Vec::with_capacity(capacity))
+        self.filled(capacity, |_| ()).0
     }
 
     /// A buffer nothing else shares, filled by `fill` (a kept one when there is one), and what
@@ -326,20 +317,10 @@ impl BufferPool {
     }
 
     /// A buffer holding a copy of `bytes` that nothing else shares: a kept one when there is
-    /// one. (Filled here rather than by the caller through [`Arc::make_mut`], whose
-    /// uniqueness check is a second locked instruction per buffer on a path that runs once
-    /// per received sample.)
+    /// one.
     pub(crate) fn copy_of(&self, bytes: &[u8]) -> Arc<Vec<u8>> {
-        if bytes.len() <= self.max_capacity {
-            if let Some(mut buf) = self.take_kept() {
-                if let Some(v) = Arc::get_mut(&mut buf) {
-                    v.clear();
-                    tessera_rtps::copy::extend_bytes(v, bytes);
-                    return buf;
-                }
-            }
-        }
-        Arc::new(tessera_rtps::copy::to_vec(bytes))
+        self.filled(bytes.len(), |v| tessera_rtps::copy::extend_bytes(v, bytes))
+            .0
     }
 
     /// Takes back a buffer no longer needed.
