@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use crossbeam_channel::Receiver;
+use crate::mailbox::Receiver;
 
 use crate::entry::{Delivery, Entry, MemberId};
 

@@ -53,6 +53,7 @@ pub mod check;
 pub mod entry;
 mod frame;
 pub mod group;
+pub mod mailbox;
 mod raft;
 pub mod sim;
 

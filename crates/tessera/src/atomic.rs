@@ -251,8 +251,8 @@ impl Group {
                     index,
                     "ATOMIC member caught up from a snapshot: earlier samples are not delivered here"
                 ),
-                Err(crossbeam_channel::RecvTimeoutError::Timeout) => {}
-                Err(crossbeam_channel::RecvTimeoutError::Disconnected) => return,
+                Err(tessera_atomic::mailbox::RecvTimeoutError::Timeout) => {}
+                Err(tessera_atomic::mailbox::RecvTimeoutError::Disconnected) => return,
             }
         }
     }

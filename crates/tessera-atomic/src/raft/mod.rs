@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::Receiver;
+use crate::mailbox::{self, Receiver};
 use openraft::async_runtime::WatchReceiver;
 use openraft::{BasicNode, Config, SnapshotPolicy};
 use serde::{Deserialize, Serialize};
@@ -196,9 +196,9 @@ fn run_on<T: Send + 'static>(
     timeout: Duration,
     fut: impl std::future::Future<Output = T> + Send + 'static,
 ) -> Option<T> {
-    let (tx, rx) = crossbeam_channel::bounded(1);
+    let (tx, rx) = mailbox::channel();
     handle.spawn(async move {
-        let _ = tx.send(fut.await);
+        tx.send(fut.await);
     });
     rx.recv_timeout(timeout).ok()
 }
@@ -272,7 +272,7 @@ impl ConsensusThread {
                 .validate()
                 .map_err(|e| OpenError::Consensus(e.to_string()))?,
         );
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = mailbox::channel();
         let factory = NetworkFactory {
             group: spec.group.clone(),
             me: spec.me,

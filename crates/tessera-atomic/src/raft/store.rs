@@ -10,7 +10,7 @@ use std::io;
 use std::ops::RangeBounds;
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crossbeam_channel::Sender;
+use crate::mailbox::Sender;
 use futures_util::{Stream, TryStreamExt};
 use openraft::alias::{LogIdOf, SnapshotMetaOf, SnapshotOf, StoredMembershipOf, VoteOf};
 use openraft::entry::RaftEntry;
@@ -260,7 +260,7 @@ fn apply_batch(inner: &mut SmInner, index: u64, batch: Batch) -> Applied {
                 let at = position(index, place);
                 inner.dedup.insert(e.writer, (e.sn, at));
                 // A member whose owner went away has nobody reading: ignore.
-                let _ = inner.deliveries.send(Delivery::Entry {
+                inner.deliveries.send(Delivery::Entry {
                     index: at,
                     entry: e,
                 });
@@ -330,7 +330,7 @@ impl RaftStateMachine<Cfg> for StateMachine {
         inner.last_applied = meta.last_log_id;
         inner.membership = meta.last_membership.clone();
         if let Some(l) = meta.last_log_id {
-            let _ = inner.deliveries.send(Delivery::Skipped {
+            inner.deliveries.send(Delivery::Skipped {
                 index: last_position(l.index()),
             });
         }
@@ -385,7 +385,7 @@ mod tests {
         sm.apply(s).await.unwrap();
     }
 
-    fn delivered(rx: &crossbeam_channel::Receiver<Delivery>) -> Vec<(u64, i64)> {
+    fn delivered(rx: &crate::mailbox::Receiver<Delivery>) -> Vec<(u64, i64)> {
         rx.try_iter()
             .map(|d| match d {
                 Delivery::Entry { index, entry } => (index, entry.sn),
@@ -402,7 +402,7 @@ mod tests {
             .build()
             .unwrap();
         rt.block_on(async {
-            let (tx, rx) = crossbeam_channel::unbounded();
+            let (tx, rx) = crate::mailbox::channel();
             let mut a = StateMachine::new(tx);
             apply(
                 &mut a,
@@ -420,7 +420,7 @@ mod tests {
             );
             let snap = a.build_snapshot().await.unwrap();
 
-            let (tx, rx) = crossbeam_channel::unbounded();
+            let (tx, rx) = crate::mailbox::channel();
             let mut b = StateMachine::new(tx);
             b.install_snapshot(&snap.meta, snap.snapshot).await.unwrap();
             apply(&mut b, vec![entry(5, 7, 2), entry(6, 8, 1), entry(7, 7, 3)]).await;
@@ -439,7 +439,7 @@ mod tests {
     /// skipped; a retried batch is a duplicate as a whole.
     #[test]
     fn batches_deliver_each_new_entry_at_its_place() {
-        let (tx, rx) = crossbeam_channel::unbounded();
+        let (tx, rx) = crate::mailbox::channel();
         let sm = StateMachine::new(tx);
         let applied: Vec<Applied> = [
             (1, &[(7, 1), (7, 2), (8, 1)][..]),
