@@ -36,6 +36,8 @@ pub enum TryRecvError {
 struct State<T> {
     queue: VecDeque<T>,
     senders: usize,
+    /// The receiver is still there (once it is gone, what is sent is dropped: nothing grows).
+    receiving: bool,
     /// The receiver sleeps on `ready` (a send then wakes it; otherwise it costs no syscall).
     sleeping: bool,
 }
@@ -68,6 +70,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
         state: Mutex::new(State {
             queue: VecDeque::new(),
             senders: 1,
+            receiving: true,
             sleeping: false,
         }),
         ready: Condvar::new(),
@@ -85,6 +88,9 @@ impl<T> Sender<T> {
     /// the receiver is gone is dropped.
     pub fn send(&self, value: T) {
         let mut st = self.shared.lock();
+        if !st.receiving {
+            return;
+        }
         st.queue.push_back(value);
         if st.sleeping {
             st.sleeping = false;
@@ -111,6 +117,17 @@ impl<T> Drop for Sender<T> {
             drop(st);
             self.shared.ready.notify_one();
         }
+    }
+}
+
+impl<T> Drop for Receiver<T> {
+    fn drop(&mut self) {
+        let mut st = self.shared.lock();
+        st.receiving = false;
+        // Dropped outside the lock: a value's drop may take locks of its own.
+        let queued = std::mem::take(&mut st.queue);
+        drop(st);
+        drop(queued);
     }
 }
 
@@ -211,6 +228,17 @@ mod tests {
         assert_eq!(second, Err(RecvTimeoutError::Disconnected));
         // Woken, not timed out (30 s).
         assert!(started.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn nothing_is_kept_for_a_receiver_that_is_gone() {
+        let (tx, rx) = channel();
+        tx.send(vec![0u8; 1024]);
+        drop(rx);
+        for _ in 0..1000 {
+            tx.send(vec![0u8; 1024]);
+        }
+        assert!(tx.shared.lock().queue.is_empty());
     }
 
     #[test]
