@@ -38,8 +38,10 @@ struct State<T> {
     senders: usize,
     /// The receiver is still there (once it is gone, what is sent is dropped: nothing grows).
     receiving: bool,
-    /// The receiver sleeps on `ready` (a send then wakes it; otherwise it costs no syscall).
-    sleeping: bool,
+    /// Threads asleep on `ready` (a send then wakes one; otherwise it costs no syscall). A
+    /// count, not a flag: `ConsensusGroup::deliveries` hands the receiver out by reference,
+    /// and a flag one waiter cleared would leave another asleep until its timeout.
+    sleepers: usize,
 }
 
 struct Shared<T> {
@@ -59,7 +61,7 @@ pub struct Sender<T> {
     shared: Arc<Shared<T>>,
 }
 
-/// The receiving side (one).
+/// The receiving side.
 pub struct Receiver<T> {
     shared: Arc<Shared<T>>,
 }
@@ -71,7 +73,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
             queue: VecDeque::new(),
             senders: 1,
             receiving: true,
-            sleeping: false,
+            sleepers: 0,
         }),
         ready: Condvar::new(),
     });
@@ -84,7 +86,7 @@ pub fn channel<T>() -> (Sender<T>, Receiver<T>) {
 }
 
 impl<T> Sender<T> {
-    /// Queues `value` and wakes the receiver if it sleeps. Never blocks; a value sent after
+    /// Queues `value` and wakes a sleeping receiver. Never blocks; a value sent after
     /// the receiver is gone is dropped.
     pub fn send(&self, value: T) {
         let mut st = self.shared.lock();
@@ -92,8 +94,7 @@ impl<T> Sender<T> {
             return;
         }
         st.queue.push_back(value);
-        if st.sleeping {
-            st.sleeping = false;
+        if st.sleepers > 0 {
             drop(st);
             self.shared.ready.notify_one();
         }
@@ -115,7 +116,7 @@ impl<T> Drop for Sender<T> {
         st.senders -= 1;
         if st.senders == 0 {
             drop(st);
-            self.shared.ready.notify_one();
+            self.shared.ready.notify_all();
         }
     }
 }
@@ -150,14 +151,14 @@ impl<T> Receiver<T> {
                 // Beyond what `Instant` holds: wait in long steps.
                 None => Duration::from_secs(3600),
             };
-            st.sleeping = true;
+            st.sleepers += 1;
             st = self
                 .shared
                 .ready
                 .wait_timeout(st, left)
                 .unwrap_or_else(|e| e.into_inner())
                 .0;
-            st.sleeping = false;
+            st.sleepers -= 1;
         }
     }
 
@@ -214,12 +215,12 @@ mod tests {
             (first, second)
         });
         // Wait until the receiver sleeps, so the send must wake it.
-        while !tx.shared.lock().sleeping {
+        while tx.shared.lock().sleepers == 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
         let started = Instant::now();
         tx.send(7);
-        while !tx.shared.lock().sleeping {
+        while tx.shared.lock().sleepers == 0 {
             std::thread::sleep(Duration::from_millis(1));
         }
         drop(tx);
