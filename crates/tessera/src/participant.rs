@@ -863,8 +863,9 @@ impl ParticipantShared {
             // Our own multicast, looped back. (Unicast from ourselves is local delivery.)
             return;
         }
-        let now = Instant::now();
-        let scope = crate::subscription::DatagramScope::start();
+        // The receive loop's reading from when it found the datagram, if it took one.
+        let now = crate::transport::recv::take_arrival().unwrap_or_else(Instant::now);
+        let scope = crate::subscription::DatagramScope::start(now);
         let mut routes = RouteCache::default();
         for item in rx {
             let rs = match item {

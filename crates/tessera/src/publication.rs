@@ -671,7 +671,8 @@ impl WriterEndpoint {
         if let Some(a) = self.atomic.get() {
             let _ = a.drain_keeping_failure(a.timeout());
         }
-        let now = Instant::now();
+        // Read only if a heartbeat, a round-trip probe or a repair needs it.
+        let now = Now::lazy(Instant::now);
         let mut core = self.lock_core();
         self.send_all(&self.ctx, &mut core, now);
     }

@@ -29,7 +29,7 @@
 //! lines as in the text, the event lines (participant, errors, summary) seconds since `-R` or,
 //! without `-R`, since the process started. Every line is flushed as it is written.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::io::{Stdout, Write};
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, RwLock};
@@ -41,6 +41,7 @@ use tessera::qos::{
     Consistency, DataReaderQos, DataWriterQos, DomainParticipantQos, History as QosHistory,
     Partition, PublisherQos, Reliability, ResourceLimits, SubscriberQos, TopicQos, UserData,
 };
+use tessera::rtps::fasthash::FastHashMap;
 use tessera::rtps::types::{EntityId, Guid};
 use tessera::status::{PublicationMatchedStatus, SubscriptionMatchedStatus};
 use tessera::{
@@ -186,7 +187,7 @@ struct Ctx<T: PerfIo> {
     shared: Shared,
     ping_writer: DataWriter<T>,
     /// Pong writer per peer participant, by GUID prefix.
-    pong_writers: RwLock<HashMap<[u8; 12], DataWriter<T>>>,
+    pong_writers: RwLock<FastHashMap<[u8; 12], DataWriter<T>>>,
     /// The data writer (for the `-X` retransmit counter).
     data_writer: DataWriter<T>,
 }
@@ -1055,7 +1056,7 @@ fn run_typed<T: PerfIo>(cfg: &PerfConfig, base: Base) -> i32 {
     let ctx = Arc::new(Ctx {
         shared,
         ping_writer: ping_writer.clone(),
-        pong_writers: RwLock::new(HashMap::new()),
+        pong_writers: RwLock::new(FastHashMap::default()),
         data_writer: data_writer.clone(),
     });
     if let Some(set) = sigset {

@@ -5,6 +5,7 @@
 use super::ReaderEndpoint;
 use crate::status::StatusMask;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 thread_local! {
     /// Whether this thread is delivering an ATOMIC group's committed entries (see
@@ -37,9 +38,9 @@ pub(super) fn committed_delivery() -> bool {
 }
 
 thread_local! {
-    /// The reception time of the datagram this thread is handling (see [`DatagramScope`]):
-    /// `NOT_IN_DATAGRAM`, `UNREAD` until its first sample needs it, then the time.
-    static DATAGRAM_RECEPTION: std::cell::Cell<i64> = const { std::cell::Cell::new(NOT_IN_DATAGRAM) };
+    /// The reception time of the datagram this thread is handling (see [`DatagramScope`]).
+    static DATAGRAM_RECEPTION: std::cell::Cell<Reception> =
+        const { std::cell::Cell::new(Reception::NotInDatagram) };
     /// Whether this thread is handling a datagram (DATA_AVAILABLE is deferred).
     static IN_DATAGRAM: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// The readers that got data from the datagrams this thread is handling, to be told at
@@ -47,18 +48,56 @@ thread_local! {
     /// allocated between datagrams.
     static DATAGRAM_AVAILABLE: std::cell::RefCell<Vec<Arc<ReaderEndpoint>>> =
         const { std::cell::RefCell::new(Vec::new()) };
+    /// A monotonic instant and the wall clock read just after it (see [`wall_nanos_at`]).
+    static WALL_BASE: std::cell::Cell<Option<(Instant, i64)>> = const { std::cell::Cell::new(None) };
 }
-pub(super) const NOT_IN_DATAGRAM: i64 = -1;
-const UNREAD: i64 = -2;
+
+/// The reception time samples accepted on this thread get.
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Reception {
+    /// Not in a datagram's scope: each sample reads the wall clock.
+    NotInDatagram,
+    /// In the scope of a datagram found at this instant; no sample has needed the time yet.
+    Unread(Instant),
+    /// The datagram's reception time, in nanoseconds since the epoch.
+    Read(i64),
+}
+pub(super) const NOT_IN_DATAGRAM: Reception = Reception::NotInDatagram;
+
+/// How long a thread derives the wall clock from the monotonic clock before reading it again:
+/// a step of the wall clock (NTP, an operator, a fault test) shows in reception times within
+/// this.
+const WALL_REREAD: Duration = Duration::from_millis(1);
+
+/// The wall-clock time (ns since the epoch, even, as [`crate::publication::now_nanos`]) at
+/// `found`, an instant just past: derived from the last wall-clock reading of this thread while
+/// that is younger than [`WALL_REREAD`], so a busy receive thread reads one clock per datagram
+/// (the monotonic one, which it needs anyway) rather than two. The derived time is never
+/// earlier than a reading at `found` would have been (the base's wall clock was read after its
+/// instant), so a sample's reception time does not precede its source timestamp.
+fn wall_nanos_at(found: Instant) -> i64 {
+    WALL_BASE.with(|base| {
+        if let Some((at, wall)) = base.get() {
+            if let Some(d) = found.checked_duration_since(at) {
+                if d < WALL_REREAD {
+                    return (wall + d.as_nanos() as i64) & !1;
+                }
+            }
+        }
+        let wall = crate::publication::now_nanos();
+        base.set(Some((found, wall)));
+        wall
+    })
+}
 
 /// While it lives, the samples this thread accepts use the reception time it set (restored
 /// on drop, so scopes nest).
 pub(super) struct ReceptionClock {
-    saved: i64,
+    saved: Reception,
 }
 
 impl ReceptionClock {
-    pub(super) fn set(v: i64) -> ReceptionClock {
+    pub(super) fn set(v: Reception) -> ReceptionClock {
         ReceptionClock {
             saved: DATAGRAM_RECEPTION.with(|c| c.replace(v)),
         }
@@ -88,10 +127,10 @@ pub(crate) struct DatagramScope {
 }
 
 impl DatagramScope {
-    /// The scope of one datagram.
-    pub(crate) fn start() -> DatagramScope {
+    /// The scope of one datagram, found at `found`.
+    pub(crate) fn start(found: Instant) -> DatagramScope {
         DatagramScope {
-            _clock: ReceptionClock::set(UNREAD),
+            _clock: ReceptionClock::set(Reception::Unread(found)),
             saved_in: IN_DATAGRAM.with(|c| c.replace(true)),
             base: DATAGRAM_AVAILABLE.with(|a| a.borrow().len()),
             finished: false,
@@ -151,13 +190,13 @@ impl DatagramScope {
     /// The reception time for a sample accepted now.
     pub(super) fn reception() -> i64 {
         DATAGRAM_RECEPTION.with(|c| match c.get() {
-            NOT_IN_DATAGRAM => crate::publication::now_nanos(),
-            UNREAD => {
-                let t = crate::publication::now_nanos();
-                c.set(t);
+            Reception::NotInDatagram => crate::publication::now_nanos(),
+            Reception::Unread(found) => {
+                let t = wall_nanos_at(found);
+                c.set(Reception::Read(t));
                 t
             }
-            t => t,
+            Reception::Read(t) => t,
         })
     }
 }
@@ -172,5 +211,40 @@ impl Drop for DatagramScope {
                 }
             });
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_derived_reception_time_follows_the_monotonic_clock_and_never_precedes_a_reading() {
+        let before = crate::publication::now_nanos();
+        let found = Instant::now();
+        let first = wall_nanos_at(found);
+        assert!(first >= before, "{first} < {before}");
+        // Within the re-read interval the wall clock is derived: the monotonic distance.
+        let later = found + Duration::from_micros(300);
+        let derived = wall_nanos_at(later);
+        assert_eq!(derived - first, 300_000);
+        assert_eq!(derived % 2, 0, "even, as now_nanos");
+        // Past it (or before the base) the wall clock is read again.
+        let after = crate::publication::now_nanos();
+        let reread = wall_nanos_at(Instant::now() + WALL_REREAD);
+        assert!(reread >= after, "{reread} < {after}");
+        assert!(wall_nanos_at(found) >= before);
+    }
+
+    #[test]
+    fn the_samples_of_one_datagram_share_one_reception_time() {
+        let found = Instant::now();
+        let scope = DatagramScope::start(found);
+        let first = DatagramScope::reception();
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(DatagramScope::reception(), first);
+        scope.finish();
+        // Outside a datagram every sample reads the clock.
+        assert!(DatagramScope::reception() >= first + 2_000_000);
     }
 }
