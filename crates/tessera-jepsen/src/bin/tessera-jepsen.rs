@@ -95,6 +95,11 @@ const USAGE: &str = "usage:
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    // `run --help` and the like: the usage, not an option missing its value.
+    if args.iter().any(|a| a == "-h" || a == "--help") {
+        println!("{USAGE}");
+        return Ok(());
+    }
     match args.first().map(String::as_str) {
         Some("run") => {
             let o = parse(&args[1..])?;
@@ -162,10 +167,6 @@ fn main() -> Result<()> {
             let violations = report(&parsed, &dir)?;
             println!("== {violations} violation(s)");
             std::process::exit(if violations == 0 { 0 } else { 1 });
-        }
-        Some("-h" | "--help") => {
-            println!("{USAGE}");
-            Ok(())
         }
         _ => bail!("{USAGE}"),
     }
