@@ -89,7 +89,7 @@ pub fn headline_metrics(kind: Kind) -> &'static [(&'static str, bool)] {
 
 /// The cells of a result set with their keys ([`Point::cell_key`](super::results::Point::cell_key)).
 /// [`ResultSet::cells`] lists cells in the order their keys first appear among the points.
-fn keyed_cells(rs: &ResultSet) -> Vec<(String, Cell<'_>)> {
+pub(crate) fn keyed_cells(rs: &ResultSet) -> Vec<(String, Cell<'_>)> {
     let mut keys: Vec<String> = Vec::new();
     for p in &rs.points {
         let k = p.cell_key();
@@ -101,7 +101,7 @@ fn keyed_cells(rs: &ResultSet) -> Vec<(String, Cell<'_>)> {
 }
 
 /// Parameters as `k=v,k=v`.
-fn params_text(c: &Cell<'_>) -> String {
+pub(crate) fn params_text(c: &Cell<'_>) -> String {
     c.params
         .iter()
         .map(|(k, v)| format!("{k}={}", value_text(v)))
@@ -110,7 +110,7 @@ fn params_text(c: &Cell<'_>) -> String {
 }
 
 /// `(b - a) / a` in percent, with 0 → 0 and x / 0 → ±∞.
-fn change_pct(a: f64, b: f64) -> f64 {
+pub(crate) fn change_pct(a: f64, b: f64) -> f64 {
     if a == 0.0 {
         if b == 0.0 {
             0.0

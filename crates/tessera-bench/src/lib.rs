@@ -15,9 +15,11 @@
 //!   figures ([`procmon`]).
 //! - [`stats`]: HdrHistogram summaries; [`results`]: the result model (`results.json`).
 //! - [`report`]: results.json/csv, report.md, report.html with charts, the terminal table.
-//! - [`compare`] two result directories; [`expect`] criteria for regression checks.
+//! - [`compare`] two result directories; [`ab`]: two builds measured run after run;
+//!   [`expect`] criteria for regression checks.
 //! - [`env`](mod@env): the environment captured with every result.
 
+pub mod ab;
 pub mod compare;
 pub mod cpuwin;
 pub mod cyclonec;
@@ -59,6 +61,8 @@ pub fn usage(prog: &str) -> String {
     format!(
         "usage: {prog} [PRESET | SCENARIO.toml] [OPTIONS]\n\
          \x20      {prog} compare DIR_A DIR_B [--threshold PCT]\n\
+         \x20      {prog} ab --a DIR_A --b DIR_B [--runs N] [--out DIR] SCENARIO [OPTIONS]\n\
+         \x20          (two builds' `tessera`, runs alternated A B B A ..., medians and p-values)\n\
          \x20      {prog} cleanup\n\
          \x20      {prog} perf --consistency atomic ARGS   (tessera perf, ATOMIC endpoints)\n\
          \n\
@@ -85,6 +89,7 @@ pub fn usage(prog: &str) -> String {
          \x20 --expect CRIT      fail (exit 1) unless CRIT holds, e.g. 'rtt_ratio<=1.0',\n\
          \x20                    'throughput_ratio>=1.0', 'tessera.lost==0', 'failed==0'\n\
          \x20 --no-progress      no progress bar\n\
+         \x20 --tessera PATH     measure this tessera binary (default: the one beside this)\n\
          \x20 --print-scenario   print the preset's TOML and exit\n\
          \n\
          cleanup removes namespaces and links a killed run left behind (names tb-*).\n\
@@ -105,6 +110,7 @@ pub fn main(prog: &str, args: &[String]) -> i32 {
         Some("shm") => return shm_floor::main(&args[1..]),
         Some("worker") => return worker::main(&args[1..]),
         Some("compare") => return compare_main(prog, &args[1..]),
+        Some("ab") => return ab::main(prog, &args[1..]),
         Some("cleanup") => {
             let (ns, links) = hosts::cleanup_stale();
             println!("removed {ns} namespaces and {links} links");
@@ -209,6 +215,16 @@ fn run_main(prog: &str, args: &[String]) -> Result<i32, CliError> {
                 opts.expect.push(c);
             }
             "--no-progress" => opts.progress = false,
+            "--tessera" => {
+                let path = PathBuf::from(value("--tessera")?);
+                if !path.is_file() {
+                    return Err(CliError::Usage(format!(
+                        "--tessera: {} is not a file",
+                        path.display()
+                    )));
+                }
+                opts.tessera_exe = path;
+            }
             "--print-scenario" => print_scenario = true,
             s if s.starts_with('-') => return Err(CliError::Usage(format!("unknown option {s}"))),
             s => {
