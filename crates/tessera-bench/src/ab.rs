@@ -26,7 +26,8 @@ use crate::{EXIT_ERROR, EXIT_OK, EXIT_USAGE};
 /// Arrangements of the runs' values enumerated for an exact p-value; beyond, a fixed-seed
 /// sample of [`SAMPLED_ARRANGEMENTS`] of them.
 pub const EXACT_LIMIT: u64 = 200_000;
-const SAMPLED_ARRANGEMENTS: u64 = 100_000;
+/// Arrangements sampled for a p-value when there are more than [`EXACT_LIMIT`].
+pub const SAMPLED_ARRANGEMENTS: u64 = 100_000;
 /// Significance level for calling a change better or worse.
 pub const ALPHA: f64 = 0.05;
 
