@@ -160,28 +160,34 @@ impl AbRow {
 /// Compares the runs of B against those of A: one row per cell (in the first A run's order)
 /// and metric that some run of each build has.
 pub fn rows(a_runs: &[ResultSet], b_runs: &[ResultSet], threshold_pct: f64) -> Vec<AbRow> {
-    let Some(first) = a_runs.first() else {
+    // Each run's cells, keyed once (not once per cell and metric).
+    let a_cells: Vec<_> = a_runs.iter().map(compare::keyed_cells).collect();
+    let b_cells: Vec<_> = b_runs.iter().map(compare::keyed_cells).collect();
+    let Some(first) = a_cells.first() else {
         return Vec::new();
     };
-    let per_run = |runs: &[ResultSet], key: &str, metric: &str| -> Vec<f64> {
+    let per_run = |runs: &[Vec<(String, crate::results::Cell<'_>)>], key: &str, metric: &str| {
         runs.iter()
-            .filter_map(|rs| {
-                compare::keyed_cells(rs)
-                    .into_iter()
+            .filter_map(|cells| {
+                cells
+                    .iter()
                     .find(|(k, _)| k == key)
                     .and_then(|(_, c)| c.median(metric))
             })
             .filter(|v| v.is_finite())
-            .collect()
+            .collect::<Vec<f64>>()
     };
     let mut out = Vec::new();
-    for (key, cell) in compare::keyed_cells(first) {
+    for (key, cell) in first {
         let metrics = headline_metrics(cell.kind)
             .iter()
             .copied()
             .chain([(CPU_METRIC, true)]);
         for (metric, lower_is_better) in metrics {
-            let (a, b) = (per_run(a_runs, &key, metric), per_run(b_runs, &key, metric));
+            let (a, b) = (
+                per_run(&a_cells, key, metric),
+                per_run(&b_cells, key, metric),
+            );
             if a.is_empty() || b.is_empty() {
                 continue;
             }
@@ -201,7 +207,7 @@ pub fn rows(a_runs: &[ResultSet], b_runs: &[ResultSet], threshold_pct: f64) -> V
             out.push(AbRow {
                 experiment: cell.experiment.to_string(),
                 pair: cell.pair.to_string(),
-                params: compare::params_text(&cell),
+                params: compare::params_text(cell),
                 metric: metric.to_string(),
                 a,
                 b,
@@ -416,7 +422,7 @@ pub fn main(prog: &str, args: &[String]) -> i32 {
             return EXIT_USAGE;
         }
     };
-    match run(prog, &o) {
+    match run(prog, args, &o) {
         Ok(()) => EXIT_OK,
         Err(e) => {
             eprintln!("{prog} ab: {e:#}");
@@ -425,7 +431,7 @@ pub fn main(prog: &str, args: &[String]) -> i32 {
     }
 }
 
-fn run(prog: &str, o: &AbOptions) -> anyhow::Result<()> {
+fn run(prog: &str, args: &[String], o: &AbOptions) -> anyhow::Result<()> {
     use anyhow::Context;
     let bins = [o.a.join("tessera"), o.b.join("tessera")];
     for b in &bins {
@@ -486,7 +492,7 @@ fn run(prog: &str, o: &AbOptions) -> anyhow::Result<()> {
          its rounds; the table gives the medians over runs, the change of B against A and a \
          two-sided permutation p-value on the runs' ranks. A change is called better or worse \
          only beyond {}% and at p < {ALPHA}.\n\n{table}",
-        std::env::args().skip(2).collect::<Vec<_>>().join(" "),
+        args.join(" "),
         describe(&bins[0]),
         describe(&bins[1]),
         o.runs,
