@@ -45,7 +45,8 @@ impl Worker {
 }
 
 /// `TESSERA_WAIT` of the `tessera-shm-spin` pair: spin about twice the recent gap between
-/// samples before blocking, never more than 1 ms (no spinning while traffic is sparser).
+/// samples (at least 20 µs) before blocking, never more than 1 ms (no spinning while traffic
+/// is sparser).
 pub const SPIN_WAIT: &str = "adaptive:1000";
 
 /// How long a Fast DDS worker may take to shut down cleanly after SIGTERM.
