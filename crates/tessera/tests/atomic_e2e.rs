@@ -509,3 +509,46 @@ fn a_writer_deleted_after_pipelined_writes_commits_them_first() {
         assert_eq!(got, written, "ATOMIC reader {i}");
     }
 }
+
+/// A member with only a writer delivers to nobody (its pump takes committed entries in bulk
+/// instead of waking for each); once it creates a reader, that reader delivers every sample
+/// committed from then on, in the order the other members deliver them.
+#[test]
+#[ignore = "opens TCP sockets (consensus): run inside scripts/netns-run"]
+fn a_writer_only_member_that_adds_a_reader_delivers_what_commits_after() {
+    let net = InProcessNetwork::new();
+    let ps: Vec<_> = (0..3).map(|_| participant(&net)).collect();
+    let readers: Vec<_> = ps[..2].iter().map(reader).collect();
+    let w = writer(&ps[2]);
+    let first = write_acked(&w, 2, 10);
+    // Past an idle pump's drain period: the writer's member has applied and dropped these.
+    thread::sleep(Duration::from_millis(100));
+    let late = reader(&ps[2]);
+    let mut rest = Vec::new();
+    for n in 1000..1010 {
+        let op = Op { writer: 0, n };
+        w.write(&op).unwrap();
+        rest.push(value(&op));
+    }
+    let mut logs: Vec<MemberLog> = (0..2)
+        .map(|i| MemberLog {
+            member: format!("p{i}"),
+            stayed_up: true,
+            ..Default::default()
+        })
+        .collect();
+    for (r, log) in readers.iter().zip(&mut logs) {
+        take_into(r, log, 20);
+    }
+    let all: Vec<u64> = logs[0].deliveries.iter().map(|d| d.1).collect();
+    assert_eq!(all, [first, rest.clone()].concat());
+    assert_eq!(logs[0].deliveries, logs[1].deliveries);
+    // The late reader: every sample written after it existed, in order, and none of the
+    // earlier ones (they were committed and applied here before it was created).
+    let mut late_log = MemberLog::default();
+    take_into(&late, &mut late_log, 10);
+    thread::sleep(Duration::from_millis(100));
+    take_into(&late, &mut late_log, 11);
+    let got: Vec<u64> = late_log.deliveries.iter().map(|d| d.1).collect();
+    assert_eq!(got, rest);
+}
