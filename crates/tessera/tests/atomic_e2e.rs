@@ -114,6 +114,17 @@ fn value(op: &Op) -> u64 {
     ((op.writer as u64) << 32) | op.n as u64
 }
 
+/// Empty delivery logs for members `p0` … `p{n-1}`, all staying up.
+fn member_logs(n: usize) -> Vec<MemberLog> {
+    (0..n)
+        .map(|i| MemberLog {
+            member: format!("p{i}"),
+            stayed_up: true,
+            ..Default::default()
+        })
+        .collect()
+}
+
 /// Takes until `log` holds `want` samples (or 20 s pass).
 fn take_into(r: &DataReader<Op>, log: &mut MemberLog, want: usize) {
     let deadline = Instant::now() + Duration::from_secs(20);
@@ -186,13 +197,7 @@ fn three_participants_deliver_one_sequence_and_survive_losing_one() {
         acked, 40,
         "every write commits while all members are up: {writes:?}"
     );
-    let mut logs: Vec<MemberLog> = (0..3)
-        .map(|i| MemberLog {
-            member: format!("p{i}"),
-            stayed_up: true,
-            ..Default::default()
-        })
-        .collect();
+    let mut logs = member_logs(3);
     for (r, log) in readers.iter().zip(&mut logs) {
         take_into(r, log, 40);
     }
@@ -530,13 +535,7 @@ fn a_writer_only_member_that_adds_a_reader_delivers_what_commits_after() {
         w.write(&op).unwrap();
         rest.push(value(&op));
     }
-    let mut logs: Vec<MemberLog> = (0..2)
-        .map(|i| MemberLog {
-            member: format!("p{i}"),
-            stayed_up: true,
-            ..Default::default()
-        })
-        .collect();
+    let mut logs = member_logs(2);
     for (r, log) in readers.iter().zip(&mut logs) {
         take_into(r, log, 20);
     }
