@@ -1,6 +1,8 @@
-//! Tests of `run.rs`: handles and GUIDs, answers, the random numbers, the retransmit counter
+//! Tests of `perf::run`: handles and GUIDs, answers, the random numbers, the retransmit counter
 //! under loss (in a namespace) and the QoS of the tool's endpoints.
 
+use super::publish::Rng;
+use super::state::Answers;
 use super::*;
 
 const WRITER: [u8; 16] = [
