@@ -208,12 +208,14 @@ impl DiscoveryRuntime {
         }
     }
 
-    /// The type name and TypeInformation of each remote writer and reader on `topic`, writers
-    /// first (`DomainParticipant::discover_type`).
+    /// Every remote writer and reader discovery knows, matched or not (for bridges and node
+    /// services, which forward whatever topics appear).
     pub fn remote_endpoints(&self) -> Vec<RemoteEndpointInfo> {
         self.engine.remote_endpoints()
     }
 
+    /// The type name and TypeInformation of each remote writer and reader on `topic`, writers
+    /// first (`DomainParticipant::discover_type`).
     pub fn remote_types_on_topic(
         &self,
         topic: &str,
