@@ -3,7 +3,8 @@
 //! arrival) are [`crate::qos_rt::reader::ReaderPolicies::admit`], called from `accept`; the
 //! timers run from the endpoint's `on_timeout` on the event thread.
 
-use super::{add_count, ReaderEndpoint};
+use super::statuses::add_count;
+use super::ReaderEndpoint;
 use crate::history::History;
 use crate::outbox;
 use crate::qos::DataReaderQos;
