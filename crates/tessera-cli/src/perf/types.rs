@@ -537,8 +537,9 @@ mod tests {
 
     /// With keys flagged must-understand (as Cyclone 0.10.2 flags every key), the identifiers
     /// are those Debian's ddsperf 0.10.2 announces: KeyedSeq's is in the SEDP capture of
-    /// `discovery_codec.rs`, Struct16's in its trace asking us for it. So 0.10.2 matches us
-    /// without comparing types, which it cannot do for nested final structs (Struct256...).
+    /// `tests/discovery_codec/captured.rs`, Struct16's in its trace asking us for it. So 0.10.2
+    /// matches us without comparing types, which it cannot do for nested final structs
+    /// (Struct256...).
     #[test]
     fn identifiers_equal_ddsperf_0_10_2() {
         assert_eq!(minimal_hex::<KeyedSeq>(), "fa0413693f17171633962dcd81a2");
