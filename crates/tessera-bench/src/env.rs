@@ -22,8 +22,9 @@ pub const WAKEUP: &str = "blocking receive, no busy-polling (both implementation
 pub const DDSPERF_ENV: &str = "TESSERA_BENCH_DDSPERF";
 
 /// Captures the machine and software a run measures. `ddsperf` is the Cyclone DDS tool the run
-/// uses, if any (the version of that very binary is recorded: [`ddsperf_version`]).
-pub fn capture(ddsperf: Option<&Path>) -> Environment {
+/// uses, if any (the version of that very binary is recorded: [`ddsperf_version`]); `tessera`
+/// the measured `tessera` binary, asked what it is (`tessera version`).
+pub fn capture(ddsperf: Option<&Path>, tessera: Option<&Path>) -> Environment {
     let cyclone = ddsperf.map(ddsperf_version);
     Environment {
         hostname: read_trimmed("/proc/sys/kernel/hostname").unwrap_or_else(unknown),
@@ -46,6 +47,9 @@ pub fn capture(ddsperf: Option<&Path>) -> Environment {
         cyclone_version: cyclone.as_ref().map(|c| c.version.clone()),
         ddsperf: cyclone.map(|c| format!("{} ({})", c.binary.display(), c.source)),
         rustc: run("rustc", &["--version"]),
+        tessera_build: tessera.and_then(|t| {
+            run(t.as_os_str().to_str()?, &["version"]).filter(|v| v.starts_with("tessera "))
+        }),
         wakeup: WAKEUP.to_string(),
     }
 }
@@ -344,7 +348,7 @@ mod tests {
 
     #[test]
     fn capture_fills_every_field() {
-        let e = capture(None);
+        let e = capture(None, None);
         assert!(!e.hostname.is_empty());
         assert!(!e.cpu_model.is_empty());
         assert!(!e.kernel.is_empty());
@@ -358,7 +362,7 @@ mod tests {
         assert_eq!(e.ddsperf, None);
         // With a ddsperf, a version and where it came from are recorded.
         if let Some(d) = find_ddsperf() {
-            let e = capture(Some(&d));
+            let e = capture(Some(&d), None);
             println!("{e:#?}");
             assert!(e.cyclone_version.is_some());
             assert!(e.ddsperf.is_some());
@@ -378,6 +382,37 @@ mod tests {
         dir
     }
 
+    /// The measured `tessera` says what it is (a profile-guided build says so); a binary that
+    /// answers something else, or fails, records nothing rather than a wrong line.
+    #[test]
+    fn the_measured_tessera_binary_is_asked_what_it_is() {
+        let dir = scratch(
+            "tessera-build",
+            &[
+                (
+                    "tessera",
+                    b"#!/bin/sh\n[ \"$1\" = version ] && echo 'tessera 9.9.9 (profile-guided)'\n",
+                ),
+                ("other", b"#!/bin/sh\necho 'usage: other'\n"),
+                ("failing", b"#!/bin/sh\nexit 3\n"),
+            ],
+        );
+        let e = capture(None, Some(&dir.join("tessera")));
+        assert_eq!(
+            e.tessera_build.as_deref(),
+            Some("tessera 9.9.9 (profile-guided)")
+        );
+        assert_eq!(capture(None, Some(&dir.join("other"))).tessera_build, None);
+        assert_eq!(
+            capture(None, Some(&dir.join("failing"))).tessera_build,
+            None
+        );
+        assert_eq!(
+            capture(None, Some(&dir.join("missing"))).tessera_build,
+            None
+        );
+    }
+
     /// A `ddsperf` that no package owns and that links no libddsc (here a script, as a source
     /// build would be to dpkg) has an unknown version: never the version of Debian's package,
     /// which describes another file.
@@ -387,7 +422,7 @@ mod tests {
         let exe = std::fs::canonicalize(dir.join("ddsperf")).unwrap();
         let v = ddsperf_version(&exe);
         assert_eq!(v.version, format!("unknown ({})", exe.display()));
-        let e = capture(Some(&exe));
+        let e = capture(Some(&exe), None);
         assert_eq!(e.cyclone_version, Some(v.version.clone()));
         let debian = run(
             "dpkg-query",

@@ -509,6 +509,10 @@ pub struct Environment {
     pub ddsperf: Option<String>,
     /// rustc version that built the tool, when known.
     pub rustc: Option<String>,
+    /// What the measured `tessera` binary says of itself (`tessera version`: its version and,
+    /// for a profile-guided build, how it was built); `None` when it could not say.
+    #[serde(default)]
+    pub tessera_build: Option<String>,
     /// Wake-up strategy of the workers (e.g. "blocking receive, no busy-poll").
     pub wakeup: String,
 }

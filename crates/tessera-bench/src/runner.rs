@@ -244,7 +244,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         started: rfc3339,
         duration_s: t_start.elapsed().as_secs_f64(),
         hosts: scenario.hosts,
-        environment: env::capture(opts.ddsperf.as_deref()),
+        environment: env::capture(opts.ddsperf.as_deref(), Some(&opts.tessera_exe)),
         points,
         notes,
     };

@@ -53,6 +53,18 @@ pub const TOOL_COMMANDS: &[&str] = &["echo", "pub", "ls", "typeof", "spy", "shap
 /// "could not start" status).
 pub const EXIT_NO_BENCH: i32 = 2;
 
+/// `tessera version`: the version, and how this binary was built when a build script said so
+/// (`TESSERA_BUILD` at compile time; `scripts/pgo-build` sets it for its profile-guided build),
+/// so that a benchmark report records what it measured.
+pub fn version_line() -> String {
+    match option_env!("TESSERA_BUILD") {
+        Some(build) if !build.is_empty() => {
+            format!("tessera {} ({build})", env!("CARGO_PKG_VERSION"))
+        }
+        _ => format!("tessera {}", env!("CARGO_PKG_VERSION")),
+    }
+}
+
 /// Top-level usage text of the `tessera` binary.
 pub fn top_usage(prog: &str) -> String {
     format!(
@@ -87,7 +99,8 @@ pub fn top_usage(prog: &str) -> String {
          \x20 spy [-d DOMAIN] [-i SECS] [-t SECS] [--json]\n\
          \x20                          live table of writers (sample rates) and readers\n\
          \x20 shape (-P | -S) [options] the OMG interoperability suite's shape application\n\
-         \x20                          (shape_main's options and output)\n"
+         \x20                          (shape_main's options and output)\n\
+         \x20 version                  the version, and how this binary was built\n"
     )
 }
 
@@ -98,6 +111,10 @@ pub fn dispatch(argv: &[String]) -> i32 {
     match argv.get(1).map(String::as_str) {
         Some("perf") => perf::main(&format!("{prog} perf"), &argv[2..]),
         Some("bench") => exec_bench(prog, &argv[2..]),
+        Some("version" | "--version" | "-V") => {
+            println!("{}", version_line());
+            0
+        }
         Some("discovery-server") => dserver::main(&format!("{prog} discovery-server"), &argv[2..]),
         Some("idl") => exec_sibling(prog, "idl", IDL_BINARY, &argv[2..]),
         Some("durability") => exec_sibling(prog, "durability", DURABILITY_BINARY, &argv[2..]),
@@ -227,6 +244,15 @@ pub fn bench_start_error(prog: &str, path: &Path, err: &std::io::Error) -> Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn version_names_the_package_version_and_succeeds() {
+        let line = version_line();
+        assert!(line.starts_with(&format!("tessera {}", env!("CARGO_PKG_VERSION"))));
+        for arg in ["version", "--version", "-V"] {
+            assert_eq!(dispatch(&["tessera".to_string(), arg.to_string()]), 0);
+        }
+    }
 
     #[test]
     fn bench_is_looked_up_next_to_this_binary() {

@@ -83,6 +83,9 @@ pub(super) fn environment_paragraph(rs: &ResultSet) -> String {
     if let Some(r) = &e.rustc {
         s.push_str(&format!(", built with {r}"));
     }
+    if let Some(b) = &e.tessera_build {
+        s.push_str(&format!("; the measured binary: {b}"));
+    }
     s.push_str("; ");
     match &e.cyclone_version {
         Some(v) => match &e.ddsperf {

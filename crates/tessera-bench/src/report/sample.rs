@@ -243,6 +243,7 @@ pub(super) fn result_set() -> ResultSet {
             cyclone_version: Some("0.10.2-1".into()),
             ddsperf: Some("/usr/bin/ddsperf (Debian package cyclonedds-tools)".into()),
             rustc: Some("rustc 1.95.0".into()),
+            tessera_build: Some("tessera 0.1.0 (profile-guided: scripts/pgo-build)".into()),
             wakeup: "blocking receive, no busy-poll".into(),
         },
         points: Vec::new(),
