@@ -206,28 +206,33 @@ impl LocalReader for ReaderEndpoint {
     }
 
     fn on_timeout(&self, ctx: &RuntimeContext, now: Instant) -> Option<Instant> {
-        // Autopurge runs here too, so an application that never reads still frees memory
-        // (within the event thread's period, at most 100 ms late); room it makes lets refused
-        // samples come again.
-        let purged = purge_due(&mut self.history.lock());
-        if purged > 0 {
-            self.resume_local(ctx);
-        }
         let policy_next = if self.policies_on.load(Ordering::Relaxed) {
             self.policy_timeout(now)
         } else {
             None
         };
+        // Autopurge runs here too, so an application that never reads still frees memory
+        // (within the event thread's period, at most 100 ms late); room it makes lets refused
+        // samples come again. The core stays locked from the purge to the request (the order
+        // `handle` takes them in: core, then history): a refused sample resent in between
+        // would end its writer's probe, and the rest of what that writer had refused would
+        // wait for its next heartbeat instead of being asked for now.
         let mut core = self.core.lock();
+        let purged = purge_due(&mut self.history.lock());
         if purged > 0 && self.refused.swap(false, Ordering::Relaxed) {
             core.resume(now);
         }
         core.handle_timeout(now);
         outbox::flush_reader(ctx, &mut core, now);
-        match (core.poll_timeout(), policy_next) {
+        let next = match (core.poll_timeout(), policy_next) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
+        };
+        drop(core);
+        if purged > 0 {
+            self.resume_local(ctx);
         }
+        next
     }
 
     fn matched(&self, ctx: &RuntimeContext, remote: &RemoteEndpoint, now: Instant) {
