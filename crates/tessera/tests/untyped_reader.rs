@@ -400,6 +400,11 @@ fn status_listener_of_an_untyped_reader() {
     wait_until(10, "the match, heard", || {
         seen.load(Ordering::SeqCst) & StatusMask::SUBSCRIPTION_MATCHED.0 != 0
     });
+    // Matching is not symmetric in time: a volatile writer that has not matched the reader
+    // yet would write its first sample to nobody (seen once in CI, under load).
+    wait_until(10, "the writer's match", || {
+        w.publication_matched_status().current_count >= 1
+    });
     let sample = |seq| Reading {
         sensor: 1,
         seq,
