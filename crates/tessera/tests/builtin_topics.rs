@@ -542,8 +542,10 @@ fn a_reader_made_from_a_type_support_receives_the_bytes() {
             DataReaderQos::default().with_history(History::KeepAll),
         )
         .unwrap();
+    // Both sides: a volatile writer that has not yet matched the reader writes to nobody.
     eventually("a match", || {
-        (r.matched_publications() == vec![w.guid()]).then_some(())
+        (r.matched_publications() == vec![w.guid()] && w.matched_subscriptions() == vec![r.guid()])
+            .then_some(())
     });
     w.write(&Reading { sensor: 3, seq: 9 }).unwrap();
     let got = eventually("the sample", || {
