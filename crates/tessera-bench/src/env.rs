@@ -50,7 +50,35 @@ pub fn capture(ddsperf: Option<&Path>, tessera: Option<&Path>) -> Environment {
         tessera_build: tessera.and_then(|t| {
             run(t.as_os_str().to_str()?, &["version"]).filter(|v| v.starts_with("tessera "))
         }),
+        atomic_build: None,
         wakeup: WAKEUP.to_string(),
+    }
+}
+
+/// The binary that runs the ATOMIC pair's `perf`: a `tessera-atomic` beside the measured
+/// `tessera` (`scripts/pgo-build --atomic` leaves a profile-guided one in `target/dist`), so
+/// that ATOMIC and EVENTUAL are measured with builds made alike; else `tessera-bench` itself
+/// (same code, the `atomic` feature on, not profile-guided).
+pub fn atomic_exe(tessera: &Path, bench: &Path) -> PathBuf {
+    let sibling = tessera.with_file_name("tessera-atomic");
+    if is_executable(&sibling) {
+        sibling
+    } else {
+        bench.to_path_buf()
+    }
+}
+
+/// What the report says of the ATOMIC pair's binary: its path and, for a `tessera-atomic`,
+/// its `version` line.
+pub fn atomic_build(exe: &Path) -> String {
+    let version = exe
+        .as_os_str()
+        .to_str()
+        .and_then(|p| run(p, &["version"]))
+        .filter(|v| v.starts_with("tessera "));
+    match version {
+        Some(v) => format!("{} ({v})", exe.display()),
+        None => format!("{} perf", exe.display()),
     }
 }
 
@@ -411,6 +439,32 @@ mod tests {
             capture(None, Some(&dir.join("missing"))).tessera_build,
             None
         );
+    }
+
+    /// The ATOMIC pair runs a `tessera-atomic` beside the measured `tessera` when there is
+    /// one, and says which binary it was; without one, `tessera-bench perf`.
+    #[test]
+    fn the_atomic_pair_prefers_a_tessera_atomic_beside_the_measured_tessera() {
+        let dir = scratch(
+            "atomic-exe",
+            &[
+                ("tessera", b"#!/bin/sh\necho 'tessera 9.9.9'\n"),
+                (
+                    "tessera-atomic",
+                    b"#!/bin/sh\n[ \"$1\" = version ] && echo 'tessera 9.9.9 (profile-guided, ATOMIC)'\n",
+                ),
+            ],
+        );
+        let bench = dir.join("bench").join("tessera-bench");
+        let exe = atomic_exe(&dir.join("tessera"), &bench);
+        assert_eq!(exe, dir.join("tessera-atomic"));
+        assert_eq!(
+            atomic_build(&exe),
+            format!("{} (tessera 9.9.9 (profile-guided, ATOMIC))", exe.display())
+        );
+        let other = dir.join("elsewhere").join("tessera");
+        assert_eq!(atomic_exe(&other, &bench), bench);
+        assert_eq!(atomic_build(&bench), format!("{} perf", bench.display()));
     }
 
     /// A `ddsperf` that no package owns and that links no libddsc (here a script, as a source

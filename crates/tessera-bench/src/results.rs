@@ -513,6 +513,11 @@ pub struct Environment {
     /// for a profile-guided build, how it was built); `None` when it could not say.
     #[serde(default)]
     pub tessera_build: Option<String>,
+    /// The binary of the ATOMIC pair (`tessera-atomic`) and what it says of itself, when the
+    /// run has that pair: a profile-guided `tessera-atomic` beside the measured `tessera`, or
+    /// else `tessera-bench perf`.
+    #[serde(default)]
+    pub atomic_build: Option<String>,
     /// Wake-up strategy of the workers (e.g. "blocking receive, no busy-poll").
     pub wakeup: String,
 }

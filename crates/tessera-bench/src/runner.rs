@@ -248,6 +248,12 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         points,
         notes,
     };
+    if uses(&scenario, Implementation::TesseraAtomic) {
+        results.environment.atomic_build = Some(env::atomic_build(&env::atomic_exe(
+            &opts.tessera_exe,
+            &opts.bench_exe,
+        )));
+    }
     if !opts.command_line.is_empty() {
         results
             .notes

@@ -86,6 +86,9 @@ pub(super) fn environment_paragraph(rs: &ResultSet) -> String {
     if let Some(b) = &e.tessera_build {
         s.push_str(&format!("; the measured binary: {b}"));
     }
+    if let Some(b) = &e.atomic_build {
+        s.push_str(&format!("; the ATOMIC pair's: {b}"));
+    }
     s.push_str("; ");
     match &e.cyclone_version {
         Some(v) => match &e.ddsperf {

@@ -244,6 +244,7 @@ pub(super) fn result_set() -> ResultSet {
             ddsperf: Some("/usr/bin/ddsperf (Debian package cyclonedds-tools)".into()),
             rustc: Some("rustc 1.95.0".into()),
             tessera_build: Some("tessera 0.1.0 (profile-guided: scripts/pgo-build)".into()),
+            atomic_build: None,
             wakeup: "blocking receive, no busy-poll".into(),
         },
         points: Vec::new(),

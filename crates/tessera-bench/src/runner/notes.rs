@@ -99,9 +99,11 @@ pub(super) fn standing_notes(s: &Scenario) -> Vec<String> {
     }
     if uses_any(|i| i == Implementation::TesseraAtomic) {
         notes.push(
-            "ATOMIC: `tessera-atomic` runs `tessera perf`'s code from the `tessera-bench` binary \
-             (`tessera-bench perf --consistency atomic`, built with the `atomic` feature that the \
-             measured `tessera` leaves out, so its resident memory is not comparable). Every \
+            "ATOMIC: `tessera-atomic` runs `tessera perf --consistency atomic` from a binary \
+             built with the `atomic` feature that the measured `tessera` leaves out (so its \
+             resident memory is not comparable): the `tessera-atomic` beside the measured \
+             `tessera` when there is one (`scripts/pgo-build --atomic` makes it profile-guided \
+             like `tessera`), else `tessera-bench perf`; the environment line names it. Every \
              process keeps ddsperf's full set of endpoints (ping writer and reader, data writer, \
              a pong writer per peer), all ATOMIC: a point with N subscribers runs one consensus \
              group of N + 1 members per topic and partition (Ping, Data, each process's Pong \

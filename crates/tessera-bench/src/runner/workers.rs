@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::Value;
 
+use crate::env;
 use crate::hosts::{self, LinkShaping, Topology};
 use crate::parse::{self, PerfOutput};
 use crate::procmon::{Capture, Proc};
@@ -163,10 +164,13 @@ impl Ctx<'_> {
             | Implementation::TesseraLoan
             | Implementation::TesseraLoanSpin
             | Implementation::TesseraAtomic => {
-                // The ATOMIC pair runs the same perf code from `tessera-bench`, which is built
-                // with the `atomic` feature that the measured `tessera` binary leaves out.
+                // The ATOMIC pair runs the same perf code from a binary built with the `atomic`
+                // feature that the measured `tessera` leaves out: `tessera-atomic` beside it
+                // (profile-guided like it, from `scripts/pgo-build --atomic`), else
+                // `tessera-bench`.
                 let mut c = if implementation == Implementation::TesseraAtomic {
-                    let mut c = topo.command(host, &self.opts.bench_exe);
+                    let exe = env::atomic_exe(&self.opts.tessera_exe, &self.opts.bench_exe);
+                    let mut c = topo.command(host, &exe);
                     c.arg("perf")
                         .arg("--json")
                         .args(["--consistency", "atomic"]);

@@ -182,7 +182,8 @@ pub struct PerfConfig {
     pub loan: Option<u32>,
     /// `--consistency atomic` (tessera extension): the Data, Ping and Pong endpoints are ATOMIC
     /// (a consensus group per topic; `write` returns after commit). Needs a build with the
-    /// `atomic` feature (`tessera-bench perf`); the `tessera` binary refuses it.
+    /// `atomic` feature (`tessera-bench perf`, or `tessera` built with the crate's `atomic`
+    /// feature); the default `tessera` binary refuses it.
     pub atomic: bool,
 }
 
@@ -384,7 +385,8 @@ OPTIONS:
                       endpoints form a consensus group per topic and a write
                       returns after commit; every process of the run passes
                       the same C; reliable only; needs a build with ATOMIC
-                      consistency (tessera-bench perf), not this binary
+                      consistency: tessera-bench perf, or tessera built with
+                      its `atomic` feature (scripts/pgo-build --atomic)
 
 MODE... is any sequence of:
   ping [R[Hz]] [size S] [waitset|listener]
