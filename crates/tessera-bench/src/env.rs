@@ -47,9 +47,7 @@ pub fn capture(ddsperf: Option<&Path>, tessera: Option<&Path>) -> Environment {
         cyclone_version: cyclone.as_ref().map(|c| c.version.clone()),
         ddsperf: cyclone.map(|c| format!("{} ({})", c.binary.display(), c.source)),
         rustc: run("rustc", &["--version"]),
-        tessera_build: tessera.and_then(|t| {
-            run(t.as_os_str().to_str()?, &["version"]).filter(|v| v.starts_with("tessera "))
-        }),
+        tessera_build: tessera.and_then(version_line),
         atomic_build: None,
         wakeup: WAKEUP.to_string(),
     }
@@ -71,15 +69,16 @@ pub fn atomic_exe(tessera: &Path, bench: &Path) -> PathBuf {
 /// What the report says of the ATOMIC pair's binary: its path and, for a `tessera-atomic`,
 /// its `version` line.
 pub fn atomic_build(exe: &Path) -> String {
-    let version = exe
-        .as_os_str()
-        .to_str()
-        .and_then(|p| run(p, &["version"]))
-        .filter(|v| v.starts_with("tessera "));
-    match version {
+    match version_line(exe) {
         Some(v) => format!("{} ({v})", exe.display()),
         None => format!("{} perf", exe.display()),
     }
+}
+
+/// What a `tessera` binary says of itself (`tessera version`); `None` when it fails or answers
+/// something else (a `tessera-bench` has no such command).
+fn version_line(exe: &Path) -> Option<String> {
+    run(exe.as_os_str().to_str()?, &["version"]).filter(|v| v.starts_with("tessera "))
 }
 
 fn unknown() -> String {

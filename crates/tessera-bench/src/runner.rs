@@ -92,6 +92,13 @@ pub struct RunOptions {
     pub command_line: String,
 }
 
+impl RunOptions {
+    /// The binary that runs the ATOMIC pair ([`env::atomic_exe`]).
+    pub fn atomic_exe(&self) -> PathBuf {
+        env::atomic_exe(&self.tessera_exe, &self.bench_exe)
+    }
+}
+
 /// What a run produced.
 #[derive(Debug)]
 pub struct RunOutcome {
@@ -249,10 +256,7 @@ pub fn run(mut scenario: Scenario, opts: &RunOptions) -> anyhow::Result<RunOutco
         notes,
     };
     if uses(&scenario, Implementation::TesseraAtomic) {
-        results.environment.atomic_build = Some(env::atomic_build(&env::atomic_exe(
-            &opts.tessera_exe,
-            &opts.bench_exe,
-        )));
+        results.environment.atomic_build = Some(env::atomic_build(&opts.atomic_exe()));
     }
     if !opts.command_line.is_empty() {
         results

@@ -11,7 +11,6 @@ use std::time::{Duration, Instant};
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::env;
 use crate::hosts::{self, LinkShaping, Topology};
 use crate::parse::{self, PerfOutput};
 use crate::procmon::{Capture, Proc};
@@ -169,8 +168,7 @@ impl Ctx<'_> {
                 // (profile-guided like it, from `scripts/pgo-build --atomic`), else
                 // `tessera-bench`.
                 let mut c = if implementation == Implementation::TesseraAtomic {
-                    let exe = env::atomic_exe(&self.opts.tessera_exe, &self.opts.bench_exe);
-                    let mut c = topo.command(host, &exe);
+                    let mut c = topo.command(host, self.opts.atomic_exe());
                     c.arg("perf")
                         .arg("--json")
                         .args(["--consistency", "atomic"]);
