@@ -1,5 +1,5 @@
 //! An in-process network between members, with faults the test controls: partitions (one-way or
-//! both), seeded message loss, extra delay, and crashes (a member removed answers nothing).
+//! both), seeded message loss, extra delay (everywhere or on one link), and crashes (a member removed answers nothing).
 //!
 //! The members' Raft instances run on their consensus threads as usual; only the links are
 //! simulated. Loss is drawn from a seeded generator, so a schedule is reproducible as far as
@@ -25,6 +25,8 @@ struct State {
     cut: HashSet<(MemberId, MemberId)>,
     loss_per_mille: u32,
     delay: Duration,
+    /// Extra delay of the messages on one directed link (a slow path to one member).
+    link_delay: HashMap<(MemberId, MemberId), Duration>,
     rng: u64,
     delivered: u64,
     dropped: u64,
@@ -85,6 +87,11 @@ impl SimNet {
         self.lock().delay = d;
     }
 
+    /// Delays every message from `from` to `to` by `d` more (answers come back at once).
+    pub fn set_link_delay(&self, from: MemberId, to: MemberId, d: Duration) {
+        self.lock().link_delay.insert((from, to), d);
+    }
+
     /// (delivered, dropped) messages so far.
     pub fn counts(&self) -> (u64, u64) {
         let s = self.lock();
@@ -112,7 +119,10 @@ impl SimNet {
 
     pub(crate) async fn call(&self, from: MemberId, env: Envelope) -> io::Result<Response> {
         let to = env.target;
-        let delay = self.lock().delay;
+        let delay = {
+            let s = self.lock();
+            s.delay + s.link_delay.get(&(from, to)).copied().unwrap_or_default()
+        };
         let lost = || io::Error::new(io::ErrorKind::TimedOut, "simulated loss");
         if !self.passes(from, to) {
             // A lost request looks like a silent peer: wait a little instead of failing at once.

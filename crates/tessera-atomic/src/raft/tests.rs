@@ -1,5 +1,6 @@
 //! Tests of the openraft group: which membership change the leader plans, an open that
-//! times out, and the log's byte budget under large batches.
+//! times out, the log's byte budget under large batches, and leadership following a member
+//! that proposes a steady stream.
 
 use std::collections::BTreeSet;
 
@@ -143,20 +144,16 @@ fn an_open_that_times_out_says_the_group_was_not_formed() {
     assert_eq!(net.counts(), settled);
 }
 
-/// A log of large batches is purged back within its byte budget at every member; a member
-/// that fell behind what its leader kept catches up from a snapshot (told what it skipped),
-/// and every member delivers the rest in order to the last entry.
-#[test]
-fn a_log_of_large_batches_stays_within_its_byte_budget() {
-    const BUDGET: usize = 1 << 20;
-    let net = SimNet::new(7);
+/// Members 1, 2 and 3 of group "g" on `net`, each on a consensus thread of its own (returned
+/// too: dropping one stops its member).
+fn three_members(net: &SimNet, timing: Timing) -> (Vec<ConsensusThread>, Vec<OpenRaftGroup>) {
     let ids = [m(1), m(2), m(3)];
     let initial: Vec<_> = ids.iter().map(|id| (*id, MemberAddr::Sim(*id))).collect();
     let threads: Vec<_> = ids
         .iter()
         .map(|id| ConsensusThread::start(&id.to_string(), None).unwrap())
         .collect();
-    let groups: Vec<_> = threads
+    let groups = threads
         .iter()
         .zip(ids)
         .map(|(t, id)| {
@@ -165,14 +162,28 @@ fn a_log_of_large_batches_stays_within_its_byte_budget() {
                 me: id,
                 initial: Some(initial.clone()),
                 sim: Some(net.clone()),
-                timing: Timing {
-                    log_bytes: BUDGET,
-                    ..Timing::default()
-                },
+                timing: timing.clone(),
             })
             .unwrap()
         })
         .collect();
+    (threads, groups)
+}
+
+/// A log of large batches is purged back within its byte budget at every member; a member
+/// that fell behind what its leader kept catches up from a snapshot (told what it skipped),
+/// and every member delivers the rest in order to the last entry.
+#[test]
+fn a_log_of_large_batches_stays_within_its_byte_budget() {
+    const BUDGET: usize = 1 << 20;
+    let net = SimNet::new(7);
+    let (_threads, groups) = three_members(
+        &net,
+        Timing {
+            log_bytes: BUDGET,
+            ..Timing::default()
+        },
+    );
     let mut sn = 0;
     let mut last = 0;
     // Six budgets' worth, 64 KiB entries in batches of four.
@@ -222,5 +233,74 @@ fn a_log_of_large_batches_stays_within_its_byte_budget() {
             first == 1 || skipped_to > 0,
             "entries before {first} lost unannounced"
         );
+    }
+}
+
+/// A member that proposes a steady stream of group commits (one in flight, like a writer's
+/// committer) through a leader elsewhere becomes the leader within a few of the leader's
+/// quarter-second judgements, although a slow link from the leader keeps it an append or two
+/// behind (the leader commits with the other follower); every member delivers the whole
+/// stream once, in order, across the move. Before the network carried openraft's
+/// transfer-leader request, a transfer only stopped the leader's heartbeats, and the next
+/// election went to whichever timer fired first: here, for seconds, never the writer.
+#[test]
+fn leadership_moves_to_a_member_that_streams_despite_lagging_appends() {
+    let net = SimNet::new(11);
+    net.set_delay(Duration::from_millis(1));
+    let (_threads, groups) = three_members(&net, Timing::default());
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let leader = loop {
+        if let Some(l) = groups[0].leader() {
+            break l;
+        }
+        assert!(Instant::now() < deadline, "no leader");
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    let writer = groups.iter().position(|g| g.me != leader).unwrap();
+    let me = groups[writer].me;
+    net.set_link_delay(leader, me, Duration::from_millis(15));
+    let mut sn = 0;
+    let mut batch = || {
+        (0..4)
+            .map(|_| {
+                sn += 1;
+                Entry {
+                    writer: [7; 16],
+                    sn,
+                    key_hash: [0; 16],
+                    timestamp_ns: 0,
+                    payload: vec![sn as u8; 1024].into(),
+                    kind: crate::entry::EntryKind::Write,
+                }
+            })
+            .collect::<Vec<_>>()
+    };
+    let started = Instant::now();
+    let mut moved = None;
+    while started.elapsed() < Duration::from_secs(4) {
+        groups[writer]
+            .propose_batch(batch(), Duration::from_secs(5))
+            .expect("commit");
+        if moved.is_none() && groups[writer].leader() == Some(me) {
+            moved = Some(started.elapsed());
+        }
+        if moved.is_some_and(|t| started.elapsed() > t + Duration::from_millis(300)) {
+            break;
+        }
+    }
+    let moved = moved.expect("leadership stayed away from the streaming member for 4 s");
+    // Four judgements of a quarter second each, with room for a slow machine.
+    assert!(moved < Duration::from_millis(2500), "moved after {moved:?}");
+    let total = sn;
+    for g in &groups {
+        let mut delivered = Vec::new();
+        while delivered.last() != Some(&total) {
+            match g.deliveries().recv_timeout(Duration::from_secs(5)) {
+                Ok(Delivery::Entry { entry, .. }) => delivered.push(entry.sn),
+                Ok(Delivery::Skipped { index }) => panic!("skipped to {index}"),
+                Err(_) => panic!("stalled after {} of {total}", delivered.len()),
+            }
+        }
+        assert_eq!(delivered, (1..=total).collect::<Vec<i64>>());
     }
 }
