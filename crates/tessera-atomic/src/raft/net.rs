@@ -100,10 +100,9 @@ const ORIGIN_MIN_SAMPLES: u64 = 50;
 /// Where the samples a leader applies come from. A forwarded proposal costs its writer a round
 /// trip to the leader and the leader a frame to decode, so when one other member proposes at
 /// least 90 % of a busy quarter second's samples (a single writer's process), leadership moves
-/// there. Samples, not proposals, are counted: a forwarded stream of large samples goes as few
-/// group commits (a 64 KiB stream at ~2k samples/s made fewer than 50 proposals a window and
-/// stayed forwarded for whole runs). Writers spread over members (a ping-pong, the fault
-/// harness's writer per member) move nothing.
+/// there. Samples, not proposals, are counted: a forwarded stream of large samples goes as a
+/// few group commits (a 64 KiB one at 2k samples/s may make fewer than 50 a window). Writers
+/// spread over members (a ping-pong, the fault harness's writer per member) move nothing.
 pub(crate) struct Origins {
     me: MemberId,
     window: std::sync::Mutex<Option<(std::time::Instant, HashMap<MemberId, u64>)>>,
